@@ -1,0 +1,48 @@
+import { NestFactory } from '@nestjs/core';
+import type { NestExpressApplication } from '@nestjs/platform-express';
+import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
+import { Logger } from 'nestjs-pino';
+import { DataSource } from 'typeorm';
+import { AppModule } from './app.module.js';
+import type { AppConfig } from './config/app-config.js';
+
+export const API_DESCRIPTION = `
+Upload files into folders, list and search them, move them to a trash with a 30-day recovery window or delete them for good,
+share them through links, and receive signed webhook events.
+
+**Authentication**: every /v1 route takes \`Authorization: Bearer <API_KEY>\`. Click *Authorize* and paste a key
+(create one with \`npm run cli -- accounts create --name NAME --plan free\`). Each route states the scope it needs
+(\`x-required-scope\`) and whether it needs an elevated key (\`x-requires-elevated-key\`).
+
+**Envelope**: success is \`{success: true, data[, pagination]}\`, failure \`{success: false, error: {code, message[, details]}}\`.
+
+**Rate limits**: per account and plan (Free 60, Pro 300, Enterprise 1,000 requests a minute), in fixed one-minute windows.
+Every authenticated answer carries \`X-RateLimit-Limit\`, \`X-RateLimit-Remaining\` and \`X-RateLimit-Reset\`
+(Unix time in seconds when the window resets); a refused request gets 429 with \`Retry-After\` in seconds.
+`.trim();
+
+/** Builds the HTTP application: migrations applied, OpenAPI at /docs, ready to listen. */
+export async function createApp(config: AppConfig): Promise<NestExpressApplication> {
+  const app = await NestFactory.create<NestExpressApplication>(AppModule.forServer(config), { bufferLogs: true });
+  app.useLogger(app.get(Logger));
+  app.disable('x-powered-by');
+  app.enableShutdownHooks();
+  await app.get(DataSource).runMigrations({ transaction: 'each' });
+
+  const document = SwaggerModule.createDocument(
+    app,
+    new DocumentBuilder()
+      .setTitle('File Storage API')
+      .setDescription(API_DESCRIPTION)
+      .setVersion('1.0')
+      .addServer(config.publicBaseUrl)
+      .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'An API key: Bearer <API_KEY>' }, 'api-key')
+      .build(),
+  );
+  SwaggerModule.setup('docs', app, document, {
+    jsonDocumentUrl: 'docs-json',
+    customSiteTitle: 'File Storage API',
+    swaggerOptions: { persistAuthorization: true, displayRequestDuration: true },
+  });
+  return app;
+}

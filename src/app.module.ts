@@ -1,0 +1,72 @@
+import { DynamicModule, Module, Type } from '@nestjs/common';
+import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR, APP_PIPE } from '@nestjs/core';
+import type { Request } from 'express';
+import { TerminusModule } from '@nestjs/terminus';
+import { ThrottlerModule } from '@nestjs/throttler';
+import { AuthenticationGuard } from './common/auth/authentication.guard.js';
+import { ScopeGuard } from './common/auth/scope.guard.js';
+import { ApiExceptionFilter } from './common/http/api-exception.filter.js';
+import { EnvelopeInterceptor } from './common/http/envelope.interceptor.js';
+import { ApiValidationPipe } from './common/http/validation.pipe.js';
+import { PlanRateLimitGuard } from './common/rate-limit/plan-rate-limit.guard.js';
+import { RedisThrottlerStorage } from './common/rate-limit/redis-throttler.storage.js';
+import { Redis } from 'ioredis';
+import { AppConfig } from './config/app-config.js';
+import { REDIS } from './infra/redis/redis.module.js';
+import { CoreModule } from './infra/core.module.js';
+import { HealthController } from './infra/health/health.controller.js';
+import { AccountsModule } from './modules/accounts/accounts.module.js';
+import { PLANS } from './modules/accounts/plans.js';
+
+/** The domain modules, shared by the HTTP server and the CLI. */
+const DOMAIN_MODULES: Type[] = [AccountsModule];
+
+@Module({})
+export class AppModule {
+  /** The HTTP server: domain modules plus auth, rate limits, envelope, health and background work. */
+  static forServer(config: AppConfig): DynamicModule {
+    return {
+      module: AppModule,
+      imports: [
+        CoreModule.register(config),
+        TerminusModule.forRoot({ errorLogStyle: 'json' }),
+        ThrottlerModule.forRootAsync({
+          inject: [REDIS, AppConfig],
+          useFactory: (redis: Redis, appConfig: AppConfig) => ({
+            storage: new RedisThrottlerStorage(redis, appConfig),
+            throttlers: [
+              {
+                name: 'default',
+                ttl: 60_000,
+                limit: (context) => {
+                  const actor = context.switchToHttp().getRequest<Request>().actor;
+                  return actor ? PLANS[actor.plan].requestsPerMinute : appConfig.publicRateLimitPerMinute;
+                },
+              },
+            ],
+          }),
+        }),
+        ...DOMAIN_MODULES,
+      ],
+      controllers: [HealthController],
+      providers: [
+        // Guards run in this order: who is calling, how often, and may they do this.
+        { provide: APP_GUARD, useClass: AuthenticationGuard },
+        { provide: APP_GUARD, useClass: PlanRateLimitGuard },
+        { provide: APP_GUARD, useClass: ScopeGuard },
+        { provide: APP_PIPE, useClass: ApiValidationPipe },
+        { provide: APP_INTERCEPTOR, useClass: EnvelopeInterceptor },
+        { provide: APP_FILTER, useClass: ApiExceptionFilter },
+      ],
+    };
+  }
+
+  /** The command line: the same domain modules without HTTP concerns, schedulers or queue workers. */
+  static forCli(config: AppConfig, cliProviders: Type[]): DynamicModule {
+    return {
+      module: AppModule,
+      imports: [CoreModule.register(config), ...DOMAIN_MODULES],
+      providers: cliProviders,
+    };
+  }
+}

@@ -1,0 +1,31 @@
+import { applyDecorators, SetMetadata } from '@nestjs/common';
+import { ApiBearerAuth, ApiExtension, ApiResponse } from '@nestjs/swagger';
+import { ErrorEnvelopeDoc } from '../http/openapi.js';
+import type { Scope } from './scopes.js';
+
+export const ACCESS_METADATA = 'fss:access';
+
+export type AccessRule = { kind: 'public' } | { kind: 'key'; scope: Scope | null; elevated: boolean };
+
+/**
+ * States what a route needs from the caller's API key: one decorator, read by the auth guards
+ * and written into the OpenAPI document (security, 401/403/429 answers, `x-required-scope`).
+ */
+export function RequireScope(scope: Scope | null, options: { elevated?: boolean } = {}): MethodDecorator & ClassDecorator {
+  const rule: AccessRule = { kind: 'key', scope, elevated: options.elevated ?? false };
+  const needs = [scope ? `scope \`${scope}\`` : null, rule.elevated ? 'an elevated key' : null].filter(Boolean).join(' and ');
+  return applyDecorators(
+    SetMetadata(ACCESS_METADATA, rule),
+    ApiBearerAuth('api-key'),
+    ApiExtension('x-required-scope', scope ?? 'any'),
+    ApiExtension('x-requires-elevated-key', rule.elevated),
+    ApiResponse({ status: 401, description: 'authentication_failed: missing, malformed, unknown or revoked API key.', type: ErrorEnvelopeDoc }),
+    ApiResponse({ status: 403, description: `permission_denied: the key lacks ${needs || 'the needed permission'}.`, type: ErrorEnvelopeDoc }),
+    ApiResponse({ status: 429, description: 'rate_limit_exceeded: the plan\'s requests per minute are used up; see Retry-After.', type: ErrorEnvelopeDoc }),
+  );
+}
+
+/** A route anyone may call without an API key (still rate limited per client IP unless throttling is skipped). */
+export function Public(): MethodDecorator & ClassDecorator {
+  return applyDecorators(SetMetadata(ACCESS_METADATA, { kind: 'public' } satisfies AccessRule));
+}

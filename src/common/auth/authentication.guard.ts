@@ -1,0 +1,46 @@
+import { CanActivate, ExecutionContext, Injectable, Logger } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import { CommandBus, QueryBus } from '@nestjs/cqrs';
+import type { Request } from 'express';
+import { RecordKeyUseCommand } from '../../modules/accounts/commands/record-key-use.command.js';
+import { AuthenticateApiKeyQuery } from '../../modules/accounts/queries/authenticate-api-key.query.js';
+import { Clock } from '../clock.js';
+import { AuthenticationFailed } from '../errors/api-error.js';
+import { ACCESS_METADATA, type AccessRule } from './access.decorator.js';
+
+const BEARER = /^Bearer ([A-Za-z0-9_-]{16,128})$/;
+const KEY_USE_RESOLUTION_MS = 60_000;
+
+/** Resolves `Authorization: Bearer <key>` to an Actor on every route that is not public. */
+@Injectable()
+export class AuthenticationGuard implements CanActivate {
+  private readonly logger = new Logger('Authentication');
+
+  constructor(
+    private readonly reflector: Reflector,
+    private readonly queries: QueryBus,
+    private readonly commands: CommandBus,
+    private readonly clock: Clock,
+  ) {}
+
+  async canActivate(context: ExecutionContext): Promise<boolean> {
+    const rule = this.reflector.getAllAndOverride<AccessRule | undefined>(ACCESS_METADATA, [context.getHandler(), context.getClass()]);
+    if (rule?.kind === 'public') return true;
+    const request = context.switchToHttp().getRequest<Request>();
+    const header = request.headers.authorization;
+    if (!header) throw new AuthenticationFailed();
+    const match = BEARER.exec(header.trim());
+    if (!match) throw new AuthenticationFailed('The Authorization header must be "Bearer <API_KEY>".');
+    const authentication = await this.queries.execute(new AuthenticateApiKeyQuery(match[1]));
+    if (!authentication) throw new AuthenticationFailed('The API key is not valid or has been revoked.');
+    request.actor = authentication.actor;
+    const now = this.clock.now();
+    if (!authentication.lastUsedAt || now.getTime() - authentication.lastUsedAt.getTime() > KEY_USE_RESOLUTION_MS) {
+      // Bookkeeping only: the request does not wait for it, and a failure must not fail the request.
+      this.commands.execute(new RecordKeyUseCommand(authentication.actor.keyId, now)).catch((error: unknown) => {
+        this.logger.warn({ err: error }, 'Could not record key use');
+      });
+    }
+    return true;
+  }
+}

@@ -1,0 +1,99 @@
+import { ArgumentsHost, Catch, ExceptionFilter, HttpException, HttpStatus, Logger } from '@nestjs/common';
+import type { Request, Response } from 'express';
+import { ApiError, ErrorCode } from '../errors/api-error.js';
+import { ErrorEnvelope } from './envelope.js';
+
+const CODE_BY_STATUS: Record<number, ErrorCode> = {
+  400: 'invalid_request',
+  401: 'authentication_failed',
+  403: 'permission_denied',
+  404: 'not_found',
+  405: 'invalid_request',
+  406: 'invalid_request',
+  409: 'conflict',
+  411: 'invalid_request',
+  413: 'invalid_request',
+  415: 'invalid_request',
+  422: 'invalid_request',
+  429: 'rate_limit_exceeded',
+  503: 'service_unavailable',
+};
+
+/** Turns anything thrown into the error envelope; unexpected errors are logged with the request id, never shown. */
+@Catch()
+export class ApiExceptionFilter implements ExceptionFilter {
+  private readonly logger = new Logger('ApiExceptionFilter');
+
+  catch(exception: unknown, host: ArgumentsHost): void {
+    const http = host.switchToHttp();
+    const request = http.getRequest<Request>();
+    const response = http.getResponse<Response>();
+    const { status, body, headers } = this.render(exception, request);
+    if (response.headersSent) {
+      // A stream failed after its first bytes: the only honest signal left is to cut the connection.
+      response.destroy();
+      return;
+    }
+    for (const [name, value] of Object.entries(headers)) response.setHeader(name, value);
+    response.status(status).json(body);
+  }
+
+  render(exception: unknown, request: Request): { status: number; body: ErrorEnvelope; headers: Record<string, string> } {
+    if (exception instanceof ApiError) {
+      return {
+        status: exception.status,
+        headers: exception.headers,
+        body: envelope(exception.code, exception.message, exception.details),
+      };
+    }
+    if (exception instanceof HttpException && exception.getStatus() < 500) {
+      const status = exception.getStatus();
+      const code = CODE_BY_STATUS[status] ?? 'invalid_request';
+      return { status, headers: {}, body: envelope(code, describeHttpException(exception, request)) };
+    }
+    const bodyParserError = asBodyParserError(exception);
+    if (bodyParserError) {
+      return { status: bodyParserError.status, headers: {}, body: envelope('invalid_request', bodyParserError.message) };
+    }
+    const requestId = String(request.id ?? '');
+    this.logger.error({ err: exception, requestId, method: request.method, url: request.originalUrl }, 'Unhandled error');
+    return {
+      status: HttpStatus.INTERNAL_SERVER_ERROR,
+      headers: {},
+      body: envelope('internal_error', `An unexpected error occurred. Quote request id ${requestId} when reporting it.`, {
+        request_id: requestId,
+      }),
+    };
+  }
+}
+
+function envelope(code: ErrorCode, message: string, details?: Record<string, unknown>): ErrorEnvelope {
+  return { success: false, error: details ? { code, message, details } : { code, message } };
+}
+
+function describeHttpException(exception: HttpException, request: Request): string {
+  const status = exception.getStatus();
+  if (status === 404) return `No route ${request.method} ${request.path}.`;
+  const response = exception.getResponse();
+  if (typeof response === 'object' && response !== null && 'message' in response) {
+    const message = (response as { message: unknown }).message;
+    if (Array.isArray(message)) return message.join('; ');
+    if (typeof message === 'string') return message;
+  }
+  return exception.message;
+}
+
+/** Errors raised by body-parser (malformed JSON, body too large, bad charset) carry a 4xx `status` and a `type`. */
+function asBodyParserError(exception: unknown): { status: number; message: string } | null {
+  if (typeof exception !== 'object' || exception === null) return null;
+  const e = exception as { status?: unknown; type?: unknown; message?: unknown };
+  if (typeof e.status !== 'number' || e.status < 400 || e.status >= 500 || typeof e.type !== 'string') return null;
+  const messages: Record<string, string> = {
+    'entity.parse.failed': 'The request body is not valid JSON.',
+    'entity.too.large': 'The request body is too large.',
+    'encoding.unsupported': 'The request body encoding is not supported.',
+    'charset.unsupported': 'The request body charset is not supported.',
+    'request.aborted': 'The request was aborted.',
+  };
+  return { status: e.status, message: messages[e.type] ?? 'The request body could not be read.' };
+}

@@ -1,0 +1,40 @@
+import { ArgumentMetadata, ValidationError, ValidationPipe } from '@nestjs/common';
+import { FieldProblem, InvalidRequest } from '../errors/api-error.js';
+
+function flatten(errors: ValidationError[], parent = ''): FieldProblem[] {
+  return errors.flatMap((error) => {
+    const field = parent ? `${parent}.${error.property}` : error.property;
+    const own = Object.values(error.constraints ?? {}).map((message) => ({
+      field,
+      // class-validator names the property itself; with forbidNonWhitelisted it says "property x should not exist".
+      message: message.startsWith('property ') ? 'is not allowed' : message.replace(new RegExp(`^${error.property} `), ''),
+    }));
+    return [...own, ...flatten(error.children ?? [], field)];
+  });
+}
+
+/**
+ * Whitelisting validation for every input, failing with invalid_request and `details.fields`.
+ * A query parameter given twice (`page=1&page=2`) is refused rather than silently picking one.
+ */
+export class ApiValidationPipe extends ValidationPipe {
+  constructor() {
+    super({
+      whitelist: true,
+      forbidNonWhitelisted: true,
+      transform: true,
+      forbidUnknownValues: true,
+      exceptionFactory: (errors) => InvalidRequest.fields(flatten(errors)),
+    });
+  }
+
+  override async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
+    if (metadata.type === 'query' && value !== null && typeof value === 'object') {
+      const repeated = Object.entries(value).filter(([, v]) => Array.isArray(v));
+      if (repeated.length > 0) {
+        throw InvalidRequest.fields(repeated.map(([field]) => ({ field, message: 'must be given at most once' })));
+      }
+    }
+    return super.transform(value, metadata);
+  }
+}

@@ -1,0 +1,47 @@
+import { DynamicModule, Global, Module } from '@nestjs/common';
+import { CqrsModule } from '@nestjs/cqrs';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { randomUUID } from 'node:crypto';
+import { LoggerModule } from 'nestjs-pino';
+import { Clock } from '../common/clock.js';
+import { AppConfig } from '../config/app-config.js';
+import { dataSourceOptions } from './database/data-source-options.js';
+import { Transactions } from './database/transactions.js';
+import { RedisModule } from './redis/redis.module.js';
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** What every process (server, CLI, workers) shares: configuration, clock, database, Redis, CQRS buses, logs. */
+@Global()
+@Module({})
+export class CoreModule {
+  static register(config: AppConfig): DynamicModule {
+    return {
+      module: CoreModule,
+      imports: [
+        CqrsModule.forRoot(),
+        LoggerModule.forRoot({
+          pinoHttp: {
+            level: config.logLevel,
+            // Honour a caller's X-Request-Id when it is sane, so one id follows a request across services.
+            genReqId: (req, res) => {
+              const given = req.headers['x-request-id'];
+              const id = typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+              res.setHeader('X-Request-Id', id);
+              return id;
+            },
+            redact: { paths: ['req.headers.authorization', 'req.headers["x-share-password"]', 'req.headers.cookie'], censor: '[redacted]' },
+            customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info'),
+            serializers: {
+              req: (req: { id: string; method: string; url: string }) => ({ id: req.id, method: req.method, url: req.url.replace(/signature=[^&]+/, 'signature=[redacted]') }),
+            },
+          },
+        }),
+        TypeOrmModule.forRoot({ ...dataSourceOptions(config.database), autoLoadEntities: true }),
+        RedisModule,
+      ],
+      providers: [{ provide: AppConfig, useValue: config }, Clock, Transactions],
+      exports: [AppConfig, Clock, Transactions, CqrsModule],
+    };
+  }
+}

@@ -1,0 +1,25 @@
+import type { EntityManager } from 'typeorm';
+import { newId } from '../../common/ids.js';
+import type { DomainEvent, EventName } from './domain-event.js';
+import { OutboxEventEntity } from './outbox-event.entity.js';
+
+/** Records domain events in the outbox inside the caller's transaction. */
+export const Outbox = {
+  async record(tx: EntityManager, ...events: DomainEvent[]): Promise<void> {
+    if (events.length === 0) return;
+    await tx.getRepository(OutboxEventEntity).insert(
+      events.map((event) => ({
+        id: event.id,
+        accountId: event.accountId,
+        event: event.name,
+        payload: JSON.stringify(event.data),
+        occurredAt: event.occurredAt,
+        relayedAt: null,
+      })),
+    );
+  },
+};
+
+export function domainEvent(name: EventName, accountId: string, occurredAt: Date, data: Record<string, unknown>): DomainEvent {
+  return { id: newId('evt'), name, accountId, occurredAt, data };
+}

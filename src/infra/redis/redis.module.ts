@@ -1,0 +1,63 @@
+import { Global, Inject, Injectable, Module, OnApplicationShutdown } from '@nestjs/common';
+import { Redis } from 'ioredis';
+import { AppConfig } from '../../config/app-config.js';
+
+export const REDIS = Symbol('REDIS');
+
+/**
+ * The shared Redis connection for rate-limit counters and health checks. It fails fast instead of
+ * queueing commands while Redis is away, so no request waits on an absent Redis.
+ */
+export function createRedisClient(config: AppConfig): Redis {
+  return new Redis(config.redisUrl, {
+    lazyConnect: false,
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 1,
+    commandTimeout: 1000,
+    connectTimeout: 2000,
+    retryStrategy: (attempt) => Math.min(attempt * 200, 2000),
+  });
+}
+
+@Injectable()
+class RedisCloser implements OnApplicationShutdown {
+  constructor(@Inject(REDIS) private readonly redis: Redis) {}
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.redis.quit().catch(() => this.redis.disconnect());
+  }
+}
+
+@Global()
+@Module({
+  providers: [
+    {
+      provide: REDIS,
+      inject: [AppConfig],
+      useFactory: (config: AppConfig) => {
+        const client = createRedisClient(config);
+        // Errors surface through failed commands; the event only needs a listener so it is not thrown.
+        client.on('error', () => undefined);
+        return client;
+      },
+    },
+    RedisCloser,
+  ],
+  exports: [REDIS],
+})
+export class RedisModule {}
+
+/** Answers within `timeoutMs` whether Redis at REDIS_URL takes commands; used before the service starts. */
+export async function probeRedis(redisUrl: string, timeoutMs = 3000): Promise<string | null> {
+  const client = new Redis(redisUrl, { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0, connectTimeout: timeoutMs, retryStrategy: () => null });
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+    await client.ping();
+    return null;
+  } catch (error) {
+    return error instanceof Error ? error.message : String(error);
+  } finally {
+    client.disconnect();
+  }
+}

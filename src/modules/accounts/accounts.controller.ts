@@ -1,0 +1,65 @@
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
+import { CommandBus, QueryBus } from '@nestjs/cqrs';
+import { ApiOperation, ApiTags } from '@nestjs/swagger';
+import { RequireScope } from '../../common/auth/access.decorator.js';
+import { type Actor, CurrentActor } from '../../common/auth/actor.js';
+import { ApiEnvelope, ApiErrors } from '../../common/http/openapi.js';
+import { PageRequest } from '../../common/http/pagination.request.js';
+import { CreateApiKeyCommand } from './commands/create-api-key.command.js';
+import { RevokeApiKeyCommand } from './commands/revoke-api-key.command.js';
+import { ApiKeyResponse, CreatedApiKeyResponse, RevokedApiKeyResponse } from './dto/api-key.response.js';
+import { CreateApiKeyRequest } from './dto/create-api-key.request.js';
+import { UserInfoResponse } from './dto/user-info.response.js';
+import { GetUserInfoQuery } from './queries/get-user-info.query.js';
+import { ListApiKeysQuery } from './queries/list-api-keys.query.js';
+
+@ApiTags('Account')
+@Controller('v1/user')
+export class UserController {
+  constructor(private readonly queries: QueryBus) {}
+
+  @Get('info')
+  @RequireScope('read')
+  @ApiOperation({ summary: 'Account information', description: 'The calling user, the account, its plan, storage use and limits, and the calling key.' })
+  @ApiEnvelope(UserInfoResponse)
+  userInfo(@CurrentActor() actor: Actor): Promise<UserInfoResponse> {
+    return this.queries.execute(new GetUserInfoQuery(actor));
+  }
+}
+
+@ApiTags('API keys')
+@Controller('v1/api-keys')
+export class ApiKeysController {
+  constructor(
+    private readonly commands: CommandBus,
+    private readonly queries: QueryBus,
+  ) {}
+
+  @Post()
+  @RequireScope(null, { elevated: true })
+  @ApiOperation({ summary: 'Create an API key', description: 'The secret `api_key` is in this answer only; it is stored as a hash.' })
+  @ApiEnvelope(CreatedApiKeyResponse, { status: 201 })
+  @ApiErrors([400, 'invalid_request: name, scopes or elevated is malformed.'])
+  create(@CurrentActor() actor: Actor, @Body() body: CreateApiKeyRequest): Promise<CreatedApiKeyResponse> {
+    return this.commands.execute(new CreateApiKeyCommand(actor.accountId, actor.userId, body.name, body.scopes, body.elevated ?? false));
+  }
+
+  @Get()
+  @RequireScope(null, { elevated: true })
+  @ApiOperation({ summary: 'List API keys', description: 'Live keys of the account, newest first, without secrets.' })
+  @ApiEnvelope(ApiKeyResponse, { list: true })
+  @ApiErrors([400, 'invalid_request: bad page or per_page.'])
+  list(@CurrentActor() actor: Actor, @Query() page: PageRequest) {
+    return this.queries.execute(new ListApiKeysQuery(actor, page));
+  }
+
+  @Delete(':key_id')
+  @HttpCode(200)
+  @RequireScope(null, { elevated: true })
+  @ApiOperation({ summary: 'Revoke an API key', description: 'The key stops authenticating at once.' })
+  @ApiEnvelope(RevokedApiKeyResponse)
+  @ApiErrors([404, 'not_found: no live key with this id in the account.'])
+  revoke(@CurrentActor() actor: Actor, @Param('key_id') keyId: string): Promise<RevokedApiKeyResponse> {
+    return this.commands.execute(new RevokeApiKeyCommand(actor, keyId));
+  }
+}

@@ -1,0 +1,28 @@
+import { Module } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { AccountEntity } from './account.entity.js';
+import { ApiKeysController, UserController } from './accounts.controller.js';
+import { ApiKeyEntity } from './api-key.entity.js';
+import { CreateAccountHandler } from './commands/create-account.command.js';
+import { CreateApiKeyHandler } from './commands/create-api-key.command.js';
+import { RecordKeyUseHandler } from './commands/record-key-use.command.js';
+import { RevokeApiKeyHandler } from './commands/revoke-api-key.command.js';
+import { AuthenticateApiKeyHandler } from './queries/authenticate-api-key.query.js';
+import { GetUserInfoHandler } from './queries/get-user-info.query.js';
+import { ListApiKeysHandler } from './queries/list-api-keys.query.js';
+import { UserEntity } from './user.entity.js';
+
+@Module({
+  imports: [TypeOrmModule.forFeature([AccountEntity, UserEntity, ApiKeyEntity])],
+  controllers: [UserController, ApiKeysController],
+  providers: [
+    CreateAccountHandler,
+    CreateApiKeyHandler,
+    RevokeApiKeyHandler,
+    RecordKeyUseHandler,
+    AuthenticateApiKeyHandler,
+    GetUserInfoHandler,
+    ListApiKeysHandler,
+  ],
+})
+export class AccountsModule {}

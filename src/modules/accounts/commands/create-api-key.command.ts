@@ -1,0 +1,60 @@
+import { Command, CommandHandler, ICommandHandler } from '@nestjs/cqrs';
+import { NotFound } from '../../../common/errors/api-error.js';
+import { Clock } from '../../../common/clock.js';
+import { newId } from '../../../common/ids.js';
+import { SCOPES, type Scope } from '../../../common/auth/scopes.js';
+import { Transactions } from '../../../infra/database/transactions.js';
+import { AccountEntity } from '../account.entity.js';
+import { ApiKeyEntity } from '../api-key.entity.js';
+import { generateApiKey } from '../api-key-secret.js';
+import { CreatedApiKeyResponse } from '../dto/api-key.response.js';
+import { UserEntity } from '../user.entity.js';
+
+/** Issues a new API key for a user of the account (the account's first user when none is named). */
+export class CreateApiKeyCommand extends Command<CreatedApiKeyResponse> {
+  constructor(
+    readonly accountId: string,
+    readonly userId: string | null,
+    readonly name: string,
+    readonly scopes: Scope[],
+    readonly elevated: boolean,
+  ) {
+    super();
+  }
+}
+
+@CommandHandler(CreateApiKeyCommand)
+export class CreateApiKeyHandler implements ICommandHandler<CreateApiKeyCommand> {
+  constructor(
+    private readonly transactions: Transactions,
+    private readonly clock: Clock,
+  ) {}
+
+  async execute({ accountId, userId, name, scopes, elevated }: CreateApiKeyCommand): Promise<CreatedApiKeyResponse> {
+    const secret = generateApiKey();
+    return this.transactions.run(async (tx) => {
+      const account = await tx.getRepository(AccountEntity).findOneBy({ id: accountId });
+      if (!account) throw new NotFound('account', accountId);
+      const user = userId
+        ? await tx.getRepository(UserEntity).findOneBy({ id: userId, accountId })
+        : await tx.getRepository(UserEntity).findOne({ where: { accountId }, order: { createdAt: 'ASC', id: 'ASC' } });
+      if (!user) throw new NotFound('user', userId ?? undefined);
+      const key = tx.getRepository(ApiKeyEntity).create({
+        id: newId('key'),
+        accountId,
+        userId: user.id,
+        name,
+        keyHash: secret.hash,
+        keyPrefix: secret.displayPrefix,
+        // Stored in a fixed order so listings read the same whatever order they were given in.
+        scopes: SCOPES.filter((s) => scopes.includes(s)),
+        elevated,
+        createdAt: this.clock.now(),
+        lastUsedAt: null,
+        revokedAt: null,
+      });
+      await tx.getRepository(ApiKeyEntity).insert(key);
+      return CreatedApiKeyResponse.withSecret(key, secret.secret);
+    });
+  }
+}

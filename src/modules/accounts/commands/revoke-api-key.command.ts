@@ -1,0 +1,35 @@
+import { Command, CommandHandler, ICommandHandler } from '@nestjs/cqrs';
+import { IsNull } from 'typeorm';
+import type { Actor } from '../../../common/auth/actor.js';
+import { Clock } from '../../../common/clock.js';
+import { NotFound } from '../../../common/errors/api-error.js';
+import { Transactions } from '../../../infra/database/transactions.js';
+import { ApiKeyEntity } from '../api-key.entity.js';
+import { RevokedApiKeyResponse } from '../dto/api-key.response.js';
+
+/** Revokes a key of the caller's account; it stops authenticating at once. */
+export class RevokeApiKeyCommand extends Command<RevokedApiKeyResponse> {
+  constructor(
+    readonly actor: Actor,
+    readonly keyId: string,
+  ) {
+    super();
+  }
+}
+
+@CommandHandler(RevokeApiKeyCommand)
+export class RevokeApiKeyHandler implements ICommandHandler<RevokeApiKeyCommand> {
+  constructor(
+    private readonly transactions: Transactions,
+    private readonly clock: Clock,
+  ) {}
+
+  async execute({ actor, keyId }: RevokeApiKeyCommand): Promise<RevokedApiKeyResponse> {
+    const now = this.clock.now();
+    return this.transactions.run(async (tx) => {
+      const result = await tx.getRepository(ApiKeyEntity).update({ id: keyId, accountId: actor.accountId, revokedAt: IsNull() }, { revokedAt: now });
+      if (!result.affected) throw new NotFound('API key', keyId);
+      return Object.assign(new RevokedApiKeyResponse(), { id: keyId, revoked: true, revoked_at: now.toISOString() });
+    });
+  }
+}
