@@ -51,6 +51,15 @@ export class ApiExceptionFilter implements ExceptionFilter {
       const code = CODE_BY_STATUS[status] ?? 'invalid_request';
       return { status, headers: {}, body: envelope(code, describeHttpException(exception, request)) };
     }
+    if (exception instanceof HttpException && exception.getStatus() === HttpStatus.SERVICE_UNAVAILABLE) {
+      // Terminus reports a failed health check this way; its per-dependency report is the useful part.
+      const report = exception.getResponse() as { details?: Record<string, unknown> };
+      return {
+        status: HttpStatus.SERVICE_UNAVAILABLE,
+        headers: { 'Retry-After': '5' },
+        body: envelope('service_unavailable', 'A dependency of the service is unavailable.', report.details ?? {}),
+      };
+    }
     const bodyParserError = asBodyParserError(exception);
     if (bodyParserError) {
       return { status: bodyParserError.status, headers: {}, body: envelope('invalid_request', bodyParserError.message) };

@@ -34,10 +34,12 @@ class RedisCloser implements OnApplicationShutdown {
     {
       provide: REDIS,
       inject: [AppConfig],
-      useFactory: (config: AppConfig) => {
+      useFactory: async (config: AppConfig) => {
         const client = createRedisClient(config);
         // Errors surface through failed commands; the event only needs a listener so it is not thrown.
         client.on('error', () => undefined);
+        // Commands are not queued while connecting, so wait (briefly) until the connection is ready.
+        await Promise.race([new Promise((resolve) => client.once('ready', resolve)), new Promise((resolve) => setTimeout(resolve, 3000).unref())]);
         return client;
       },
     },

@@ -1,0 +1,51 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bearer, createAccount, type TestAccount } from '../../support/accounts.js';
+import { startTestApp, type TestApp } from '../../support/test-app.js';
+
+describe('API keys over HTTP', () => {
+  let t: TestApp;
+  let owner: TestAccount;
+
+  beforeAll(async () => {
+    t = await startTestApp();
+    owner = await createAccount(t.app);
+  });
+  afterAll(() => t.close());
+
+  it('creates a key whose secret is shown once and works with exactly its scopes', async () => {
+    const created = await t.http().post('/v1/api-keys').set(owner.auth).send({ name: 'uploader', scopes: ['write', 'read'] });
+    expect(created.status).toBe(201);
+    expect(created.body.data).toMatchObject({ name: 'uploader', scopes: ['read', 'write'], elevated: false });
+    const secret: string = created.body.data.api_key;
+    // At least 32 bytes of entropy: 43 base64url characters after the prefix.
+    expect(secret).toMatch(/^fss_[A-Za-z0-9_-]{43}$/);
+    expect(created.body.data.id).toMatch(/^key_/);
+
+    const listed = await t.http().get('/v1/api-keys').set(owner.auth);
+    expect(listed.status).toBe(200);
+    expect(listed.body.pagination).toEqual({ page: 1, per_page: 50, total_items: 2, total_pages: 1 });
+    expect(JSON.stringify(listed.body)).not.toContain(secret);
+    expect(listed.body.data.map((k: { id: string }) => k.id)).toContain(created.body.data.id);
+
+    const info = await t.http().get('/v1/user/info').set(bearer(secret));
+    expect(info.status).toBe(200);
+    expect(info.body.data.key).toEqual({ id: created.body.data.id, scopes: ['read', 'write'], elevated: false });
+  });
+
+  it('rejects malformed key requests with field-level details and creates nothing', async () => {
+    const before = await t.http().get('/v1/api-keys').set(owner.auth);
+    const bad = await t.http().post('/v1/api-keys').set(owner.auth).send({ name: '', scopes: ['read', 'admin'], elevated: 'yes', extra: 1 });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.code).toBe('invalid_request');
+    const fields = bad.body.error.details.fields.map((f: { field: string }) => f.field);
+    expect(fields).toEqual(expect.arrayContaining(['name', 'scopes', 'elevated', 'extra']));
+    const after = await t.http().get('/v1/api-keys').set(owner.auth);
+    expect(after.body.pagination.total_items).toBe(before.body.pagination.total_items);
+  });
+
+  it('answers 404 for revoking an unknown key', async () => {
+    const res = await t.http().delete('/v1/api-keys/key_doesnotexist').set(owner.auth);
+    expect(res.status).toBe(404);
+    expect(res.body.error.code).toBe('not_found');
+  });
+});

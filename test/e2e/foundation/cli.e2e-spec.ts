@@ -1,0 +1,91 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createApp } from '../../../src/app.factory.js';
+import { loadConfig } from '../../../src/config/app-config.js';
+import { bearer } from '../../support/accounts.js';
+import { runNode } from '../../support/processes.js';
+import { createTestEnvironment, type TestEnvironment } from '../../support/test-app.js';
+import request from 'supertest';
+
+describe('command line (dist/cli.js)', () => {
+  let environment: TestEnvironment;
+
+  beforeAll(async () => {
+    environment = await createTestEnvironment();
+  });
+  afterAll(() => environment.dispose());
+
+  it('applies migrations with `db migrate`, once', async () => {
+    const first = await runNode('cli.js', ['db', 'migrate'], environment.env);
+    expect(first.code, first.stderr).toBe(0);
+    expect(JSON.parse(first.stdout).applied.length).toBeGreaterThan(0);
+    const second = await runNode('cli.js', ['db', 'migrate'], environment.env);
+    expect(JSON.parse(second.stdout)).toEqual({ applied: [] });
+  });
+
+  it('creates an account whose key works against the server, and keys with chosen scopes', async () => {
+    const created = await runNode('cli.js', ['accounts', 'create', '--name', 'Ada', '--plan', 'pro', '--storage-limit', '5000'], environment.env);
+    expect(created.code, created.stderr).toBe(0);
+    const account = JSON.parse(created.stdout);
+    expect(Object.keys(account).sort()).toEqual(['account_id', 'api_key', 'user_id']);
+    expect(account.account_id).toMatch(/^acc_/);
+    expect(account.user_id).toMatch(/^usr_/);
+
+    const key = await runNode('cli.js', ['keys', 'create', '--account', account.account_id, '--scopes', 'read,share', '--name', 'viewer'], environment.env);
+    expect(key.code, key.stderr).toBe(0);
+    const issued = JSON.parse(key.stdout);
+    expect(issued).toEqual({ id: expect.stringMatching(/^key_/), api_key: expect.any(String), scopes: ['read', 'share'], elevated: false });
+
+    const app = await createApp(loadConfig(environment.env));
+    await app.listen(0, '127.0.0.1');
+    try {
+      const url = `http://127.0.0.1:${(app.getHttpServer().address() as { port: number }).port}`;
+      const owner = await request(url).get('/v1/user/info').set(bearer(account.api_key)).expect(200);
+      expect(owner.body.data).toMatchObject({ plan: 'pro', storage: { limit: 5000 }, key: { scopes: ['read', 'write', 'delete', 'share'], elevated: true } });
+      const viewer = await request(url).get('/v1/user/info').set(bearer(issued.api_key)).expect(200);
+      expect(viewer.body.data.key).toMatchObject({ scopes: ['read', 'share'], elevated: false });
+    } finally {
+      await app.close();
+    }
+  });
+
+  it.each([
+    [['accounts', 'create', '--name', 'Bob', '--plan', 'gold'], 'plan'],
+    [['accounts', 'create', '--name', 'Bob', '--plan', 'free', '--storage-limit', '-5'], 'storage-limit'],
+    [['keys', 'create', '--account', 'acc_missing', '--scopes', 'read'], 'not found'],
+    [['keys', 'create', '--account', 'acc_missing', '--scopes', 'read,admin'], 'scopes'],
+  ])('refuses %j with a JSON error and a non-zero exit', async (args, mention) => {
+    const result = await runNode('cli.js', args, environment.env);
+    expect(result.code).not.toBe(0);
+    expect(result.stdout).toBe('');
+    expect(JSON.parse(result.stderr.trim().split('\n').pop()!).error.message).toContain(mention);
+  });
+});
+
+describe('service start-up (dist/main.js)', () => {
+  it('stops with a message naming REDIS_URL when Redis cannot be reached', async () => {
+    const environment = await createTestEnvironment({ REDIS_URL: 'redis://127.0.0.1:1', PORT: '0' });
+    try {
+      const result = await runNode('main.js', [], environment.env);
+      expect(result.code).toBe(1);
+      expect(result.stderr).toContain('REDIS_URL');
+    } finally {
+      await environment.dispose();
+    }
+  });
+
+  it.each([
+    ['PORT', 'not-a-port'],
+    ['DATABASE_URL', 'mysql://x'],
+    ['TRASH_RETENTION_DAYS', '-1'],
+    ['STORAGE_DRIVER', 'ftp'],
+  ])('refuses to start when %s is %s, naming the variable', async (name, value) => {
+    const environment = await createTestEnvironment({ [name]: value });
+    try {
+      const result = await runNode('main.js', [], environment.env);
+      expect(result.code).toBe(1);
+      expect(result.stderr).toContain(name);
+    } finally {
+      await environment.dispose();
+    }
+  });
+});

@@ -1,0 +1,68 @@
+import { DataSource } from 'typeorm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createAccount, type TestAccount } from '../../support/accounts.js';
+import { startTestApp, type TestApp } from '../../support/test-app.js';
+
+describe('error envelope', () => {
+  let t: TestApp;
+  let owner: TestAccount;
+
+  beforeAll(async () => {
+    t = await startTestApp();
+    owner = await createAccount(t.app);
+  });
+  afterAll(() => t.close());
+
+  it('answers unknown routes with 404 not_found in the envelope', async () => {
+    for (const path of ['/v1/nothing-here', '/', '/v2/files', '/v1/user/info/extra']) {
+      const res = await t.http().get(path).set(owner.auth);
+      expect(res.status, path).toBe(404);
+      expect(res.headers['content-type']).toMatch(/application\/json/);
+      expect(res.body).toEqual({ success: false, error: { code: 'not_found', message: expect.any(String) } });
+    }
+  });
+
+  it('answers malformed JSON with 400 invalid_request', async () => {
+    const res = await t.http().post('/v1/api-keys').set(owner.auth).set('Content-Type', 'application/json').send('{"name": "x", scopes: [');
+    expect(res.status).toBe(400);
+    expect(res.body.success).toBe(false);
+    expect(res.body.error.code).toBe('invalid_request');
+  });
+
+  it('refuses a body over the JSON size limit with a 4xx envelope', async () => {
+    const res = await t.http().post('/v1/api-keys').set(owner.auth).send({ name: 'x'.repeat(200_000), scopes: ['read'] });
+    expect(res.status).toBe(413);
+    expect(res.body.error.code).toBe('invalid_request');
+  });
+
+  it.each([
+    ['a page below 1', '/v1/api-keys?page=0', 'page'],
+    ['a per_page above 100', '/v1/api-keys?per_page=101', 'per_page'],
+    ['a non-numeric page', '/v1/api-keys?page=abc', 'page'],
+    ['a repeated query parameter', '/v1/api-keys?page=1&page=2', 'page'],
+    ['an unknown query parameter', '/v1/api-keys?colour=blue', 'colour'],
+  ])('refuses %s with details.fields naming it', async (_label, path, field) => {
+    const res = await t.http().get(path).set(owner.auth);
+    expect(res.status).toBe(400);
+    expect(res.body.error.code).toBe('invalid_request');
+    expect(res.body.error.details.fields).toEqual(expect.arrayContaining([expect.objectContaining({ field })]));
+  });
+
+  it('never shows a stack trace: an unexpected failure is 500 internal_error with a request id', async () => {
+    const separate = await startTestApp();
+    try {
+      const account = await createAccount(separate.app);
+      await separate.app.get(DataSource).destroy();
+      const res = await separate.http().get('/v1/user/info').set(account.auth).set('X-Request-Id', 'trace-me-123');
+      expect(res.status).toBe(500);
+      expect(res.body).toEqual({
+        success: false,
+        error: { code: 'internal_error', message: expect.stringContaining('trace-me-123'), details: { request_id: 'trace-me-123' } },
+      });
+      expect(JSON.stringify(res.body)).not.toMatch(/at .*\.(js|ts):\d+/);
+      expect(res.headers['x-request-id']).toBe('trace-me-123');
+    } finally {
+      await separate.close().catch(() => undefined);
+    }
+  });
+});
