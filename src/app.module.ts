@@ -15,6 +15,7 @@ import { AppConfig } from './config/app-config.js';
 import { REDIS } from './infra/redis/redis.module.js';
 import { CoreModule } from './infra/core.module.js';
 import { HealthController } from './infra/health/health.controller.js';
+import { QueueModule } from './infra/queue/queue.module.js';
 import { AccountsModule } from './modules/accounts/accounts.module.js';
 import { PLANS } from './modules/accounts/plans.js';
 
@@ -29,6 +30,7 @@ export class AppModule {
       module: AppModule,
       imports: [
         CoreModule.register(config),
+        QueueModule,
         TerminusModule.forRoot({ errorLogStyle: 'json' }),
         ThrottlerModule.forRootAsync({
           inject: [REDIS, AppConfig],

@@ -1,0 +1,9 @@
+/** Every BullMQ queue of the service, in one place (the dashboard and metrics list them from here). */
+export const QUEUES = {
+  webhookDeliveries: 'webhook-deliveries',
+  thumbnails: 'thumbnails',
+  scans: 'scans',
+} as const;
+
+export type QueueName = (typeof QUEUES)[keyof typeof QUEUES];
+export const ALL_QUEUES: QueueName[] = Object.values(QUEUES);
