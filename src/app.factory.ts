@@ -35,7 +35,6 @@ export async function createApp(config: AppConfig): Promise<NestExpressApplicati
       .setTitle('File Storage API')
       .setDescription(API_DESCRIPTION)
       .setVersion('1.0')
-      .addServer(config.publicBaseUrl)
       .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'An API key: Bearer <API_KEY>' }, 'api-key')
       .build(),
   );
