@@ -26,7 +26,6 @@ export async function createApp(config: AppConfig): Promise<NestExpressApplicati
   const app = await NestFactory.create<NestExpressApplication>(AppModule.forServer(config), { bufferLogs: true });
   app.useLogger(app.get(Logger));
   app.disable('x-powered-by');
-  app.enableShutdownHooks();
   await app.get(DataSource).runMigrations({ transaction: 'each' });
 
   const document = SwaggerModule.createDocument(
