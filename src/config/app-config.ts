@@ -92,6 +92,9 @@ class EnvironmentVariables {
   @Transform(toNumber) @IsOptional() @IsInt() @Min(1) @Max(1_000_000)
   PUBLIC_RATE_LIMIT_PER_MINUTE?: number;
 
+  @Transform(emptyToUndefined) @IsOptional() @IsBooleanString()
+  RATE_LIMITS_ENABLED?: string;
+
   @Transform(emptyToUndefined) @IsOptional() @IsIn(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
   LOG_LEVEL?: string;
 }
@@ -120,6 +123,8 @@ export class AppConfig {
   readonly webhookDeliveryConcurrency: number;
   readonly admin: { username: string; password: string } | null;
   readonly publicRateLimitPerMinute: number;
+  /** Off only for benchmarks and load tests that must not be throttled. */
+  readonly rateLimitsEnabled: boolean;
   readonly logLevel: string;
 
   constructor(values: Omit<AppConfig, never>) {
@@ -180,6 +185,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     webhookDeliveryConcurrency: raw.WEBHOOK_DELIVERY_CONCURRENCY ?? 20,
     admin: raw.ADMIN_USERNAME ? { username: raw.ADMIN_USERNAME, password: raw.ADMIN_PASSWORD ?? '' } : null,
     publicRateLimitPerMinute: raw.PUBLIC_RATE_LIMIT_PER_MINUTE ?? 120,
+    rateLimitsEnabled: raw.RATE_LIMITS_ENABLED !== 'false',
     logLevel: raw.LOG_LEVEL ?? (nodeEnv === 'test' ? 'silent' : 'info'),
   });
 }
