@@ -19,6 +19,7 @@ export function RequireScope(scope: Scope | null, options: { elevated?: boolean 
     ApiBearerAuth('api-key'),
     ApiExtension('x-required-scope', scope ?? 'any'),
     ApiExtension('x-requires-elevated-key', rule.elevated),
+    ApiResponse({ status: 400, description: 'invalid_request: malformed input; `details.fields` lists each problem.', type: ErrorEnvelopeDoc }),
     ApiResponse({ status: 401, description: 'authentication_failed: missing, malformed, unknown or revoked API key.', type: ErrorEnvelopeDoc }),
     ApiResponse({ status: 403, description: `permission_denied: the key lacks ${needs || 'the needed permission'}.`, type: ErrorEnvelopeDoc }),
     ApiResponse({ status: 429, description: 'rate_limit_exceeded: the plan\'s requests per minute are used up; see Retry-After.', type: ErrorEnvelopeDoc }),

@@ -29,6 +29,11 @@ export class ApiValidationPipe extends ValidationPipe {
   }
 
   override async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
+    // PostgreSQL cannot store NUL in text, and no name, id or label of this API needs one.
+    const withNul = findNulCharacters(value, metadata.data ?? (metadata.type === 'body' ? '' : metadata.type));
+    if (withNul.length > 0) {
+      throw InvalidRequest.fields(withNul.map((field) => ({ field, message: 'must not contain NUL characters' })));
+    }
     if (metadata.type === 'query' && value !== null && typeof value === 'object') {
       const repeated = Object.entries(value).filter(([, v]) => Array.isArray(v));
       if (repeated.length > 0) {
@@ -37,4 +42,13 @@ export class ApiValidationPipe extends ValidationPipe {
     }
     return super.transform(value, metadata);
   }
+}
+
+function findNulCharacters(value: unknown, path: string, depth = 0): string[] {
+  if (typeof value === 'string') return value.includes('\u0000') ? [path || 'body'] : [];
+  if (depth > 20 || value === null || typeof value !== 'object') return [];
+  return Object.entries(value).flatMap(([key, child]) => {
+    const own = key.includes('\u0000') ? [path ? `${path}.${key}` : key] : [];
+    return [...own, ...findNulCharacters(child, path ? `${path}.${key}` : key, depth + 1)];
+  });
 }

@@ -90,3 +90,25 @@ describe('browsers', () => {
     expect(get.headers['access-control-expose-headers']).toMatch(/X-RateLimit-Remaining/);
   });
 });
+
+describe('NUL characters', () => {
+  let t: TestApp;
+  let owner: TestAccount;
+
+  beforeAll(async () => {
+    t = await startTestApp();
+    owner = await createAccount(t.app);
+  });
+  afterAll(() => t.close());
+
+  it('are refused with 400 in path parameters, query strings and JSON bodies, on every database', async () => {
+    const inPath = await t.http().delete('/v1/api-keys/a%00b').set(owner.auth);
+    expect(inPath.status).toBe(400);
+    expect(inPath.body.error.details.fields).toEqual([{ field: 'key_id', message: 'must not contain NUL characters' }]);
+    const inQuery = await t.http().get('/v1/api-keys?page=1%00').set(owner.auth);
+    expect(inQuery.status).toBe(400);
+    const inBody = await t.http().post('/v1/api-keys').set(owner.auth).send({ name: 'a\u0000b', scopes: ['read'] });
+    expect(inBody.status).toBe(400);
+    expect(inBody.body.error.details.fields).toEqual([{ field: 'name', message: 'must not contain NUL characters' }]);
+  });
+});
