@@ -1,4 +1,5 @@
-import { spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { type AddressInfo, connect, createServer as createNetServer } from 'node:net';
 import { resolve } from 'node:path';
 
 export const DIST = resolve(process.cwd(), 'dist');
@@ -28,6 +29,110 @@ export function runNode(script: string, args: string[], env: Record<string, stri
     child.on('exit', (code) => {
       clearTimeout(timer);
       resolvePromise({ code, stdout, stderr });
+    });
+  });
+}
+
+export interface ServerProcess {
+  baseUrl: string;
+  child: ChildProcess;
+  output(): string;
+  /** Sends `signal` and waits for the process to exit. */
+  stop(signal?: NodeJS.Signals): Promise<void>;
+}
+
+/** Starts the built server (dist/main.js) as its own process on `port` and waits until /health answers. */
+export async function startServerProcess(env: Record<string, string>, port: number, timeoutMs = 30_000): Promise<ServerProcess> {
+  const child = spawn(process.execPath, [resolve(DIST, 'main.js')], {
+    env: { PATH: process.env.PATH ?? '', ...env, PORT: String(port), PUBLIC_BASE_URL: `http://127.0.0.1:${port}` },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout?.on('data', (chunk) => (output += chunk));
+  child.stderr?.on('data', (chunk) => (output += chunk));
+  const exited = new Promise<void>((done) => child.once('exit', () => done()));
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`dist/main.js exited with ${child.exitCode}:\n${output}`);
+    const healthy = await fetch(`${baseUrl}/health`).then((r) => r.ok, () => false);
+    if (healthy) break;
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`dist/main.js did not become healthy within ${timeoutMs} ms:\n${output}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return {
+    baseUrl,
+    child,
+    output: () => output,
+    async stop(signal = 'SIGTERM') {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      await exited;
+    },
+  };
+}
+
+/** A TCP port nothing listens on right now. */
+export async function freePort(): Promise<number> {
+  const server = createNetServer();
+  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((done) => server.close(() => done()));
+  return port;
+}
+
+export interface RedisServer {
+  url: string;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * A private redis-server (no persistence) on a free port, for tests that stop and restart Redis
+ * without touching the shared one.
+ */
+export async function startRedisServer(): Promise<RedisServer> {
+  const port = await freePort();
+  let child: ChildProcess | null = null;
+  const server: RedisServer = {
+    url: `redis://127.0.0.1:${port}`,
+    async start() {
+      const started = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+      child = started;
+      const deadline = Date.now() + 10_000;
+      while (!(await answersPing(port))) {
+        if (started.exitCode !== null || Date.now() > deadline) throw new Error(`redis-server on port ${port} did not start`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    },
+    async stop() {
+      const running = child;
+      child = null;
+      if (!running || running.exitCode !== null) return;
+      const exited = new Promise<void>((done) => running.once('exit', () => done()));
+      running.kill('SIGKILL');
+      await exited;
+    },
+  };
+  await server.start();
+  return server;
+}
+
+function answersPing(port: number): Promise<boolean> {
+  return new Promise((done) => {
+    const socket = connect(port, '127.0.0.1');
+    socket.setTimeout(500);
+    socket.once('connect', () => socket.write('PING\r\n'));
+    socket.once('data', (data) => {
+      socket.destroy();
+      done(data.toString().startsWith('+PONG'));
+    });
+    socket.once('error', () => done(false));
+    socket.once('timeout', () => {
+      socket.destroy();
+      done(false);
     });
   });
 }

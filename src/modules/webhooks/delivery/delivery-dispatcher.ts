@@ -52,7 +52,6 @@ export class DeliveryDispatcher implements OnApplicationBootstrap, OnApplication
   ) {}
 
   onApplicationBootstrap(): void {
-    this.queue.on('error', (error) => this.warn('Delivery queue cannot reach Redis; deliveries wait in the database', error));
     this.unsubscribe = this.signal.subscribe(() => this.nudge());
     this.running = true;
     this.loop = this.run();
