@@ -35,6 +35,11 @@ export class DeliverWebhookProcessor extends WorkerHost implements OnApplication
   private readonly logger = new Logger('WebhookDelivery');
   /** Attempts in flight per webhook in this process, so one slow receiver cannot take every worker slot. */
   private readonly inFlight = new Map<string, number>();
+  /**
+   * Url and opened secret per webhook. Neither can change after creation (PATCH takes only events and
+   * active), and a deleted webhook takes its deliveries with it, so an entry never goes stale.
+   */
+  private readonly targets = new Map<string, { url: string; secret: string }>();
   private lastRedisWarning = 0;
 
   constructor(
@@ -53,38 +58,45 @@ export class DeliverWebhookProcessor extends WorkerHost implements OnApplication
     this.worker.concurrency = this.config.webhookDeliveryConcurrency;
   }
 
+  /** One webhook may use all but a quarter of the slots; the rest stay free for the others. */
   private get perWebhookLimit(): number {
-    return Math.max(1, Math.floor(this.config.webhookDeliveryConcurrency / 2));
+    const concurrency = this.config.webhookDeliveryConcurrency;
+    return Math.max(1, concurrency - Math.max(1, Math.floor(concurrency / 4)));
+  }
+
+  private async target(webhookId: string): Promise<{ url: string; secret: string } | null> {
+    const known = this.targets.get(webhookId);
+    if (known) return known;
+    const webhook = await this.webhooks.findOneBy({ id: webhookId });
+    if (!webhook) return null;
+    if (this.targets.size >= 10_000) this.targets.clear();
+    const target = { url: webhook.url, secret: this.secrets.open(webhook.secretSealed) };
+    this.targets.set(webhookId, target);
+    return target;
   }
 
   async process(job: Job<DeliveryJob>, token?: string): Promise<string> {
     const { deliveryId, series } = job.data;
     const delivery = await this.deliveries.findOneBy({ id: deliveryId });
     if (!delivery || delivery.series !== series || delivery.status !== 'pending') return 'skipped';
-    const webhook = await this.webhooks.findOneBy({ id: delivery.webhookId });
-    if (!webhook) return 'skipped';
+    const webhookId = delivery.webhookId;
+    const target = await this.target(webhookId);
+    if (!target) return 'skipped';
 
-    const busy = this.inFlight.get(webhook.id) ?? 0;
+    const busy = this.inFlight.get(webhookId) ?? 0;
     if (busy >= this.perWebhookLimit) {
       // Step aside briefly (not counted as an attempt) and let other receivers use the slot.
       await job.moveToDelayed(Date.now() + 100 + Math.floor(Math.random() * 100), token);
       throw new DelayedError();
     }
-    this.inFlight.set(webhook.id, busy + 1);
+    this.inFlight.set(webhookId, busy + 1);
     let result;
     try {
-      result = await this.sender.send({
-        url: webhook.url,
-        secret: this.secrets.open(webhook.secretSealed),
-        deliveryId: delivery.id,
-        webhookId: webhook.id,
-        event: delivery.event,
-        body: delivery.body,
-      });
+      result = await this.sender.send({ ...target, deliveryId: delivery.id, webhookId, event: delivery.event, body: delivery.body });
     } finally {
-      const left = (this.inFlight.get(webhook.id) ?? 1) - 1;
-      if (left > 0) this.inFlight.set(webhook.id, left);
-      else this.inFlight.delete(webhook.id);
+      const left = (this.inFlight.get(webhookId) ?? 1) - 1;
+      if (left > 0) this.inFlight.set(webhookId, left);
+      else this.inFlight.delete(webhookId);
     }
 
     const attemptInSeries = job.attemptsMade + 1;
@@ -92,7 +104,7 @@ export class DeliverWebhookProcessor extends WorkerHost implements OnApplication
     this.metrics.deliveryAttemptSeconds.observe(result.durationMs / 1000);
     if (!recorded.recorded) return 'superseded';
     this.metrics.deliveries.inc({ outcome: recorded.status === 'pending' ? 'retrying' : (recorded.status as string) });
-    if (recorded.webhookDisabled) this.logger.warn({ webhookId: webhook.id }, 'Webhook deactivated: every delivery failed for 24 hours');
+    if (recorded.webhookDisabled) this.logger.warn({ webhookId }, 'Webhook deactivated: every delivery failed for 24 hours');
     if (succeeded(result)) return 'succeeded';
     // Failing the job lets BullMQ schedule the next attempt with the webhook backoff (or give up after the third).
     throw new Error(result.error ?? 'delivery failed');
