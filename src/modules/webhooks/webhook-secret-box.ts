@@ -1,6 +1,6 @@
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
-import { Injectable, Logger } from '@nestjs/common';
-import { AppConfig, DEVELOPMENT_SECRETS_ENCRYPTION_KEY } from '../../config/app-config.js';
+import { Injectable } from '@nestjs/common';
+import { AppConfig } from '../../config/app-config.js';
 
 const VERSION = 'v1';
 
@@ -14,9 +14,6 @@ export class WebhookSecretBox {
 
   constructor(config: AppConfig) {
     this.key = deriveKey(config.secretsEncryptionKey);
-    if (config.secretsEncryptionKey === DEVELOPMENT_SECRETS_ENCRYPTION_KEY && config.nodeEnv === 'development') {
-      new Logger('WebhookSecretBox').warn('SECRETS_ENCRYPTION_KEY is not set: webhook secrets are encrypted with the public development key');
-    }
   }
 
   seal(secret: string): string {

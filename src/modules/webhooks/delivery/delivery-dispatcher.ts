@@ -3,6 +3,7 @@ import { Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } fro
 import type { Queue } from 'bullmq';
 import { In, IsNull } from 'typeorm';
 import { Clock } from '../../../common/clock.js';
+import { AppConfig, DEVELOPMENT_SECRETS_ENCRYPTION_KEY } from '../../../config/app-config.js';
 import { Transactions } from '../../../infra/database/transactions.js';
 import { OutboxEventEntity } from '../../../infra/outbox/outbox-event.entity.js';
 import { QUEUES } from '../../../infra/queue/queue-names.js';
@@ -48,10 +49,14 @@ export class DeliveryDispatcher implements OnApplicationBootstrap, OnApplication
     private readonly clock: Clock,
     private readonly secrets: WebhookSecretBox,
     private readonly signal: DeliverySignal,
+    private readonly config: AppConfig,
     @InjectQueue(QUEUES.webhookDeliveries) private readonly queue: Queue<DeliveryJob>,
   ) {}
 
   onApplicationBootstrap(): void {
+    if (this.config.secretsEncryptionKey === DEVELOPMENT_SECRETS_ENCRYPTION_KEY && this.config.nodeEnv === 'development') {
+      this.logger.warn('SECRETS_ENCRYPTION_KEY is not set: webhook secrets are encrypted with the public development key');
+    }
     this.unsubscribe = this.signal.subscribe(() => this.nudge());
     this.running = true;
     this.loop = this.run();
