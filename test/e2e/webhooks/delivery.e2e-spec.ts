@@ -110,6 +110,17 @@ describe('webhook delivery', () => {
     expect(row.relayedAt).toBeInstanceOf(Date);
   });
 
+  it('keeps delivering to other webhooks when one secret can no longer be decrypted', async () => {
+    const unreadable = await createWebhook(owner, 'unreadable', { events: ['storage.warning'] });
+    await createWebhook(owner, 'readable', { events: ['storage.warning'] });
+    // As if SECRETS_ENCRYPTION_KEY had changed since this webhook was created.
+    await t.app.get(DataSource).getRepository(WebhookEntity).update({ id: unreadable.id }, { secretSealed: 'v1.AAAAAAAAAAAAAAAA.AAAAAAAAAAAAAAAAAAAAAA.AAAA' });
+    await recordEvent(t.app, 'storage.warning', owner.accountId, { storage: { used: 81, limit: 100, percentage: 81, threshold: '80%' } });
+    await receiver.waitFor((r) => at('readable')(r).length === 1);
+    expect(at('unreadable')(receiver.received)).toHaveLength(0);
+    expect(await deliveries(owner, unreadable.id)).toEqual([]);
+  });
+
   it('retries 5 s and then 25 s after failures with the same id and bytes, gives up after 3 attempts, and can redeliver', async () => {
     const flaky = await createWebhook(owner, 'flaky', { events: ['file.deleted'] });
     const broken = await createWebhook(owner, 'broken', { events: ['file.deleted'] });

@@ -39,7 +39,7 @@ export class DeliverWebhookProcessor extends WorkerHost implements OnApplication
    * Url and opened secret per webhook. Neither can change after creation (PATCH takes only events and
    * active), and a deleted webhook takes its deliveries with it, so an entry never goes stale.
    */
-  private readonly targets = new Map<string, { url: string; secret: string }>();
+  private readonly targets = new Map<string, { url: string; secret: string | null }>();
   private lastRedisWarning = 0;
 
   constructor(
@@ -64,13 +64,20 @@ export class DeliverWebhookProcessor extends WorkerHost implements OnApplication
     return Math.max(1, concurrency - Math.max(1, Math.floor(concurrency / 4)));
   }
 
-  private async target(webhookId: string): Promise<{ url: string; secret: string } | null> {
+  private async target(webhookId: string): Promise<{ url: string; secret: string | null } | null> {
     const known = this.targets.get(webhookId);
     if (known) return known;
     const webhook = await this.webhooks.findOneBy({ id: webhookId });
     if (!webhook) return null;
     if (this.targets.size >= 10_000) this.targets.clear();
-    const target = { url: webhook.url, secret: this.secrets.open(webhook.secretSealed) };
+    let secret: string | null = null;
+    try {
+      secret = this.secrets.open(webhook.secretSealed);
+    } catch (error) {
+      this.logger.error({ err: error, webhookId }, 'Webhook secret cannot be decrypted; its deliveries fail');
+      return { url: webhook.url, secret: null };
+    }
+    const target = { url: webhook.url, secret };
     this.targets.set(webhookId, target);
     return target;
   }
@@ -92,7 +99,10 @@ export class DeliverWebhookProcessor extends WorkerHost implements OnApplication
     this.inFlight.set(webhookId, busy + 1);
     let result;
     try {
-      result = await this.sender.send({ ...target, deliveryId: delivery.id, webhookId, event: delivery.event, body: delivery.body });
+      result =
+        target.secret === null
+          ? { startedAt: new Date(), durationMs: 0, responseStatus: null, error: 'the webhook secret cannot be decrypted (SECRETS_ENCRYPTION_KEY changed?)' }
+          : await this.sender.send({ url: target.url, secret: target.secret, deliveryId: delivery.id, webhookId, event: delivery.event, body: delivery.body });
     } finally {
       const left = (this.inFlight.get(webhookId) ?? 1) - 1;
       if (left > 0) this.inFlight.set(webhookId, left);

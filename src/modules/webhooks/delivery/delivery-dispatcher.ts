@@ -124,18 +124,20 @@ export class DeliveryDispatcher implements OnApplicationBootstrap, OnApplication
 
       const accountIds = [...new Set(events.map((e) => e.accountId))];
       const webhooks = await tx.getRepository(WebhookEntity).findBy({ accountId: In(accountIds), active: true });
-      const secrets = new Map<string, string>();
-      const secretOf = (webhook: WebhookEntity) => {
-        let secret = secrets.get(webhook.id);
-        if (secret === undefined) secrets.set(webhook.id, (secret = this.secrets.open(webhook.secretSealed)));
-        return secret;
+      const secrets = new Map<string, string | null>();
+      const secretOf = (webhook: WebhookEntity): string | null => {
+        if (!secrets.has(webhook.id)) secrets.set(webhook.id, this.openSecret(webhook));
+        return secrets.get(webhook.id) ?? null;
       };
       const now = this.clock.now();
       const deliveries = events.flatMap((event) => {
         const data = JSON.parse(event.payload) as unknown;
         return webhooks
           .filter((webhook) => webhook.accountId === event.accountId && webhook.subscribesTo(event.event))
-          .map((webhook) => newDelivery(webhook, secretOf(webhook), { id: event.id, name: event.event, occurredAt: event.occurredAt, data }, now));
+          .flatMap((webhook) => {
+            const secret = secretOf(webhook);
+            return secret === null ? [] : [newDelivery(webhook, secret, { id: event.id, name: event.event, occurredAt: event.occurredAt, data }, now)];
+          });
       });
       for (let i = 0; i < deliveries.length; i += INSERT_CHUNK) {
         await tx.createQueryBuilder().insert().into(WebhookDeliveryEntity).values(deliveries.slice(i, i + INSERT_CHUNK)).orIgnore().execute();
@@ -194,6 +196,16 @@ export class DeliveryDispatcher implements OnApplicationBootstrap, OnApplication
         .execute(),
     );
     return result.affected ?? 0;
+  }
+
+  /** A secret sealed under another SECRETS_ENCRYPTION_KEY cannot sign; skip that webhook rather than stall every event. */
+  private openSecret(webhook: WebhookEntity): string | null {
+    try {
+      return this.secrets.open(webhook.secretSealed);
+    } catch (error) {
+      this.logger.error({ err: error, webhookId: webhook.id }, 'Webhook secret cannot be decrypted (was SECRETS_ENCRYPTION_KEY changed?); event not delivered to it');
+      return null;
+    }
   }
 
   private warn(message: string, error: unknown): void {
