@@ -16,11 +16,15 @@ import { REDIS } from './infra/redis/redis.module.js';
 import { CoreModule } from './infra/core.module.js';
 import { HealthController } from './infra/health/health.controller.js';
 import { QueueModule } from './infra/queue/queue.module.js';
+import { QueueDashboardModule } from './infra/queue/queue-dashboard.module.js';
+import { MetricsModule } from './infra/observability/metrics.module.js';
 import { AccountsModule } from './modules/accounts/accounts.module.js';
 import { PLANS } from './modules/accounts/plans.js';
+import { WebhookDeliveryModule } from './modules/webhooks/webhook-delivery.module.js';
+import { WebhooksModule } from './modules/webhooks/webhooks.module.js';
 
 /** The domain modules, shared by the HTTP server and the CLI. */
-const DOMAIN_MODULES: Type[] = [AccountsModule];
+const DOMAIN_MODULES: Type[] = [AccountsModule, WebhooksModule];
 
 @Module({})
 export class AppModule {
@@ -50,6 +54,9 @@ export class AppModule {
           }),
         }),
         ...DOMAIN_MODULES,
+        MetricsModule,
+        WebhookDeliveryModule,
+        ...(config.admin ? [QueueDashboardModule.register(config.admin)] : []),
       ],
       controllers: [HealthController],
       providers: [

@@ -6,6 +6,7 @@ import { LoggerModule } from 'nestjs-pino';
 import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
 import { dataSourceOptions } from './database/data-source-options.js';
+import { OutboxEventEntity } from './outbox/outbox-event.entity.js';
 import { Transactions } from './database/transactions.js';
 import { RedisModule } from './redis/redis.module.js';
 
@@ -38,10 +39,12 @@ export class CoreModule {
           },
         }),
         TypeOrmModule.forRoot({ ...dataSourceOptions(config.database), autoLoadEntities: true }),
+        // Every module records domain events, so the outbox belongs to the core.
+        TypeOrmModule.forFeature([OutboxEventEntity]),
         RedisModule,
       ],
       providers: [{ provide: AppConfig, useValue: config }, Clock, Transactions],
-      exports: [AppConfig, Clock, Transactions, CqrsModule],
+      exports: [AppConfig, Clock, Transactions, CqrsModule, TypeOrmModule],
     };
   }
 }

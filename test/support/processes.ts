@@ -1,5 +1,5 @@
-import { spawn } from 'node:child_process';
-import { createServer } from 'node:net';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { type AddressInfo, createServer } from 'node:net';
 import { resolve } from 'node:path';
 
 export const DIST = resolve(process.cwd(), 'dist');
@@ -34,42 +34,61 @@ export function runNode(script: string, args: string[], env: Record<string, stri
 }
 
 export interface ServerProcess {
-  url: string;
-  child: ReturnType<typeof spawn>;
+  baseUrl: string;
+  child: ChildProcess;
   output(): string;
   /** Resolves with the exit code and signal once the process has ended. */
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** Sends `signal` and waits for the process to exit. */
+  stop(signal?: NodeJS.Signals): Promise<void>;
 }
 
-/** Starts dist/main.js as a real server process on a free port and waits until it listens. */
-export async function startServerProcess(env: Record<string, string>, timeoutMs = 30_000): Promise<ServerProcess> {
-  const port = await freePort();
+/**
+ * Starts the built server (dist/main.js) as its own process, on `port` or a free one, and waits
+ * until /health answers.
+ */
+export async function startServerProcess(env: Record<string, string>, port?: number, timeoutMs = 30_000): Promise<ServerProcess> {
+  const listenPort = port ?? (await freePort());
   const child = spawn(process.execPath, [resolve(DIST, 'main.js')], {
-    env: { PATH: process.env.PATH ?? '', ...env, PORT: String(port), PUBLIC_BASE_URL: `http://127.0.0.1:${port}` },
+    env: { PATH: process.env.PATH ?? '', ...env, PORT: String(listenPort), PUBLIC_BASE_URL: `http://127.0.0.1:${listenPort}` },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
-  child.stdout!.on('data', (chunk) => (output += chunk));
-  child.stderr!.on('data', (chunk) => (output += chunk));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) => child.on('exit', (code, signal) => done({ code, signal })));
+  child.stdout?.on('data', (chunk) => (output += chunk));
+  child.stderr?.on('data', (chunk) => (output += chunk));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) => child.once('exit', (code, signal) => done({ code, signal })));
+  const baseUrl = `http://127.0.0.1:${listenPort}`;
   const deadline = Date.now() + timeoutMs;
-  while (!output.includes('listening on')) {
-    if (child.exitCode !== null || Date.now() > deadline) {
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`dist/main.js exited with ${child.exitCode}:\n${output}`);
+    const healthy = await fetch(`${baseUrl}/health`).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (healthy) break;
+    if (Date.now() > deadline) {
       child.kill('SIGKILL');
-      throw new Error(`server did not start:\n${output}`);
+      throw new Error(`dist/main.js did not become healthy within ${timeoutMs} ms:\n${output}`);
     }
-    await new Promise((r) => setTimeout(r, 50));
+    await new Promise((r) => setTimeout(r, 100));
   }
-  return { url: `http://127.0.0.1:${port}`, child, output: () => output, exited };
+  return {
+    baseUrl,
+    child,
+    output: () => output,
+    exited,
+    async stop(signal = 'SIGTERM') {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      await exited;
+    },
+  };
 }
 
-export function freePort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolvePort(port));
-    });
-    server.on('error', reject);
-  });
+/** A TCP port nothing listens on right now. */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((done) => server.close(() => done()));
+  return port;
 }

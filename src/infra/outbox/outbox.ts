@@ -1,4 +1,4 @@
-import type { EntityManager } from 'typeorm';
+import type { EntityManager, QueryRunner } from 'typeorm';
 import { newId } from '../../common/ids.js';
 import type { DomainEvent, EventName } from './domain-event.js';
 import { OutboxEventEntity } from './outbox-event.entity.js';
@@ -17,8 +17,22 @@ export const Outbox = {
         relayedAt: null,
       })),
     );
+    // Lets the relay be woken as soon as this transaction commits (see takeOutboxRecorded).
+    if (tx.queryRunner) tx.queryRunner.data = { ...tx.queryRunner.data, [RECORDED]: true };
   },
 };
+
+const RECORDED = 'outboxEventsRecorded';
+
+/**
+ * True when events were recorded in the transaction this query runner just finished; clears the mark,
+ * because SQLite reuses one query runner for every transaction.
+ */
+export function takeOutboxRecorded(queryRunner: QueryRunner | undefined): boolean {
+  if (queryRunner?.data?.[RECORDED] !== true) return false;
+  queryRunner.data = { ...queryRunner.data, [RECORDED]: false };
+  return true;
+}
 
 export function domainEvent(name: EventName, accountId: string, occurredAt: Date, data: Record<string, unknown>): DomainEvent {
   return { id: newId('evt'), name, accountId, occurredAt, data };

@@ -1,7 +1,9 @@
 import { BullModule } from '@nestjs/bullmq';
 import { Global, Module } from '@nestjs/common';
+import { DiscoveryModule } from '@nestjs/core';
 import { AppConfig } from '../../config/app-config.js';
 import { ALL_QUEUES } from './queue-names.js';
+import { WorkerShutdown } from './worker-shutdown.js';
 
 /**
  * BullMQ on REDIS_URL, with the run's key prefix so several deployments (or test runs) can share
@@ -10,6 +12,7 @@ import { ALL_QUEUES } from './queue-names.js';
 @Global()
 @Module({
   imports: [
+    DiscoveryModule,
     BullModule.forRootAsync({
       inject: [AppConfig],
       useFactory: (config: AppConfig) => ({
@@ -20,6 +23,7 @@ import { ALL_QUEUES } from './queue-names.js';
     }),
     BullModule.registerQueue(...ALL_QUEUES.map((name) => ({ name }))),
   ],
+  providers: [WorkerShutdown],
   exports: [BullModule],
 })
 export class QueueModule {}

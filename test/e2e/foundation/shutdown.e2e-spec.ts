@@ -9,7 +9,7 @@ describe('graceful shutdown', () => {
     const environment = await createTestEnvironment({ LOG_LEVEL: 'warn' });
     try {
       const server = await startServerProcess(environment.env);
-      const { port } = new URL(server.url);
+      const { port } = new URL(server.baseUrl);
       // A request whose body is still arriving when the signal comes.
       const answer = new Promise<{ status: number; body: string }>((resolve, reject) => {
         const req = httpRequest({ host: '127.0.0.1', port, method: 'POST', path: '/v1/api-keys', headers: { 'Content-Type': 'application/json', 'Content-Length': '40' } }, (res) => {
@@ -24,7 +24,7 @@ describe('graceful shutdown', () => {
       await sleep(300);
       server.child.kill('SIGTERM');
       await sleep(300);
-      await expect(fetch(`${server.url}/health`)).rejects.toThrow();
+      await expect(fetch(`${server.baseUrl}/health`)).rejects.toThrow();
       const { status, body } = await answer;
       expect(status).toBe(401);
       expect(JSON.parse(body).error.code).toBe('authentication_failed');
