@@ -16,6 +16,7 @@ import { REDIS } from './infra/redis/redis.module.js';
 import { CoreModule } from './infra/core.module.js';
 import { HealthController } from './infra/health/health.controller.js';
 import { QueueModule } from './infra/queue/queue.module.js';
+import { StorageModule } from './infra/storage/storage.module.js';
 import { AccountsModule } from './modules/accounts/accounts.module.js';
 import { PLANS } from './modules/accounts/plans.js';
 
@@ -30,6 +31,7 @@ export class AppModule {
       module: AppModule,
       imports: [
         CoreModule.register(config),
+        StorageModule,
         QueueModule,
         TerminusModule.forRoot({ errorLogStyle: 'json' }),
         ThrottlerModule.forRootAsync({
@@ -67,7 +69,7 @@ export class AppModule {
   static forCli(config: AppConfig, cliProviders: Type[]): DynamicModule {
     return {
       module: AppModule,
-      imports: [CoreModule.register(config), ...DOMAIN_MODULES],
+      imports: [CoreModule.register(config), StorageModule, ...DOMAIN_MODULES],
       providers: cliProviders,
     };
   }
