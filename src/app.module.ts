@@ -17,11 +17,15 @@ import { CoreModule } from './infra/core.module.js';
 import { HealthController } from './infra/health/health.controller.js';
 import { QueueModule } from './infra/queue/queue.module.js';
 import { StorageModule } from './infra/storage/storage.module.js';
+import { ScheduleModule } from '@nestjs/schedule';
 import { AccountsModule } from './modules/accounts/accounts.module.js';
+import { FilesModule } from './modules/files/files.module.js';
+import { FoldersModule } from './modules/folders/folders.module.js';
+import { TrashModule, TrashScheduleModule } from './modules/trash/trash.module.js';
 import { PLANS } from './modules/accounts/plans.js';
 
 /** The domain modules, shared by the HTTP server and the CLI. */
-const DOMAIN_MODULES: Type[] = [AccountsModule];
+const DOMAIN_MODULES: Type[] = [AccountsModule, FilesModule, FoldersModule, TrashModule];
 
 @Module({})
 export class AppModule {
@@ -51,6 +55,8 @@ export class AppModule {
           }),
         }),
         ...DOMAIN_MODULES,
+        ScheduleModule.forRoot(),
+        TrashScheduleModule.register(),
       ],
       controllers: [HealthController],
       providers: [

@@ -21,6 +21,16 @@ export abstract class BlobStorage {
   /** Removes `key`; removing a missing key is not an error. */
   abstract delete(key: string): Promise<void>;
   abstract exists(key: string): Promise<boolean>;
+  /**
+   * Size of the blob at `key`, or null when there is none. Adapters answer from metadata; this
+   * fallback counts the bytes, which is fine for small blobs such as thumbnails.
+   */
+  async stat(key: string): Promise<{ size: number } | null> {
+    if (!(await this.exists(key))) return null;
+    let size = 0;
+    for await (const chunk of await this.read(key)) size += (chunk as Buffer).length;
+    return { size };
+  }
   /** Every key under `prefix` with its last modification, for sweeping orphans. */
   abstract list(prefix: string): AsyncIterable<{ key: string; lastModified: Date }>;
 }

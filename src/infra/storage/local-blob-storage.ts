@@ -50,6 +50,13 @@ export class LocalBlobStorage extends BlobStorage {
     });
   }
 
+  override async stat(key: string): Promise<{ size: number } | null> {
+    return stat(this.path(key)).then(
+      (s) => ({ size: s.size }),
+      () => null,
+    );
+  }
+
   async exists(key: string): Promise<boolean> {
     return stat(this.path(key)).then(
       () => true,
