@@ -14,7 +14,7 @@ import { RestoreFileCommand } from './commands/restore-file.command.js';
 import { UpdateFileCommand } from './commands/update-file.command.js';
 import { parseOverwrite, UploadFileCommand } from './commands/upload-file.command.js';
 import { FileResponse } from './dto/file.response.js';
-import { BulkDeleteRequest, DeleteFileRequest, ListFilesRequest, SignedUrlRequest, UpdateFileRequest, UploadFileRequest } from './dto/file.requests.js';
+import { BulkDeleteRequest, DeleteFileRequest, ListFilesRequest, SignedUrlRequest, UpdateFileRequest, UploadFileForm, UploadFileRequest } from './dto/file.requests.js';
 import { BulkDeleteResponse, DeletedFileResponse, RestoredFileResponse } from './dto/file-removal.responses.js';
 import { GetFileQuery } from './queries/get-file.query.js';
 import { type BlobKind, GetFileBlobQuery } from './queries/get-file-blob.query.js';
@@ -48,7 +48,7 @@ export class FilesController {
   @RequireScope('write')
   @UseInterceptors(UploadInterceptor)
   @ApiConsumes('multipart/form-data')
-  @ApiBody({ type: UploadFileRequest })
+  @ApiBody({ type: UploadFileForm })
   @ApiOperation({
     summary: 'Upload a file',
     description:

@@ -1,3 +1,4 @@
+import { OutboxEventEntity } from '../../infra/outbox/outbox-event.entity.js';
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { AccountEntity } from '../accounts/account.entity.js';
@@ -11,7 +12,7 @@ import { FoldersController } from './folders.controller.js';
 import { ListFoldersHandler } from './queries/list-folders.query.js';
 
 @Module({
-  imports: [TypeOrmModule.forFeature([FolderEntity, FileEntity, ShareEntity, AccountEntity])],
+  imports: [TypeOrmModule.forFeature([OutboxEventEntity, FolderEntity, FileEntity, ShareEntity, AccountEntity])],
   controllers: [FoldersController],
   providers: [CreateFolderHandler, UpdateFolderHandler, DeleteFolderHandler, ListFoldersHandler],
 })

@@ -1,3 +1,4 @@
+import { OutboxEventEntity } from '../../infra/outbox/outbox-event.entity.js';
 import { DynamicModule, Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { AccountEntity } from '../accounts/account.entity.js';
@@ -10,7 +11,7 @@ import { TrashController } from './trash.controller.js';
 import { TrashPurgeScheduler } from './trash-purge.scheduler.js';
 
 @Module({
-  imports: [TypeOrmModule.forFeature([FileEntity, ShareEntity, AccountEntity])],
+  imports: [TypeOrmModule.forFeature([OutboxEventEntity, FileEntity, ShareEntity, AccountEntity])],
   controllers: [TrashController],
   providers: [ListTrashHandler, EmptyTrashHandler, PurgeTrashHandler],
 })

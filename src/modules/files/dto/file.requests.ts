@@ -28,9 +28,6 @@ export class ListFilesRequest extends PageRequest {
 }
 
 export class UploadFileRequest {
-  @ApiProperty({ type: 'string', format: 'binary', description: 'The content (one file part named "file")' })
-  file?: unknown;
-
   @ApiPropertyOptional({ description: 'Name to store the file under; default the original file name' })
   @IsOptional() @IsString()
   name?: string;
@@ -42,6 +39,12 @@ export class UploadFileRequest {
   @ApiPropertyOptional({ enum: ['true', 'false'], default: 'false', description: 'Replace a same-named file in the folder instead of taking a numbered name' })
   @IsOptional() @IsString()
   overwrite?: string;
+}
+
+/** The multipart form as documented: the fields plus the file part (which multer takes, not validation). */
+export class UploadFileForm extends UploadFileRequest {
+  @ApiProperty({ type: 'string', format: 'binary', description: 'The content (one file part named "file")' })
+  file?: unknown;
 }
 
 export class UpdateFileRequest {
