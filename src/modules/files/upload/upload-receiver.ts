@@ -46,7 +46,11 @@ export class UploadReceiver {
     private readonly clock: Clock,
   ) {}
 
-  async receive(actor: Actor, source: Readable, signal?: AbortSignal): Promise<ReceivedUpload> {
+  /**
+   * `sizeHint` is the request's Content-Length when known: an upper bound of the file size, tried
+   * as the first reservation so that of several concurrent uploads the ones that fit whole get it.
+   */
+  async receive(actor: Actor, source: Readable, signal?: AbortSignal, sizeHint?: number): Promise<ReceivedUpload> {
     const uploadId = newId('upl');
     const tempKey = blobKeys.temp(uploadId);
     const now = this.clock.now();
@@ -74,7 +78,7 @@ export class UploadReceiver {
           headLength += Math.min(chunk.length, SNIFF_BYTES - headLength);
         }
         if (size <= reserved) return callback(null, chunk);
-        this.reserveMore(actor.accountId, uploadId, size - reserved).then(
+        this.reserveMore(actor.accountId, uploadId, size - reserved, reserved === 0 ? (sizeHint ?? 0) : 0).then(
           (granted) => {
             if (granted === 0) {
               refusal = new StorageExceeded(0, 0, size);
@@ -88,6 +92,9 @@ export class UploadReceiver {
       },
     });
 
+    // The storage adapter may start listening only after some set-up (a directory, a multipart
+    // session); an early refusal must not become an unhandled 'error' event meanwhile.
+    meter.on('error', () => undefined);
     try {
       source.on('error', (error) => meter.destroy(error));
       // A client that goes away mid-upload must not leave the write waiting forever.
@@ -109,9 +116,10 @@ export class UploadReceiver {
    * Reserves at least `needed` more bytes: a step ahead when the quota allows, else exactly what is
    * needed (so an upload that exactly fills the quota succeeds). 0 when even that does not fit.
    */
-  private async reserveMore(accountId: string, uploadId: string, needed: number): Promise<number> {
+  private async reserveMore(accountId: string, uploadId: string, needed: number, whole: number): Promise<number> {
+    const attempts = [...(whole > needed ? [whole] : []), ...(needed < RESERVATION_STEP && whole < RESERVATION_STEP ? [RESERVATION_STEP] : []), needed];
     return this.transactions.run(async (tx) => {
-      for (const bytes of needed < RESERVATION_STEP ? [RESERVATION_STEP, needed] : [needed]) {
+      for (const bytes of attempts) {
         if (await tryReserveStorage(tx, accountId, bytes)) {
           await tx
             .createQueryBuilder()

@@ -67,7 +67,7 @@ export class UploadInterceptor implements NestInterceptor {
     await new Promise<void>((resolve, reject) => {
       const engine: StorageEngine = {
         _handleFile: (_req, file, callback) => {
-          this.receiver.receive(actor, file.stream, aborted.signal).then(
+          this.receiver.receive(actor, file.stream, aborted.signal, Number.isFinite(declared) ? declared : undefined).then(
             (received) => callback(null, received),
             (error: unknown) => {
               // Answer now; multer would otherwise read the whole remaining body before reporting.
