@@ -2,7 +2,11 @@ import { createHash } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OutboxEventEntity } from '../../../src/infra/outbox/outbox-event.entity.js';
+import { Readable } from 'node:stream';
+import { BlobStorage } from '../../../src/infra/storage/blob-storage.js';
 import { AccountEntity } from '../../../src/modules/accounts/account.entity.js';
+import { UploadReservationEntity } from '../../../src/modules/files/upload/upload-reservation.entity.js';
+import { UploadSweeper } from '../../../src/modules/files/upload/upload-sweeper.js';
 import { createAccount, createKey, type TestAccount } from '../../support/accounts.js';
 import { startTestApp, type TestApp } from '../../support/test-app.js';
 import { listBlobs, rawUpload, upload, uploadOk } from '../../support/uploads.js';
@@ -256,6 +260,23 @@ describe('uploading files', () => {
     expect((await account(quitter.accountId)).storageUsed).toBe(0);
     const list = await t.http().get('/v1/files').set(quitter.auth);
     expect(list.body.data).toEqual([]);
+  });
+
+  it('gives back what a crashed upload held: its stale reservation and temporary bytes', async () => {
+    const crashed = await createAccount(t.app);
+    const ds = t.app.get(DataSource);
+    const longAgo = new Date(Date.now() - 2 * 3600_000);
+    await t.app.get(BlobStorage).write('tmp/upl_crashed', Readable.from([Buffer.alloc(500)]));
+    await ds.getRepository(UploadReservationEntity).insert({ id: 'upl_crashed', accountId: crashed.accountId, bytes: 500, tempKey: 'tmp/upl_crashed', createdAt: longAgo, updatedAt: longAgo });
+    await ds.getRepository(AccountEntity).update({ id: crashed.accountId }, { storageReserved: 500 });
+    // A fresh reservation (an upload still streaming) is left alone.
+    await ds.getRepository(UploadReservationEntity).insert({ id: 'upl_live', accountId: crashed.accountId, bytes: 0, tempKey: 'tmp/upl_live', createdAt: new Date(), updatedAt: new Date() });
+    const swept = await t.app.get(UploadSweeper).sweep();
+    expect(swept.reservations).toBe(1);
+    expect((await account(crashed.accountId)).storageReserved).toBe(0);
+    expect(listBlobs(t, 'tmp')).toEqual([]);
+    expect(await ds.getRepository(UploadReservationEntity).findOneBy({ id: 'upl_live' })).not.toBeNull();
+    await ds.getRepository(UploadReservationEntity).delete({ id: 'upl_live' });
   });
 
   it('records file.uploaded in the outbox with the file data', async () => {
