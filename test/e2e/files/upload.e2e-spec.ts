@@ -133,6 +133,11 @@ describe('uploading files', () => {
     expect(names).toEqual(['report.pdf', 'report (1).pdf', 'REPORT (2).pdf', 'report (3).pdf']);
   });
 
+  it('gives concurrent uploads of one name distinct numbered names', async () => {
+    const results = await Promise.all(Array.from({ length: 6 }, (_, i) => uploadOk(t, owner.auth, `same ${i}`, { name: 'same.txt' })));
+    expect(results.map((f) => f.name).sort()).toEqual(['same (1).txt', 'same (2).txt', 'same (3).txt', 'same (4).txt', 'same (5).txt', 'same.txt']);
+  });
+
   it('overwrites in place: same id and created_at, new content and modified_at, old bytes removed', async () => {
     const first = await uploadOk(t, owner.auth, 'version one', { name: 'draft.txt' });
     const blobsBefore = listBlobs(t, `files/${owner.accountId}/${first.id}`);
