@@ -1,9 +1,11 @@
-import { MigrationInterface, QueryRunner, Table } from 'typeorm';
+import { MigrationInterface, QueryRunner, Table, TableIndex } from 'typeorm';
 import { bigint, id, ref, text, timestamp } from './schema-helpers.js';
 
 /**
- * Quota held by uploads still streaming. Each row mirrors what it added to accounts.storage_reserved,
+ * Quota held by uploads still streaming: each row mirrors what it added to accounts.storage_reserved,
  * so a crashed process's reservations can be found and given back (and its temp blob removed).
+ * Also an index that lets a folder listing count its files (quarantined ones excluded, optionally
+ * one category) from the index alone.
  */
 export class UploadReservations1763800000000 implements MigrationInterface {
   name = 'UploadReservations1763800000000';
@@ -17,9 +19,14 @@ export class UploadReservations1763800000000 implements MigrationInterface {
         indices: [{ name: 'idx_upload_reservations_updated', columnNames: ['updated_at'] }],
       }),
     );
+    await queryRunner.createIndex(
+      'files',
+      new TableIndex({ name: 'idx_files_folder_count', columnNames: ['account_id', 'state', 'folder_key', 'scan_status', 'category'] }),
+    );
   }
 
   async down(queryRunner: QueryRunner): Promise<void> {
+    await queryRunner.dropIndex('files', 'idx_files_folder_count');
     await queryRunner.dropTable('upload_reservations');
   }
 }

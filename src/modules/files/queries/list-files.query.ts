@@ -55,7 +55,9 @@ export class ListFilesHandler implements IQueryHandler<ListFilesQuery> {
       .andWhere("f.scan_status <> 'infected'");
     if (request.type) query.andWhere('f.category = :category', { category: request.type });
     if (request.search) query.andWhere("f.name_key LIKE :search ESCAPE '\\'", { search: `%${escapeLike(nameKeyOf(request.search))}%` });
-    const total = await query.getCount();
+    // COUNT(*) rather than TypeORM's COUNT(DISTINCT id): served from idx_files_folder_count alone.
+    const counted = await query.clone().select('COUNT(*)', 'count').getRawOne<{ count: string | number }>();
+    const total = Number(counted?.count ?? 0);
     const files = await query
       .orderBy(SORT_COLUMNS[key], order)
       .addOrderBy('f.id', order)
