@@ -7,6 +7,8 @@ import { BlobStorage } from '../../../src/infra/storage/blob-storage.js';
 import { AccountEntity } from '../../../src/modules/accounts/account.entity.js';
 import { UploadReservationEntity } from '../../../src/modules/files/upload/upload-reservation.entity.js';
 import { UploadSweeper } from '../../../src/modules/files/upload/upload-sweeper.js';
+import { FileStoredEvent } from '../../../src/modules/files/events/file-stored.event.js';
+import { EventBus, ofType } from '@nestjs/cqrs';
 import { createAccount, createKey, type TestAccount } from '../../support/accounts.js';
 import { startTestApp, type TestApp } from '../../support/test-app.js';
 import { listBlobs, rawUpload, upload, uploadOk } from '../../support/uploads.js';
@@ -282,6 +284,21 @@ describe('uploading files', () => {
     expect(listBlobs(t, 'tmp')).toEqual([]);
     expect(await ds.getRepository(UploadReservationEntity).findOneBy({ id: 'upl_live' })).not.toBeNull();
     await ds.getRepository(UploadReservationEntity).delete({ id: 'upl_live' });
+  });
+
+  it('publishes FileStoredEvent once the upload has committed, with the final blob in place', async () => {
+    const seen: FileStoredEvent[] = [];
+    const subscription = t.app.get(EventBus).pipe(ofType(FileStoredEvent)).subscribe((event) => seen.push(event));
+    try {
+      const file = await uploadOk(t, owner.auth, 'stored', { name: 'stored.txt' });
+      const event = seen.find((e) => e.fileId === file.id);
+      expect(event).toMatchObject({ fileId: file.id, accountId: owner.accountId });
+      expect(listBlobs(t)).toContain(event!.blobKey);
+      const overwritten = await uploadOk(t, owner.auth, 'stored again', { name: 'stored.txt', overwrite: true });
+      expect(seen.filter((e) => e.fileId === overwritten.id)).toHaveLength(2);
+    } finally {
+      subscription.unsubscribe();
+    }
   });
 
   it('records file.uploaded in the outbox with the file data', async () => {
