@@ -110,7 +110,7 @@ export class FilesController {
       'With permanent=true (elevated key) the file, also one already in the trash, is deleted for good and its storage freed; recoverable_until is null.',
   })
   @ApiEnvelope(DeletedFileResponse)
-  @ApiErrors([404, 'not_found: no such file, or it is already deleted.'])
+  @ApiErrors([400, 'invalid_request: permanent is not true or false.'], [404, 'not_found: no such file, or it is already deleted.'])
   delete(@CurrentActor() actor: Actor, @Param('file_id') fileId: string, @Query() query: DeleteFileRequest): Promise<DeletedFileResponse> {
     return this.commands.execute(new DeleteFileCommand(actor, fileId, query.permanent === 'true'));
   }
