@@ -18,13 +18,18 @@ import { HealthController } from './infra/health/health.controller.js';
 import { QueueModule } from './infra/queue/queue.module.js';
 import { QueueDashboardModule } from './infra/queue/queue-dashboard.module.js';
 import { MetricsModule } from './infra/observability/metrics.module.js';
+import { StorageModule } from './infra/storage/storage.module.js';
+import { ScheduleModule } from '@nestjs/schedule';
 import { AccountsModule } from './modules/accounts/accounts.module.js';
+import { FilesModule } from './modules/files/files.module.js';
+import { FoldersModule } from './modules/folders/folders.module.js';
+import { TrashModule, TrashScheduleModule } from './modules/trash/trash.module.js';
 import { PLANS } from './modules/accounts/plans.js';
 import { WebhookDeliveryModule } from './modules/webhooks/webhook-delivery.module.js';
 import { WebhooksModule } from './modules/webhooks/webhooks.module.js';
 
 /** The domain modules, shared by the HTTP server and the CLI. */
-const DOMAIN_MODULES: Type[] = [AccountsModule, WebhooksModule];
+const DOMAIN_MODULES: Type[] = [AccountsModule, FilesModule, FoldersModule, TrashModule, WebhooksModule];
 
 @Module({})
 export class AppModule {
@@ -34,6 +39,7 @@ export class AppModule {
       module: AppModule,
       imports: [
         CoreModule.register(config),
+        StorageModule,
         QueueModule,
         TerminusModule.forRoot({ errorLogStyle: 'json' }),
         ThrottlerModule.forRootAsync({
@@ -57,6 +63,8 @@ export class AppModule {
         MetricsModule,
         WebhookDeliveryModule,
         ...(config.admin ? [QueueDashboardModule.register(config.admin)] : []),
+        ScheduleModule.forRoot(),
+        TrashScheduleModule.register(),
       ],
       controllers: [HealthController],
       providers: [
@@ -75,7 +83,7 @@ export class AppModule {
   static forCli(config: AppConfig, cliProviders: Type[]): DynamicModule {
     return {
       module: AppModule,
-      imports: [CoreModule.register(config), ...DOMAIN_MODULES],
+      imports: [CoreModule.register(config), StorageModule, ...DOMAIN_MODULES],
       providers: cliProviders,
     };
   }

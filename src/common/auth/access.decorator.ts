@@ -27,6 +27,17 @@ export function RequireScope(scope: Scope | null, options: { elevated?: boolean 
 }
 
 /** A route anyone may call without an API key (still rate limited per client IP unless throttling is skipped). */
-export function Public(): MethodDecorator & ClassDecorator {
-  return applyDecorators(SetMetadata(ACCESS_METADATA, { kind: 'public' } satisfies AccessRule));
+export function Public(options: { takesInput?: boolean } = {}): MethodDecorator & ClassDecorator {
+  const takesInput = options.takesInput ?? true;
+  return applyDecorators(
+    SetMetadata(ACCESS_METADATA, { kind: 'public' } satisfies AccessRule),
+    // Marks the operation in OpenAPI as needing no API key (signed links, public share access).
+    ApiExtension('x-public', true),
+    ...(takesInput
+      ? [
+          ApiResponse({ status: 400, description: 'invalid_request: malformed input; `details.fields` lists each problem.', type: ErrorEnvelopeDoc }),
+          ApiResponse({ status: 429, description: 'rate_limit_exceeded: too many requests from this client address; see Retry-After.', type: ErrorEnvelopeDoc }),
+        ]
+      : []),
+  );
 }

@@ -8,7 +8,7 @@ import { REDIS } from '../redis/redis.module.js';
 
 @ApiTags('Operations')
 @Controller('health')
-@Public()
+@Public({ takesInput: false })
 @SkipThrottle()
 export class HealthController {
   constructor(

@@ -1,0 +1,27 @@
+import { Global, Module } from '@nestjs/common';
+import { AppConfig } from '../../config/app-config.js';
+import { BlobStorage } from './blob-storage.js';
+import { LocalBlobStorage } from './local-blob-storage.js';
+import { UrlSigner } from './url-signer.js';
+
+/** Blob storage chosen by STORAGE_DRIVER, and the signer for download and thumbnail URLs. */
+@Global()
+@Module({
+  providers: [
+    {
+      provide: BlobStorage,
+      inject: [AppConfig],
+      useFactory: async (config: AppConfig): Promise<BlobStorage> => {
+        if (config.storage.driver === 's3') {
+          // The AWS SDK is large; a deployment on local storage never loads it.
+          const { S3BlobStorage } = await import('./s3-blob-storage.js');
+          return new S3BlobStorage({ ...config.storage.s3, bucket: config.storage.s3.bucket ?? '' });
+        }
+        return new LocalBlobStorage(config.storage.dir);
+      },
+    },
+    UrlSigner,
+  ],
+  exports: [BlobStorage, UrlSigner],
+})
+export class StorageModule {}
