@@ -19,9 +19,10 @@ import { QueueModule } from './infra/queue/queue.module.js';
 import { StorageModule } from './infra/storage/storage.module.js';
 import { AccountsModule } from './modules/accounts/accounts.module.js';
 import { PLANS } from './modules/accounts/plans.js';
+import { SharesModule } from './modules/shares/shares.module.js';
 
 /** The domain modules, shared by the HTTP server and the CLI. */
-const DOMAIN_MODULES: Type[] = [AccountsModule];
+const DOMAIN_MODULES: Type[] = [AccountsModule, SharesModule];
 
 @Module({})
 export class AppModule {

@@ -1,0 +1,9 @@
+import { ApiPropertyOptional } from '@nestjs/swagger';
+import { IsOptional, IsString, Length } from 'class-validator';
+import { PageRequest } from '../../../common/http/pagination.request.js';
+
+export class ListSharesRequest extends PageRequest {
+  @ApiPropertyOptional({ example: 'file_0193a5b2c4d67e8f9a0b1c2d3e4f5a6b', description: 'Only the links of this file (including links of trashed or deleted files).' })
+  @IsOptional() @IsString() @Length(1, 40)
+  file_id?: string;
+}
