@@ -6,6 +6,7 @@ import { Public } from '../../common/auth/access.decorator.js';
 import { ApiError } from '../../common/errors/api-error.js';
 import { successEnvelope } from '../../common/http/envelope.js';
 import { ApiEnvelope, ApiErrors } from '../../common/http/openapi.js';
+import { AppConfig } from '../../config/app-config.js';
 import { BlobStorage } from '../../infra/storage/blob-storage.js';
 import { sendBlob } from '../../infra/storage/blob-response.js';
 import { AccessShareCommand, type ShareAccessAction, type ShareVisitor } from './commands/access-share.command.js';
@@ -36,6 +37,7 @@ export class PublicSharesController {
     private readonly commands: CommandBus,
     private readonly queries: QueryBus,
     private readonly storage: BlobStorage,
+    private readonly config: AppConfig,
   ) {}
 
   @Get(':token')
@@ -53,14 +55,14 @@ export class PublicSharesController {
   async open(@Param('token') token: string, @Req() request: Request, @Res() response: Response): Promise<void> {
     if (!wantsHtml(request)) {
       const granted = await this.access(token, passwordFrom(request), 'view', request);
-      response.status(200).json(successEnvelope(publicMetadata(token, granted)));
+      response.status(200).json(successEnvelope(publicMetadata(`${this.config.publicBaseUrl}/s/${token}/download`, granted)));
       return;
     }
     await this.asPage(response, async () => {
       const { share } = await this.queries.execute(new FindPublicShareQuery(token));
-      if (share.passwordHash !== null) return sendPage(response, 200, { kind: 'password', token, error: null });
+      if (share.passwordHash !== null) return sendPage(response, 200, { kind: 'password', downloadPath: this.downloadPath(token), error: null });
       const { file } = await this.access(token, undefined, 'view', request);
-      sendPage(response, 200, { kind: 'file', token, name: file.name, size: file.size, mimeType: file.mimeType, expiresAt: share.expiresAt });
+      sendPage(response, 200, { kind: 'file', downloadPath: this.downloadPath(token), name: file.name, size: file.size, mimeType: file.mimeType, expiresAt: share.expiresAt });
     });
   }
 
@@ -112,6 +114,14 @@ export class PublicSharesController {
     else await send();
   }
 
+  /**
+   * Origin-relative (so the CSP's form-action 'self' holds whatever host the visitor used) and
+   * including PUBLIC_BASE_URL's path, for a service served under a prefix.
+   */
+  private downloadPath(token: string): string {
+    return `${new URL(this.config.publicBaseUrl).pathname.replace(/\/+$/, '')}/s/${encodeURIComponent(token)}/download`;
+  }
+
   private access(token: string, password: string | undefined, action: ShareAccessAction, request: Request): Promise<UsableShare> {
     const visitor: ShareVisitor = { ipAddress: request.ip ?? request.socket.remoteAddress ?? 'unknown', userAgent: request.headers['user-agent'] ?? null };
     return this.commands.execute(new AccessShareCommand(token, password, action, visitor, request.method !== 'HEAD'));
@@ -125,7 +135,7 @@ export class PublicSharesController {
       if (!(error instanceof ApiError) || response.headersSent) throw error;
       for (const [name, value] of Object.entries(error.headers)) response.setHeader(name, value);
       if (error.code === 'password_required' && token !== undefined) {
-        sendPage(response, 401, { kind: 'password', token, error: passwordGiven ? 'That password is not right. Try again.' : 'This file needs a password.' });
+        sendPage(response, 401, { kind: 'password', downloadPath: this.downloadPath(token), error: passwordGiven ? 'That password is not right. Try again.' : 'This file needs a password.' });
         return;
       }
       sendPage(response, error.status, problemPage(error));
@@ -142,12 +152,12 @@ function passwordFrom(request: Request): string | undefined {
   return typeof value === 'string' && value !== '' ? value : undefined;
 }
 
-function publicMetadata(token: string, { share, file }: UsableShare): PublicShareResponse {
+function publicMetadata(downloadPath: string, { share, file }: UsableShare): PublicShareResponse {
   return Object.assign(new PublicShareResponse(), {
     file: { name: file.name, size: file.size, type: file.mimeType },
     expires_at: share.expiresAt?.toISOString() ?? null,
     password_protected: share.passwordHash !== null,
-    download_url: `/s/${token}/download`,
+    download_url: downloadPath,
   });
 }
 

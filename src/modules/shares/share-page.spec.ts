@@ -4,7 +4,7 @@ import { escapeHtml, formatSize, renderSharePage } from './share-page.js';
 describe('share page', () => {
   it('escapes a hostile file name everywhere it appears', () => {
     const name = `<script>alert("x")</script>'&.txt`;
-    const html = renderSharePage({ kind: 'file', token: 'a'.repeat(43), name, size: 5, mimeType: 'text/plain', expiresAt: null });
+    const html = renderSharePage({ kind: 'file', downloadPath: '/s/t/download', name, size: 5, mimeType: 'text/plain', expiresAt: null });
     expect(html).not.toContain('<script>');
     expect(html).toContain('&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&#39;&amp;.txt');
   });
@@ -14,8 +14,8 @@ describe('share page', () => {
   });
 
   it('asks for the password with a POST form, never in the URL', () => {
-    const html = renderSharePage({ kind: 'password', token: 'b'.repeat(43), error: 'Wrong password.' });
-    expect(html).toContain(`<form method="post" action="${'b'.repeat(43)}/download">`);
+    const html = renderSharePage({ kind: 'password', downloadPath: '/s/' + 'b'.repeat(43) + '/download', error: 'Wrong password.' });
+    expect(html).toContain(`<form method="post" action="/s/${'b'.repeat(43)}/download">`);
     expect(html).toContain('type="password"');
     expect(html).toContain('Wrong password.');
   });

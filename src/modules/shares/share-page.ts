@@ -29,8 +29,8 @@ export const SHARE_PAGE_HEADERS: Record<string, string> = {
 };
 
 export type SharePage =
-  | { kind: 'file'; token: string; name: string; size: number; mimeType: string; expiresAt: Date | null }
-  | { kind: 'password'; token: string; error: string | null }
+  | { kind: 'file'; downloadPath: string; name: string; size: number; mimeType: string; expiresAt: Date | null }
+  | { kind: 'password'; downloadPath: string; error: string | null }
   | { kind: 'problem'; title: string; message: string };
 
 export function renderSharePage(page: SharePage): string {
@@ -41,14 +41,14 @@ export function renderSharePage(page: SharePage): string {
         `<h1>${escapeHtml(page.name)}</h1>
 <p><span title="${page.size} bytes">${escapeHtml(formatSize(page.size))}</span> · ${escapeHtml(page.mimeType)}</p>
 ${page.expiresAt ? `<p>Link expires ${escapeHtml(page.expiresAt.toISOString().replace('T', ' ').slice(0, 16))} UTC</p>` : ''}
-<a class="button" id="download" href="${escapeHtml(downloadPath(page.token))}">Download</a>`,
+<a class="button" id="download" href="${escapeHtml(page.downloadPath)}">Download</a>`,
       );
     case 'password':
       return layout(
         'Password-protected file',
         `<h1>Password-protected file</h1>
 <p>Enter the password you were given to download this file.</p>
-<form method="post" action="${escapeHtml(downloadPath(page.token))}">
+<form method="post" action="${escapeHtml(page.downloadPath)}">
 <label for="password">Password</label>
 <input id="password" name="password" type="password" autocomplete="current-password" required autofocus>
 ${page.error ? `<p class="error" role="alert" id="error">${escapeHtml(page.error)}</p>` : ''}
@@ -58,11 +58,6 @@ ${page.error ? `<p class="error" role="alert" id="error">${escapeHtml(page.error
     case 'problem':
       return layout(page.title, `<h1>${escapeHtml(page.title)}</h1>\n<p>${escapeHtml(page.message)}</p>`);
   }
-}
-
-/** Relative to the page at /s/{token}, so it also works when the service is served under a path prefix. */
-function downloadPath(token: string): string {
-  return `${encodeURIComponent(token)}/download`;
 }
 
 function layout(title: string, body: string): string {

@@ -36,7 +36,7 @@ describe('public share links (/s/{token})', () => {
         file: { name: 'Quarterly report.txt', size: CONTENT.length, type: 'text/plain' },
         expires_at: share.expires_at,
         password_protected: false,
-        download_url: `${share.path}/download`,
+        download_url: `${share.url}/download`,
       },
     });
   });

@@ -11,6 +11,6 @@ export class PublicShareResponse {
   @ApiProperty({ type: PublicSharedFile }) file: PublicSharedFile;
   @ApiProperty({ example: null, nullable: true, type: String }) expires_at: string | null;
   @ApiProperty({ example: false }) password_protected: boolean;
-  @ApiProperty({ example: '/s/5mR1m2q0aWJ0Xk9yQm5hVGhHc2ZqS2tQZ3RlM3dYcA/download', description: 'Where to download the file (send the password again).' })
+  @ApiProperty({ example: 'https://files.example.com/s/5mR1m2q0aWJ0Xk9yQm5hVGhHc2ZqS2tQZ3RlM3dYcA/download', description: 'Where to download the file (send the password again).' })
   download_url: string;
 }
