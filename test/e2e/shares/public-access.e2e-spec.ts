@@ -256,8 +256,10 @@ describe('public share links (/s/{token})', () => {
   });
 });
 
-function binary(res: NodeJS.ReadableStream & { setEncoding(e: string): void }, callback: (err: Error | null, body: Buffer) => void) {
+/** Collects a response body as raw bytes, whatever its content type. */
+function binary(res: import('superagent').Response, callback: (err: Error | null, body: Buffer) => void): void {
+  const stream = res as unknown as NodeJS.ReadableStream;
   const chunks: Buffer[] = [];
-  res.on('data', (chunk: Buffer) => chunks.push(chunk));
-  res.on('end', () => callback(null, Buffer.concat(chunks)));
+  stream.on('data', (chunk: Buffer) => chunks.push(chunk));
+  stream.on('end', () => callback(null, Buffer.concat(chunks)));
 }
