@@ -26,7 +26,14 @@ export async function createApp(config: AppConfig): Promise<NestExpressApplicati
   const app = await NestFactory.create<NestExpressApplication>(AppModule.forServer(config), { bufferLogs: true });
   app.useLogger(app.get(Logger));
   app.disable('x-powered-by');
-  app.enableShutdownHooks();
+  app.set('trust proxy', config.trustProxy);
+  // API keys travel in a header, never in cookies, so any origin may call the API from a browser.
+  app.enableCors({
+    origin: '*',
+    allowedHeaders: ['Authorization', 'Content-Type', 'Range', 'If-None-Match', 'If-Range', 'X-Request-Id', 'X-Share-Password'],
+    exposedHeaders: ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'Retry-After', 'X-Request-Id', 'ETag', 'Content-Range', 'Content-Disposition'],
+    maxAge: 600,
+  });
   await app.get(DataSource).runMigrations({ transaction: 'each' });
 
   const document = SwaggerModule.createDocument(
@@ -35,7 +42,6 @@ export async function createApp(config: AppConfig): Promise<NestExpressApplicati
       .setTitle('File Storage API')
       .setDescription(API_DESCRIPTION)
       .setVersion('1.0')
-      .addServer(config.publicBaseUrl)
       .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'An API key: Bearer <API_KEY>' }, 'api-key')
       .build(),
   );

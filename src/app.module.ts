@@ -39,6 +39,7 @@ export class AppModule {
           inject: [REDIS, AppConfig],
           useFactory: (redis: Redis, appConfig: AppConfig) => ({
             storage: new RedisThrottlerStorage(redis, appConfig),
+            skipIf: () => !appConfig.rateLimitsEnabled,
             throttlers: [
               {
                 name: 'default',

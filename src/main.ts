@@ -16,7 +16,28 @@ async function main(): Promise<void> {
   const app = await createApp(config);
   await app.listen(config.port);
   process.stdout.write(`File storage service listening on ${config.publicBaseUrl} (port ${config.port}); API docs at ${config.publicBaseUrl}/docs\n`);
+
+  // Graceful shutdown: stop accepting connections and let requests in flight finish while the
+  // database, Redis and queues are still open; only then close the application.
+  let stopping = false;
+  const shutdown = async (signal: NodeJS.Signals) => {
+    if (stopping) return;
+    stopping = true;
+    process.stdout.write(`${signal} received: finishing requests in flight, then stopping\n`);
+    setTimeout(() => {
+      process.stderr.write(`Shutdown took longer than ${SHUTDOWN_GRACE_MS} ms; exiting\n`);
+      process.exit(1);
+    }, SHUTDOWN_GRACE_MS).unref();
+    const server = app.getHttpServer();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    await app.close();
+    process.exit(0);
+  };
+  process.once('SIGTERM', (signal) => void shutdown(signal));
+  process.once('SIGINT', (signal) => void shutdown(signal));
 }
+
+const SHUTDOWN_GRACE_MS = 30_000;
 
 main().catch((error: unknown) => {
   if (error instanceof ConfigurationError) {

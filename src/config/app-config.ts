@@ -92,6 +92,14 @@ class EnvironmentVariables {
   @Transform(toNumber) @IsOptional() @IsInt() @Min(1) @Max(1_000_000)
   PUBLIC_RATE_LIMIT_PER_MINUTE?: number;
 
+  @Transform(emptyToUndefined) @IsOptional() @IsBooleanString()
+  RATE_LIMITS_ENABLED?: string;
+
+  @Transform(emptyToUndefined) @IsOptional() @Matches(/^(true|false|\d{1,2}|[0-9a-fA-F.:/,\s]+|loopback|linklocal|uniquelocal)$/, {
+    message: 'TRUST_PROXY must be true, false, a hop count, or a comma-separated list of proxy addresses/subnets',
+  })
+  TRUST_PROXY?: string;
+
   @Transform(emptyToUndefined) @IsOptional() @IsIn(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
   LOG_LEVEL?: string;
 }
@@ -120,6 +128,10 @@ export class AppConfig {
   readonly webhookDeliveryConcurrency: number;
   readonly admin: { username: string; password: string } | null;
   readonly publicRateLimitPerMinute: number;
+  /** Off only for benchmarks and load tests that must not be throttled. */
+  readonly rateLimitsEnabled: boolean;
+  /** Express `trust proxy`: which proxies' X-Forwarded-For to believe for the client IP. */
+  readonly trustProxy: boolean | number | string;
   readonly logLevel: string;
 
   constructor(values: Omit<AppConfig, never>) {
@@ -132,6 +144,12 @@ export class ConfigurationError extends Error {
     super(`Invalid configuration:\n  - ${problems.join('\n  - ')}`);
     this.name = 'ConfigurationError';
   }
+}
+
+function parseTrustProxy(value: string | undefined): boolean | number | string {
+  if (value === undefined || value === 'false') return false;
+  if (value === 'true') return true;
+  return /^\d+$/.test(value) ? Number(value) : value;
 }
 
 export function parseDatabaseUrl(url: string): DatabaseConfig {
@@ -180,6 +198,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     webhookDeliveryConcurrency: raw.WEBHOOK_DELIVERY_CONCURRENCY ?? 20,
     admin: raw.ADMIN_USERNAME ? { username: raw.ADMIN_USERNAME, password: raw.ADMIN_PASSWORD ?? '' } : null,
     publicRateLimitPerMinute: raw.PUBLIC_RATE_LIMIT_PER_MINUTE ?? 120,
+    rateLimitsEnabled: raw.RATE_LIMITS_ENABLED !== 'false',
+    trustProxy: parseTrustProxy(raw.TRUST_PROXY),
     logLevel: raw.LOG_LEVEL ?? (nodeEnv === 'test' ? 'silent' : 'info'),
   });
 }

@@ -66,3 +66,27 @@ describe('error envelope', () => {
     }
   });
 });
+
+describe('browsers', () => {
+  let t: TestApp;
+
+  beforeAll(async () => {
+    t = await startTestApp();
+  });
+  afterAll(() => t.close());
+
+  it('answers a CORS preflight from any origin and exposes the rate-limit headers', async () => {
+    const res = await t
+      .http()
+      .options('/v1/user/info')
+      .set('Origin', 'https://app.example.com')
+      .set('Access-Control-Request-Method', 'GET')
+      .set('Access-Control-Request-Headers', 'authorization');
+    expect(res.status).toBe(204);
+    expect(res.headers['access-control-allow-origin']).toBe('*');
+    expect(res.headers['access-control-allow-headers']).toMatch(/Authorization/i);
+    const account = await createAccount(t.app);
+    const get = await t.http().get('/v1/user/info').set(account.auth).set('Origin', 'https://app.example.com');
+    expect(get.headers['access-control-expose-headers']).toMatch(/X-RateLimit-Remaining/);
+  });
+});
