@@ -21,11 +21,30 @@ export class TooManyPasswordAttempts extends ApiError {
   }
 }
 
+/** Takes one attempt if the client has attempts left: [count after taking (or -1 when locked out), ms left in the window]. */
+const TAKE_ATTEMPT = `
+local used = tonumber(redis.call('GET', KEYS[1]) or '0')
+if used >= tonumber(ARGV[1]) then return {-1, redis.call('PTTL', KEYS[1])} end
+used = redis.call('INCR', KEYS[1])
+if used == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return {used, redis.call('PTTL', KEYS[1])}
+`;
+
+/** Gives an attempt back (the password was right), without resurrecting a window that has ended. */
+const RETURN_ATTEMPT = `
+if redis.call('EXISTS', KEYS[1]) == 1 and tonumber(redis.call('GET', KEYS[1])) > 0 then return redis.call('DECR', KEYS[1]) end
+return 0
+`;
+
+/** Reads whether the client is locked out: [attempts used, ms left in the window]. */
+const READ_ATTEMPTS = `return {tonumber(redis.call('GET', KEYS[1]) or '0'), redis.call('PTTL', KEYS[1])}`;
+
 /**
- * Counts wrong passwords per (share link, client IP) in Redis, so every server process enforces one
- * limit. Once the limit is reached the client is refused even with the right password until the
- * window ends, so a password cannot be found by guessing. Unlike the request rate limit this fails
- * closed: without Redis a protected link answers 503 rather than allowing unlimited guesses.
+ * Limits password guesses per (share link, client IP) in Redis, so every server process enforces
+ * one limit. An attempt is taken atomically before the password is checked and given back when it
+ * was right, so even parallel guesses cannot exceed the limit. Once the limit is reached the client
+ * is refused, even with the right password, until the window ends. Unlike the request rate limit
+ * this fails closed: without Redis a protected link answers 503 rather than allowing unlimited guesses.
  */
 @Injectable()
 export class PasswordAttempts {
@@ -40,20 +59,23 @@ export class PasswordAttempts {
     return `${this.config.redisKeyPrefix}:share-password-failures:${shareId}:${clientIp}`;
   }
 
-  /** Throws TooManyPasswordAttempts while this client is locked out of this link. */
+  /** Throws TooManyPasswordAttempts while this client is locked out of this link (uses no attempt). */
   async assertNotLockedOut(shareId: string, clientIp: string): Promise<void> {
-    const key = this.key(shareId, clientIp);
-    const [failures, ttl] = await this.guard(async () => {
-      const results = await this.redis.multi().get(key).pttl(key).exec();
-      return [Number(results?.[0]?.[1] ?? 0), Number(results?.[1]?.[1] ?? -2)] as const;
-    });
-    if (failures >= MAX_FAILED_PASSWORD_ATTEMPTS) throw new TooManyPasswordAttempts(retryAfter(ttl));
+    const [used, ttl] = await this.guard(() => this.redis.eval(READ_ATTEMPTS, 1, this.key(shareId, clientIp)) as Promise<[number, number]>);
+    if (used >= MAX_FAILED_PASSWORD_ATTEMPTS) throw new TooManyPasswordAttempts(retryAfter(ttl));
   }
 
-  /** Counts one wrong password; the window starts with the first one. */
-  async recordFailure(shareId: string, clientIp: string): Promise<void> {
-    const key = this.key(shareId, clientIp);
-    await this.guard(() => this.redis.multi().set(key, 0, 'PX', PASSWORD_ATTEMPT_WINDOW_SECONDS * 1000, 'NX').incr(key).exec());
+  /** Takes one attempt, or throws TooManyPasswordAttempts when none is left. */
+  async take(shareId: string, clientIp: string): Promise<void> {
+    const [used, ttl] = await this.guard(
+      () => this.redis.eval(TAKE_ATTEMPT, 1, this.key(shareId, clientIp), MAX_FAILED_PASSWORD_ATTEMPTS, PASSWORD_ATTEMPT_WINDOW_SECONDS * 1000) as Promise<[number, number]>,
+    );
+    if (used < 0) throw new TooManyPasswordAttempts(retryAfter(ttl));
+  }
+
+  /** The attempt was the right password: it does not count against the client. */
+  async giveBack(shareId: string, clientIp: string): Promise<void> {
+    await this.guard(() => this.redis.eval(RETURN_ATTEMPT, 1, this.key(shareId, clientIp)));
   }
 
   private async guard<T>(work: () => Promise<T>): Promise<T> {

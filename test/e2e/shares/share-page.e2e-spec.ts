@@ -1,12 +1,11 @@
 import { readFile } from 'node:fs/promises';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccount, type TestAccount } from '../../support/accounts.js';
+import { launchBrowser } from '../../support/browser.js';
 import { seedFile } from '../../support/files.js';
 import { startTestApp, type TestApp } from '../../support/test-app.js';
 import { createShare, expireShare, outboxEvents } from './share-fixtures.js';
-
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 
 describe('the share page in a real browser', () => {
   let t: TestApp;
@@ -16,7 +15,7 @@ describe('the share page in a real browser', () => {
   beforeAll(async () => {
     t = await startTestApp({ PUBLIC_RATE_LIMIT_PER_MINUTE: '100000' });
     owner = await createAccount(t.app);
-    browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: CHROMIUM_ARGS });
+    browser = await launchBrowser();
   });
   afterAll(async () => {
     await browser?.close();

@@ -47,12 +47,13 @@ export class AccessShareHandler implements ICommandHandler<AccessShareCommand> {
     const { share, file } = await findUsableShare(this.dataSource.manager, token, this.clock.now());
     if (share.passwordHash !== null) {
       // The lockout comes first, so even the right password is refused while it lasts.
-      await this.attempts.assertNotLockedOut(share.id, visitor.ipAddress);
-      if (!password) throw new PasswordRequired();
-      if (!(await verifySharePassword(password, share.passwordHash))) {
-        await this.attempts.recordFailure(share.id, visitor.ipAddress);
+      if (!password) {
+        await this.attempts.assertNotLockedOut(share.id, visitor.ipAddress);
         throw new PasswordRequired();
       }
+      await this.attempts.take(share.id, visitor.ipAddress);
+      if (!(await verifySharePassword(password, share.passwordHash))) throw new PasswordRequired();
+      await this.attempts.giveBack(share.id, visitor.ipAddress);
     }
     if (action === 'download' && file.scanStatus === 'infected') throw new FileInfected();
     if (!counted) return { share, file };
