@@ -143,6 +143,24 @@ describe('public share links (/s/{token})', () => {
       await t.http().get(share.path).set('X-Share-Password', 'correct password').expect(200);
     });
 
+    it('cannot be outpaced by parallel guesses: at most 10 are checked', async () => {
+      const { share } = await sharedFile({ password: 'right one' });
+      const answers = await Promise.all(Array.from({ length: 30 }, (_, i) => t.http().get(share.path).set('X-Share-Password', `parallel ${i}`)));
+      const statuses = answers.map((res) => res.status);
+      expect(statuses.filter((s) => s === 401)).toHaveLength(10);
+      expect(statuses.filter((s) => s === 429)).toHaveLength(20);
+      await t.http().get(share.path).set('X-Share-Password', 'right one').expect(429);
+    });
+
+    it('never locks out a visitor who keeps using the right password', async () => {
+      const { share } = await sharedFile({ password: 'right one' });
+      for (let i = 0; i < 9; i++) await t.http().get(share.path).set('X-Share-Password', `typo ${i}`).expect(401);
+      for (let i = 0; i < 15; i++) await t.http().get(share.path).set('X-Share-Password', 'right one').expect(200);
+      // The nine typos still count: one more wrong password locks the visitor out.
+      await t.http().get(share.path).set('X-Share-Password', 'typo 10').expect(401);
+      await t.http().get(share.path).set('X-Share-Password', 'right one').expect(429);
+    });
+
     it('does not count a missing password as a wrong guess', async () => {
       const { share } = await sharedFile({ password: 'pw' });
       for (let i = 0; i < 12; i++) await t.http().get(share.path).expect(401);
