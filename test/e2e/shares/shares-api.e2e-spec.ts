@@ -208,4 +208,17 @@ describe('managing share links (POST, GET, DELETE /v1/shares)', () => {
     }
     await t.http().get(share.path).expect(200);
   });
+
+  it('documents the routes in OpenAPI: scopes for /v1/shares, no API key for /s/{token}', async () => {
+    const doc = (await t.http().get('/docs-json').expect(200)).body;
+    expect(doc.paths['/v1/shares'].post['x-required-scope']).toBe('share');
+    expect(doc.paths['/v1/shares'].get['x-required-scope']).toBe('read');
+    expect(doc.paths['/v1/shares/{share_id}'].delete['x-required-scope']).toBe('share');
+    expect(Object.keys(doc.paths['/v1/shares'].post.responses)).toEqual(expect.arrayContaining(['201', '400', '401', '403', '404', '429']));
+    for (const [path, method] of [['/s/{token}', 'get'], ['/s/{token}/download', 'get'], ['/s/{token}/download', 'post']]) {
+      const operation = doc.paths[path][method];
+      expect(operation.security, `${method} ${path}`).toBeUndefined();
+      expect(Object.keys(operation.responses)).toEqual(expect.arrayContaining(['401', '404', '410', '429']));
+    }
+  });
 });
