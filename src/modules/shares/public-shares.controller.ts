@@ -147,9 +147,15 @@ function wantsHtml(request: Request): boolean {
   return request.accepts(['application/json', 'text/html']) === 'text/html';
 }
 
+/**
+ * X-Share-Password. Node reads header bytes as Latin-1; clients such as curl send a non-ASCII
+ * password as UTF-8 bytes, so those are decoded as UTF-8 when they are valid UTF-8.
+ */
 function passwordFrom(request: Request): string | undefined {
   const value = request.headers[PASSWORD_HEADER];
-  return typeof value === 'string' && value !== '' ? value : undefined;
+  if (typeof value !== 'string' || value === '') return undefined;
+  const utf8 = Buffer.from(value, 'latin1').toString('utf8');
+  return utf8.includes('\uFFFD') ? value : utf8;
 }
 
 function publicMetadata(downloadPath: string, { share, file }: UsableShare): PublicShareResponse {

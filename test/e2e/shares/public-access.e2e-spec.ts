@@ -97,6 +97,13 @@ describe('public share links (/s/{token})', () => {
       expect(Buffer.compare(download.body, CONTENT)).toBe(0);
     });
 
+    it('accepts a non-ASCII password sent as UTF-8 bytes (curl) or as Latin-1', async () => {
+      const { share } = await sharedFile({ password: 'pässwörd' });
+      await t.http().get(share.path).set('X-Share-Password', Buffer.from('pässwörd', 'utf8').toString('latin1')).expect(200);
+      await t.http().get(share.path).set('X-Share-Password', 'pässwörd').expect(200);
+      await t.http().get(share.path).set('X-Share-Password', 'passwort').expect(401);
+    });
+
     it('takes the password from a form body on POST .../download, never from the URL', async () => {
       const { share } = await sharedFile({ password: 'open sesame' });
       const ok = await t.http().post(`${share.path}/download`).type('form').send({ password: 'open sesame' }).buffer(true).parse(binary);
