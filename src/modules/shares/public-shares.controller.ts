@@ -53,6 +53,7 @@ export class PublicSharesController {
   @ApiEnvelope(PublicShareResponse)
   @ApiErrors(...PUBLIC_ERRORS)
   async open(@Param('token') token: string, @Req() request: Request, @Res() response: Response): Promise<void> {
+    response.vary('Accept');
     if (!wantsHtml(request)) {
       const granted = await this.access(token, passwordFrom(request), 'view', request);
       response.status(200).json(successEnvelope(publicMetadata(`${this.config.publicBaseUrl}/s/${token}/download`, granted)));
@@ -101,6 +102,8 @@ export class PublicSharesController {
   private async sendFile(token: string, password: string | undefined, request: Request, response: Response): Promise<void> {
     const send = async () => {
       const { file } = await this.access(token, password, 'download', request);
+      // Shared bytes are anyone's content on our origin: never let a browser run them as a page.
+      response.setHeader('Content-Security-Policy', "sandbox; default-src 'none'");
       await sendBlob(request, response, this.storage, {
         key: file.blobKey,
         size: file.size,

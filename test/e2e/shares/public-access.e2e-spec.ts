@@ -30,6 +30,7 @@ describe('public share links (/s/{token})', () => {
     const res = await t.http().get(share.path);
     expect(res.status).toBe(200);
     expect(res.headers['content-type']).toMatch(/application\/json/);
+    expect(res.headers.vary).toMatch(/Accept/);
     expect(res.body).toEqual({
       success: true,
       data: {
@@ -49,6 +50,8 @@ describe('public share links (/s/{token})', () => {
     expect(full.headers.etag).toBe(`"${MD5}"`);
     expect(full.headers['accept-ranges']).toBe('bytes');
     expect(full.headers['content-disposition']).toBe(`attachment; filename="donn_es.txt"; filename*=UTF-8''donn%C3%A9es.txt`);
+    expect(full.headers['content-security-policy']).toBe("sandbox; default-src 'none'");
+    expect(full.headers['x-content-type-options']).toBe('nosniff');
 
     const part = await t.http().get(`${share.path}/download`).set('Range', 'bytes=10-19').buffer(true).parse(binary);
     expect(part.status).toBe(206);
