@@ -9,3 +9,6 @@ export function generateShareToken(): string {
 export function isShareTokenShaped(value: string): boolean {
   return /^[A-Za-z0-9_-]{43}$/.test(value);
 }
+
+/** Ids are `prefix_hex`; anything else (a NUL byte, a path) cannot name a row and is refused before any query. */
+export const ID_SHAPE = /^[A-Za-z0-9_-]{1,40}$/;

@@ -68,6 +68,7 @@ describe('managing share links (POST, GET, DELETE /v1/shares)', () => {
     ['a password that is not a string', { password: 12345 }, 'password'],
     ['a password over 256 characters', { password: 'x'.repeat(257) }, 'password'],
     ['an unknown field', { public: true }, 'public'],
+    ['a file_id with a NUL byte', { file_id: 'file_\u0000' }, 'file_id'],
   ])('refuses %s with 400 invalid_request and creates nothing', async (_label, extra, field) => {
     const file = await seedFile(t.app, owner);
     const res = await t.http().post('/v1/shares').set(owner.auth).send({ file_id: file.id, ...extra });
@@ -173,7 +174,7 @@ describe('managing share links (POST, GET, DELETE /v1/shares)', () => {
   });
 
   it('refuses bad listing parameters with 400', async () => {
-    for (const query of ['per_page=0', 'per_page=101', 'page=0', 'file_id=a&file_id=b', 'status=active']) {
+    for (const query of ['per_page=0', 'per_page=101', 'page=0', 'file_id=a&file_id=b', 'status=active', 'file_id=a%00b', 'file_id=..%2Fx']) {
       const res = await t.http().get(`/v1/shares?${query}`).set(owner.auth);
       expect(res.status, query).toBe(400);
       expect(res.body.error.code).toBe('invalid_request');
@@ -201,7 +202,7 @@ describe('managing share links (POST, GET, DELETE /v1/shares)', () => {
   it('answers 404 when revoking an unknown link or another account\'s link, which keeps working', async () => {
     const other = await createAccount(t.app);
     const share = await createShare(t, other, { file_id: (await seedFile(t.app, other)).id });
-    for (const id of ['shr_unknown', share.id]) {
+    for (const id of ['shr_unknown', share.id, 'a%00b', 'x'.repeat(300)]) {
       const res = await t.http().delete(`/v1/shares/${id}`).set(owner.auth);
       expect(res.status, id).toBe(404);
       expect(res.body.error.code).toBe('not_found');

@@ -6,6 +6,7 @@ import { NotFound } from '../../../common/errors/api-error.js';
 import { Transactions } from '../../../infra/database/transactions.js';
 import { RevokedShareResponse } from '../dto/share.response.js';
 import { ShareEntity } from '../share.entity.js';
+import { ID_SHAPE } from '../share-token.js';
 
 /**
  * Revokes a link of the caller's account: it answers 404 from now on. Revoking an already revoked
@@ -28,6 +29,7 @@ export class RevokeShareHandler implements ICommandHandler<RevokeShareCommand> {
   ) {}
 
   async execute({ actor, shareId }: RevokeShareCommand): Promise<RevokedShareResponse> {
+    if (!ID_SHAPE.test(shareId)) throw new NotFound('Share link');
     const now = this.clock.now();
     return this.transactions.run(async (tx) => {
       const shares = tx.getRepository(ShareEntity);

@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsInt, IsOptional, IsString, Length, Max, Min } from 'class-validator';
+import { IsInt, IsOptional, IsString, Length, Matches, Max, Min } from 'class-validator';
+import { ID_SHAPE } from '../share-token.js';
 import { MAX_SHARE_PASSWORD_LENGTH } from '../share-password.js';
 
 export const MIN_EXPIRES_IN = 60;
@@ -7,7 +8,7 @@ export const MAX_EXPIRES_IN = 31_536_000;
 
 export class CreateShareRequest {
   @ApiProperty({ example: 'file_0193a5b2c4d67e8f9a0b1c2d3e4f5a6b', description: 'An active file of the account.' })
-  @IsString() @Length(1, 40)
+  @IsString() @Length(1, 40) @Matches(ID_SHAPE, { message: 'must be a file id' })
   file_id: string;
 
   @ApiPropertyOptional({ example: 'correct horse battery staple', minLength: 1, maxLength: MAX_SHARE_PASSWORD_LENGTH, description: 'Visitors must send it in X-Share-Password. Stored only as a slow salted hash.' })
