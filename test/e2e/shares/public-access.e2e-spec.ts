@@ -249,6 +249,50 @@ describe('public share links (/s/{token})', () => {
     });
   });
 
+  describe('the HTML answers for browsers (Accept: text/html)', () => {
+    const html = 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8';
+
+    it('serves the page with a strict CSP, and pages for refusals with the same status codes', async () => {
+      const { share } = await sharedFile({}, '<b>bold</b>.txt');
+      const page = await t.http().get(share.path).set('Accept', html);
+      expect(page.status).toBe(200);
+      expect(page.headers['content-type']).toMatch(/^text\/html; charset=utf-8/);
+      expect(page.headers['content-security-policy']).toMatch(/^default-src 'none'; style-src 'sha256-[A-Za-z0-9+/=]+'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'$/);
+      expect(page.headers['cache-control']).toBe('no-store');
+      expect(page.headers['x-frame-options']).toBe('DENY');
+      expect(page.text).toContain('&lt;b&gt;bold&lt;/b&gt;.txt');
+      expect(page.text).not.toContain('<b>bold</b>');
+      expect(page.text).not.toMatch(/<script/i);
+      expect(page.text).toContain(`href="${share.path}/download"`);
+
+      const unknown = await t.http().get(`/s/${'z'.repeat(43)}`).set('Accept', html);
+      expect(unknown.status).toBe(404);
+      expect(unknown.headers['content-type']).toMatch(/^text\/html/);
+      await t.http().delete(`/v1/shares/${share.id}`).set(owner.auth).expect(200);
+      expect((await t.http().get(share.path).set('Accept', html)).status).toBe(404);
+    });
+
+    it('shows the password form without revealing the file, and a locked-out page after too many wrong passwords', async () => {
+      const { share } = await sharedFile({ password: 'letmein' }, 'confidential-plan.txt');
+      const form = await t.http().get(share.path).set('Accept', html);
+      expect(form.status).toBe(200);
+      expect(form.text).toContain(`<form method="post" action="${share.path}/download">`);
+      expect(form.text).not.toContain('confidential-plan');
+      // Showing the form is not an access.
+      expect(Number((await shareRow(t.app, share.id)).access_count)).toBe(0);
+
+      for (let i = 0; i < 10; i++) {
+        const wrong = await t.http().post(`${share.path}/download`).set('Accept', html).type('form').send({ password: `nope ${i}` });
+        expect(wrong.status).toBe(401);
+        expect(wrong.text).toContain('That password is not right');
+      }
+      const locked = await t.http().post(`${share.path}/download`).set('Accept', html).type('form').send({ password: 'letmein' });
+      expect(locked.status).toBe(429);
+      expect(locked.headers['retry-after']).toBeDefined();
+      expect(locked.text).toContain('Too many attempts');
+    });
+  });
+
   describe('analytics', () => {
     it('counts every view and download and records share.accessed with the visitor', async () => {
       const account = await createAccount(t.app);
