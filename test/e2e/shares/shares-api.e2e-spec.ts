@@ -1,7 +1,8 @@
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccount, createKey, type TestAccount } from '../../support/accounts.js';
 import { seedFile } from '../../support/files.js';
-import { startTestApp, type TestApp } from '../../support/test-app.js';
+import { startTestApp, TEST_REDIS_URL, type TestApp } from '../../support/test-app.js';
 import { createShare, fileLifecycle, outboxEvents, shareRow } from './share-fixtures.js';
 
 describe('managing share links (POST, GET, DELETE /v1/shares)', () => {
@@ -9,7 +10,8 @@ describe('managing share links (POST, GET, DELETE /v1/shares)', () => {
   let owner: TestAccount;
 
   beforeAll(async () => {
-    t = await startTestApp({ PUBLIC_BASE_URL: 'https://files.example.test' });
+    // Behind a trusted proxy on loopback, the visitor's address comes from X-Forwarded-For.
+    t = await startTestApp({ PUBLIC_BASE_URL: 'https://files.example.test', TRUST_PROXY: '127.0.0.1' });
     owner = await createAccount(t.app);
   });
   afterAll(() => t.close());
@@ -221,5 +223,20 @@ describe('managing share links (POST, GET, DELETE /v1/shares)', () => {
       expect(operation.security, `${method} ${path}`).toBeUndefined();
       expect(Object.keys(operation.responses)).toEqual(expect.arrayContaining(['401', '404', '410', '429']));
     }
+  });
+
+  it('records the visitor address a trusted proxy forwards, and locks out per visitor, not per proxy', async () => {
+    const account = await createAccount(t.app);
+    const share = await createShare(t, account, { file_id: (await seedFile(t.app, account)).id, password: 'pw' });
+    await t.http().get(share.path).set('X-Forwarded-For', '203.0.113.7').set('X-Share-Password', 'pw').expect(200);
+    const [event] = await outboxEvents(t.app, account, 'share.accessed');
+    expect(event.data.access).toMatchObject({ ip_address: '203.0.113.7', action: 'view' });
+
+    const redis = new Redis(TEST_REDIS_URL);
+    await redis
+      .set(`${t.config.redisKeyPrefix}:share-password-failures:${share.id}:198.51.100.1`, 10, 'PX', 60_000)
+      .finally(() => redis.disconnect());
+    await t.http().get(share.path).set('X-Forwarded-For', '198.51.100.1').set('X-Share-Password', 'pw').expect(429);
+    await t.http().get(share.path).set('X-Forwarded-For', '198.51.100.2').set('X-Share-Password', 'pw').expect(200);
   });
 });
