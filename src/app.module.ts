@@ -25,11 +25,12 @@ import { FilesModule } from './modules/files/files.module.js';
 import { FoldersModule } from './modules/folders/folders.module.js';
 import { TrashModule, TrashScheduleModule } from './modules/trash/trash.module.js';
 import { PLANS } from './modules/accounts/plans.js';
+import { SharesModule } from './modules/shares/shares.module.js';
 import { WebhookDeliveryModule } from './modules/webhooks/webhook-delivery.module.js';
 import { WebhooksModule } from './modules/webhooks/webhooks.module.js';
 
 /** The domain modules, shared by the HTTP server and the CLI. */
-const DOMAIN_MODULES: Type[] = [AccountsModule, FilesModule, FoldersModule, TrashModule, WebhooksModule];
+const DOMAIN_MODULES: Type[] = [AccountsModule, FilesModule, FoldersModule, TrashModule, SharesModule, WebhooksModule];
 
 @Module({})
 export class AppModule {

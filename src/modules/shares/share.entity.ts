@@ -22,4 +22,18 @@ export class ShareEntity {
   @Column({ ...TIMESTAMP_COLUMN, name: 'invalidated_at', nullable: true }) invalidatedAt: Date | null;
   @Column({ type: 'integer', name: 'access_count', default: 0 }) accessCount: number;
   @Column({ ...TIMESTAMP_COLUMN, name: 'last_accessed_at', nullable: true }) lastAccessedAt: Date | null;
+
+  /** Revoked or invalidated links answer as if they never existed. */
+  isWithdrawn(): boolean {
+    return this.revokedAt !== null || this.invalidatedAt !== null;
+  }
+
+  hasExpired(now: Date): boolean {
+    return this.expiresAt !== null && this.expiresAt.getTime() <= now.getTime();
+  }
+
+  /** What `is_shared` on a file counts: neither withdrawn nor expired. */
+  isActive(now: Date): boolean {
+    return !this.isWithdrawn() && !this.hasExpired(now);
+  }
 }

@@ -1,0 +1,21 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { IsInt, IsOptional, IsString, Length, Matches, Max, Min } from 'class-validator';
+import { ID_SHAPE } from '../share-token.js';
+import { MAX_SHARE_PASSWORD_LENGTH } from '../share-password.js';
+
+export const MIN_EXPIRES_IN = 60;
+export const MAX_EXPIRES_IN = 31_536_000;
+
+export class CreateShareRequest {
+  @ApiProperty({ example: 'file_0193a5b2c4d67e8f9a0b1c2d3e4f5a6b', description: 'An active file of the account.' })
+  @IsString() @Length(1, 40) @Matches(ID_SHAPE, { message: 'must be a file id' })
+  file_id: string;
+
+  @ApiPropertyOptional({ example: 'correct horse battery staple', minLength: 1, maxLength: MAX_SHARE_PASSWORD_LENGTH, description: 'Visitors must send it in X-Share-Password. Stored only as a slow salted hash.' })
+  @IsOptional() @IsString() @Length(1, MAX_SHARE_PASSWORD_LENGTH)
+  password?: string;
+
+  @ApiPropertyOptional({ example: 604800, minimum: MIN_EXPIRES_IN, maximum: MAX_EXPIRES_IN, description: 'Seconds until the link expires (60 s to 365 days). Without it the link does not expire.' })
+  @IsOptional() @IsInt() @Min(MIN_EXPIRES_IN) @Max(MAX_EXPIRES_IN)
+  expires_in?: number;
+}

@@ -1,0 +1,191 @@
+import { Body, Controller, Get, HttpCode, Param, Post, Req, Res } from '@nestjs/common';
+import { CommandBus, QueryBus } from '@nestjs/cqrs';
+import { ApiConsumes, ApiHeader, ApiOperation, ApiParam, ApiProduces, ApiResponse, ApiTags } from '@nestjs/swagger';
+import type { Request, Response } from 'express';
+import { Public } from '../../common/auth/access.decorator.js';
+import { ApiError } from '../../common/errors/api-error.js';
+import { successEnvelope } from '../../common/http/envelope.js';
+import { ApiEnvelope, ApiErrors } from '../../common/http/openapi.js';
+import { AppConfig } from '../../config/app-config.js';
+import { BlobStorage } from '../../infra/storage/blob-storage.js';
+import { sendBlob } from '../../infra/storage/blob-response.js';
+import { AccessShareCommand, type ShareAccessAction, type ShareVisitor } from './commands/access-share.command.js';
+import { PublicShareResponse } from './dto/public-share.response.js';
+import { ShareDownloadForm } from './dto/share-download.form.js';
+import { FindPublicShareQuery } from './queries/find-public-share.query.js';
+import type { UsableShare } from './share-lookup.js';
+import { renderSharePage, SHARE_PAGE_HEADERS, type SharePage } from './share-page.js';
+
+const PASSWORD_HEADER = 'x-share-password';
+
+const PUBLIC_ERRORS = [
+  [401, 'password_required: the link has a password and it is missing or wrong (the same answer for both).'],
+  [404, 'not_found: unknown, revoked or invalidated link (its file went to trash or was deleted).'],
+  [410, 'share_expired: the link is past its expires_at.'],
+  [429, 'rate_limit_exceeded: too many wrong passwords from this client for this link (10 per 15 minutes), or too many requests from this IP; see Retry-After.'],
+] as const satisfies ReadonlyArray<[number, string]>;
+
+/**
+ * Share links as visitors use them, without an API key. JSON for programs; a small HTML page for
+ * browsers (chosen by the Accept header), whose errors are pages too.
+ */
+@ApiTags('Public share links')
+@Public()
+@Controller('s')
+export class PublicSharesController {
+  constructor(
+    private readonly commands: CommandBus,
+    private readonly queries: QueryBus,
+    private readonly storage: BlobStorage,
+    private readonly config: AppConfig,
+  ) {}
+
+  @Get(':token')
+  @ApiOperation({
+    summary: 'Open a share link',
+    description:
+      'JSON: the shared file\'s public metadata (counts a `view` and emits `share.accessed`). A browser (Accept: text/html) gets a page ' +
+      'with the file name, size and a download button, or a password form for protected links.',
+  })
+  @ApiParam({ name: 'token', description: 'The token from the share url.' })
+  @ApiHeader({ name: 'X-Share-Password', required: false, description: 'The link password, when it has one.' })
+  @ApiProduces('application/json', 'text/html')
+  @ApiEnvelope(PublicShareResponse)
+  @ApiErrors(...PUBLIC_ERRORS)
+  async open(@Param('token') token: string, @Req() request: Request, @Res() response: Response): Promise<void> {
+    response.vary('Accept');
+    if (!wantsHtml(request)) {
+      const granted = await this.access(token, passwordFrom(request), 'view', request);
+      response.status(200).json(successEnvelope(publicMetadata(`${this.config.publicBaseUrl}/s/${token}/download`, granted)));
+      return;
+    }
+    await this.asPage(response, async () => {
+      const { share } = await this.queries.execute(new FindPublicShareQuery(token));
+      if (share.passwordHash !== null) return sendPage(response, 200, { kind: 'password', downloadPath: this.downloadPath(token), error: null });
+      const { file } = await this.access(token, undefined, 'view', request);
+      sendPage(response, 200, { kind: 'file', downloadPath: this.downloadPath(token), name: file.name, size: file.size, mimeType: file.mimeType, expiresAt: share.expiresAt });
+    });
+  }
+
+  @Get(':token/download')
+  @ApiOperation({
+    summary: 'Download through a share link',
+    description:
+      'Streams the file (Range, If-Range, ETag/If-None-Match and HEAD supported). Counts a `download` and emits `share.accessed` (HEAD is not counted).',
+  })
+  @ApiParam({ name: 'token', description: 'The token from the share url.' })
+  @ApiHeader({ name: 'X-Share-Password', required: false, description: 'The link password, when it has one.' })
+  @ApiHeader({ name: 'Range', required: false, description: 'One byte range, e.g. bytes=0-1023.' })
+  @ApiProduces('application/octet-stream')
+  @ApiResponse({ status: 200, description: 'The file\'s bytes.' })
+  @ApiResponse({ status: 206, description: 'The requested byte range.' })
+  @ApiErrors(...PUBLIC_ERRORS, [403, 'file_infected: the file is quarantined.'], [416, 'invalid_request: the range is not satisfiable.'])
+  async download(@Param('token') token: string, @Req() request: Request, @Res() response: Response): Promise<void> {
+    await this.sendFile(token, passwordFrom(request), request, response);
+  }
+
+  @Post(':token/download')
+  @HttpCode(200)
+  @ApiOperation({
+    summary: 'Download through a share link with a form',
+    description: 'What the share page\'s password form submits: the password in the body (or X-Share-Password), so it never appears in a URL.',
+  })
+  @ApiParam({ name: 'token', description: 'The token from the share url.' })
+  @ApiConsumes('application/x-www-form-urlencoded', 'application/json')
+  @ApiProduces('application/octet-stream', 'text/html')
+  @ApiResponse({ status: 200, description: 'The file\'s bytes.' })
+  @ApiErrors(...PUBLIC_ERRORS, [400, 'invalid_request: unexpected form fields.'], [403, 'file_infected: the file is quarantined.'])
+  async downloadWithForm(@Param('token') token: string, @Body() form: ShareDownloadForm, @Req() request: Request, @Res() response: Response): Promise<void> {
+    await this.sendFile(token, form.password || passwordFrom(request), request, response);
+  }
+
+  private async sendFile(token: string, password: string | undefined, request: Request, response: Response): Promise<void> {
+    const send = async () => {
+      const { file } = await this.access(token, password, 'download', request);
+      // Shared bytes are anyone's content on our origin: never let a browser run them as a page.
+      response.setHeader('Content-Security-Policy', "sandbox; default-src 'none'");
+      await sendBlob(request, response, this.storage, {
+        key: file.blobKey,
+        size: file.size,
+        md5: file.md5,
+        contentType: file.mimeType,
+        fileName: file.name,
+        modifiedAt: file.modifiedAt,
+      });
+    };
+    if (wantsHtml(request)) await this.asPage(response, send, token, password !== undefined);
+    else await send();
+  }
+
+  /**
+   * Origin-relative (so the CSP's form-action 'self' holds whatever host the visitor used) and
+   * including PUBLIC_BASE_URL's path, for a service served under a prefix.
+   */
+  private downloadPath(token: string): string {
+    return `${new URL(this.config.publicBaseUrl).pathname.replace(/\/+$/, '')}/s/${encodeURIComponent(token)}/download`;
+  }
+
+  private access(token: string, password: string | undefined, action: ShareAccessAction, request: Request): Promise<UsableShare> {
+    const visitor: ShareVisitor = { ipAddress: request.ip ?? request.socket.remoteAddress ?? 'unknown', userAgent: request.headers['user-agent'] ?? null };
+    return this.commands.execute(new AccessShareCommand(token, password, action, visitor, request.method !== 'HEAD'));
+  }
+
+  /** Runs `work`, turning a refusal into a page with the same status; a wrong password shows the form again. */
+  private async asPage(response: Response, work: () => Promise<void>, token?: string, passwordGiven = false): Promise<void> {
+    try {
+      await work();
+    } catch (error) {
+      if (!(error instanceof ApiError) || response.headersSent) throw error;
+      for (const [name, value] of Object.entries(error.headers)) response.setHeader(name, value);
+      if (error.code === 'password_required' && token !== undefined) {
+        sendPage(response, 401, { kind: 'password', downloadPath: this.downloadPath(token), error: passwordGiven ? 'That password is not right. Try again.' : 'This file needs a password.' });
+        return;
+      }
+      sendPage(response, error.status, problemPage(error));
+    }
+  }
+}
+
+function wantsHtml(request: Request): boolean {
+  return request.accepts(['application/json', 'text/html']) === 'text/html';
+}
+
+/**
+ * X-Share-Password. Node reads header bytes as Latin-1; clients such as curl send a non-ASCII
+ * password as UTF-8 bytes, so those are decoded as UTF-8 when they are valid UTF-8.
+ */
+function passwordFrom(request: Request): string | undefined {
+  const value = request.headers[PASSWORD_HEADER];
+  if (typeof value !== 'string' || value === '') return undefined;
+  const utf8 = Buffer.from(value, 'latin1').toString('utf8');
+  return utf8.includes('\uFFFD') ? value : utf8;
+}
+
+function publicMetadata(downloadPath: string, { share, file }: UsableShare): PublicShareResponse {
+  return Object.assign(new PublicShareResponse(), {
+    file: { name: file.name, size: file.size, type: file.mimeType },
+    expires_at: share.expiresAt?.toISOString() ?? null,
+    password_protected: share.passwordHash !== null,
+    download_url: downloadPath,
+  });
+}
+
+function sendPage(response: Response, status: number, page: SharePage): void {
+  response.status(status).set(SHARE_PAGE_HEADERS).send(renderSharePage(page));
+}
+
+function problemPage(error: ApiError): SharePage {
+  const titles: Partial<Record<ApiError['code'], string>> = {
+    not_found: 'Link not found',
+    share_expired: 'Link expired',
+    file_infected: 'File unavailable',
+    rate_limit_exceeded: 'Too many attempts',
+    service_unavailable: 'Temporarily unavailable',
+  };
+  const messages: Partial<Record<ApiError['code'], string>> = {
+    not_found: 'This share link does not exist or is no longer available.',
+    share_expired: 'This share link has expired. Ask the owner for a new one.',
+    file_infected: 'This file was found to contain malware and cannot be downloaded.',
+  };
+  return { kind: 'problem', title: titles[error.code] ?? 'Something went wrong', message: messages[error.code] ?? error.message };
+}

@@ -1,0 +1,96 @@
+import { createHash } from 'node:crypto';
+
+/**
+ * The page a browser sees at /s/{token}: no scripts at all, one fixed stylesheet allowed by its
+ * hash, a form that POSTs the password (so it never lands in a URL, a log or the history), and
+ * every value escaped.
+ */
+const STYLE = `
+body{font:16px/1.5 system-ui,sans-serif;margin:0;background:#f4f5f7;color:#1d2330}
+main{max-width:28rem;margin:12vh auto;background:#fff;border-radius:12px;padding:2rem;box-shadow:0 2px 12px rgba(0,0,0,.08)}
+h1{font-size:1.25rem;margin:0 0 .25rem;word-break:break-word}
+p{margin:.25rem 0;color:#4a5263}
+.error{color:#b42318;font-weight:600}
+label{display:block;margin-top:1rem;font-weight:600}
+input{box-sizing:border-box;width:100%;padding:.6rem;margin-top:.25rem;border:1px solid #c4c8d0;border-radius:8px;font:inherit}
+.button{display:inline-block;margin-top:1.25rem;padding:.65rem 1.4rem;border:0;border-radius:8px;background:#2457d6;color:#fff;font:inherit;font-weight:600;text-decoration:none;cursor:pointer}
+`.trim();
+
+const STYLE_HASH = createHash('sha256').update(STYLE).digest('base64');
+
+export const SHARE_PAGE_HEADERS: Record<string, string> = {
+  'Content-Type': 'text/html; charset=utf-8',
+  'Content-Security-Policy': `default-src 'none'; style-src 'sha256-${STYLE_HASH}'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'`,
+  // The token in the page's URL must not leak to other sites through the Referer header.
+  'Referrer-Policy': 'no-referrer',
+  'X-Content-Type-Options': 'nosniff',
+  'X-Frame-Options': 'DENY',
+  'Cache-Control': 'no-store',
+};
+
+export type SharePage =
+  | { kind: 'file'; downloadPath: string; name: string; size: number; mimeType: string; expiresAt: Date | null }
+  | { kind: 'password'; downloadPath: string; error: string | null }
+  | { kind: 'problem'; title: string; message: string };
+
+export function renderSharePage(page: SharePage): string {
+  switch (page.kind) {
+    case 'file':
+      return layout(
+        page.name,
+        `<h1>${escapeHtml(page.name)}</h1>
+<p><span title="${page.size} bytes">${escapeHtml(formatSize(page.size))}</span> · ${escapeHtml(page.mimeType)}</p>
+${page.expiresAt ? `<p>Link expires ${escapeHtml(page.expiresAt.toISOString().replace('T', ' ').slice(0, 16))} UTC</p>` : ''}
+<a class="button" id="download" href="${escapeHtml(page.downloadPath)}">Download</a>`,
+      );
+    case 'password':
+      return layout(
+        'Password-protected file',
+        `<h1>Password-protected file</h1>
+<p>Enter the password you were given to download this file.</p>
+<form method="post" action="${escapeHtml(page.downloadPath)}">
+<label for="password">Password</label>
+<input id="password" name="password" type="password" autocomplete="current-password" required autofocus>
+${page.error ? `<p class="error" role="alert" id="error">${escapeHtml(page.error)}</p>` : ''}
+<button class="button" id="download" type="submit">Download</button>
+</form>`,
+      );
+    case 'problem':
+      return layout(page.title, `<h1>${escapeHtml(page.title)}</h1>\n<p>${escapeHtml(page.message)}</p>`);
+  }
+}
+
+function layout(title: string, body: string): string {
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="robots" content="noindex, nofollow">
+<title>${escapeHtml(title)}</title>
+<style>${STYLE}</style>
+</head>
+<body>
+<main>
+${body}
+</main>
+</body>
+</html>
+`;
+}
+
+export function escapeHtml(value: string): string {
+  return value.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] ?? c);
+}
+
+export function formatSize(bytes: number): string {
+  if (bytes < 1024) return `${bytes} B`;
+  const units = ['KB', 'MB', 'GB', 'TB'];
+  let value = bytes / 1024;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit++;
+  }
+  return `${value >= 10 ? value.toFixed(0) : value.toFixed(1)} ${units[unit]}`;
+}

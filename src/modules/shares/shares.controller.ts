@@ -1,0 +1,62 @@
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
+import { CommandBus, QueryBus } from '@nestjs/cqrs';
+import { ApiOperation, ApiTags } from '@nestjs/swagger';
+import { RequireScope } from '../../common/auth/access.decorator.js';
+import { type Actor, CurrentActor } from '../../common/auth/actor.js';
+import type { Page } from '../../common/http/envelope.js';
+import { ApiEnvelope, ApiErrors } from '../../common/http/openapi.js';
+import { CreateShareCommand } from './commands/create-share.command.js';
+import { RevokeShareCommand } from './commands/revoke-share.command.js';
+import { CreateShareRequest } from './dto/create-share.request.js';
+import { ListSharesRequest } from './dto/list-shares.request.js';
+import { RevokedShareResponse, ShareResponse, ShareStatusResponse } from './dto/share.response.js';
+import { ListSharesQuery } from './queries/list-shares.query.js';
+
+@ApiTags('Shares')
+@Controller('v1/shares')
+export class SharesController {
+  constructor(
+    private readonly commands: CommandBus,
+    private readonly queries: QueryBus,
+  ) {}
+
+  @Post()
+  @RequireScope('share')
+  @ApiOperation({
+    summary: 'Create a share link',
+    description:
+      'A public link (`url`) to an active file. With `password`, visitors must send it in `X-Share-Password`; with `expires_in` ' +
+      '(seconds, 60 to 31,536,000) the link answers 410 afterwards. Emits `file.shared`.',
+  })
+  @ApiEnvelope(ShareResponse, { status: 201 })
+  @ApiErrors(
+    [400, 'invalid_request: file_id missing, password empty or too long, expires_in outside 60..31536000.'],
+    [403, 'file_infected: the file is quarantined and cannot be shared.'],
+    [404, 'not_found: no active file with this id in the account.'],
+  )
+  create(@CurrentActor() actor: Actor, @Body() body: CreateShareRequest): Promise<ShareResponse> {
+    return this.commands.execute(new CreateShareCommand(actor, body.file_id, body.password, body.expires_in));
+  }
+
+  @Get()
+  @RequireScope('read')
+  @ApiOperation({
+    summary: 'List share links',
+    description: 'The account\'s links, newest first, including revoked, invalidated and expired ones with their analytics; `active` says whether a link works now.',
+  })
+  @ApiEnvelope(ShareStatusResponse, { list: true })
+  @ApiErrors([400, 'invalid_request: bad page, per_page or file_id.'])
+  list(@CurrentActor() actor: Actor, @Query() request: ListSharesRequest): Promise<Page<ShareStatusResponse>> {
+    return this.queries.execute(new ListSharesQuery(actor, request));
+  }
+
+  @Delete(':share_id')
+  @HttpCode(200)
+  @RequireScope('share')
+  @ApiOperation({ summary: 'Revoke a share link', description: 'The link answers 404 at once. Revoking a revoked link answers the original revocation.' })
+  @ApiEnvelope(RevokedShareResponse)
+  @ApiErrors([404, 'not_found: no share link with this id in the account.'])
+  revoke(@CurrentActor() actor: Actor, @Param('share_id') shareId: string): Promise<RevokedShareResponse> {
+    return this.commands.execute(new RevokeShareCommand(actor, shareId));
+  }
+}

@@ -1,0 +1,21 @@
+import { Module } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { OutboxEventEntity } from '../../infra/outbox/outbox-event.entity.js';
+import { FileEntity } from '../files/file.entity.js';
+import { AccessShareHandler } from './commands/access-share.command.js';
+import { CreateShareHandler } from './commands/create-share.command.js';
+import { RevokeShareHandler } from './commands/revoke-share.command.js';
+import { PasswordAttempts } from './password-attempts.js';
+import { PublicSharesController } from './public-shares.controller.js';
+import { FindPublicShareHandler } from './queries/find-public-share.query.js';
+import { ListSharesHandler } from './queries/list-shares.query.js';
+import { ShareEntity } from './share.entity.js';
+import { SharesController } from './shares.controller.js';
+
+// The file and outbox entities are registered here too (TypeORM deduplicates), so this module stands on its own.
+@Module({
+  imports: [TypeOrmModule.forFeature([ShareEntity, FileEntity, OutboxEventEntity])],
+  controllers: [SharesController, PublicSharesController],
+  providers: [CreateShareHandler, RevokeShareHandler, AccessShareHandler, ListSharesHandler, FindPublicShareHandler, PasswordAttempts],
+})
+export class SharesModule {}

@@ -1,0 +1,339 @@
+import { createHash } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createAccount, type TestAccount } from '../../support/accounts.js';
+import { seedFile } from '../../support/files.js';
+import { startTestApp, TEST_REDIS_URL, type TestApp } from '../../support/test-app.js';
+import { createShare, expireShare, fileLifecycle, outboxEvents, shareRow } from './share-fixtures.js';
+
+const CONTENT = Buffer.from('0123456789abcdefghijklmnopqrstuvwxyz'.repeat(100));
+const MD5 = createHash('md5').update(CONTENT).digest('hex');
+
+describe('public share links (/s/{token})', () => {
+  let t: TestApp;
+  let owner: TestAccount;
+
+  beforeAll(async () => {
+    // Many public requests from one address: lift the per-IP request limit, which has its own tests.
+    t = await startTestApp({ PUBLIC_RATE_LIMIT_PER_MINUTE: '100000' });
+    owner = await createAccount(t.app);
+  });
+  afterAll(() => t.close());
+
+  async function sharedFile(body: Record<string, unknown> = {}, name?: string) {
+    const file = await seedFile(t.app, owner, { name, content: CONTENT, mimeType: 'text/plain' });
+    return { file, share: await createShare(t, owner, { file_id: file.id, ...body }) };
+  }
+
+  it('answers the public metadata without an API key', async () => {
+    const { share } = await sharedFile({ expires_in: 3600 }, 'Quarterly report.txt');
+    const res = await t.http().get(share.path);
+    expect(res.status).toBe(200);
+    expect(res.headers['content-type']).toMatch(/application\/json/);
+    expect(res.headers.vary).toMatch(/Accept/);
+    expect(res.body).toEqual({
+      success: true,
+      data: {
+        file: { name: 'Quarterly report.txt', size: CONTENT.length, type: 'text/plain' },
+        expires_at: share.expires_at,
+        password_protected: false,
+        download_url: `${share.url}/download`,
+      },
+    });
+  });
+
+  it('streams the file with ETag, Content-Disposition and byte ranges', async () => {
+    const { share } = await sharedFile({}, 'données.txt');
+    const full = await t.http().get(`${share.path}/download`).buffer(true).parse(binary);
+    expect(full.status).toBe(200);
+    expect(Buffer.compare(full.body, CONTENT)).toBe(0);
+    expect(full.headers.etag).toBe(`"${MD5}"`);
+    expect(full.headers['accept-ranges']).toBe('bytes');
+    expect(full.headers['content-disposition']).toBe(`attachment; filename="donn_es.txt"; filename*=UTF-8''donn%C3%A9es.txt`);
+    expect(full.headers['content-security-policy']).toBe("sandbox; default-src 'none'");
+    expect(full.headers['x-content-type-options']).toBe('nosniff');
+
+    const part = await t.http().get(`${share.path}/download`).set('Range', 'bytes=10-19').buffer(true).parse(binary);
+    expect(part.status).toBe(206);
+    expect(part.headers['content-range']).toBe(`bytes 10-19/${CONTENT.length}`);
+    expect(part.body.toString()).toBe(CONTENT.subarray(10, 20).toString());
+
+    const suffix = await t.http().get(`${share.path}/download`).set('Range', 'bytes=-5').buffer(true).parse(binary);
+    expect(suffix.status).toBe(206);
+    expect(suffix.body.toString()).toBe(CONTENT.subarray(-5).toString());
+
+    const unsatisfiable = await t.http().get(`${share.path}/download`).set('Range', `bytes=${CONTENT.length}-`);
+    expect(unsatisfiable.status).toBe(416);
+    expect(unsatisfiable.headers['content-range']).toBe(`bytes */${CONTENT.length}`);
+
+    const notModified = await t.http().get(`${share.path}/download`).set('If-None-Match', `"${MD5}"`);
+    expect(notModified.status).toBe(304);
+  });
+
+  it('answers 404 for unknown and malformed tokens', async () => {
+    for (const path of ['/s/' + 'A'.repeat(43), '/s/short', '/s/' + 'A'.repeat(43) + '/download', '/s/%2e%2e']) {
+      const res = await t.http().get(path);
+      expect(res.status, path).toBe(404);
+      expect(res.body.error.code).toBe('not_found');
+    }
+  });
+
+  describe('with a password', () => {
+    it('answers 401 password_required for a missing and a wrong password alike', async () => {
+      const { share } = await sharedFile({ password: 'open sesame' });
+      const missing = await t.http().get(share.path);
+      const wrong = await t.http().get(share.path).set('X-Share-Password', 'open sesame!');
+      const missingDownload = await t.http().get(`${share.path}/download`);
+      const wrongDownload = await t.http().get(`${share.path}/download`).set('X-Share-Password', 'Open sesame');
+      for (const res of [missing, wrong, missingDownload, wrongDownload]) {
+        expect(res.status).toBe(401);
+        expect(res.body).toEqual({ success: false, error: { code: 'password_required', message: missing.body.error.message } });
+      }
+    });
+
+    it('opens and downloads with the right password in X-Share-Password', async () => {
+      const { share } = await sharedFile({ password: 'open sesame' });
+      const view = await t.http().get(share.path).set('X-Share-Password', 'open sesame').expect(200);
+      expect(view.body.data.password_protected).toBe(true);
+      const download = await t.http().get(`${share.path}/download`).set('X-Share-Password', 'open sesame').buffer(true).parse(binary);
+      expect(download.status).toBe(200);
+      expect(Buffer.compare(download.body, CONTENT)).toBe(0);
+    });
+
+    it('accepts a non-ASCII password sent as UTF-8 bytes (curl) or as Latin-1', async () => {
+      const { share } = await sharedFile({ password: 'pässwörd' });
+      await t.http().get(share.path).set('X-Share-Password', Buffer.from('pässwörd', 'utf8').toString('latin1')).expect(200);
+      await t.http().get(share.path).set('X-Share-Password', 'pässwörd').expect(200);
+      await t.http().get(share.path).set('X-Share-Password', 'passwort').expect(401);
+    });
+
+    it('takes the password from a form body on POST .../download, never from the URL', async () => {
+      const { share } = await sharedFile({ password: 'open sesame' });
+      const ok = await t.http().post(`${share.path}/download`).type('form').send({ password: 'open sesame' }).buffer(true).parse(binary);
+      expect(ok.status).toBe(200);
+      expect(Buffer.compare(ok.body, CONTENT)).toBe(0);
+      const wrong = await t.http().post(`${share.path}/download`).type('form').send({ password: 'nope' });
+      expect(wrong.status).toBe(401);
+      expect(wrong.body.error.code).toBe('password_required');
+      const query = await t.http().get(`${share.path}/download?password=open%20sesame`);
+      expect(query.status).toBe(401);
+    });
+
+    it('locks a client out after 10 wrong passwords, even with the right one, and leaves other links alone', async () => {
+      const { share } = await sharedFile({ password: 'correct password' });
+      const { share: otherShare } = await sharedFile({ password: 'correct password' });
+      for (let i = 1; i <= 10; i++) {
+        const res = await t.http().get(share.path).set('X-Share-Password', `guess ${i}`);
+        expect(res.status, `guess ${i}`).toBe(401);
+      }
+      for (const attempt of ['guess 11', 'correct password']) {
+        const res = await t.http().get(`${share.path}/download`).set('X-Share-Password', attempt);
+        expect(res.status, attempt).toBe(429);
+        expect(res.body.error.code).toBe('rate_limit_exceeded');
+        const retryAfter = Number(res.headers['retry-after']);
+        expect(retryAfter).toBeGreaterThan(14 * 60);
+        expect(retryAfter).toBeLessThanOrEqual(15 * 60);
+      }
+      // The lockout is per link (and per client): the other link still opens with its password.
+      await t.http().get(otherShare.path).set('X-Share-Password', 'correct password').expect(200);
+      // Nothing was counted for the locked-out link.
+      expect(Number((await shareRow(t.app, share.id)).access_count)).toBe(0);
+      // The counter lives in Redis under the app's prefix, with the 15-minute window.
+      const redis = new Redis(TEST_REDIS_URL);
+      try {
+        const key = `${t.config.redisKeyPrefix}:share-password-failures:${share.id}:${'127.0.0.1'}`;
+        const ttl = await redis.pttl(key);
+        expect(await redis.get(key)).toBe('10');
+        expect(ttl).toBeGreaterThan(14 * 60_000);
+        // When the window has passed, the right password works again.
+        await redis.del(key);
+      } finally {
+        redis.disconnect();
+      }
+      await t.http().get(share.path).set('X-Share-Password', 'correct password').expect(200);
+    });
+
+    it('cannot be outpaced by parallel guesses: at most 10 are checked', async () => {
+      const { share } = await sharedFile({ password: 'right one' });
+      const answers = await Promise.all(Array.from({ length: 30 }, (_, i) => t.http().get(share.path).set('X-Share-Password', `parallel ${i}`)));
+      const statuses = answers.map((res) => res.status);
+      expect(statuses.filter((s) => s === 401)).toHaveLength(10);
+      expect(statuses.filter((s) => s === 429)).toHaveLength(20);
+      await t.http().get(share.path).set('X-Share-Password', 'right one').expect(429);
+    });
+
+    it('never locks out a visitor who keeps using the right password', async () => {
+      const { share } = await sharedFile({ password: 'right one' });
+      for (let i = 0; i < 9; i++) await t.http().get(share.path).set('X-Share-Password', `typo ${i}`).expect(401);
+      // Without giving right answers' attempts back, the second of these would already be refused.
+      for (let i = 0; i < 2; i++) await t.http().get(share.path).set('X-Share-Password', 'right one').expect(200);
+      // The nine typos still count: one more wrong password locks the visitor out.
+      await t.http().get(share.path).set('X-Share-Password', 'typo 10').expect(401);
+      await t.http().get(share.path).set('X-Share-Password', 'right one').expect(429);
+    });
+
+    it('does not count a missing password as a wrong guess', async () => {
+      const { share } = await sharedFile({ password: 'pw' });
+      for (let i = 0; i < 12; i++) await t.http().get(share.path).expect(401);
+      await t.http().get(share.path).set('X-Share-Password', 'pw').expect(200);
+    });
+  });
+
+  it('answers 410 share_expired after expires_at (checked before any password)', async () => {
+    const { share } = await sharedFile({ expires_in: 60 });
+    const { share: protectedShare } = await sharedFile({ expires_in: 60, password: 'pw' });
+    await t.http().get(share.path).expect(200);
+    await expireShare(t.app, share.id);
+    await expireShare(t.app, protectedShare.id);
+    for (const [path, password] of [
+      [share.path, undefined],
+      [`${share.path}/download`, undefined],
+      [protectedShare.path, 'pw'],
+      [protectedShare.path, undefined],
+    ] as const) {
+      const request = t.http().get(path);
+      if (password) request.set('X-Share-Password', password);
+      const res = await request;
+      expect(res.status, path).toBe(410);
+      expect(res.body.error.code).toBe('share_expired');
+    }
+    const listed = await t.http().get(`/v1/shares?file_id=${share.file_id}`).set(owner.auth).expect(200);
+    expect(listed.body.data[0]).toMatchObject({ active: false, revoked_at: null, invalidated_at: null });
+  });
+
+  describe('invalidation when the file leaves the active state', () => {
+    it('answers 404 at once when the file goes to trash, and restoring does not revive the link', async () => {
+      const { file, share } = await sharedFile();
+      await t.http().get(share.path).expect(200);
+      await fileLifecycle.moveToTrash(t.app, file.id);
+      await t.http().get(share.path).expect(404);
+      await t.http().get(`${share.path}/download`).expect(404);
+      await fileLifecycle.restore(t.app, file.id);
+      const after = await t.http().get(share.path);
+      expect(after.status).toBe(404);
+      expect(after.body.error.code).toBe('not_found');
+      await t.http().get(`${share.path}/download`).expect(404);
+      // The analytics stay, and the listing says why the link is dead.
+      const listed = await t.http().get(`/v1/shares?file_id=${file.id}`).set(owner.auth).expect(200);
+      expect(listed.body.data[0]).toMatchObject({ id: share.id, access_count: 1, active: false, invalidated_at: expect.any(String), revoked_at: null });
+      // A new link to the restored file works.
+      const fresh = await createShare(t, owner, { file_id: file.id });
+      await t.http().get(fresh.path).expect(200);
+    });
+
+    it('answers 404 when the file was deleted permanently, keeping the link\'s analytics', async () => {
+      const { file, share } = await sharedFile();
+      await t.http().get(`${share.path}/download`).expect(200);
+      await fileLifecycle.deletePermanently(t.app, file.id);
+      await t.http().get(share.path).expect(404);
+      await t.http().get(`${share.path}/download`).expect(404);
+      const listed = await t.http().get(`/v1/shares?file_id=${file.id}`).set(owner.auth).expect(200);
+      expect(listed.body.data[0]).toMatchObject({ id: share.id, access_count: 1, active: false });
+    });
+
+    it('refuses a link whose file is gone or not active even before its links are marked', async () => {
+      const trashed = await sharedFile();
+      await fileLifecycle.setState(t.app, trashed.file.id, 'trashed');
+      await t.http().get(trashed.share.path).expect(404);
+      const deleted = await sharedFile();
+      await fileLifecycle.deletePermanently(t.app, deleted.file.id, { markLinks: false });
+      await t.http().get(deleted.share.path).expect(404);
+      await t.http().get(`${deleted.share.path}/download`).expect(404);
+    });
+
+    it('refuses to download an infected file (403 file_infected)', async () => {
+      const { file, share } = await sharedFile();
+      await fileLifecycle.setState(t.app, file.id, 'active', 'infected');
+      const res = await t.http().get(`${share.path}/download`);
+      expect(res.status).toBe(403);
+      expect(res.body.error.code).toBe('file_infected');
+    });
+  });
+
+  describe('the HTML answers for browsers (Accept: text/html)', () => {
+    const html = 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8';
+
+    it('serves the page with a strict CSP, and pages for refusals with the same status codes', async () => {
+      const { share } = await sharedFile({}, '<b>bold</b>.txt');
+      const page = await t.http().get(share.path).set('Accept', html);
+      expect(page.status).toBe(200);
+      expect(page.headers['content-type']).toMatch(/^text\/html; charset=utf-8/);
+      expect(page.headers['content-security-policy']).toMatch(/^default-src 'none'; style-src 'sha256-[A-Za-z0-9+/=]+'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'$/);
+      expect(page.headers['cache-control']).toBe('no-store');
+      expect(page.headers['x-frame-options']).toBe('DENY');
+      expect(page.text).toContain('&lt;b&gt;bold&lt;/b&gt;.txt');
+      expect(page.text).not.toContain('<b>bold</b>');
+      expect(page.text).not.toMatch(/<script/i);
+      expect(page.text).toContain(`href="${share.path}/download"`);
+
+      const unknown = await t.http().get(`/s/${'z'.repeat(43)}`).set('Accept', html);
+      expect(unknown.status).toBe(404);
+      expect(unknown.headers['content-type']).toMatch(/^text\/html/);
+      await t.http().delete(`/v1/shares/${share.id}`).set(owner.auth).expect(200);
+      expect((await t.http().get(share.path).set('Accept', html)).status).toBe(404);
+    });
+
+    it('shows the password form without revealing the file, and a locked-out page after too many wrong passwords', async () => {
+      const { share } = await sharedFile({ password: 'letmein' }, 'confidential-plan.txt');
+      const form = await t.http().get(share.path).set('Accept', html);
+      expect(form.status).toBe(200);
+      expect(form.text).toContain(`<form method="post" action="${share.path}/download">`);
+      expect(form.text).not.toContain('confidential-plan');
+      // Showing the form is not an access.
+      expect(Number((await shareRow(t.app, share.id)).access_count)).toBe(0);
+
+      // Nine wrong passwords already (the counting itself is tested above), then the tenth through the form.
+      const redis = new Redis(TEST_REDIS_URL);
+      await redis.set(`${t.config.redisKeyPrefix}:share-password-failures:${share.id}:127.0.0.1`, 9, 'PX', 60_000).finally(() => redis.disconnect());
+      const wrong = await t.http().post(`${share.path}/download`).set('Accept', html).type('form').send({ password: 'nope' });
+      expect(wrong.status).toBe(401);
+      expect(wrong.text).toContain('That password is not right');
+      const locked = await t.http().post(`${share.path}/download`).set('Accept', html).type('form').send({ password: 'letmein' });
+      expect(locked.status).toBe(429);
+      expect(locked.headers['retry-after']).toBeDefined();
+      expect(locked.text).toContain('Too many attempts');
+    });
+  });
+
+  describe('analytics', () => {
+    it('counts every view and download and records share.accessed with the visitor', async () => {
+      const account = await createAccount(t.app);
+      const file = await seedFile(t.app, account, { content: CONTENT });
+      const share = await createShare(t, account, { file_id: file.id, password: 'pw' });
+      await t.http().get(share.path).set('X-Share-Password', 'pw').set('User-Agent', 'Viewer/1.0').expect(200);
+      await t.http().get(`${share.path}/download`).set('X-Share-Password', 'pw').set('User-Agent', 'Fetcher/2.0').expect(200);
+      // A client without a User-Agent is recorded with null.
+      await t.http().get(`${share.path}/download`).set('X-Share-Password', 'pw').set('Range', 'bytes=0-0').expect(206);
+      // Refusals and HEAD requests are not accesses.
+      await t.http().get(share.path).set('X-Share-Password', 'wrong').expect(401);
+      await t.http().head(`${share.path}/download`).set('X-Share-Password', 'pw').expect(200);
+
+      const row = await shareRow(t.app, share.id);
+      expect(Number(row.access_count)).toBe(3);
+      const listed = await t.http().get('/v1/shares').set(account.auth).expect(200);
+      expect(listed.body.data[0].access_count).toBe(3);
+      expect(Date.parse(listed.body.data[0].last_accessed_at)).toBeGreaterThan(Date.now() - 60_000);
+
+      const events = await outboxEvents(t.app, account, 'share.accessed');
+      expect(events.map((e) => e.data)).toEqual([
+        { share: { id: share.id, file_id: file.id }, access: { ip_address: '127.0.0.1', user_agent: 'Viewer/1.0', location: null, action: 'view' } },
+        { share: { id: share.id, file_id: file.id }, access: { ip_address: '127.0.0.1', user_agent: 'Fetcher/2.0', location: null, action: 'download' } },
+        { share: { id: share.id, file_id: file.id }, access: { ip_address: '127.0.0.1', user_agent: null, location: null, action: 'download' } },
+      ]);
+    });
+
+    it('counts concurrent accesses exactly', async () => {
+      const { share } = await sharedFile();
+      await Promise.all(Array.from({ length: 20 }, () => t.http().get(share.path).expect(200)));
+      expect(Number((await shareRow(t.app, share.id)).access_count)).toBe(20);
+    });
+  });
+});
+
+/** Collects a response body as raw bytes, whatever its content type. */
+function binary(res: import('superagent').Response, callback: (err: Error | null, body: Buffer) => void): void {
+  const stream = res as unknown as NodeJS.ReadableStream;
+  const chunks: Buffer[] = [];
+  stream.on('data', (chunk: Buffer) => chunks.push(chunk));
+  stream.on('end', () => callback(null, Buffer.concat(chunks)));
+}
