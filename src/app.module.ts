@@ -18,6 +18,7 @@ import { HealthController } from './infra/health/health.controller.js';
 import { QueueModule } from './infra/queue/queue.module.js';
 import { StorageModule } from './infra/storage/storage.module.js';
 import { AccountsModule } from './modules/accounts/accounts.module.js';
+import { MediaWorkersModule } from './modules/media/media-workers.module.js';
 import { PLANS } from './modules/accounts/plans.js';
 
 /** The domain modules, shared by the HTTP server and the CLI. */
@@ -51,6 +52,8 @@ export class AppModule {
           }),
         }),
         ...DOMAIN_MODULES,
+        // Thumbnails and virus scans: their queue workers run in the server process only.
+        MediaWorkersModule,
       ],
       controllers: [HealthController],
       providers: [
