@@ -1,8 +1,11 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
 import { TIMESTAMP_COLUMN } from '../../infra/database/columns.js';
 
-/** pending: a job is queued; ready: thumbnail_key is set; failed: the media could not be rendered; none: not an image, video or PDF. */
-export type ThumbnailStatus = 'pending' | 'ready' | 'failed' | 'none';
+/**
+ * pending: a job is queued; ready: thumbnail_key is set; failed: the media could not be rendered;
+ * none: not an image, video or PDF; deferred: the file was in the trash when its job ran (made if it is restored).
+ */
+export type ThumbnailStatus = 'pending' | 'ready' | 'failed' | 'none' | 'deferred';
 
 /**
  * The background media work for one file's current version (`blobKey`). When new bytes are stored

@@ -154,9 +154,31 @@ describe('thumbnails', () => {
       expect(await thumbnailBlobs(file)).toEqual([]);
       expect(await thumbnailBlobs(trashed)).toEqual([]);
       expect((await reload(t.app, trashed.id))!.thumbnailKey).toBeNull();
+      expect(await media(trashed.id)).toMatchObject({ thumbnailStatus: 'deferred' });
     } finally {
       await queue.resume();
     }
+  });
+
+  it('makes the deferred thumbnail once a trashed file is restored and its stored event is published again', async () => {
+    const queue = thumbnailsQueue(t.app);
+    await queue.pause();
+    const file = await seedFile(t.app, account, { content: await pngImage(400, 200), mimeType: 'image/png', category: 'image' });
+    try {
+      publishStored(t.app, file);
+      await eventually(() => queue.getJobCounts('paused', 'wait').then((c) => (c.paused ?? 0) + (c.wait ?? 0) >= 1), 5000, 'the job to be queued');
+      await t.app.get(DataSource).getRepository(FileEntity).update({ id: file.id }, { state: 'trashed', deletedAt: new Date() });
+    } finally {
+      await queue.resume();
+    }
+    await settledJob(queue, 'thumbnail', file);
+    expect(await media(file.id)).toMatchObject({ thumbnailStatus: 'deferred', thumbnailKey: null });
+
+    await t.app.get(DataSource).getRepository(FileEntity).update({ id: file.id }, { state: 'active', deletedAt: null });
+    publishStored(t.app, file);
+    await eventually(async () => (await reload(t.app, file.id))!.thumbnailKey, 10_000, 'the thumbnail after restore');
+    await expectWebpThumbnail(file, 256, 128);
+    expect(await media(file.id)).toMatchObject({ thumbnailStatus: 'ready' });
   });
 
   it('shows no stale thumbnail after an overwrite: the old one goes, the new version gets its own', async () => {

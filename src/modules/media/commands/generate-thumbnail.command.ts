@@ -46,18 +46,27 @@ export class GenerateThumbnailHandler implements ICommandHandler<GenerateThumbna
     const { fileId, accountId, blobKey } = job;
     const file = await this.transactions.dataSource.getRepository(FileEntity).findOneBy({ id: fileId });
     const stale = whyStale(file, blobKey);
-    if (stale) return { outcome: 'discarded', reason: stale };
+    if (stale) {
+      if (file?.state === 'trashed' && file.blobKey === blobKey) await this.defer(job);
+      return { outcome: 'discarded', reason: stale };
+    }
     const kind = thumbnailKind(file!.mimeType);
     if (!kind) return { outcome: 'discarded', reason: `no thumbnails for ${file!.mimeType}` };
 
     const thumbnail = await this.render(job, kind);
+    if (typeof thumbnail === 'string') return { outcome: 'discarded', reason: thumbnail };
     const thumbnailKey = blobKeys.thumbnail(accountId, fileId, versionOf(blobKey));
     await this.storage.write(thumbnailKey, Readable.from([thumbnail]));
 
     const result = await this.transactions.run(async (tx) => {
       const current = await lockFile(tx, fileId);
       const reason = whyStale(current, blobKey);
-      if (reason) return { reason, keep: current?.thumbnailKey === thumbnailKey, previous: null };
+      if (reason) {
+        if (current?.state === 'trashed' && current.blobKey === blobKey) {
+          await tx.getRepository(FileMediaEntity).update({ fileId, blobKey }, { thumbnailStatus: 'deferred', updatedAt: this.clock.now() });
+        }
+        return { reason, keep: current?.thumbnailKey === thumbnailKey, previous: null };
+      }
       await tx.getRepository(FileEntity).update({ id: fileId, blobKey }, { thumbnailKey });
       await tx.getRepository(FileMediaEntity).update({ fileId, blobKey }, { thumbnailStatus: 'ready', thumbnailError: null, updatedAt: this.clock.now() });
       return { reason: null, keep: true, previous: current!.thumbnailKey };
@@ -73,12 +82,20 @@ export class GenerateThumbnailHandler implements ICommandHandler<GenerateThumbna
     return { outcome: 'created', thumbnailKey };
   }
 
-  private async render(job: MediaJobData, kind: 'image' | 'video' | 'pdf'): Promise<Buffer> {
+  /** The rendered WebP, or why there is nothing to render any more. */
+  private async render(job: MediaJobData, kind: 'image' | 'video' | 'pdf'): Promise<Buffer | string> {
     // The tools need a seekable local file; the copy streams, so the file is never held in memory.
     const dir = await mkdtemp(join(tmpdir(), 'fss-thumb-'));
     try {
       const source = join(dir, 'source');
-      await pipeline(await this.storage.read(job.blobKey), createWriteStream(source));
+      try {
+        await pipeline(await this.storage.read(job.blobKey), createWriteStream(source));
+      } catch (error) {
+        // Bytes deleted under us mean the file went away; otherwise storage is having trouble: retry.
+        const reason = whyStale(await this.transactions.dataSource.getRepository(FileEntity).findOneBy({ id: job.fileId }), job.blobKey);
+        if (reason) return reason;
+        throw error;
+      }
       try {
         return await this.renderer.render(kind, source);
       } catch (error) {
@@ -88,6 +105,13 @@ export class GenerateThumbnailHandler implements ICommandHandler<GenerateThumbna
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
+  }
+
+  /** The file is in the trash: no thumbnail now, but one is made if it is restored (see ScheduleMediaWorkCommand). */
+  private async defer(job: MediaJobData): Promise<void> {
+    await this.transactions.run((tx) =>
+      tx.getRepository(FileMediaEntity).update({ fileId: job.fileId, blobKey: job.blobKey }, { thumbnailStatus: 'deferred', updatedAt: this.clock.now() }),
+    );
   }
 
   private async recordFailure(job: MediaJobData, message: string): Promise<void> {

@@ -6,7 +6,7 @@ import { BlobStorage } from '../../../infra/storage/blob-storage.js';
 import { FileEntity } from '../../files/file.entity.js';
 import { FileMediaEntity } from '../file-media.entity.js';
 import type { MediaJobData } from '../media-jobs.js';
-import { VirusScanner } from '../scanning/virus-scanner.js';
+import { VirusScanner, type ScanVerdict } from '../scanning/virus-scanner.js';
 
 export type ScanOutcome =
   | { outcome: 'recorded'; scanStatus: 'clean' | 'infected' | 'skipped'; threat?: string; note?: string }
@@ -41,8 +41,15 @@ export class ScanFileHandler implements ICommandHandler<ScanFileCommand> {
     if (!file) return { outcome: 'discarded', reason: 'the file was deleted' };
     if (file.blobKey !== blobKey) return { outcome: 'discarded', reason: 'the file was overwritten with newer content' };
 
-    // Storage and scanner errors propagate: both are worth a retry.
-    const verdict = await this.scanner.scan(await this.storage.read(blobKey));
+    let verdict: ScanVerdict;
+    try {
+      verdict = await this.scanner.scan(await this.storage.read(blobKey));
+    } catch (error) {
+      // Bytes deleted under us mean the file went away; other storage and scanner errors are worth a retry.
+      const current = await this.transactions.dataSource.getRepository(FileEntity).findOneBy({ id: fileId });
+      if (!current || current.blobKey !== blobKey) return { outcome: 'discarded', reason: 'the file was deleted or overwritten during the scan' };
+      throw error;
+    }
     const now = this.clock.now();
     const threat = verdict.result === 'infected' ? verdict.threat : null;
     const note = verdict.result === 'skipped' ? verdict.reason : null;

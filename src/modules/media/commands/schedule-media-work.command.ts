@@ -20,7 +20,8 @@ export interface ScheduledMediaWork {
 
 /**
  * New bytes were stored for a file: reset its media state for this version and queue a scan, plus a
- * thumbnail for images, videos and PDFs. Repeating it for the same version changes nothing.
+ * thumbnail for images, videos and PDFs. Repeating it for the same version changes nothing, except that
+ * a thumbnail deferred because the file was in the trash is made now if the file is active again.
  */
 export class ScheduleMediaWorkCommand extends Command<ScheduledMediaWork> {
   constructor(
@@ -51,7 +52,12 @@ export class ScheduleMediaWorkHandler implements ICommandHandler<ScheduleMediaWo
       if (!file || file.accountId !== accountId || file.blobKey !== blobKey) return null;
       const kind = thumbnailKind(file.mimeType);
       const media = await tx.getRepository(FileMediaEntity).findOneBy({ fileId });
-      if (media?.blobKey === blobKey) return { kind, staleThumbnail: null };
+      if (media?.blobKey === blobKey) {
+        // A thumbnail skipped while the file was in the trash is made once the file is active again (restored).
+        const rerunThumbnail = kind !== null && media.thumbnailStatus === 'deferred' && file.state === 'active';
+        if (rerunThumbnail) await tx.getRepository(FileMediaEntity).update({ fileId, blobKey }, { thumbnailStatus: 'pending', updatedAt: this.clock.now() });
+        return { kind, staleThumbnail: null, rerunThumbnail };
+      }
 
       // A new version: the old thumbnail shows other bytes and the old scan verdict judged other bytes.
       const ownThumbnail = blobKeys.thumbnail(accountId, fileId, versionOf(blobKey));
@@ -70,7 +76,7 @@ export class ScheduleMediaWorkHandler implements ICommandHandler<ScheduleMediaWo
         scannedAt: null,
         updatedAt: this.clock.now(),
       });
-      return { kind, staleThumbnail };
+      return { kind, staleThumbnail, rerunThumbnail: false };
     });
     if (!outcome) return { scheduled: false, thumbnail: false };
 
@@ -81,6 +87,8 @@ export class ScheduleMediaWorkHandler implements ICommandHandler<ScheduleMediaWo
     const retryDelay = this.config.media.retryDelayMs;
     if (outcome.kind) {
       const jobId = mediaJobId('thumbnail', fileId, blobKey);
+      // The finished job still holds its id; only removing it lets the same id run again.
+      if (outcome.rerunThumbnail) await this.thumbnails.remove(jobId);
       await this.thumbnails.add('thumbnail', data, mediaJobOptions('thumbnail', jobId, retryDelay));
     }
     const scanJobId = mediaJobId('scan', fileId, blobKey);

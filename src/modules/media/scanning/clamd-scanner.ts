@@ -118,13 +118,13 @@ export function parseReply(reply: string): ScanVerdict {
   throw new ScannerUnavailableError(`clamd answered: ${text.slice(0, 300) || '(nothing)'}`);
 }
 
-/** The NUL-terminated answer; limited in size and time so a confused peer cannot hold the job. */
+/** The NUL-terminated answer; limited in size, and in idle time, so a confused peer cannot hold the job. */
 function readReply(socket: Socket, timeoutMs: number): Promise<string> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let length = 0;
     const done = (error?: Error) => {
-      clearTimeout(timer);
+      socket.setTimeout(0);
       socket.removeAllListeners('data');
       const text = Buffer.concat(chunks).toString('utf8');
       const end = text.indexOf('\0');
@@ -132,10 +132,11 @@ function readReply(socket: Socket, timeoutMs: number): Promise<string> {
       if (!error && text.length > 0) return resolve(text);
       reject(error ?? new ScannerUnavailableError('clamd closed the connection without an answer'));
     };
-    const timer = setTimeout(() => {
-      done(new ScannerUnavailableError(`clamd did not answer within ${timeoutMs} ms`));
+    // An idle timeout: a large file may stream for long, but neither side may go quiet for timeoutMs.
+    socket.setTimeout(timeoutMs, () => {
+      done(new ScannerUnavailableError(`clamd went quiet for ${timeoutMs} ms without answering`));
       socket.destroy();
-    }, timeoutMs);
+    });
     socket.on('data', (data: Buffer) => {
       chunks.push(data);
       length += data.length;
