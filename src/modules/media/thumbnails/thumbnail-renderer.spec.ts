@@ -40,6 +40,11 @@ describe('ThumbnailRenderer', () => {
     await expectThumbnail(await renderer().render('image', onDisk('p.gif', gif)), 256, 256);
   });
 
+  it('renders AVIF input', async () => {
+    const avif = await sharp({ create: { width: 400, height: 400, channels: 3, background: '#f80' } }).avif().toBuffer();
+    await expectThumbnail(await renderer().render('image', onDisk('p.avif', avif)), 256, 256);
+  });
+
   it('takes a frame from a video with ffmpeg', async () => {
     await expectThumbnail(await renderer().render('video', onDisk('clip.mp4', mp4Video(2))), 256, 192);
   });
@@ -77,8 +82,10 @@ describe('ThumbnailRenderer', () => {
   });
 
   it('will not follow a playlist that points ffmpeg at other files', async () => {
-    const playlist = onDisk('list.m3u8', Buffer.from(`#EXTM3U\n#EXTINF:1,\nfile://${join(dir, 'clip.mp4')}\n#EXT-X-ENDLIST\n`));
-    await expect(renderer().render('video', playlist)).rejects.toThrow(/whitelist|Invalid data|failed/i);
+    // An HLS playlist naming another local file: plain ffmpeg would happily render that file's frame.
+    const elsewhere = onDisk('someone-elses.mp4', mp4Video(2));
+    const playlist = onDisk('list.m3u8', Buffer.from(`#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2,\n${elsewhere}\n#EXT-X-ENDLIST\n`));
+    await expect(renderer().render('video', playlist)).rejects.toThrow(/not on whitelist/i);
   });
 
   it('says so when ffmpeg or pdftoppm is missing', async () => {
