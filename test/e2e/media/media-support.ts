@@ -60,6 +60,11 @@ export async function settledJob(queue: Queue, kind: 'thumbnail' | 'scan', file:
   throw new Error(`${kind} job ${jobId} did not finish within ${timeoutMs} ms (state: ${state})`);
 }
 
+/** Waits (bounded) until at least `count` jobs wait in the queue, e.g. while it is paused. */
+export async function queued(queue: Queue, count: number, what = 'jobs to be queued'): Promise<void> {
+  await eventually(async () => (await queue.getWaitingCount()) >= count, 5000, what);
+}
+
 /** Polls until `check` returns a value (bounded). */
 export async function eventually<T>(check: () => Promise<T | undefined | null | false>, timeoutMs = 20_000, what = 'condition'): Promise<T> {
   const deadline = Date.now() + timeoutMs;

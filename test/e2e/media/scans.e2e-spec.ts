@@ -8,7 +8,7 @@ import { createAccount, type TestAccount } from '../../support/accounts.js';
 import { seedFile } from '../../support/files.js';
 import { eicar } from '../../support/media.js';
 import { startTestApp, type TestApp } from '../../support/test-app.js';
-import { type Clamd, eventually, freePort, overwrite, publishStored, reload, scansQueue, settledJob, startClamd } from './media-support.js';
+import { type Clamd, eventually, freePort, queued, overwrite, publishStored, reload, scansQueue, settledJob, startClamd } from './media-support.js';
 
 describe('virus scanning with a real clamd', () => {
   let clamd: Clamd;
@@ -92,7 +92,7 @@ describe('virus scanning with a real clamd', () => {
     try {
       const file = await seedFile(t.app, account, { content: eicar() });
       publishStored(t.app, file);
-      await eventually(() => queue.getJobCounts('paused', 'wait').then((c) => (c.paused ?? 0) + (c.wait ?? 0) > 0), 5000, 'the scan to be queued');
+      await queued(queue, 1, 'the scan to be queued');
       const replaced = await overwrite(t.app, file, Buffer.from('harmless new content'), 'text/plain');
       await queue.resume();
       const stale = await settledJob(queue, 'scan', file);

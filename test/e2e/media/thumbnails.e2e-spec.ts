@@ -10,7 +10,7 @@ import { createAccount, type TestAccount } from '../../support/accounts.js';
 import { seedFile } from '../../support/files.js';
 import { hugeDeclaredPng, jpegImage, mp4Video, onePagePdf, pngImage } from '../../support/media.js';
 import { startTestApp, type TestApp } from '../../support/test-app.js';
-import { eventually, overwrite, publishStored, reload, scansQueue, settledJob, thumbnailsQueue } from './media-support.js';
+import { eventually, overwrite, queued, publishStored, reload, scansQueue, settledJob, thumbnailsQueue } from './media-support.js';
 
 async function readAll(stream: NodeJS.ReadableStream): Promise<Buffer> {
   const chunks: Buffer[] = [];
@@ -49,7 +49,7 @@ describe('thumbnails', () => {
     await queue.pause();
     const file = await seedFile(t.app, account, { name: 'photo.jpg', content: await jpegImage(1200, 900), mimeType: 'image/jpeg', category: 'image' });
     publishStored(t.app, file);
-    await eventually(() => queue.getJobCounts('paused', 'wait').then((c) => (c.paused ?? 0) + (c.wait ?? 0) > 0), 5000, 'the job to be queued');
+    await queued(queue, 1, 'the job to be queued');
     expect((await reload(t.app, file.id))!.thumbnailKey).toBeNull();
     expect(await media(file.id)).toMatchObject({ thumbnailStatus: 'pending' });
     await queue.resume();
@@ -144,7 +144,7 @@ describe('thumbnails', () => {
       const trashed = await seedFile(t.app, account, { content: await pngImage(), mimeType: 'image/png', category: 'image' });
       publishStored(t.app, file);
       publishStored(t.app, trashed);
-      await eventually(() => queue.getJobCounts('paused', 'wait').then((c) => (c.paused ?? 0) + (c.wait ?? 0) >= 2), 5000, 'both jobs to be queued');
+      await queued(queue, 2, 'both jobs to be queued');
       await t.app.get(DataSource).getRepository(FileEntity).delete({ id: file.id });
       await t.app.get(DataSource).getRepository(FileEntity).update({ id: trashed.id }, { state: 'trashed', deletedAt: new Date() });
       await queue.resume();
@@ -166,7 +166,7 @@ describe('thumbnails', () => {
     const file = await seedFile(t.app, account, { content: await pngImage(400, 200), mimeType: 'image/png', category: 'image' });
     try {
       publishStored(t.app, file);
-      await eventually(() => queue.getJobCounts('paused', 'wait').then((c) => (c.paused ?? 0) + (c.wait ?? 0) >= 1), 5000, 'the job to be queued');
+      await queued(queue, 1, 'the job to be queued');
       await t.app.get(DataSource).getRepository(FileEntity).update({ id: file.id }, { state: 'trashed', deletedAt: new Date() });
     } finally {
       await queue.resume();
@@ -213,7 +213,7 @@ describe('thumbnails', () => {
     try {
       file = await seedFile(t.app, account, { content: await jpegImage(640, 480), mimeType: 'image/jpeg', category: 'image' });
       publishStored(t.app, file);
-      await eventually(() => queue.getJobCounts('paused', 'wait').then((c) => (c.paused ?? 0) + (c.wait ?? 0) >= 1), 5000, 'the job to be queued');
+      await queued(queue, 1, 'the job to be queued');
       replaced = await overwrite(t.app, file, await pngImage(100, 100), 'image/png');
       publishStored(t.app, replaced);
     } finally {

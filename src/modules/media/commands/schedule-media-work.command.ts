@@ -88,7 +88,8 @@ export class ScheduleMediaWorkHandler implements ICommandHandler<ScheduleMediaWo
     if (outcome.kind) {
       const jobId = mediaJobId('thumbnail', fileId, blobKey);
       // The finished job still holds its id; only removing it lets the same id run again.
-      if (outcome.rerunThumbnail) await this.thumbnails.remove(jobId);
+      // (Removal fails only if that job is running right now, and then it does the work itself.)
+      if (outcome.rerunThumbnail) await this.thumbnails.remove(jobId).catch(() => undefined);
       await this.thumbnails.add('thumbnail', data, mediaJobOptions('thumbnail', jobId, retryDelay));
     }
     const scanJobId = mediaJobId('scan', fileId, blobKey);
