@@ -1,4 +1,4 @@
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -22,10 +22,12 @@ describe('media jobs racing deletes, overwrites and storage failures', () => {
   let account: TestAccount;
 
   const scripts = mkdtempSync(join(tmpdir(), 'fss-slow-ffmpeg-'));
+  const started = join(scripts, 'render-started');
 
   beforeAll(async () => {
     const slowFfmpeg = join(scripts, 'slow-ffmpeg');
-    writeFileSync(slowFfmpeg, '#!/bin/sh\nsleep 1\nexec ffmpeg "$@"\n');
+    // Leaves a mark when a render starts (not for the start-up `-version` probe), then stalls a second.
+    writeFileSync(slowFfmpeg, `#!/bin/sh\n[ "$1" = "-version" ] && exec ffmpeg "$@"\ntouch ${JSON.stringify(started)}\nsleep 1\nexec ffmpeg "$@"\n`);
     chmodSync(slowFfmpeg, 0o755);
     t = await startTestApp({ MEDIA_RETRY_DELAY_MS: '100', FFMPEG_PATH: slowFfmpeg });
     account = await createAccount(t.app);
@@ -40,15 +42,16 @@ describe('media jobs racing deletes, overwrites and storage failures', () => {
     for await (const entry of t.app.get(BlobStorage).list(`thumbnails/${file.accountId}/${file.id}/`)) keys.push(entry.key);
     return keys;
   };
-  const whenActive = async (file: FileEntity) => {
-    const queue = thumbnailsQueue(t.app);
-    await eventually(async () => (await (await queue.getJob(mediaJobId('thumbnail', file.id, file.blobKey)))?.getState()) === 'active', 10_000, 'the job to start');
+  /** Resolves once ffmpeg has been started for the file, i.e. the job has checked the file and is rendering. */
+  const whenRendering = async () => {
+    await eventually(async () => existsSync(started), 10_000, 'the render to start');
+    rmSync(started, { force: true });
   };
 
   it('a file deleted while its thumbnail renders gets none, and the rendered thumbnail is removed', async () => {
     const file = await seedFile(t.app, account, { content: mp4Video(2), mimeType: 'video/mp4', category: 'video' });
     publishStored(t.app, file);
-    await whenActive(file);
+    await whenRendering();
     await t.app.get(DataSource).getRepository(FileEntity).delete({ id: file.id });
     const job = await settledJob(thumbnailsQueue(t.app), 'thumbnail', file);
     expect(job.returnvalue).toMatchObject({ outcome: 'discarded', reason: 'the file was deleted' });
@@ -59,7 +62,7 @@ describe('media jobs racing deletes, overwrites and storage failures', () => {
   it('a file overwritten while its thumbnail renders does not get the stale picture', async () => {
     const file = await seedFile(t.app, account, { content: mp4Video(2), mimeType: 'video/mp4', category: 'video' });
     publishStored(t.app, file);
-    await whenActive(file);
+    await whenRendering();
     await overwrite(t.app, file, Buffer.from('a text now'), 'text/plain');
     const job = await settledJob(thumbnailsQueue(t.app), 'thumbnail', file);
     expect(job.returnvalue).toMatchObject({ outcome: 'discarded', reason: 'the file was overwritten with newer content' });
