@@ -2,11 +2,13 @@ import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
+import { QueryBus } from '@nestjs/cqrs';
 import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BlobStorage } from '../../../src/infra/storage/blob-storage.js';
 import { FileEntity } from '../../../src/modules/files/file.entity.js';
 import { mediaJobId } from '../../../src/modules/media/media-jobs.js';
+import { GetFileMediaQuery } from '../../../src/modules/media/queries/get-file-media.query.js';
 import { createAccount, type TestAccount } from '../../support/accounts.js';
 import { seedFile } from '../../support/files.js';
 import { mp4Video, pngImage } from '../../support/media.js';
@@ -83,5 +85,16 @@ describe('media jobs racing deletes, overwrites and storage failures', () => {
     expect(job.returnvalue).toMatchObject({ outcome: 'created' });
     expect(job.attemptsMade).toBeGreaterThan(2);
     expect((await reload(t.app, file.id))!.thumbnailKey).not.toBeNull();
+  });
+
+  it('gives up after the last retry and records the thumbnail as failed', async () => {
+    const file = await seedFile(t.app, account, { content: await pngImage(50, 50), mimeType: 'image/png', category: 'image' });
+    await t.app.get(BlobStorage).delete(file.blobKey);
+    publishStored(t.app, file);
+    const job = await settledJob(thumbnailsQueue(t.app), 'thumbnail', file);
+    expect(await job.getState()).toBe('failed');
+    expect(job.attemptsMade).toBe(5);
+    await eventually(async () => (await t.app.get(QueryBus).execute(new GetFileMediaQuery(file.id)))?.thumbnailStatus === 'failed', 5000, 'the failure to be recorded');
+    expect((await reload(t.app, file.id))!.state).toBe('active');
   });
 });
