@@ -6,8 +6,8 @@ import { text, timestamp } from './schema-helpers.js';
  * went, and what the virus scan found. `files.scan_status` and `files.thumbnail_key` stay the
  * public truth; this table holds the bookkeeping behind them (failure reasons, the threat name).
  */
-export class FileMedia1763800000000 implements MigrationInterface {
-  name = 'FileMedia1763800000000';
+export class FileMedia1763810000000 implements MigrationInterface {
+  name = 'FileMedia1763810000000';
 
   async up(queryRunner: QueryRunner): Promise<void> {
     await queryRunner.createTable(
