@@ -42,3 +42,7 @@ export function mediaJobOptions(kind: 'thumbnail' | 'scan', jobId: string, retry
     backoff: { type: 'exponential', delay: retryDelayMs },
   };
 }
+
+/** The repeatable job (on the scans queue) that reschedules media work whose event was lost. */
+export const STALLED_MEDIA_SWEEP = 'stalled-media-sweep';
+export const STALLED_MEDIA_SWEEP_EVERY_MS = 10 * 60 * 1000;

@@ -3,6 +3,7 @@ import { TypeOrmModule } from '@nestjs/typeorm';
 import { FileEntity } from '../files/file.entity.js';
 import { GenerateThumbnailHandler } from './commands/generate-thumbnail.command.js';
 import { RecordMediaFailureHandler } from './commands/record-media-failure.command.js';
+import { RescheduleStalledMediaHandler } from './commands/reschedule-stalled-media.command.js';
 import { ScanFileHandler } from './commands/scan-file.command.js';
 import { ScheduleMediaWorkHandler } from './commands/schedule-media-work.command.js';
 import { ScheduleMediaWorkOnFileStored } from './events/file-stored.handler.js';
@@ -24,6 +25,7 @@ import { ThumbnailRenderer } from './thumbnails/thumbnail-renderer.js';
     GenerateThumbnailHandler,
     ScanFileHandler,
     RecordMediaFailureHandler,
+    RescheduleStalledMediaHandler,
     GetFileMediaHandler,
     ThumbnailRenderer,
     MediaTools,

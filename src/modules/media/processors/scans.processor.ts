@@ -5,7 +5,9 @@ import { Job } from 'bullmq';
 import { AppConfig } from '../../../config/app-config.js';
 import { QUEUES } from '../../../infra/queue/queue-names.js';
 import { RecordMediaFailureCommand } from '../commands/record-media-failure.command.js';
+import { RescheduleStalledMediaCommand } from '../commands/reschedule-stalled-media.command.js';
 import { ScanFileCommand, type ScanOutcome } from '../commands/scan-file.command.js';
+import { STALLED_MEDIA_SWEEP } from '../media-jobs.js';
 import type { MediaJobData } from '../media-jobs.js';
 
 @Processor(QUEUES.scans)
@@ -24,7 +26,8 @@ export class ScansProcessor extends WorkerHost implements OnApplicationBootstrap
   }
 
   /** Every failure of a scan (clamd unreachable, storage unreadable) is transient: it retries with backoff. */
-  async process(job: Job<MediaJobData>): Promise<ScanOutcome> {
+  async process(job: Job<MediaJobData>): Promise<ScanOutcome | { scheduled: number }> {
+    if (job.name === STALLED_MEDIA_SWEEP) return this.commands.execute(new RescheduleStalledMediaCommand());
     const result = await this.commands.execute(new ScanFileCommand(job.data));
     if (result.outcome === 'recorded' && result.scanStatus === 'skipped') {
       this.logger.log({ jobId: job.id, fileId: job.data.fileId, note: result.note }, 'File not scanned');
@@ -34,7 +37,7 @@ export class ScansProcessor extends WorkerHost implements OnApplicationBootstrap
 
   @OnWorkerEvent('failed')
   async onFailed(job: Job<MediaJobData> | undefined, error: Error): Promise<void> {
-    if (!job) return;
+    if (!job || job.name === STALLED_MEDIA_SWEEP) return;
     const final = job.attemptsMade >= (job.opts.attempts ?? 1);
     this.logger.warn({ jobId: job.id, fileId: job.data.fileId, attempt: job.attemptsMade, final, err: error.message }, 'Scan job failed');
     if (final) await this.commands.execute(new RecordMediaFailureCommand('scan', job.data, error.message)).catch(() => undefined);
