@@ -107,6 +107,9 @@ class EnvironmentVariables {
   @Transform(toNumber) @IsOptional() @IsInt() @Min(1000) @Max(3_600_000)
   CLAMAV_TIMEOUT_MS?: number;
 
+  @Transform(toNumber) @IsOptional() @IsInt() @Min(1)
+  CLAMAV_MAX_STREAM_BYTES?: number;
+
   @Transform(emptyToUndefined) @IsOptional() @IsString() @IsNotEmpty()
   FFMPEG_PATH?: string;
 
@@ -158,7 +161,7 @@ export class AppConfig {
   readonly publicRateLimitPerMinute: number;
   readonly logLevel: string;
   /** clamd's address; null means no scanner is configured and files are marked scan_status skipped. */
-  readonly clamav: { socket: string; timeoutMs: number } | { host: string; port: number; timeoutMs: number } | null;
+  readonly clamav: (({ socket: string } | { host: string; port: number }) & { timeoutMs: number; maxStreamBytes: number }) | null;
   readonly media: {
     ffmpegPath: string;
     pdftoppmPath: string;
@@ -230,11 +233,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     admin: raw.ADMIN_USERNAME ? { username: raw.ADMIN_USERNAME, password: raw.ADMIN_PASSWORD ?? '' } : null,
     publicRateLimitPerMinute: raw.PUBLIC_RATE_LIMIT_PER_MINUTE ?? 120,
     logLevel: raw.LOG_LEVEL ?? (nodeEnv === 'test' ? 'silent' : 'info'),
-    clamav: raw.CLAMAV_SOCKET
-      ? { socket: raw.CLAMAV_SOCKET, timeoutMs: raw.CLAMAV_TIMEOUT_MS ?? 120_000 }
-      : raw.CLAMAV_HOST
-        ? { host: raw.CLAMAV_HOST, port: raw.CLAMAV_PORT ?? 3310, timeoutMs: raw.CLAMAV_TIMEOUT_MS ?? 120_000 }
-        : null,
+    clamav: raw.CLAMAV_SOCKET || raw.CLAMAV_HOST
+      ? {
+          ...(raw.CLAMAV_SOCKET ? { socket: raw.CLAMAV_SOCKET } : { host: raw.CLAMAV_HOST!, port: raw.CLAMAV_PORT ?? 3310 }),
+          timeoutMs: raw.CLAMAV_TIMEOUT_MS ?? 120_000,
+          // clamd's own default StreamMaxLength.
+          maxStreamBytes: raw.CLAMAV_MAX_STREAM_BYTES ?? 25 * 1024 * 1024,
+        }
+      : null,
     media: {
       ffmpegPath: raw.FFMPEG_PATH ?? 'ffmpeg',
       pdftoppmPath: raw.PDFTOPPM_PATH ?? 'pdftoppm',

@@ -18,9 +18,15 @@ describe('media configuration', () => {
   });
 
   it('talks to clamd over TCP (port 3310 unless given) or a UNIX socket, the socket winning', () => {
-    expect(loadConfig({ CLAMAV_HOST: 'clamav' }).clamav).toEqual({ host: 'clamav', port: 3310, timeoutMs: 120_000 });
-    expect(loadConfig({ CLAMAV_HOST: '10.0.0.5', CLAMAV_PORT: '3311', CLAMAV_TIMEOUT_MS: '5000' }).clamav).toEqual({ host: '10.0.0.5', port: 3311, timeoutMs: 5000 });
-    expect(loadConfig({ CLAMAV_SOCKET: '/run/clamav/clamd.ctl', CLAMAV_HOST: 'ignored' }).clamav).toEqual({ socket: '/run/clamav/clamd.ctl', timeoutMs: 120_000 });
+    const defaults = { timeoutMs: 120_000, maxStreamBytes: 25 * 1024 * 1024 };
+    expect(loadConfig({ CLAMAV_HOST: 'clamav' }).clamav).toEqual({ host: 'clamav', port: 3310, ...defaults });
+    expect(loadConfig({ CLAMAV_HOST: '10.0.0.5', CLAMAV_PORT: '3311', CLAMAV_TIMEOUT_MS: '5000', CLAMAV_MAX_STREAM_BYTES: '104857600' }).clamav).toEqual({
+      host: '10.0.0.5',
+      port: 3311,
+      timeoutMs: 5000,
+      maxStreamBytes: 104_857_600,
+    });
+    expect(loadConfig({ CLAMAV_SOCKET: '/run/clamav/clamd.ctl', CLAMAV_HOST: 'ignored' }).clamav).toEqual({ socket: '/run/clamav/clamd.ctl', ...defaults });
   });
 
   it('names each bad media variable', () => {

@@ -43,7 +43,7 @@ export class ScanFileHandler implements ICommandHandler<ScanFileCommand> {
 
     let verdict: ScanVerdict;
     try {
-      verdict = await this.scanner.scan(await this.storage.read(blobKey));
+      verdict = await this.scanner.scan(await this.storage.read(blobKey), file.size);
     } catch (error) {
       // Bytes deleted under us mean the file went away; other storage and scanner errors are worth a retry.
       const current = await this.transactions.dataSource.getRepository(FileEntity).findOneBy({ id: fileId });

@@ -11,6 +11,7 @@ import { ScannerUnavailableError } from './virus-scanner.js';
  */
 type Behaviour = (socket: Socket, received: () => { command: string; body: Buffer; terminated: boolean }) => void;
 
+const NO_LIMIT = Number.MAX_SAFE_INTEGER;
 let server: Server | undefined;
 afterEach(() => new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve())));
 
@@ -55,14 +56,14 @@ describe('ClamdScanner (INSTREAM)', () => {
       seen = `${command}|${createHash('sha256').update(body).digest('hex')}`;
       socket.end('stream: OK\0');
     });
-    const verdict = await new ClamdScanner({ host: '127.0.0.1', port }, 5000).scan(Readable.from([content.subarray(0, 200_000), content.subarray(200_000)]));
+    const verdict = await new ClamdScanner({ host: '127.0.0.1', port }, 5000, NO_LIMIT).scan(Readable.from([content.subarray(0, 200_000), content.subarray(200_000)]), 1);
     expect(verdict).toEqual({ result: 'clean' });
     expect(seen).toBe(`zINSTREAM|${createHash('sha256').update(content).digest('hex')}`);
   });
 
   it('reports the signature of an infected stream', async () => {
     const port = await fakeClamd((socket, received) => received().terminated && socket.end('stream: Win.Test.EICAR_HDB-1 FOUND\0'));
-    expect(await new ClamdScanner({ host: '127.0.0.1', port }, 5000).scan(Readable.from([Buffer.from('x')]))).toEqual({ result: 'infected', threat: 'Win.Test.EICAR_HDB-1' });
+    expect(await new ClamdScanner({ host: '127.0.0.1', port }, 5000, NO_LIMIT).scan(Readable.from([Buffer.from('x')]), 1)).toEqual({ result: 'infected', threat: 'Win.Test.EICAR_HDB-1' });
   });
 
   it('stops sending when clamd answers early that the stream is too long, and marks it skipped', async () => {
@@ -72,14 +73,38 @@ describe('ClamdScanner (INSTREAM)', () => {
     const endless = Readable.from((function* () {
       for (let i = 0; i < 10_000; i++) yield randomBytes(64 * 1024);
     })());
-    const verdict = await new ClamdScanner({ host: '127.0.0.1', port }, 5000).scan(endless);
+    const verdict = await new ClamdScanner({ host: '127.0.0.1', port }, 5000, NO_LIMIT).scan(endless, 1);
     expect(verdict).toMatchObject({ result: 'skipped', reason: expect.stringMatching(/StreamMaxLength/) });
+  });
+
+  it('does not send a file larger than CLAMAV_MAX_STREAM_BYTES at all, and marks it skipped', async () => {
+    let connections = 0;
+    const port = await fakeClamd(() => connections++);
+    const content = Readable.from([Buffer.alloc(2000)]);
+    const verdict = await new ClamdScanner({ host: '127.0.0.1', port }, 5000, 1000).scan(content, 2000);
+    expect(verdict).toMatchObject({ result: 'skipped', reason: expect.stringMatching(/CLAMAV_MAX_STREAM_BYTES/) });
+    expect(connections).toBe(0);
+    expect(content.destroyed).toBe(true);
+  });
+
+  it('reads a connection reset mid-stream by a clamd that still answers PING as its size limit', async () => {
+    const port = await fakeClamd((socket, received) => {
+      const { command, body } = received();
+      if (command === 'zPING') socket.end('PONG\0');
+      // What clamd's close on unread data looks like to us: a reset, the answer lost.
+      else if (body.length > 100_000) socket.resetAndDestroy();
+    });
+    const endless = Readable.from((function* () {
+      for (let i = 0; i < 10_000; i++) yield randomBytes(64 * 1024);
+    })());
+    const verdict = await new ClamdScanner({ host: '127.0.0.1', port }, 5000, NO_LIMIT).scan(endless, 1);
+    expect(verdict).toMatchObject({ result: 'skipped', reason: expect.stringMatching(/StreamMaxLength.*ended the stream after/) });
   });
 
   it('gives up on a clamd that goes quiet', async () => {
     const port = await fakeClamd(() => undefined);
     const started = Date.now();
-    await expect(new ClamdScanner({ host: '127.0.0.1', port }, 1000).scan(Readable.from([Buffer.from('x')]))).rejects.toThrow(/went quiet/);
+    await expect(new ClamdScanner({ host: '127.0.0.1', port }, 1000, NO_LIMIT).scan(Readable.from([Buffer.from('x')]), 1)).rejects.toThrow(/went quiet/);
     expect(Date.now() - started).toBeLessThan(4000);
   });
 
@@ -87,7 +112,7 @@ describe('ClamdScanner (INSTREAM)', () => {
     const port = await fakeClamd(() => undefined);
     await new Promise<void>((resolve) => server!.close(() => resolve()));
     server = undefined;
-    await expect(new ClamdScanner({ host: '127.0.0.1', port }, 1000).scan(Readable.from([Buffer.from('x')]))).rejects.toBeInstanceOf(ScannerUnavailableError);
+    await expect(new ClamdScanner({ host: '127.0.0.1', port }, 1000, NO_LIMIT).scan(Readable.from([Buffer.from('x')]), 1)).rejects.toBeInstanceOf(ScannerUnavailableError);
   });
 
   it('fails (for a retry) when the stored bytes cannot be read', async () => {
@@ -97,12 +122,12 @@ describe('ClamdScanner (INSTREAM)', () => {
         this.destroy(new Error('EIO: storage read failed'));
       },
     });
-    await expect(new ClamdScanner({ host: '127.0.0.1', port }, 5000).scan(broken)).rejects.toThrow(/storage read failed/);
+    await expect(new ClamdScanner({ host: '127.0.0.1', port }, 5000, NO_LIMIT).scan(broken, 1)).rejects.toThrow(/storage read failed/);
   });
 
   it('answers PING for /health', async () => {
     const port = await fakeClamd((socket, received) => received().command === 'zPING' && socket.end('PONG\0'));
-    expect(await new ClamdScanner({ host: '127.0.0.1', port }, 5000).check()).toEqual({ configured: true, address: `tcp://127.0.0.1:${port}`, reachable: true });
+    expect(await new ClamdScanner({ host: '127.0.0.1', port }, 5000, NO_LIMIT).check()).toEqual({ configured: true, address: `tcp://127.0.0.1:${port}`, reachable: true });
   });
 });
 

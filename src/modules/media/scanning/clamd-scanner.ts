@@ -7,6 +7,7 @@ export type ClamdAddress = { socket: string } | { host: string; port: number };
 /** clamd's INSTREAM chunks are length-prefixed; a modest cap keeps each write small whatever the source yields. */
 const MAX_CHUNK = 64 * 1024;
 const PING_TIMEOUT_MS = 2_000;
+const STREAM_LIMIT_REASON = 'the file is larger than clamd accepts (raise StreamMaxLength in clamd.conf, and CLAMAV_MAX_STREAM_BYTES)';
 
 /**
  * Talks to clamd with its INSTREAM command: `zINSTREAM\0`, then chunks as <uint32 big-endian length><bytes>,
@@ -17,6 +18,8 @@ export class ClamdScanner extends VirusScanner {
   constructor(
     private readonly address: ClamdAddress,
     private readonly timeoutMs: number,
+    /** Files above this are not sent at all; set it to clamd's StreamMaxLength. */
+    private readonly maxStreamBytes: number,
   ) {
     super();
   }
@@ -25,16 +28,21 @@ export class ClamdScanner extends VirusScanner {
     return 'socket' in this.address ? `unix:${this.address.socket}` : `tcp://${this.address.host}:${this.address.port}`;
   }
 
-  async scan(content: Readable): Promise<ScanVerdict> {
+  async scan(content: Readable, size: number): Promise<ScanVerdict> {
+    if (size > this.maxStreamBytes) {
+      content.destroy();
+      return { result: 'skipped', reason: `the file (${size} bytes) is larger than the scanner accepts (CLAMAV_MAX_STREAM_BYTES, clamd's StreamMaxLength)` };
+    }
     let socket: Socket | undefined;
+    let sent = 0;
     try {
       socket = await this.open(this.timeoutMs);
       const reply = readReply(socket, this.timeoutMs);
       // clamd may answer early (size limit) and close; stop sending then instead of failing on EPIPE.
-      let answered = false;
+      let settledReply = false;
       const settled = reply.then(
-        () => (answered = true),
-        () => (answered = true),
+        () => (settledReply = true),
+        () => (settledReply = true),
       );
       const send = async (bytes: Buffer) => {
         await Promise.race([write(socket!, bytes), settled]);
@@ -42,25 +50,37 @@ export class ClamdScanner extends VirusScanner {
       try {
         await send(Buffer.from('zINSTREAM\0'));
         for await (const chunk of content) {
-          if (answered) break;
+          if (settledReply) break;
           const data = typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer);
-          for (let offset = 0; offset < data.length && !answered; offset += MAX_CHUNK) {
+          for (let offset = 0; offset < data.length && !settledReply; offset += MAX_CHUNK) {
             const part = data.subarray(offset, offset + MAX_CHUNK);
             const header = Buffer.alloc(4);
             header.writeUInt32BE(part.length);
             await send(Buffer.concat([header, part]));
+            sent += part.length;
           }
         }
-        if (!answered) await send(Buffer.alloc(4));
+        if (!settledReply) await send(Buffer.alloc(4));
       } catch (sendError) {
-        // A storage read error is ours to retry; a write error may just mean clamd answered and hung up.
-        if (!answered) {
+        // A storage read error is ours to retry; a write error is judged by what clamd answered, below.
+        if (!settledReply) {
           socket.destroy();
           reply.catch(() => undefined);
           throw sendError;
         }
       }
-      return parseReply(await reply);
+      let answer: string;
+      try {
+        answer = await reply;
+      } catch (replyError) {
+        // clamd ends an INSTREAM early only when it exceeds StreamMaxLength, and closing on unread data resets
+        // the connection, which can lose its answer. If clamd is alive and well, that is what happened.
+        if (sent > 0 && isConnectionLoss(replyError) && (await this.check()).reachable) {
+          return { result: 'skipped', reason: `${STREAM_LIMIT_REASON} (clamd ended the stream after ${sent} bytes)` };
+        }
+        throw replyError;
+      }
+      return parseReply(answer);
     } catch (error) {
       if (error instanceof ScannerUnavailableError) throw error;
       throw new ScannerUnavailableError(`Virus scan via clamd at ${this.description} failed: ${messageOf(error)}`, { cause: error });
@@ -112,9 +132,7 @@ export function parseReply(reply: string): ScanVerdict {
   if (/^(stream: )?OK$/.test(text)) return { result: 'clean' };
   const found = /^(?:stream: )?(.+) FOUND$/.exec(text);
   if (found) return { result: 'infected', threat: found[1].slice(0, 200) };
-  if (/size limit exceeded/i.test(text)) {
-    return { result: 'skipped', reason: 'the file is larger than clamd accepts (raise StreamMaxLength in clamd.conf)' };
-  }
+  if (/size limit exceeded/i.test(text)) return { result: 'skipped', reason: STREAM_LIMIT_REASON };
   throw new ScannerUnavailableError(`clamd answered: ${text.slice(0, 300) || '(nothing)'}`);
 }
 
@@ -150,6 +168,11 @@ function readReply(socket: Socket, timeoutMs: number): Promise<string> {
 
 function write(socket: Socket, bytes: Buffer): Promise<void> {
   return new Promise((resolve, reject) => socket.write(bytes, (error) => (error ? reject(error) : resolve())));
+}
+
+function isConnectionLoss(error: unknown): boolean {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  return code === 'EPIPE' || code === 'ECONNRESET' || (error instanceof ScannerUnavailableError && /without an answer/.test(error.message));
 }
 
 function messageOf(error: unknown): string {

@@ -9,6 +9,6 @@ export const virusScannerProvider: Provider = {
   inject: [AppConfig],
   useFactory: ({ clamav }: AppConfig): VirusScanner => {
     if (!clamav) return new UnconfiguredVirusScanner();
-    return new ClamdScanner('socket' in clamav ? { socket: clamav.socket } : { host: clamav.host, port: clamav.port }, clamav.timeoutMs);
+    return new ClamdScanner('socket' in clamav ? { socket: clamav.socket } : { host: clamav.host, port: clamav.port }, clamav.timeoutMs, clamav.maxStreamBytes);
   },
 };

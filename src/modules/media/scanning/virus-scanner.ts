@@ -19,8 +19,11 @@ export interface ScannerHealth {
  * Adapters: clamd (INSTREAM over TCP or a UNIX socket) and "not configured".
  */
 export abstract class VirusScanner {
-  /** Scans the bytes as they stream, never holding the whole file. Rejects when the scanner cannot answer (worth a retry). */
-  abstract scan(content: Readable): Promise<ScanVerdict>;
+  /**
+   * Scans the bytes as they stream, never holding the whole file; `size` lets an adapter skip what it cannot
+   * take without sending it. Rejects when the scanner cannot answer (worth a retry).
+   */
+  abstract scan(content: Readable, size: number): Promise<ScanVerdict>;
   abstract check(): Promise<ScannerHealth>;
 }
 
