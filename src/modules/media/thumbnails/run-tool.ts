@@ -33,7 +33,8 @@ export class ToolFailedError extends Error {
 export function runTool(command: string, args: string[], limits: ToolLimits): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     // `exec` keeps the pid, so killing the group kills the tool itself; "$0" is the command, "$@" its arguments.
-    const child = spawn('/bin/sh', ['-c', `ulimit -v ${limits.memoryMb * 1024} && exec "$0" "$@"`, command, ...args], {
+    // The limit is best effort: a sandbox that refuses ulimit still gets thumbnails, bounded by the deadline.
+    const child = spawn('/bin/sh', ['-c', `ulimit -v ${limits.memoryMb * 1024} 2>/dev/null; exec "$0" "$@"`, command, ...args], {
       stdio: ['ignore', 'pipe', 'pipe'],
       detached: true,
       // Fewer malloc arenas keep threaded decoders well inside the address-space limit.
