@@ -24,6 +24,7 @@ import { AccountsModule } from './modules/accounts/accounts.module.js';
 import { FilesModule } from './modules/files/files.module.js';
 import { FoldersModule } from './modules/folders/folders.module.js';
 import { TrashModule, TrashScheduleModule } from './modules/trash/trash.module.js';
+import { MediaWorkersModule } from './modules/media/media-workers.module.js';
 import { PLANS } from './modules/accounts/plans.js';
 import { SharesModule } from './modules/shares/shares.module.js';
 import { WebhookDeliveryModule } from './modules/webhooks/webhook-delivery.module.js';
@@ -66,6 +67,8 @@ export class AppModule {
         ...(config.admin ? [QueueDashboardModule.register(config.admin)] : []),
         ScheduleModule.forRoot(),
         TrashScheduleModule.register(),
+        // Thumbnails and virus scans: their queue workers run in the server process only.
+        MediaWorkersModule,
       ],
       controllers: [HealthController],
       providers: [

@@ -106,6 +106,45 @@ class EnvironmentVariables {
 
   @Transform(emptyToUndefined) @IsOptional() @IsIn(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
   LOG_LEVEL?: string;
+
+  @Transform(emptyToUndefined) @IsOptional() @Matches(/^[A-Za-z0-9.:[\]-]{1,255}$/, { message: 'CLAMAV_HOST must be a host name or IP address of clamd' })
+  CLAMAV_HOST?: string;
+
+  @Transform(toNumber) @IsOptional() @IsInt() @Min(1) @Max(65535)
+  CLAMAV_PORT?: number;
+
+  @Transform(emptyToUndefined) @IsOptional() @Matches(/^\/\S+$/, { message: 'CLAMAV_SOCKET must be an absolute path to clamd\'s UNIX socket' })
+  CLAMAV_SOCKET?: string;
+
+  @Transform(toNumber) @IsOptional() @IsInt() @Min(1000) @Max(3_600_000)
+  CLAMAV_TIMEOUT_MS?: number;
+
+  @Transform(toNumber) @IsOptional() @IsInt() @Min(1)
+  CLAMAV_MAX_STREAM_BYTES?: number;
+
+  @Transform(emptyToUndefined) @IsOptional() @IsString() @IsNotEmpty()
+  FFMPEG_PATH?: string;
+
+  @Transform(emptyToUndefined) @IsOptional() @IsString() @IsNotEmpty()
+  PDFTOPPM_PATH?: string;
+
+  @Transform(toNumber) @IsOptional() @IsInt() @Min(1) @Max(64)
+  THUMBNAIL_CONCURRENCY?: number;
+
+  @Transform(toNumber) @IsOptional() @IsInt() @Min(1) @Max(256)
+  SCAN_CONCURRENCY?: number;
+
+  @Transform(toNumber) @IsOptional() @IsInt() @Min(1_000_000) @Max(1_000_000_000)
+  THUMBNAIL_MAX_INPUT_PIXELS?: number;
+
+  @Transform(toNumber) @IsOptional() @IsInt() @Min(1000) @Max(600_000)
+  THUMBNAIL_TIMEOUT_MS?: number;
+
+  @Transform(toNumber) @IsOptional() @IsInt() @Min(64) @Max(65536)
+  THUMBNAIL_TOOL_MEMORY_MB?: number;
+
+  @Transform(toNumber) @IsOptional() @IsInt() @Min(10) @Max(3_600_000)
+  MEDIA_RETRY_DELAY_MS?: number;
 }
 
 /** Used only outside production, where SECRETS_ENCRYPTION_KEY is required. Public, so it protects nothing. */
@@ -142,6 +181,19 @@ export class AppConfig {
   /** Express `trust proxy`: which proxies' X-Forwarded-For to believe for the client IP. */
   readonly trustProxy: boolean | number | string;
   readonly logLevel: string;
+  /** clamd's address; null means no scanner is configured and files are marked scan_status skipped. */
+  readonly clamav: (({ socket: string } | { host: string; port: number }) & { timeoutMs: number; maxStreamBytes: number }) | null;
+  readonly media: {
+    ffmpegPath: string;
+    pdftoppmPath: string;
+    thumbnailConcurrency: number;
+    scanConcurrency: number;
+    maxInputPixels: number;
+    toolTimeoutMs: number;
+    toolMemoryMb: number;
+    /** First retry delay of a transiently failed job; each further retry waits twice as long. */
+    retryDelayMs: number;
+  };
 
   constructor(values: Omit<AppConfig, never>) {
     Object.assign(this, values);
@@ -212,5 +264,23 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     rateLimitsEnabled: raw.RATE_LIMITS_ENABLED !== 'false',
     trustProxy: parseTrustProxy(raw.TRUST_PROXY),
     logLevel: raw.LOG_LEVEL ?? (nodeEnv === 'test' ? 'silent' : 'info'),
+    clamav: raw.CLAMAV_SOCKET || raw.CLAMAV_HOST
+      ? {
+          ...(raw.CLAMAV_SOCKET ? { socket: raw.CLAMAV_SOCKET } : { host: raw.CLAMAV_HOST!, port: raw.CLAMAV_PORT ?? 3310 }),
+          timeoutMs: raw.CLAMAV_TIMEOUT_MS ?? 120_000,
+          // clamd's own default StreamMaxLength.
+          maxStreamBytes: raw.CLAMAV_MAX_STREAM_BYTES ?? 25 * 1024 * 1024,
+        }
+      : null,
+    media: {
+      ffmpegPath: raw.FFMPEG_PATH ?? 'ffmpeg',
+      pdftoppmPath: raw.PDFTOPPM_PATH ?? 'pdftoppm',
+      thumbnailConcurrency: raw.THUMBNAIL_CONCURRENCY ?? 2,
+      scanConcurrency: raw.SCAN_CONCURRENCY ?? 4,
+      maxInputPixels: raw.THUMBNAIL_MAX_INPUT_PIXELS ?? 100_000_000,
+      toolTimeoutMs: raw.THUMBNAIL_TIMEOUT_MS ?? 30_000,
+      toolMemoryMb: raw.THUMBNAIL_TOOL_MEMORY_MB ?? 2048,
+      retryDelayMs: raw.MEDIA_RETRY_DELAY_MS ?? 5_000,
+    },
   });
 }

@@ -5,6 +5,8 @@ import { SkipThrottle } from '@nestjs/throttler';
 import { Redis } from 'ioredis';
 import { Public } from '../../common/auth/access.decorator.js';
 import { REDIS } from '../redis/redis.module.js';
+import { VirusScanner } from '../../modules/media/scanning/virus-scanner.js';
+import { MediaTools } from '../../modules/media/thumbnails/media-tools.js';
 
 @ApiTags('Operations')
 @Controller('health')
@@ -16,13 +18,27 @@ export class HealthController {
     private readonly database: TypeOrmHealthIndicator,
     private readonly indicators: HealthIndicatorService,
     @Inject(REDIS) private readonly redis: Redis,
+    private readonly mediaTools: MediaTools,
+    private readonly scanner: VirusScanner,
   ) {}
 
   @Get()
   @HealthCheck()
-  @ApiOperation({ summary: 'Liveness and dependencies', description: 'Checks the database and Redis; 503 when one is down.' })
+  @ApiOperation({
+    summary: 'Liveness and dependencies',
+    description:
+      'Checks the database and Redis; 503 when one is down. `media` reports the optional thumbnail tools (ffmpeg, pdftoppm) and the virus ' +
+      'scanner (clamd): always "up", because without them uploads and downloads still work; what is missing is named in its details.',
+  })
   check() {
-    return this.health.check([() => this.database.pingCheck('database', { timeout: 2000 }), () => this.pingRedis()]);
+    return this.health.check([() => this.database.pingCheck('database', { timeout: 2000 }), () => this.pingRedis(), () => this.checkMedia()]);
+  }
+
+  /** Optional tools degrade background work (no video/PDF thumbnails, no scans), not the service: reported, never a 503. */
+  private async checkMedia() {
+    const [tools, scanner] = await Promise.all([this.mediaTools.status(), this.scanner.check()]);
+    const degraded = !tools.ffmpeg.available || !tools.pdftoppm.available || !scanner.configured || scanner.reachable === false;
+    return this.indicators.check('media').up({ degraded, ffmpeg: tools.ffmpeg, pdftoppm: tools.pdftoppm, virus_scanner: scanner });
   }
 
   private async pingRedis() {

@@ -1,0 +1,45 @@
+import { Logger } from '@nestjs/common';
+import { Command, CommandBus, CommandHandler, ICommandHandler } from '@nestjs/cqrs';
+import { DataSource, LessThan } from 'typeorm';
+import { Clock } from '../../../common/clock.js';
+import { FileEntity } from '../../files/file.entity.js';
+import { ScheduleMediaWorkCommand } from './schedule-media-work.command.js';
+
+/** A file still pending this long after its bytes changed probably lost its event (a crash between commit and publish). */
+export const STALLED_AFTER_MS = 10 * 60 * 1000;
+const BATCH = 500;
+
+/**
+ * The safety net behind FileStoredEvent: files whose scan is still pending well after their last
+ * change are scheduled again. Scheduling is idempotent (same job ids), so files whose jobs are merely
+ * queued or retrying are untouched; only lost work is queued anew.
+ */
+export class RescheduleStalledMediaCommand extends Command<{ scheduled: number }> {}
+
+@CommandHandler(RescheduleStalledMediaCommand)
+export class RescheduleStalledMediaHandler implements ICommandHandler<RescheduleStalledMediaCommand> {
+  private readonly logger = new Logger('Media');
+
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly commands: CommandBus,
+    private readonly clock: Clock,
+  ) {}
+
+  async execute(): Promise<{ scheduled: number }> {
+    const cutoff = new Date(this.clock.now().getTime() - STALLED_AFTER_MS);
+    const stalled = await this.dataSource.getRepository(FileEntity).find({
+      select: { id: true, accountId: true, blobKey: true },
+      where: { scanStatus: 'pending', modifiedAt: LessThan(cutoff) },
+      order: { modifiedAt: 'ASC', id: 'ASC' },
+      take: BATCH,
+    });
+    let scheduled = 0;
+    for (const file of stalled) {
+      const outcome = await this.commands.execute(new ScheduleMediaWorkCommand(file.id, file.accountId, file.blobKey));
+      if (outcome.scheduled) scheduled++;
+    }
+    if (stalled.length > 0) this.logger.log({ checked: stalled.length, scheduled }, 'Scheduled media work again for files with a stalled scan (repeats of queued jobs are no-ops)');
+    return { scheduled };
+  }
+}

@@ -1,0 +1,69 @@
+import { Logger } from '@nestjs/common';
+import { Command, CommandHandler, ICommandHandler } from '@nestjs/cqrs';
+import { Clock } from '../../../common/clock.js';
+import { Transactions } from '../../../infra/database/transactions.js';
+import { BlobStorage } from '../../../infra/storage/blob-storage.js';
+import { FileEntity } from '../../files/file.entity.js';
+import { FileMediaEntity } from '../file-media.entity.js';
+import type { MediaJobData } from '../media-jobs.js';
+import { VirusScanner, type ScanVerdict } from '../scanning/virus-scanner.js';
+
+export type ScanOutcome =
+  | { outcome: 'recorded'; scanStatus: 'clean' | 'infected' | 'skipped'; threat?: string; note?: string }
+  | { outcome: 'discarded'; reason: string };
+
+/**
+ * Scans one stored version of a file and records the verdict, unless the file has meanwhile been
+ * deleted or overwritten (a verdict on other bytes means nothing). Infected files are quarantined by
+ * their scan_status: the files module hides them from listings and refuses their download.
+ * Trashed files are scanned too: they can be restored.
+ */
+export class ScanFileCommand extends Command<ScanOutcome> {
+  constructor(readonly job: MediaJobData) {
+    super();
+  }
+}
+
+@CommandHandler(ScanFileCommand)
+export class ScanFileHandler implements ICommandHandler<ScanFileCommand> {
+  private readonly logger = new Logger('Media');
+
+  constructor(
+    private readonly transactions: Transactions,
+    private readonly storage: BlobStorage,
+    private readonly scanner: VirusScanner,
+    private readonly clock: Clock,
+  ) {}
+
+  async execute({ job }: ScanFileCommand): Promise<ScanOutcome> {
+    const { fileId, blobKey } = job;
+    const file = await this.transactions.dataSource.getRepository(FileEntity).findOneBy({ id: fileId });
+    if (!file) return { outcome: 'discarded', reason: 'the file was deleted' };
+    if (file.blobKey !== blobKey) return { outcome: 'discarded', reason: 'the file was overwritten with newer content' };
+
+    let verdict: ScanVerdict;
+    try {
+      verdict = await this.scanner.scan(await this.storage.read(blobKey), file.size);
+    } catch (error) {
+      // Bytes deleted under us mean the file went away; other storage and scanner errors are worth a retry.
+      const current = await this.transactions.dataSource.getRepository(FileEntity).findOneBy({ id: fileId });
+      if (!current || current.blobKey !== blobKey) return { outcome: 'discarded', reason: 'the file was deleted or overwritten during the scan' };
+      throw error;
+    }
+    const now = this.clock.now();
+    const threat = verdict.result === 'infected' ? verdict.threat : null;
+    const note = verdict.result === 'skipped' ? verdict.reason : null;
+
+    const recorded = await this.transactions.run(async (tx) => {
+      // Conditional on the version, so a verdict cannot land on bytes stored after the scan began.
+      const update = await tx.getRepository(FileEntity).update({ id: fileId, blobKey }, { scanStatus: verdict.result });
+      if (!update.affected) return false;
+      await tx.getRepository(FileMediaEntity).update({ fileId, blobKey }, { scanThreat: threat, scanNote: note, scannedAt: now, updatedAt: now });
+      return true;
+    });
+    if (!recorded) return { outcome: 'discarded', reason: 'the file was deleted or overwritten during the scan' };
+
+    if (threat) this.logger.warn({ fileId, accountId: job.accountId, threat }, 'Infected file quarantined');
+    return { outcome: 'recorded', scanStatus: verdict.result, ...(threat ? { threat } : {}), ...(note ? { note } : {}) };
+  }
+}

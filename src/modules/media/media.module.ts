@@ -1,0 +1,36 @@
+import { Module } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { FileEntity } from '../files/file.entity.js';
+import { GenerateThumbnailHandler } from './commands/generate-thumbnail.command.js';
+import { RecordMediaFailureHandler } from './commands/record-media-failure.command.js';
+import { RescheduleStalledMediaHandler } from './commands/reschedule-stalled-media.command.js';
+import { ScanFileHandler } from './commands/scan-file.command.js';
+import { ScheduleMediaWorkHandler } from './commands/schedule-media-work.command.js';
+import { ScheduleMediaWorkOnFileStored } from './events/file-stored.handler.js';
+import { FileMediaEntity } from './file-media.entity.js';
+import { GetFileMediaHandler } from './queries/get-file-media.query.js';
+import { virusScannerProvider } from './scanning/virus-scanner.provider.js';
+import { MediaTools } from './thumbnails/media-tools.js';
+import { ThumbnailRenderer } from './thumbnails/thumbnail-renderer.js';
+
+/**
+ * Thumbnails and virus scans, made in the background after new bytes are stored. This module
+ * schedules and does the work; MediaWorkersModule (server only) runs the queue workers.
+ */
+@Module({
+  imports: [TypeOrmModule.forFeature([FileEntity, FileMediaEntity])],
+  providers: [
+    ScheduleMediaWorkOnFileStored,
+    ScheduleMediaWorkHandler,
+    GenerateThumbnailHandler,
+    ScanFileHandler,
+    RecordMediaFailureHandler,
+    RescheduleStalledMediaHandler,
+    GetFileMediaHandler,
+    ThumbnailRenderer,
+    MediaTools,
+    virusScannerProvider,
+  ],
+  exports: [MediaTools, virusScannerProvider],
+})
+export class MediaModule {}

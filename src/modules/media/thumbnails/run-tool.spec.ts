@@ -1,0 +1,33 @@
+import { describe, expect, it } from 'vitest';
+import { runTool, ToolFailedError, ToolMissingError } from './run-tool.js';
+
+const limits = { timeoutMs: 5_000, memoryMb: 512, maxOutputBytes: 1024 };
+
+describe('runTool', () => {
+  it('returns what the tool wrote', async () => {
+    expect((await runTool('printf', ['hello'], limits)).toString()).toBe('hello');
+  });
+
+  it('kills a tool that runs past its deadline, promptly', async () => {
+    const started = Date.now();
+    await expect(runTool('sleep', ['30'], { ...limits, timeoutMs: 300 })).rejects.toMatchObject({ timedOut: true });
+    expect(Date.now() - started).toBeLessThan(3_000);
+  });
+
+  it('kills a tool that writes more than allowed', async () => {
+    await expect(runTool('yes', [], limits)).rejects.toThrow(/more than 1024 bytes/);
+  });
+
+  it('holds a tool to its memory limit', async () => {
+    // python3 is not needed: `head -c` through a huge buffer is refused by the address-space limit instead.
+    await expect(runTool('sh', ['-c', 'x=$(head -c 300000000 /dev/zero | tr "\\0" a); echo ${#x}'], { ...limits, memoryMb: 64, maxOutputBytes: 1e9 })).rejects.toBeInstanceOf(ToolFailedError);
+  });
+
+  it('reports a missing tool as missing', async () => {
+    await expect(runTool('/nonexistent/tool', [], limits)).rejects.toBeInstanceOf(ToolMissingError);
+  });
+
+  it('reports a failing tool with the end of its stderr', async () => {
+    await expect(runTool('sh', ['-c', 'echo broken input >&2; exit 3'], limits)).rejects.toThrow(/exit 3.*broken input/);
+  });
+});

@@ -1,0 +1,96 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import sharp from 'sharp';
+import { afterAll, describe, expect, it } from 'vitest';
+import { hugeDeclaredPng, jpegImage, mp4Video, onePagePdf, pngImage } from '../../../../test/support/media.js';
+import { loadConfig } from '../../../config/app-config.js';
+import { ThumbnailRenderer, UnusableMediaError } from './thumbnail-renderer.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'fss-render-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+function onDisk(name: string, bytes: Buffer): string {
+  const path = join(dir, name);
+  writeFileSync(path, bytes);
+  return path;
+}
+
+const renderer = (env: Record<string, string> = {}) => new ThumbnailRenderer(loadConfig({ NODE_ENV: 'test', ...env }));
+
+async function expectThumbnail(webp: Buffer, width: number, height: number) {
+  const meta = await sharp(webp).metadata();
+  expect(meta.format).toBe('webp');
+  expect([meta.width, meta.height]).toEqual([width, height]);
+}
+
+describe('ThumbnailRenderer', () => {
+  it('fits a landscape JPEG into the 256 px box, keeping its aspect ratio', async () => {
+    await expectThumbnail(await renderer().render('image', onDisk('a.jpg', await jpegImage(800, 600))), 256, 192);
+  });
+
+  it('does not enlarge a small PNG', async () => {
+    await expectThumbnail(await renderer().render('image', onDisk('small.png', await pngImage(100, 50))), 100, 50);
+  });
+
+  it('renders WebP and GIF input', async () => {
+    const webp = await sharp({ create: { width: 300, height: 600, channels: 3, background: '#0f0' } }).webp().toBuffer();
+    const gif = await sharp({ create: { width: 512, height: 512, channels: 3, background: '#00f' } }).gif().toBuffer();
+    await expectThumbnail(await renderer().render('image', onDisk('p.webp', webp)), 128, 256);
+    await expectThumbnail(await renderer().render('image', onDisk('p.gif', gif)), 256, 256);
+  });
+
+  it('renders AVIF input', async () => {
+    const avif = await sharp({ create: { width: 400, height: 400, channels: 3, background: '#f80' } }).avif().toBuffer();
+    await expectThumbnail(await renderer().render('image', onDisk('p.avif', avif)), 256, 256);
+  });
+
+  it('takes a frame from a video with ffmpeg', async () => {
+    await expectThumbnail(await renderer().render('video', onDisk('clip.mp4', mp4Video(2))), 256, 192);
+  });
+
+  it('takes the first frame of a video shorter than a second', async () => {
+    await expectThumbnail(await renderer().render('video', onDisk('short.mp4', mp4Video(0.5))), 256, 192);
+  });
+
+  it('renders the first page of a PDF with pdftoppm', async () => {
+    const meta = await sharp(await renderer().render('pdf', onDisk('doc.pdf', onePagePdf()))).metadata();
+    expect(meta.format).toBe('webp');
+    expect(meta.height).toBe(256);
+    expect(meta.width).toBeGreaterThan(170);
+    expect(meta.width).toBeLessThan(190);
+  });
+
+  it('refuses an image declaring 100000 x 100000 pixels at once, without decoding it', async () => {
+    const before = process.memoryUsage().rss;
+    const started = Date.now();
+    await expect(renderer().render('image', onDisk('bomb.png', hugeDeclaredPng()))).rejects.toThrow(/pixel limit/i);
+    expect(Date.now() - started).toBeLessThan(2000);
+    expect(process.memoryUsage().rss - before).toBeLessThan(200 * 1024 * 1024);
+  });
+
+  it('fails cleanly on a truncated JPEG and on bytes that are no image at all', async () => {
+    const jpeg = await jpegImage(800, 600);
+    await expect(renderer().render('image', onDisk('cut.jpg', jpeg.subarray(0, jpeg.length / 2)))).rejects.toBeInstanceOf(UnusableMediaError);
+    await expect(renderer().render('image', onDisk('junk.png', Buffer.from('not an image')))).rejects.toBeInstanceOf(UnusableMediaError);
+  });
+
+  it('fails cleanly on a corrupt video and a corrupt PDF', async () => {
+    const video = mp4Video(2);
+    await expect(renderer().render('video', onDisk('cut.mp4', video.subarray(0, 200)))).rejects.toBeInstanceOf(UnusableMediaError);
+    await expect(renderer().render('pdf', onDisk('bad.pdf', Buffer.from('%PDF-1.4\ngarbage')))).rejects.toBeInstanceOf(UnusableMediaError);
+  });
+
+  it('will not follow a playlist that points ffmpeg at other files', async () => {
+    // An HLS playlist naming another local file: plain ffmpeg would happily render that file's frame.
+    const elsewhere = onDisk('someone-elses.mp4', mp4Video(2));
+    const playlist = onDisk('list.m3u8', Buffer.from(`#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2,\n${elsewhere}\n#EXT-X-ENDLIST\n`));
+    await expect(renderer().render('video', playlist)).rejects.toThrow(/not on whitelist/i);
+  });
+
+  it('says so when ffmpeg or pdftoppm is missing', async () => {
+    const missing = renderer({ FFMPEG_PATH: '/nonexistent/ffmpeg', PDFTOPPM_PATH: '/nonexistent/pdftoppm' });
+    await expect(missing.render('video', onDisk('v.mp4', mp4Video(1)))).rejects.toThrow(/ffmpeg is not installed/);
+    await expect(missing.render('pdf', onDisk('d.pdf', onePagePdf()))).rejects.toThrow(/pdftoppm is not installed/);
+  });
+});

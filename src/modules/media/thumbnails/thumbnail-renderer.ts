@@ -1,0 +1,83 @@
+import { Injectable } from '@nestjs/common';
+import sharp from 'sharp';
+import { AppConfig } from '../../../config/app-config.js';
+import { runTool, ToolFailedError, ToolMissingError, type ToolLimits } from './run-tool.js';
+
+/** Thumbnails fit this box (in px), keeping the aspect ratio; smaller images are not enlarged. */
+export const THUMBNAIL_BOX = 256;
+/** Frames and pages are rendered at twice the box, then downscaled by sharp for a crisp result. */
+const INTERMEDIATE_BOX = THUMBNAIL_BOX * 2;
+/** A rendered frame or page at 512 px is a few hundred KB of PNG; anything far bigger is not what we asked for. */
+const MAX_TOOL_OUTPUT = 32 * 1024 * 1024;
+/** Demuxers ffmpeg may use: real video containers only, never playlists (HLS, concat) that could read other files. */
+const VIDEO_DEMUXERS = 'mov,mp4,m4a,3gp,3g2,mj2,matroska,webm,avi,flv,mpegts,mpeg,ogg,asf,h264,hevc,m4v,mpegvideo,rawvideo,image2';
+
+/** The media cannot be turned into a thumbnail and never will be (corrupt, hostile, unsupported, tool missing). */
+export class UnusableMediaError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'UnusableMediaError';
+  }
+}
+
+/**
+ * Renders a WebP thumbnail from a file on local disk: images with sharp (libvips), videos with ffmpeg
+ * (the frame one second in, or the first frame of a shorter video), PDFs with poppler's pdftoppm (page 1).
+ * Every path is bounded: sharp refuses images declaring more than THUMBNAIL_MAX_INPUT_PIXELS before decoding
+ * them and stops at THUMBNAIL_TIMEOUT_MS; the tools run under runTool's time, memory and output limits.
+ */
+@Injectable()
+export class ThumbnailRenderer {
+  constructor(private readonly config: AppConfig) {}
+
+  async render(kind: 'image' | 'video' | 'pdf', path: string): Promise<Buffer> {
+    try {
+      if (kind === 'image') return await this.toWebp(path);
+      if (kind === 'video') return await this.toWebp(await this.videoFrame(path));
+      return await this.toWebp(await this.pdfPage(path));
+    } catch (error) {
+      if (error instanceof UnusableMediaError) throw error;
+      const message = error instanceof Error ? error.message : String(error);
+      throw new UnusableMediaError(`cannot make a ${kind} thumbnail: ${message}`, { cause: error });
+    }
+  }
+
+  private async toWebp(input: string | Buffer): Promise<Buffer> {
+    if (Buffer.isBuffer(input) && input.length === 0) throw new UnusableMediaError('the tool rendered nothing');
+    return sharp(input, { limitInputPixels: this.config.media.maxInputPixels, failOn: 'warning', animated: false, sequentialRead: true })
+      .rotate()
+      .resize(THUMBNAIL_BOX, THUMBNAIL_BOX, { fit: 'inside', withoutEnlargement: true })
+      .webp({ quality: 75, effort: 4 })
+      .timeout({ seconds: Math.max(1, Math.round(this.config.media.toolTimeoutMs / 1000)) })
+      .toBuffer();
+  }
+
+  private async videoFrame(path: string): Promise<Buffer> {
+    const frameAt = async (seconds: number) =>
+      runTool(
+        this.config.media.ffmpegPath,
+        [
+          '-nostdin', '-hide_banner', '-loglevel', 'error', '-threads', '2',
+          '-protocol_whitelist', 'file', '-format_whitelist', VIDEO_DEMUXERS,
+          '-ss', String(seconds), '-i', path,
+          '-frames:v', '1', '-an', '-sn', '-dn',
+          '-vf', `scale=w=${INTERMEDIATE_BOX}:h=${INTERMEDIATE_BOX}:force_original_aspect_ratio=decrease`,
+          '-f', 'image2pipe', '-c:v', 'png', 'pipe:1',
+        ],
+        this.limits(),
+      );
+    const frame = await frameAt(1);
+    // A video shorter than a second has no frame there: take its first one instead.
+    return frame.length > 0 ? frame : frameAt(0);
+  }
+
+  private pdfPage(path: string): Promise<Buffer> {
+    return runTool(this.config.media.pdftoppmPath, ['-f', '1', '-l', '1', '-singlefile', '-png', '-scale-to', String(INTERMEDIATE_BOX), path], this.limits());
+  }
+
+  private limits(): ToolLimits {
+    return { timeoutMs: this.config.media.toolTimeoutMs, memoryMb: this.config.media.toolMemoryMb, maxOutputBytes: MAX_TOOL_OUTPUT };
+  }
+}
+
+export { ToolFailedError, ToolMissingError };

@@ -1,0 +1,170 @@
+import { randomBytes } from 'node:crypto';
+import { QueryBus } from '@nestjs/cqrs';
+import { DataSource } from 'typeorm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AccountEntity } from '../../../src/modules/accounts/account.entity.js';
+import { GetFileMediaQuery } from '../../../src/modules/media/queries/get-file-media.query.js';
+import { createAccount, type TestAccount } from '../../support/accounts.js';
+import { seedFile } from '../../support/files.js';
+import { eicar } from '../../support/media.js';
+import { startTestApp, type TestApp } from '../../support/test-app.js';
+import { type Clamd, eventually, freePort, queued, overwrite, publishStored, reload, scansQueue, settledJob, startClamd } from './media-support.js';
+
+describe('virus scanning with a real clamd', () => {
+  let clamd: Clamd;
+  let t: TestApp;
+  let account: TestAccount;
+
+  beforeAll(async () => {
+    clamd = await startClamd();
+    t = await startTestApp({ CLAMAV_HOST: clamd.host, CLAMAV_PORT: String(clamd.port), MEDIA_RETRY_DELAY_MS: '100' });
+    account = await createAccount(t.app);
+  });
+  afterAll(async () => {
+    await t?.close();
+    await clamd?.stop();
+  });
+
+  const media = (fileId: string) => t.app.get(QueryBus).execute(new GetFileMediaQuery(fileId));
+
+  it('quarantines the EICAR test file: scan_status infected, the threat named, still counted in storage', async () => {
+    const file = await seedFile(t.app, account, { name: 'eicar.com.txt', content: eicar() });
+    const usedBefore = (await t.app.get(DataSource).getRepository(AccountEntity).findOneByOrFail({ id: account.accountId })).storageUsed;
+    publishStored(t.app, file);
+
+    const job = await settledJob(scansQueue(t.app), 'scan', file);
+    expect(job.returnvalue).toMatchObject({ outcome: 'recorded', scanStatus: 'infected' });
+    expect((await reload(t.app, file.id))!.scanStatus).toBe('infected');
+    expect(await media(file.id)).toMatchObject({ scanStatus: 'infected', scanThreat: expect.stringMatching(/^Eicar-Test-Signature/) });
+    const usedAfter = (await t.app.get(DataSource).getRepository(AccountEntity).findOneByOrFail({ id: account.accountId })).storageUsed;
+    expect(usedAfter).toBe(usedBefore);
+  });
+
+  it('marks an ordinary file clean', async () => {
+    const file = await seedFile(t.app, account, { content: randomBytes(300_000) , mimeType: 'application/octet-stream', category: 'other' });
+    publishStored(t.app, file);
+    await settledJob(scansQueue(t.app), 'scan', file);
+    expect(await media(file.id)).toMatchObject({ scanStatus: 'clean', scanThreat: null, scannedAt: expect.any(Date) });
+  });
+
+  it('marks a file larger than clamd accepts (StreamMaxLength) skipped, saying why', async () => {
+    const file = await seedFile(t.app, account, { content: randomBytes(3 * 1024 * 1024), mimeType: 'application/octet-stream', category: 'other' });
+    publishStored(t.app, file);
+    await settledJob(scansQueue(t.app), 'scan', file);
+    expect(await media(file.id)).toMatchObject({ scanStatus: 'skipped', scanNote: expect.stringMatching(/StreamMaxLength/) });
+  });
+
+  it('scans over clamd\'s UNIX socket too', async () => {
+    const viaSocket = await startTestApp({ CLAMAV_SOCKET: clamd.socket });
+    try {
+      const other = await createAccount(viaSocket.app);
+      const infected = await seedFile(viaSocket.app, other, { content: Buffer.concat([Buffer.from('prefix '), eicar()]) });
+      const clean = await seedFile(viaSocket.app, other, { content: 'nothing to see here' });
+      publishStored(viaSocket.app, infected);
+      publishStored(viaSocket.app, clean);
+      await settledJob(scansQueue(viaSocket.app), 'scan', infected);
+      await settledJob(scansQueue(viaSocket.app), 'scan', clean);
+      expect((await reload(viaSocket.app, infected.id))!.scanStatus).toBe('infected');
+      expect((await reload(viaSocket.app, clean.id))!.scanStatus).toBe('clean');
+      const health = await viaSocket.http().get('/health');
+      expect(health.body.data.info.media.virus_scanner).toMatchObject({ configured: true, reachable: true, address: `unix:${clamd.socket}` });
+    } finally {
+      await viaSocket.close();
+    }
+  });
+
+  it('re-publishing the same upload scans it once (one job per stored version)', async () => {
+    const file = await seedFile(t.app, account, { content: 'twice' });
+    publishStored(t.app, file);
+    publishStored(t.app, file);
+    const job = await settledJob(scansQueue(t.app), 'scan', file);
+    expect(job.attemptsMade).toBe(1);
+    publishStored(t.app, file);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const again = await settledJob(scansQueue(t.app), 'scan', file);
+    expect(again.finishedOn).toBe(job.finishedOn);
+    expect((await reload(t.app, file.id))!.scanStatus).toBe('clean');
+  });
+
+  it('discards a verdict on bytes the file no longer holds, and judges the new bytes', async () => {
+    const queue = scansQueue(t.app);
+    await queue.pause();
+    try {
+      const file = await seedFile(t.app, account, { content: eicar() });
+      publishStored(t.app, file);
+      await queued(queue, 1, 'the scan to be queued');
+      const replaced = await overwrite(t.app, file, Buffer.from('harmless new content'), 'text/plain');
+      await queue.resume();
+      const stale = await settledJob(queue, 'scan', file);
+      expect(stale.returnvalue).toMatchObject({ outcome: 'discarded' });
+      expect((await reload(t.app, file.id))!.scanStatus).not.toBe('infected');
+
+      publishStored(t.app, replaced);
+      await settledJob(queue, 'scan', replaced);
+      expect((await reload(t.app, file.id))!.scanStatus).toBe('clean');
+    } finally {
+      await queue.resume();
+    }
+  });
+
+  it('an infected file overwritten with clean content is judged again and released from quarantine', async () => {
+    const file = await seedFile(t.app, account, { content: eicar() });
+    publishStored(t.app, file);
+    await settledJob(scansQueue(t.app), 'scan', file);
+    expect((await reload(t.app, file.id))!.scanStatus).toBe('infected');
+    const replaced = await overwrite(t.app, file, Buffer.from('clean now'), 'text/plain');
+    publishStored(t.app, replaced);
+    await settledJob(scansQueue(t.app), 'scan', replaced);
+    expect(await media(file.id)).toMatchObject({ scanStatus: 'clean', scanThreat: null });
+  });
+
+  it('retries with backoff while clamd is unreachable, and scans once it is back', async () => {
+    const port = await freePort();
+    const waiting = await startTestApp({ CLAMAV_HOST: '127.0.0.1', CLAMAV_PORT: String(port), MEDIA_RETRY_DELAY_MS: '100' });
+    let late: Clamd | undefined;
+    try {
+      const other = await createAccount(waiting.app);
+      const file = await seedFile(waiting.app, other, { content: eicar() });
+      publishStored(waiting.app, file);
+      const { mediaJobId } = await import('../../../src/modules/media/media-jobs.js');
+      const queue = scansQueue(waiting.app);
+      await eventually(async () => ((await queue.getJob(mediaJobId('scan', file.id, file.blobKey)))?.attemptsMade ?? 0) >= 2, 10_000, 'two failed attempts');
+      expect((await reload(waiting.app, file.id))!.scanStatus).toBe('pending');
+      const health = await waiting.http().get('/health');
+      expect(health.status).toBe(200);
+      expect(health.body.data.info.media).toMatchObject({ status: 'up', degraded: true, virus_scanner: { configured: true, reachable: false } });
+
+      late = await startClamd(port);
+      const job = await settledJob(queue, 'scan', file, 30_000);
+      expect(job.attemptsMade).toBeGreaterThan(2);
+      expect((await reload(waiting.app, file.id))!.scanStatus).toBe('infected');
+    } finally {
+      await waiting.close();
+      await late?.stop();
+    }
+  });
+});
+
+describe('without a virus scanner', () => {
+  let t: TestApp;
+
+  beforeAll(async () => {
+    t = await startTestApp();
+  });
+  afterAll(() => t?.close());
+
+  it('marks files skipped, and the job says why', async () => {
+    const account = await createAccount(t.app);
+    const file = await seedFile(t.app, account, { content: eicar() });
+    publishStored(t.app, file);
+    const job = await settledJob(scansQueue(t.app), 'scan', file);
+    expect(job.returnvalue).toMatchObject({ outcome: 'recorded', scanStatus: 'skipped', note: expect.stringMatching(/no virus scanner is configured/) });
+    expect((await reload(t.app, file.id))!.scanStatus).toBe('skipped');
+  });
+
+  it('reports the missing scanner in /health without failing it', async () => {
+    const res = await t.http().get('/health');
+    expect(res.status).toBe(200);
+    expect(res.body.data.info.media).toMatchObject({ status: 'up', degraded: true, virus_scanner: { configured: false } });
+  });
+});
