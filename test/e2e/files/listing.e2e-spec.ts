@@ -141,7 +141,10 @@ describe('listing, reading and changing files', () => {
     const trashed = await uploadOk(t, owner.auth, 'x', { name: 'gone.txt' });
     const infected = await uploadOk(t, owner.auth, 'x', { name: 'virus.exe' });
     await t.http().delete(`/v1/files/${trashed.id}`).set(owner.auth);
-    await t.app.get(DataSource).getRepository(FileEntity).update({ id: infected.id }, { scanStatus: 'infected' });
+    // Let the background scan of the upload settle first, so its verdict cannot overwrite ours.
+    const files = t.app.get(DataSource).getRepository(FileEntity);
+    for (let i = 0; i < 100 && (await files.findOneByOrFail({ id: infected.id })).scanStatus === 'pending'; i++) await new Promise((r) => setTimeout(r, 50));
+    await files.update({ id: infected.id }, { scanStatus: 'infected' });
     const ids = (await t.http().get('/v1/files?per_page=100').set(owner.auth)).body.data.map((f: any) => f.id);
     expect(ids).not.toContain(trashed.id);
     expect(ids).not.toContain(infected.id);
