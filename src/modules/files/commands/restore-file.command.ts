@@ -1,10 +1,11 @@
-import { Command, CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
+import { Command, CommandHandler, EventBus, type ICommandHandler } from '@nestjs/cqrs';
 import type { Actor } from '../../../common/auth/actor.js';
 import { Clock } from '../../../common/clock.js';
 import { NotFound } from '../../../common/errors/api-error.js';
 import { Transactions } from '../../../infra/database/transactions.js';
 import { FolderEntity } from '../../folders/folder.entity.js';
 import { RestoredFileResponse } from '../dto/file-removal.responses.js';
+import { FileStoredEvent } from '../events/file-stored.event.js';
 import { FileEntity } from '../file.entity.js';
 import { nameKeyOf } from '../file-naming.js';
 import { freeFileName, retryOnNameCollision } from '../name-collisions.js';
@@ -22,17 +23,19 @@ export class RestoreFileCommand extends Command<RestoredFileResponse> {
  * Brings a trashed file back while its recovery window is open: into its folder when that folder
  * is still active, else the root; a name taken meanwhile gets a numbered suffix. The update is
  * conditional on the file still being trashed and unexpired, so it cannot race the purge. Share
- * links stay invalidated.
+ * links stay invalidated. After the commit, FileStoredEvent lets background media work that waited
+ * while the file was in the trash (its thumbnail) go ahead.
  */
 @CommandHandler(RestoreFileCommand)
 export class RestoreFileHandler implements ICommandHandler<RestoreFileCommand> {
   constructor(
     private readonly transactions: Transactions,
     private readonly clock: Clock,
+    private readonly events: EventBus,
   ) {}
 
   async execute({ actor, fileId }: RestoreFileCommand): Promise<RestoredFileResponse> {
-    return retryOnNameCollision(() =>
+    const { restored, file } = await retryOnNameCollision(() =>
       this.transactions.run(async (tx) => {
         const now = this.clock.now();
         const files = tx.getRepository(FileEntity);
@@ -51,8 +54,10 @@ export class RestoreFileHandler implements ICommandHandler<RestoreFileCommand> {
           .execute();
         if (!result.affected) throw new NotFound('file in trash', fileId);
         Object.assign(file, { name, folderId });
-        return RestoredFileResponse.from(file, now);
+        return { restored: RestoredFileResponse.from(file, now), file };
       }),
     );
+    this.events.publish(new FileStoredEvent(file.id, file.accountId, file.blobKey));
+    return restored;
   }
 }
