@@ -11,7 +11,8 @@ import { FileStoredEvent } from '../../../src/modules/files/events/file-stored.e
 import { EventBus, ofType } from '@nestjs/cqrs';
 import { createAccount, createKey, type TestAccount } from '../../support/accounts.js';
 import { startTestApp, type TestApp } from '../../support/test-app.js';
-import { listBlobs, rawUpload, upload, uploadOk } from '../../support/uploads.js';
+import { listBlobs, onTestServer, rawUpload, upload, uploadOk } from '../../support/uploads.js';
+import { FileEntity } from '../../../src/modules/files/file.entity.js';
 import { sleep } from '../../support/time.js';
 
 const PNG = Buffer.from('89504e470d0a1a0a0000000d4948445200000001000000010806000000', 'hex');
@@ -284,6 +285,19 @@ describe('uploading files', () => {
     expect(listBlobs(t, 'tmp')).toEqual([]);
     expect(await ds.getRepository(UploadReservationEntity).findOneBy({ id: 'upl_live' })).not.toBeNull();
     await ds.getRepository(UploadReservationEntity).delete({ id: 'upl_live' });
+  });
+
+  it('finishes the move of an upload whose row committed just before its process died', async () => {
+    const file = await uploadOk(t, owner.auth, 'committed but not moved', { name: 'half-done.txt' });
+    const row = await t.app.get(DataSource).getRepository(FileEntity).findOneByOrFail({ id: file.id });
+    const uploadId = row.blobKey.split('/').pop()!;
+    // The state a crash between commit and move leaves: the row points at a final key, the bytes are still temporary.
+    await t.app.get(BlobStorage).move(row.blobKey, `tmp/${uploadId}`);
+    await t.app.get(UploadSweeper).sweep(-1000);
+    expect(listBlobs(t, 'tmp')).toEqual([]);
+    const download = await fetch(onTestServer(t, file.download_url));
+    expect(download.status).toBe(200);
+    expect(await download.text()).toBe('committed but not moved');
   });
 
   it('publishes FileStoredEvent once the upload has committed, with the final blob in place', async () => {

@@ -3,6 +3,7 @@ import { Interval, Timeout } from '@nestjs/schedule';
 import { LessThan } from 'typeorm';
 import { Clock } from '../../../common/clock.js';
 import { Transactions } from '../../../infra/database/transactions.js';
+import { FileEntity } from '../file.entity.js';
 import { BlobStorage } from '../../../infra/storage/blob-storage.js';
 import { UploadReceiver } from './upload-receiver.js';
 import { UploadReservationEntity } from './upload-reservation.entity.js';
@@ -42,11 +43,27 @@ export class UploadSweeper {
     );
     for await (const blob of this.storage.list('tmp/')) {
       if (blob.lastModified < cutoff && !live.has(blob.key)) {
+        if (await this.finishCommittedMove(blob.key)) continue;
         await this.storage.delete(blob.key);
         blobs++;
       }
     }
     if (stale.length > 0 || blobs > 0) this.logger.warn({ reservations: stale.length, blobs }, 'Released abandoned uploads');
     return { reservations: stale.length, blobs };
+  }
+
+  /**
+   * An upload whose row committed but whose process died before the blob moved to its final key
+   * (files/<account>/<file>/<upload id>) is finished here instead of being lost.
+   */
+  private async finishCommittedMove(tempKey: string): Promise<boolean> {
+    const uploadId = tempKey.slice('tmp/'.length);
+    const file = await this.transactions.run((tx) =>
+      tx.getRepository(FileEntity).createQueryBuilder('file').where('file.blob_key LIKE :suffix', { suffix: `files/%/${uploadId}` }).getOne(),
+    );
+    if (!file || (await this.storage.exists(file.blobKey))) return false;
+    await this.storage.move(tempKey, file.blobKey);
+    this.logger.warn({ fileId: file.id, blobKey: file.blobKey }, 'Finished moving a committed upload whose process stopped before it could');
+    return true;
   }
 }
