@@ -16,11 +16,16 @@ import { REDIS } from './infra/redis/redis.module.js';
 import { CoreModule } from './infra/core.module.js';
 import { HealthController } from './infra/health/health.controller.js';
 import { QueueModule } from './infra/queue/queue.module.js';
+import { StorageModule } from './infra/storage/storage.module.js';
+import { ScheduleModule } from '@nestjs/schedule';
 import { AccountsModule } from './modules/accounts/accounts.module.js';
+import { FilesModule } from './modules/files/files.module.js';
+import { FoldersModule } from './modules/folders/folders.module.js';
+import { TrashModule, TrashScheduleModule } from './modules/trash/trash.module.js';
 import { PLANS } from './modules/accounts/plans.js';
 
 /** The domain modules, shared by the HTTP server and the CLI. */
-const DOMAIN_MODULES: Type[] = [AccountsModule];
+const DOMAIN_MODULES: Type[] = [AccountsModule, FilesModule, FoldersModule, TrashModule];
 
 @Module({})
 export class AppModule {
@@ -30,6 +35,7 @@ export class AppModule {
       module: AppModule,
       imports: [
         CoreModule.register(config),
+        StorageModule,
         QueueModule,
         TerminusModule.forRoot({ errorLogStyle: 'json' }),
         ThrottlerModule.forRootAsync({
@@ -50,6 +56,8 @@ export class AppModule {
           }),
         }),
         ...DOMAIN_MODULES,
+        ScheduleModule.forRoot(),
+        TrashScheduleModule.register(),
       ],
       controllers: [HealthController],
       providers: [
@@ -68,7 +76,7 @@ export class AppModule {
   static forCli(config: AppConfig, cliProviders: Type[]): DynamicModule {
     return {
       module: AppModule,
-      imports: [CoreModule.register(config), ...DOMAIN_MODULES],
+      imports: [CoreModule.register(config), StorageModule, ...DOMAIN_MODULES],
       providers: cliProviders,
     };
   }

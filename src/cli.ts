@@ -7,11 +7,12 @@ import { fail } from './cli/cli-output.js';
 import { ApiError } from './common/errors/api-error.js';
 import { ConfigurationError, loadConfig } from './config/app-config.js';
 import { ACCOUNTS_CLI } from './modules/accounts/cli/accounts.cli.js';
+import { TRASH_CLI } from './modules/trash/cli/trash.cli.js';
 
 /** Operator commands; same configuration as the server. Every command prints one JSON object on stdout. */
 async function main(): Promise<void> {
   const config = loadConfig();
-  const app = await CommandFactory.createWithoutRunning(AppModule.forCli(config, [...DB_CLI, ...ACCOUNTS_CLI]), {
+  const app = await CommandFactory.createWithoutRunning(AppModule.forCli(config, [...DB_CLI, ...ACCOUNTS_CLI, ...TRASH_CLI]), {
     logger: false,
     errorHandler: (error) => fail(error.message.replace(/^error: /, '')),
     serviceErrorHandler: (error) => fail(error instanceof ApiError ? error.message : String(error), error instanceof ApiError ? error.code : 'internal_error'),

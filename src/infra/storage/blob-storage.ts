@@ -1,0 +1,54 @@
+import type { Readable } from 'node:stream';
+
+export interface ByteRange {
+  /** First byte, inclusive. */
+  start: number;
+  /** Last byte, inclusive. */
+  end: number;
+}
+
+/**
+ * Where file bytes live. Keys are built from ids only (see `blobKeys`), never from user input,
+ * so no name can reach outside the store. Adapters: local directory, S3-compatible.
+ */
+export abstract class BlobStorage {
+  /** Streams `source` into `key`. On any error nothing is left at `key` and the promise rejects. */
+  abstract write(key: string, source: Readable): Promise<void>;
+  /** Makes the bytes at `fromKey` available at `toKey` and removes `fromKey`. */
+  abstract move(fromKey: string, toKey: string): Promise<void>;
+  /** The bytes at `key` (or a byte range of them) as a stream. */
+  abstract read(key: string, range?: ByteRange): Promise<Readable>;
+  /** Removes `key`; removing a missing key is not an error. */
+  abstract delete(key: string): Promise<void>;
+  abstract exists(key: string): Promise<boolean>;
+  /**
+   * Size of the blob at `key`, or null when there is none. Adapters answer from metadata; this
+   * fallback counts the bytes, which is fine for small blobs such as thumbnails.
+   */
+  async stat(key: string): Promise<{ size: number } | null> {
+    if (!(await this.exists(key))) return null;
+    let size = 0;
+    for await (const chunk of await this.read(key)) size += (chunk as Buffer).length;
+    return { size };
+  }
+  /** Every key under `prefix` with its last modification, for sweeping orphans. */
+  abstract list(prefix: string): AsyncIterable<{ key: string; lastModified: Date }>;
+}
+
+const SAFE_KEY = /^[A-Za-z0-9_-]+(\/[A-Za-z0-9_.-]+)*$/;
+
+/** Refuses any key that is not made of safe segments (no `..`, no absolute paths, no odd bytes). */
+export function assertSafeKey(key: string): void {
+  if (!SAFE_KEY.test(key) || key.split('/').some((segment) => segment === '.' || segment === '..')) {
+    throw new Error(`Unsafe blob key: ${JSON.stringify(key)}`);
+  }
+}
+
+/** The key layout, in one place. */
+export const blobKeys = {
+  /** Bytes still streaming in, not yet committed to a file row. */
+  temp: (uploadId: string) => `tmp/${uploadId}`,
+  /** A committed file's content; a new key per version, so an overwrite never mutates bytes in place. */
+  file: (accountId: string, fileId: string, versionId: string) => `files/${accountId}/${fileId}/${versionId}`,
+  thumbnail: (accountId: string, fileId: string, versionId: string) => `thumbnails/${accountId}/${fileId}/${versionId}.webp`,
+};

@@ -1,0 +1,85 @@
+import { createReadStream, createWriteStream } from 'node:fs';
+import { mkdir, opendir, rename, rm, stat, unlink } from 'node:fs/promises';
+import { dirname, join, relative, resolve, sep } from 'node:path';
+import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { assertSafeKey, BlobStorage, type ByteRange } from './blob-storage.js';
+
+/** Blobs as files under one directory (STORAGE_DIR). */
+export class LocalBlobStorage extends BlobStorage {
+  private readonly root: string;
+
+  constructor(root: string) {
+    super();
+    this.root = resolve(root);
+  }
+
+  private path(key: string): string {
+    assertSafeKey(key);
+    const path = resolve(this.root, key);
+    if (!path.startsWith(this.root + sep)) throw new Error(`Blob key escapes the storage root: ${key}`);
+    return path;
+  }
+
+  async write(key: string, source: Readable): Promise<void> {
+    const path = this.path(key);
+    await mkdir(dirname(path), { recursive: true });
+    try {
+      await pipeline(source, createWriteStream(path, { flags: 'wx' }));
+    } catch (error) {
+      await rm(path, { force: true });
+      throw error;
+    }
+  }
+
+  async move(fromKey: string, toKey: string): Promise<void> {
+    const to = this.path(toKey);
+    await mkdir(dirname(to), { recursive: true });
+    await rename(this.path(fromKey), to);
+  }
+
+  async read(key: string, range?: ByteRange): Promise<Readable> {
+    const path = this.path(key);
+    await stat(path); // fail before any byte is promised when the blob is missing
+    return createReadStream(path, range ? { start: range.start, end: range.end } : {});
+  }
+
+  async delete(key: string): Promise<void> {
+    await unlink(this.path(key)).catch((error: NodeJS.ErrnoException) => {
+      if (error.code !== 'ENOENT') throw error;
+    });
+  }
+
+  override async stat(key: string): Promise<{ size: number } | null> {
+    return stat(this.path(key)).then(
+      (s) => ({ size: s.size }),
+      () => null,
+    );
+  }
+
+  async exists(key: string): Promise<boolean> {
+    return stat(this.path(key)).then(
+      () => true,
+      () => false,
+    );
+  }
+
+  async *list(prefix: string): AsyncIterable<{ key: string; lastModified: Date }> {
+    const start = join(this.root, prefix);
+    yield* this.walk(start);
+  }
+
+  private async *walk(dir: string): AsyncIterable<{ key: string; lastModified: Date }> {
+    let handle;
+    try {
+      handle = await opendir(dir);
+    } catch {
+      return;
+    }
+    for await (const entry of handle) {
+      const full = join(dir, entry.name);
+      if (entry.isDirectory()) yield* this.walk(full);
+      else if (entry.isFile()) yield { key: relative(this.root, full).split(sep).join('/'), lastModified: (await stat(full)).mtime };
+    }
+  }
+}

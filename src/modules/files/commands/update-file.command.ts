@@ -1,0 +1,58 @@
+import { Command, CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
+import type { Actor } from '../../../common/auth/actor.js';
+import { Clock } from '../../../common/clock.js';
+import { NotFound } from '../../../common/errors/api-error.js';
+import { Transactions } from '../../../infra/database/transactions.js';
+import { UrlSigner } from '../../../infra/storage/url-signer.js';
+import { FolderEntity } from '../../folders/folder.entity.js';
+import { FileResponse } from '../dto/file.response.js';
+import { FileEntity } from '../file.entity.js';
+import { assertValidName, nameKeyOf } from '../file-naming.js';
+import { freeFileName, retryOnNameCollision } from '../name-collisions.js';
+import { sharedFileIds } from '../shared-files.js';
+
+export class UpdateFileCommand extends Command<FileResponse> {
+  /** `folderId`: undefined leaves the file where it is, null moves it to the root. */
+  constructor(
+    readonly actor: Actor,
+    readonly fileId: string,
+    readonly name: string | undefined,
+    readonly folderId: string | null | undefined,
+  ) {
+    super();
+  }
+}
+
+/** Renames and/or moves a file; a name taken in the target folder gets a numbered suffix. */
+@CommandHandler(UpdateFileCommand)
+export class UpdateFileHandler implements ICommandHandler<UpdateFileCommand> {
+  constructor(
+    private readonly transactions: Transactions,
+    private readonly signer: UrlSigner,
+    private readonly clock: Clock,
+  ) {}
+
+  async execute({ actor, fileId, name, folderId }: UpdateFileCommand): Promise<FileResponse> {
+    if (name !== undefined) assertValidName(name);
+    const now = this.clock.now();
+    return retryOnNameCollision(() =>
+      this.transactions.run(async (tx) => {
+        const files = tx.getRepository(FileEntity);
+        const file = await files.findOneBy({ id: fileId, accountId: actor.accountId, state: 'active' });
+        if (!file || file.scanStatus === 'infected') throw new NotFound('file', fileId);
+        if (folderId) {
+          const folder = await tx.getRepository(FolderEntity).findOneBy({ id: folderId, accountId: actor.accountId, state: 'active' });
+          if (!folder) throw new NotFound('folder', folderId);
+        }
+        const targetFolderId = folderId === undefined ? file.folderId : folderId;
+        const targetKey = targetFolderId ?? '';
+        const wanted = name ?? file.name;
+        const finalName = await freeFileName(tx, actor.accountId, targetKey, wanted, file.id);
+        Object.assign(file, { name: finalName, nameKey: nameKeyOf(finalName), folderId: targetFolderId, folderKey: targetKey, modifiedAt: now });
+        await files.update({ id: file.id }, { name: file.name, nameKey: file.nameKey, folderId: file.folderId, folderKey: file.folderKey, modifiedAt: now });
+        const shared = await sharedFileIds(tx, [file.id], now);
+        return FileResponse.from(file, this.signer, now, { isShared: shared.has(file.id) });
+      }),
+    );
+  }
+}

@@ -1,0 +1,30 @@
+import { describe, expect, it } from 'vitest';
+import { firstFreeName, nameProblem, numberedName, splitName } from './file-naming.js';
+
+describe('file naming', () => {
+  it('accepts ordinary names and refuses the illegal ones', () => {
+    for (const ok of ['report.pdf', 'a', '.env', '...', 'x'.repeat(255), 'résumé 2026.docx', '😀'.repeat(255)]) expect(nameProblem(ok), ok).toBeNull();
+    for (const bad of ['', '.', '..', 'a/b', 'a\\b', 'a\0b', '../etc/passwd', '..\\win.ini', 'x'.repeat(256)]) expect(nameProblem(bad), bad).not.toBeNull();
+  });
+
+  it('splits the extension at the last dot, keeping dot files whole', () => {
+    expect(splitName('report.pdf')).toEqual({ base: 'report', extension: '.pdf' });
+    expect(splitName('archive.tar.gz')).toEqual({ base: 'archive.tar', extension: '.gz' });
+    expect(splitName('.bashrc')).toEqual({ base: '.bashrc', extension: '' });
+    expect(splitName('README')).toEqual({ base: 'README', extension: '' });
+  });
+
+  it('numbers before the extension and stays within 255 characters', () => {
+    expect(numberedName('report.pdf', 1)).toBe('report (1).pdf');
+    expect(numberedName('Photos', 2)).toBe('Photos (2)');
+    const long = `${'x'.repeat(251)}.txt`;
+    expect(numberedName(long, 12)).toHaveLength(255);
+    expect(numberedName(long, 12).endsWith(' (12).txt')).toBe(true);
+  });
+
+  it('takes the first free numbered name, comparing case-insensitively', () => {
+    expect(firstFreeName('report.pdf', new Set())).toBe('report.pdf');
+    expect(firstFreeName('Report.PDF', new Set(['report.pdf']))).toBe('Report (1).PDF');
+    expect(firstFreeName('report.pdf', new Set(['report.pdf', 'report (1).pdf', 'report (3).pdf']))).toBe('report (2).pdf');
+  });
+});

@@ -1,0 +1,56 @@
+import { InvalidRequest } from '../../common/errors/api-error.js';
+
+export const MAX_NAME_LENGTH = 255;
+
+/** Why a file or folder name is refused, or null when it is acceptable (decisions.md "Files"). */
+export function nameProblem(name: unknown): string | null {
+  if (typeof name !== 'string') return 'must be a string';
+  const length = [...name].length;
+  if (length < 1 || length > MAX_NAME_LENGTH) return `must be 1 to ${MAX_NAME_LENGTH} characters`;
+  if (/[/\\\0]/.test(name)) return 'must not contain "/", "\\" or NUL';
+  if (name === '.' || name === '..') return 'must not be "." or ".."';
+  return null;
+}
+
+export function assertValidName(name: unknown, field = 'name'): asserts name is string {
+  const problem = nameProblem(name);
+  if (problem) throw InvalidRequest.fields([{ field, message: problem }]);
+}
+
+/** Names collide and sort case-insensitively: this is the key they are compared by. */
+export function nameKeyOf(name: string): string {
+  return name.toLowerCase();
+}
+
+/** `report.pdf` -> base `report`, extension `.pdf`; a leading dot (`.env`) is part of the base. */
+export function splitName(name: string): { base: string; extension: string } {
+  const dot = name.lastIndexOf('.');
+  if (dot <= 0) return { base: name, extension: '' };
+  return { base: name.slice(0, dot), extension: name.slice(dot) };
+}
+
+/** The n-th numbered variant: `report (n).pdf`, shortening the base so the result stays within 255 characters. */
+export function numberedName(name: string, n: number): string {
+  const { base, extension } = splitName(name);
+  const suffix = ` (${n})`;
+  const room = MAX_NAME_LENGTH - [...suffix].length - [...extension].length;
+  const shortBase = room > 0 ? [...base].slice(0, room).join('') : '';
+  return `${shortBase}${suffix}${extension}`;
+}
+
+/**
+ * The name a new item takes among siblings: the wanted one when free, otherwise the first free
+ * `name (n).ext`, n from 1. `taken` holds the siblings' name keys.
+ */
+export function firstFreeName(name: string, taken: ReadonlySet<string>): string {
+  if (!taken.has(nameKeyOf(name))) return name;
+  for (let n = 1; ; n++) {
+    const candidate = numberedName(name, n);
+    if (!taken.has(nameKeyOf(candidate))) return candidate;
+  }
+}
+
+/** A LIKE pattern matching `value` literally (with `ESCAPE '\'`). */
+export function escapeLike(value: string): string {
+  return value.replace(/[\\%_]/g, (c) => `\\${c}`);
+}

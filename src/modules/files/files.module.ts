@@ -1,0 +1,40 @@
+import { OutboxEventEntity } from '../../infra/outbox/outbox-event.entity.js';
+import { Module } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { AccountEntity } from '../accounts/account.entity.js';
+import { FolderEntity } from '../folders/folder.entity.js';
+import { ShareEntity } from '../shares/share.entity.js';
+import { BulkDeleteFilesHandler } from './commands/bulk-delete-files.command.js';
+import { DeleteFileHandler } from './commands/delete-file.command.js';
+import { RestoreFileHandler } from './commands/restore-file.command.js';
+import { UpdateFileHandler } from './commands/update-file.command.js';
+import { UploadFileHandler } from './commands/upload-file.command.js';
+import { FileEntity } from './file.entity.js';
+import { FileDownloadsController, FilesController } from './files.controller.js';
+import { GetFileHandler } from './queries/get-file.query.js';
+import { GetFileBlobHandler } from './queries/get-file-blob.query.js';
+import { ListFilesHandler } from './queries/list-files.query.js';
+import { UploadInterceptor } from './upload/upload.interceptor.js';
+import { UploadReceiver } from './upload/upload-receiver.js';
+import { UploadReservationEntity } from './upload/upload-reservation.entity.js';
+import { UploadSweeper } from './upload/upload-sweeper.js';
+
+@Module({
+  imports: [TypeOrmModule.forFeature([OutboxEventEntity, FileEntity, FolderEntity, ShareEntity, AccountEntity, UploadReservationEntity])],
+  controllers: [FilesController, FileDownloadsController],
+  providers: [
+    UploadReceiver,
+    UploadInterceptor,
+    UploadSweeper,
+    UploadFileHandler,
+    UpdateFileHandler,
+    DeleteFileHandler,
+    BulkDeleteFilesHandler,
+    RestoreFileHandler,
+    ListFilesHandler,
+    GetFileHandler,
+    GetFileBlobHandler,
+  ],
+  exports: [UploadSweeper],
+})
+export class FilesModule {}

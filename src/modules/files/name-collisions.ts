@@ -1,0 +1,55 @@
+import type { EntityManager } from 'typeorm';
+import { ApiError } from '../../common/errors/api-error.js';
+import { FolderEntity } from '../folders/folder.entity.js';
+import { FileEntity } from './file.entity.js';
+import { escapeLike, firstFreeName, nameKeyOf, splitName } from './file-naming.js';
+
+/** True for a unique-index violation on SQLite or PostgreSQL (here: two active siblings with one name). */
+export function isUniqueViolation(error: unknown): boolean {
+  const driverError = (error as { driverError?: { code?: string } } | null)?.driverError;
+  const code = driverError?.code ?? (error as { code?: string } | null)?.code;
+  return code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
+}
+
+/**
+ * Runs a unit of work that names an item, again when a concurrent writer took the same name
+ * between our check and our insert (PostgreSQL; SQLite transactions take turns).
+ */
+export async function retryOnNameCollision<T>(work: () => Promise<T>, attempts = 8): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await work();
+    } catch (error) {
+      if (!isUniqueViolation(error)) throw error;
+      if (attempt >= attempts) throw new ApiError(409, 'conflict', 'Too many concurrent changes to names in this folder; retry the request.');
+    }
+  }
+}
+
+function likePrefix(name: string): string {
+  return `${escapeLike(nameKeyOf(splitName(name).base))}%`;
+}
+
+/** The name a file takes in a folder: `name` when free among active files, else `name (n).ext`. */
+export async function freeFileName(tx: EntityManager, accountId: string, folderKey: string, name: string, exceptId?: string): Promise<string> {
+  const siblings = await tx
+    .getRepository(FileEntity)
+    .createQueryBuilder('f')
+    .select(['f.id', 'f.nameKey'])
+    .where('f.account_id = :accountId AND f.folder_key = :folderKey AND f.state = :state', { accountId, folderKey, state: 'active' })
+    .andWhere("f.name_key LIKE :prefix ESCAPE '\\'", { prefix: likePrefix(name) })
+    .getMany();
+  return firstFreeName(name, new Set(siblings.filter((f) => f.id !== exceptId).map((f) => f.nameKey)));
+}
+
+/** The name a folder takes among its siblings, the same way. */
+export async function freeFolderName(tx: EntityManager, accountId: string, parentKey: string, name: string, exceptId?: string): Promise<string> {
+  const siblings = await tx
+    .getRepository(FolderEntity)
+    .createQueryBuilder('f')
+    .select(['f.id', 'f.nameKey'])
+    .where('f.account_id = :accountId AND f.parent_key = :parentKey AND f.state = :state', { accountId, parentKey, state: 'active' })
+    .andWhere("f.name_key LIKE :prefix ESCAPE '\\'", { prefix: likePrefix(name) })
+    .getMany();
+  return firstFreeName(name, new Set(siblings.filter((f) => f.id !== exceptId).map((f) => f.nameKey)));
+}

@@ -1,0 +1,62 @@
+import { Query, QueryHandler, type IQueryHandler } from '@nestjs/cqrs';
+import { InjectRepository } from '@nestjs/typeorm';
+import { createHash } from 'node:crypto';
+import { Repository } from 'typeorm';
+import { Clock } from '../../../common/clock.js';
+import { FileInfected, NotFound, PermissionDenied } from '../../../common/errors/api-error.js';
+import type { BlobDescription } from '../../../infra/storage/blob-response.js';
+import { UrlSigner } from '../../../infra/storage/url-signer.js';
+import { downloadPath, thumbnailPath } from '../dto/file.response.js';
+import { FileEntity } from '../file.entity.js';
+
+export type BlobKind = 'content' | 'thumbnail';
+
+export class GetFileBlobQuery extends Query<BlobDescription> {
+  constructor(
+    readonly fileId: string,
+    readonly kind: BlobKind,
+    readonly expires: string | undefined,
+    readonly signature: string | undefined,
+  ) {
+    super();
+  }
+}
+
+/**
+ * What a signed download (or thumbnail) link serves. The signature is checked first, so nothing
+ * about a file is revealed to someone without a valid link; then the file must still be active
+ * and not quarantined.
+ */
+@QueryHandler(GetFileBlobQuery)
+export class GetFileBlobHandler implements IQueryHandler<GetFileBlobQuery> {
+  constructor(
+    @InjectRepository(FileEntity) private readonly files: Repository<FileEntity>,
+    private readonly signer: UrlSigner,
+    private readonly clock: Clock,
+  ) {}
+
+  async execute({ fileId, kind, expires, signature }: GetFileBlobQuery): Promise<BlobDescription> {
+    const path = kind === 'content' ? downloadPath(fileId) : thumbnailPath(fileId);
+    if (!this.signer.verify(path, expires, signature, this.clock.now())) {
+      throw new PermissionDenied('The link is invalid or has expired; list the file again for a fresh one.');
+    }
+    const file = await this.files.findOneBy({ id: fileId, state: 'active' });
+    if (!file) throw new NotFound('file', fileId);
+    if (file.scanStatus === 'infected') throw new FileInfected();
+    if (kind === 'content') {
+      return { key: file.blobKey, size: file.size, md5: file.md5, contentType: file.mimeType, fileName: file.name, modifiedAt: file.modifiedAt, disposition: 'attachment' };
+    }
+    if (!file.thumbnailKey) throw new NotFound('thumbnail of file', fileId);
+    const base = file.name.includes('.') ? file.name.slice(0, file.name.lastIndexOf('.')) : file.name;
+    return {
+      key: file.thumbnailKey,
+      size: -1, // filled in from storage by the controller
+      // The thumbnail key changes with every version, so its hash is a sound strong ETag.
+      md5: createHash('md5').update(file.thumbnailKey).digest('hex'),
+      contentType: 'image/webp',
+      fileName: `${base}.webp`,
+      modifiedAt: file.modifiedAt,
+      disposition: 'inline',
+    };
+  }
+}

@@ -1,0 +1,192 @@
+import { createHash } from 'node:crypto';
+import { Transform, type Readable, type TransformCallback } from 'node:stream';
+import { Injectable, Logger } from '@nestjs/common';
+import type { Actor } from '../../../common/auth/actor.js';
+import { Clock } from '../../../common/clock.js';
+import { ApiError, FileTooLarge, StorageExceeded } from '../../../common/errors/api-error.js';
+import { newId } from '../../../common/ids.js';
+import { Transactions } from '../../../infra/database/transactions.js';
+import { Outbox } from '../../../infra/outbox/outbox.js';
+import { BlobStorage, blobKeys } from '../../../infra/storage/blob-storage.js';
+import { AccountEntity } from '../../accounts/account.entity.js';
+import { PLANS } from '../../accounts/plans.js';
+import { quotaExceeded } from '../events/file-events.js';
+import { SNIFF_BYTES } from '../file-type-detection.js';
+import { tryReserveStorage } from '../storage-usage.js';
+import { UploadReservationEntity } from './upload-reservation.entity.js';
+
+/** Quota is reserved ahead of the bytes in steps this big, so a large upload costs few database round trips. */
+const RESERVATION_STEP = 8 * 1024 * 1024;
+
+/** What a finished stream left in temporary storage. */
+export interface ReceivedUpload {
+  uploadId: string;
+  tempKey: string;
+  size: number;
+  md5: string;
+  /** The first bytes, for type detection. */
+  head: Buffer;
+  /** Quota held for this upload (>= size); handed over to storage_used when the file row commits. */
+  reserved: number;
+}
+
+/**
+ * Streams one uploaded file into a temporary blob while hashing and counting it, enforcing the
+ * plan's maximum size and reserving quota as the bytes arrive. Memory stays flat: the bytes flow
+ * through with backpressure and only the first 4 KiB are kept. On any failure it leaves nothing
+ * behind: the partial blob is removed and the reservation given back.
+ */
+@Injectable()
+export class UploadReceiver {
+  private readonly logger = new Logger('UploadReceiver');
+
+  constructor(
+    private readonly transactions: Transactions,
+    private readonly storage: BlobStorage,
+    private readonly clock: Clock,
+  ) {}
+
+  /**
+   * `sizeHint` is the request's Content-Length when known: an upper bound of the file size, tried
+   * as the first reservation so that of several concurrent uploads the ones that fit whole get it.
+   */
+  async receive(actor: Actor, source: Readable, signal?: AbortSignal, sizeHint?: number): Promise<ReceivedUpload> {
+    const uploadId = newId('upl');
+    const tempKey = blobKeys.temp(uploadId);
+    const now = this.clock.now();
+    await this.transactions.run((tx) =>
+      tx.getRepository(UploadReservationEntity).insert({ id: uploadId, accountId: actor.accountId, bytes: 0, tempKey, createdAt: now, updatedAt: now }),
+    );
+    const maxSize = PLANS[actor.plan].maxFileSize;
+    const hash = createHash('md5');
+    const headChunks: Buffer[] = [];
+    let headLength = 0;
+    let size = 0;
+    let reserved = 0;
+    let refusal = null as ApiError | null;
+
+    const meter = new Transform({
+      transform: (chunk: Buffer, _encoding, callback: TransformCallback) => {
+        size += chunk.length;
+        if (size > maxSize) {
+          refusal = new FileTooLarge(size, maxSize, actor.plan);
+          return callback(refusal);
+        }
+        hash.update(chunk);
+        if (headLength < SNIFF_BYTES) {
+          headChunks.push(chunk.subarray(0, SNIFF_BYTES - headLength));
+          headLength += Math.min(chunk.length, SNIFF_BYTES - headLength);
+        }
+        if (size <= reserved) return callback(null, chunk);
+        this.reserveMore(actor.accountId, uploadId, size - reserved, reserved === 0 ? (sizeHint ?? 0) : 0).then(
+          (granted) => {
+            if (granted === 0) {
+              refusal = new StorageExceeded(0, 0, size);
+              return callback(refusal);
+            }
+            reserved += granted;
+            callback(null, chunk);
+          },
+          (error: Error) => callback(error),
+        );
+      },
+    });
+
+    // The storage adapter may start listening only after some set-up (a directory, a multipart
+    // session); an early refusal must not become an unhandled 'error' event meanwhile.
+    meter.on('error', () => undefined);
+    try {
+      source.on('error', (error) => meter.destroy(error));
+      // A client that goes away mid-upload must not leave the write waiting forever.
+      signal?.addEventListener('abort', () => meter.destroy(new Error('The client aborted the upload')), { once: true });
+      source.pipe(meter);
+      await this.storage.write(tempKey, meter);
+      return { uploadId, tempKey, size, md5: hash.digest('hex'), head: Buffer.concat(headChunks), reserved };
+    } catch (error) {
+      source.unpipe(meter);
+      await this.release(uploadId, tempKey);
+      if (refusal instanceof StorageExceeded) throw await this.quotaRefusal(actor, source, size, maxSize);
+      // Let the parser run on to the end of the request (bytes dropped) while the refusal is answered.
+      source.resume();
+      throw refusal ?? error;
+    }
+  }
+
+  /**
+   * Reserves at least `needed` more bytes: a step ahead when the quota allows, else exactly what is
+   * needed (so an upload that exactly fills the quota succeeds). 0 when even that does not fit.
+   */
+  private async reserveMore(accountId: string, uploadId: string, needed: number, whole: number): Promise<number> {
+    const attempts = [...(whole > needed ? [whole] : []), ...(needed < RESERVATION_STEP && whole < RESERVATION_STEP ? [RESERVATION_STEP] : []), needed];
+    return this.transactions.run(async (tx) => {
+      for (const bytes of attempts) {
+        if (await tryReserveStorage(tx, accountId, bytes)) {
+          await tx
+            .createQueryBuilder()
+            .update(UploadReservationEntity)
+            .set({ bytes: () => `bytes + ${bytes}`, updatedAt: this.clock.now() })
+            .where('id = :uploadId', { uploadId })
+            .execute();
+          return bytes;
+        }
+      }
+      return 0;
+    });
+  }
+
+  /**
+   * The quota refusal names the file's whole size, so the rest of the file is read (and dropped,
+   * never stored) to learn it, up to the plan's maximum. Then user.quota_exceeded is recorded in
+   * its own transaction, since the upload itself changes nothing.
+   */
+  private async quotaRefusal(actor: Actor, source: Readable, sizeSoFar: number, maxSize: number): Promise<ApiError> {
+    let size = sizeSoFar;
+    const tooLarge = await new Promise<boolean>((resolve) => {
+      if (source.readableEnded || source.destroyed) return resolve(false);
+      const onData = (chunk: Buffer) => {
+        size += chunk.length;
+        if (size > maxSize) {
+          source.off('data', onData);
+          resolve(true);
+        }
+      };
+      source.on('data', onData);
+      source.once('end', () => resolve(false));
+      source.once('error', () => resolve(false));
+      source.once('close', () => resolve(false));
+      source.resume();
+    });
+    if (tooLarge) return new FileTooLarge(size, maxSize, actor.plan);
+    const now = this.clock.now();
+    return this.transactions.run(async (tx) => {
+      const account = await tx.getRepository(AccountEntity).findOneByOrFail({ id: actor.accountId });
+      const current = account.storageUsed + account.storageReserved;
+      const limit = account.storageLimit;
+      await Outbox.record(tx, quotaExceeded(actor.accountId, now, { used: current, limit, overage: current + size - limit }));
+      return new StorageExceeded(current, limit, size);
+    });
+  }
+
+  /** Gives back an upload's reservation and removes its temporary bytes; safe to call twice. */
+  async release(uploadId: string, tempKey: string): Promise<void> {
+    try {
+      await this.storage.delete(tempKey);
+      await this.transactions.run(async (tx) => {
+        const reservation = await tx.getRepository(UploadReservationEntity).findOneBy({ id: uploadId });
+        if (!reservation) return;
+        const removed = await tx.getRepository(UploadReservationEntity).delete({ id: uploadId });
+        if (removed.affected && reservation.bytes > 0) {
+          await tx
+            .createQueryBuilder()
+            .update(AccountEntity)
+            .set({ storageReserved: () => `storage_reserved - ${reservation.bytes}` })
+            .where('id = :id', { id: reservation.accountId })
+            .execute();
+        }
+      });
+    } catch (error) {
+      // The sweeper gives back what this could not; the caller's own error matters more.
+      this.logger.error({ err: error, uploadId }, 'Could not release an upload reservation');
+    }
+  }
+}

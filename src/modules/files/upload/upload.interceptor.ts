@@ -1,0 +1,108 @@
+import { type CallHandler, type ExecutionContext, Injectable, type NestInterceptor } from '@nestjs/common';
+import type { Request, Response } from 'express';
+import multer, { MulterError, type StorageEngine } from 'multer';
+import { catchError, from, type Observable, switchMap, throwError } from 'rxjs';
+import { ApiError, FileTooLarge, InvalidRequest } from '../../../common/errors/api-error.js';
+import { PLANS } from '../../accounts/plans.js';
+import { type ReceivedUpload, UploadReceiver } from './upload-receiver.js';
+
+/**
+ * Multipart framing around the file (boundaries, part headers, the small fields) never takes more
+ * than this, so a Content-Length beyond max size + this is refused before a byte is read.
+ */
+export const MULTIPART_ALLOWANCE = 16 * 1024;
+
+const LIMITS = { files: 1, fields: 5, fieldSize: 2048, parts: 8, headerPairs: 40 };
+
+const MULTER_MESSAGES: Partial<Record<string, string>> = {
+  LIMIT_FILE_COUNT: 'Send exactly one file, in the field "file".',
+  LIMIT_UNEXPECTED_FILE: 'The file must be sent in the field "file".',
+  LIMIT_FIELD_COUNT: 'Too many form fields; the upload takes file, name, folder_id and overwrite.',
+  LIMIT_PART_COUNT: 'Too many form parts; the upload takes file, name, folder_id and overwrite.',
+  LIMIT_FIELD_VALUE: 'A form field value is too long.',
+};
+
+declare module 'express-serve-static-core' {
+  interface Request {
+    upload?: ReceivedUpload & { originalname: string };
+  }
+}
+
+/**
+ * Reads the multipart upload with multer and a storage engine that streams the file part through
+ * UploadReceiver. A refusal (too large, over quota) is answered at once, without waiting for the
+ * rest of the request, and the connection is closed behind it. If anything fails after the bytes
+ * were received (validation, a missing folder), the temporary blob and its reservation are released.
+ */
+@Injectable()
+export class UploadInterceptor implements NestInterceptor {
+  constructor(private readonly receiver: UploadReceiver) {}
+
+  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
+    const request = context.switchToHttp().getRequest<Request>();
+    const response = context.switchToHttp().getResponse<Response>();
+    return from(this.receive(request, response)).pipe(
+      switchMap(() => next.handle()),
+      catchError((error: unknown) => {
+        const upload = request.upload;
+        const cleanup = upload ? this.receiver.release(upload.uploadId, upload.tempKey) : Promise.resolve();
+        return from(cleanup).pipe(switchMap(() => throwError(() => error)));
+      }),
+    );
+  }
+
+  private async receive(request: Request, response: Response): Promise<void> {
+    const actor = request.actor;
+    if (!actor) throw new Error('UploadInterceptor needs an authenticated route');
+    const maxSize = PLANS[actor.plan].maxFileSize;
+    const declared = Number(request.headers['content-length']);
+    if (Number.isFinite(declared) && declared > maxSize + MULTIPART_ALLOWANCE) {
+      closeAfterAnswer(request, response);
+      throw new FileTooLarge(declared, maxSize, actor.plan);
+    }
+    const aborted = new AbortController();
+    request.on('close', () => {
+      if (!request.complete) aborted.abort();
+    });
+    await new Promise<void>((resolve, reject) => {
+      const engine: StorageEngine = {
+        _handleFile: (_req, file, callback) => {
+          this.receiver.receive(actor, file.stream, aborted.signal, Number.isFinite(declared) ? declared : undefined).then(
+            (received) => callback(null, received),
+            (error: unknown) => {
+              // Answer now; multer would otherwise read the whole remaining body before reporting.
+              if (error instanceof ApiError) reject(error);
+              callback(error as Error);
+            },
+          );
+        },
+        _removeFile: (_req, file, callback) => {
+          const received = file as unknown as Partial<ReceivedUpload>;
+          if (!received.uploadId || !received.tempKey) return callback(null);
+          this.receiver.release(received.uploadId, received.tempKey).then(() => callback(null), callback);
+        },
+      };
+      multer({ storage: engine, limits: LIMITS, defParamCharset: 'utf8' } as multer.Options).single('file')(request, response, (error: unknown) => {
+        if (!error) {
+          if (request.file) request.upload = request.file as unknown as ReceivedUpload & { originalname: string };
+          return resolve();
+        }
+        reject(error);
+      });
+    }).catch((error: unknown) => {
+      closeAfterAnswer(request, response);
+      throw translate(error);
+    });
+  }
+}
+
+function translate(error: unknown): unknown {
+  if (error instanceof ApiError) return error;
+  if (error instanceof MulterError) return new InvalidRequest(MULTER_MESSAGES[error.code] ?? `The multipart body was refused: ${error.message}.`);
+  return new InvalidRequest(`The multipart body could not be read: ${error instanceof Error ? error.message : String(error)}.`);
+}
+
+/** When a refusal comes before the client finished sending, close the connection after the answer. */
+function closeAfterAnswer(request: Request, response: Response): void {
+  if (!request.complete && !response.headersSent) response.setHeader('Connection', 'close');
+}

@@ -1,0 +1,57 @@
+import { Command, CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
+import type { Actor } from '../../../common/auth/actor.js';
+import { Clock } from '../../../common/clock.js';
+import { InvalidRequest, NotFound } from '../../../common/errors/api-error.js';
+import { Transactions } from '../../../infra/database/transactions.js';
+import { assertValidName, nameKeyOf } from '../../files/file-naming.js';
+import { freeFolderName, retryOnNameCollision } from '../../files/name-collisions.js';
+import { FolderResponse } from '../dto/folder.dto.js';
+import { FolderEntity } from '../folder.entity.js';
+
+export class UpdateFolderCommand extends Command<FolderResponse> {
+  /** `parentId`: undefined leaves the folder where it is, null moves it to the root. */
+  constructor(
+    readonly actor: Actor,
+    readonly folderId: string,
+    readonly name: string | undefined,
+    readonly parentId: string | null | undefined,
+  ) {
+    super();
+  }
+}
+
+/** Renames and/or moves a folder; it can never move into itself or one of its descendants. */
+@CommandHandler(UpdateFolderCommand)
+export class UpdateFolderHandler implements ICommandHandler<UpdateFolderCommand> {
+  constructor(
+    private readonly transactions: Transactions,
+    private readonly clock: Clock,
+  ) {}
+
+  async execute({ actor, folderId, name, parentId }: UpdateFolderCommand): Promise<FolderResponse> {
+    if (name !== undefined) assertValidName(name);
+    return retryOnNameCollision(() =>
+      this.transactions.run(async (tx) => {
+        const folders = tx.getRepository(FolderEntity);
+        const folder = await folders.findOneBy({ id: folderId, accountId: actor.accountId, state: 'active' });
+        if (!folder) throw new NotFound('folder', folderId);
+        if (parentId) {
+          // Walk up from the new parent: meeting the folder itself means a cycle.
+          let cursor: string | null = parentId;
+          for (let depth = 0; cursor !== null; depth++) {
+            if (cursor === folder.id) throw InvalidRequest.fields([{ field: 'parent_id', message: 'a folder cannot move into itself or one of its descendants' }]);
+            const ancestor: FolderEntity | null = await folders.findOneBy({ id: cursor, accountId: actor.accountId, state: 'active' });
+            if (!ancestor) throw new NotFound('folder', cursor);
+            cursor = depth > 10_000 ? null : ancestor.parentId;
+          }
+        }
+        const targetParent = parentId === undefined ? folder.parentId : parentId;
+        const finalName = await freeFolderName(tx, actor.accountId, targetParent ?? '', name ?? folder.name, folder.id);
+        const now = this.clock.now();
+        Object.assign(folder, { name: finalName, nameKey: nameKeyOf(finalName), parentId: targetParent, parentKey: targetParent ?? '', modifiedAt: now });
+        await folders.update({ id: folder.id }, { name: folder.name, nameKey: folder.nameKey, parentId: folder.parentId, parentKey: folder.parentKey, modifiedAt: now });
+        return FolderResponse.from(folder);
+      }),
+    );
+  }
+}

@@ -1,0 +1,57 @@
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } from '@nestjs/common';
+import { CommandBus, QueryBus } from '@nestjs/cqrs';
+import { ApiOperation, ApiTags } from '@nestjs/swagger';
+import { RequireScope } from '../../common/auth/access.decorator.js';
+import { type Actor, CurrentActor } from '../../common/auth/actor.js';
+import { ApiEnvelope, ApiErrors } from '../../common/http/openapi.js';
+import { CreateFolderCommand } from './commands/create-folder.command.js';
+import { DeleteFolderCommand } from './commands/delete-folder.command.js';
+import { UpdateFolderCommand } from './commands/update-folder.command.js';
+import { CreateFolderRequest, DeletedFolderResponse, FolderResponse, ListFoldersRequest, UpdateFolderRequest } from './dto/folder.dto.js';
+import { ListFoldersQuery } from './queries/list-folders.query.js';
+
+@ApiTags('Folders')
+@Controller('v1/folders')
+export class FoldersController {
+  constructor(
+    private readonly commands: CommandBus,
+    private readonly queries: QueryBus,
+  ) {}
+
+  @Post()
+  @RequireScope('write')
+  @ApiOperation({ summary: 'Create a folder', description: 'In parent_id, or the root. A sibling name taken (case-insensitively) gets a numbered suffix: `Photos (1)`. Emits folder.created.' })
+  @ApiEnvelope(FolderResponse, { status: 201 })
+  @ApiErrors([400, 'invalid_request: an illegal name.'], [404, 'not_found: parent_id names no active folder.'])
+  create(@CurrentActor() actor: Actor, @Body() body: CreateFolderRequest): Promise<FolderResponse> {
+    return this.commands.execute(new CreateFolderCommand(actor, body.name, body.parent_id ?? null));
+  }
+
+  @Get()
+  @RequireScope('read')
+  @ApiOperation({ summary: 'List folders', description: 'Subfolders of parent_id (the root when omitted), paginated like files; sort name_asc by default.' })
+  @ApiEnvelope(FolderResponse, { list: true })
+  @ApiErrors([400, 'invalid_request: bad page, per_page, sort or a repeated parameter.'], [404, 'not_found: no such active parent folder.'])
+  list(@CurrentActor() actor: Actor, @Query() request: ListFoldersRequest) {
+    return this.queries.execute(new ListFoldersQuery(actor, request));
+  }
+
+  @Patch(':folder_id')
+  @RequireScope('write')
+  @ApiOperation({ summary: 'Rename and/or move a folder', description: '`parent_id: null` moves it to the root. A folder cannot move into itself or a descendant.' })
+  @ApiEnvelope(FolderResponse)
+  @ApiErrors([400, 'invalid_request: an illegal name, or a move into itself or a descendant.'], [404, 'not_found: no such active folder or parent.'])
+  update(@CurrentActor() actor: Actor, @Param('folder_id') folderId: string, @Body() body: UpdateFolderRequest): Promise<FolderResponse> {
+    return this.commands.execute(new UpdateFolderCommand(actor, folderId, body.name, body.parent_id));
+  }
+
+  @Delete(':folder_id')
+  @HttpCode(200)
+  @RequireScope('delete')
+  @ApiOperation({ summary: 'Delete a folder', description: 'Moves the folder and everything in it, recursively, to the trash. Its files can be restored (into the root) within the recovery window.' })
+  @ApiEnvelope(DeletedFolderResponse)
+  @ApiErrors([404, 'not_found: no such active folder.'])
+  delete(@CurrentActor() actor: Actor, @Param('folder_id') folderId: string): Promise<DeletedFolderResponse> {
+    return this.commands.execute(new DeleteFolderCommand(actor, folderId));
+  }
+}

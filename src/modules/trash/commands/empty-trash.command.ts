@@ -1,0 +1,58 @@
+import { Logger } from '@nestjs/common';
+import { Command, CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
+import type { Actor } from '../../../common/auth/actor.js';
+import { Clock } from '../../../common/clock.js';
+import { Transactions } from '../../../infra/database/transactions.js';
+import { BlobStorage } from '../../../infra/storage/blob-storage.js';
+import { deleteBlobs } from '../../files/commands/delete-file.command.js';
+import { FileEntity } from '../../files/file.entity.js';
+import { deleteFilesPermanently } from '../../files/file-removal.js';
+import { EmptiedTrashResponse } from '../dto/trash.dto.js';
+
+export const PURGE_BATCH = 200;
+
+export class EmptyTrashCommand extends Command<EmptiedTrashResponse> {
+  constructor(readonly actor: Actor) {
+    super();
+  }
+}
+
+/**
+ * Permanently deletes every trashed file of the account, in batches (one transaction each, so the
+ * API stays responsive), freeing storage and recording file.deleted (permanent) per file.
+ */
+@CommandHandler(EmptyTrashCommand)
+export class EmptyTrashHandler implements ICommandHandler<EmptyTrashCommand> {
+  private readonly logger = new Logger('EmptyTrash');
+
+  constructor(
+    private readonly transactions: Transactions,
+    private readonly storage: BlobStorage,
+    private readonly clock: Clock,
+  ) {}
+
+  async execute({ actor }: EmptyTrashCommand): Promise<EmptiedTrashResponse> {
+    let deletedCount = 0;
+    let freedBytes = 0;
+    let after = '';
+    for (;;) {
+      const deleted = await this.transactions.run(async (tx) => {
+        const batch = await tx
+          .getRepository(FileEntity)
+          .createQueryBuilder('f')
+          .where("f.account_id = :accountId AND f.state = 'trashed' AND f.id > :after", { accountId: actor.accountId, after })
+          .orderBy('f.id', 'ASC')
+          .limit(PURGE_BATCH)
+          .getMany();
+        if (batch.length === 0) return null;
+        after = batch[batch.length - 1].id;
+        return deleteFilesPermanently(tx, batch, actor.userId, this.clock.now(), { state: 'trashed' });
+      });
+      if (deleted === null) break;
+      deletedCount += deleted.length;
+      freedBytes += deleted.reduce((sum, f) => sum + f.size, 0);
+      await deleteBlobs(this.storage, deleted, this.logger);
+    }
+    return Object.assign(new EmptiedTrashResponse(), { deleted_count: deletedCount, freed_bytes: freedBytes });
+  }
+}

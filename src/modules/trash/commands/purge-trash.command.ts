@@ -1,0 +1,67 @@
+import { Logger } from '@nestjs/common';
+import { Command, CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
+import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
+import { Clock } from '../../../common/clock.js';
+import { Transactions } from '../../../infra/database/transactions.js';
+import { BlobStorage } from '../../../infra/storage/blob-storage.js';
+import { deleteBlobs } from '../../files/commands/delete-file.command.js';
+import { FileEntity } from '../../files/file.entity.js';
+import { deleteFilesPermanently } from '../../files/file-removal.js';
+import { PURGE_BATCH } from './empty-trash.command.js';
+
+export interface PurgeResult {
+  purged: number;
+  freed_bytes: number;
+}
+
+export class PurgeTrashCommand extends Command<PurgeResult> {
+  /** `now` defaults to the clock; tests pass a later time to expire files without waiting. */
+  constructor(readonly now?: Date) {
+    super();
+  }
+}
+
+/**
+ * Deletes, for good, every trashed file whose recovery window has passed (all accounts), in
+ * batches of small transactions with a pause between them so requests keep flowing. Each delete
+ * is conditional (still trashed, still expired): a file restored meanwhile is never touched, and
+ * when two processes purge at once, each file is deleted (and counted, and announced) by one only.
+ */
+@CommandHandler(PurgeTrashCommand)
+export class PurgeTrashHandler implements ICommandHandler<PurgeTrashCommand> {
+  private readonly logger = new Logger('TrashPurge');
+
+  constructor(
+    private readonly transactions: Transactions,
+    private readonly storage: BlobStorage,
+    private readonly clock: Clock,
+  ) {}
+
+  async execute(command: PurgeTrashCommand): Promise<PurgeResult> {
+    const now = command.now ?? this.clock.now();
+    let purged = 0;
+    let freed = 0;
+    let after = '';
+    for (;;) {
+      const result = await this.transactions.run(async (tx) => {
+        const batch = await tx
+          .getRepository(FileEntity)
+          .createQueryBuilder('f')
+          .where("f.state = 'trashed' AND f.recoverable_until <= :now AND f.id > :after", { now: now.toISOString(), after })
+          .orderBy('f.id', 'ASC')
+          .limit(PURGE_BATCH)
+          .getMany();
+        if (batch.length === 0) return null;
+        after = batch[batch.length - 1].id;
+        return deleteFilesPermanently(tx, batch, 'system', now, { state: 'trashed', expiredBy: now });
+      });
+      if (result === null) break;
+      purged += result.length;
+      freed += result.reduce((sum, f) => sum + f.size, 0);
+      await deleteBlobs(this.storage, result, this.logger);
+      await yieldToEventLoop();
+    }
+    if (purged > 0) this.logger.log({ purged, freed_bytes: freed }, 'Purged expired trash');
+    return { purged, freed_bytes: freed };
+  }
+}

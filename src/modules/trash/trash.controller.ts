@@ -1,0 +1,37 @@
+import { Controller, Delete, Get, HttpCode, Query } from '@nestjs/common';
+import { CommandBus, QueryBus } from '@nestjs/cqrs';
+import { ApiOperation, ApiTags } from '@nestjs/swagger';
+import { RequireScope } from '../../common/auth/access.decorator.js';
+import { type Actor, CurrentActor } from '../../common/auth/actor.js';
+import { ApiEnvelope, ApiErrors } from '../../common/http/openapi.js';
+import { EmptyTrashCommand } from './commands/empty-trash.command.js';
+import { EmptiedTrashResponse, ListTrashRequest, TrashedFileResponse } from './dto/trash.dto.js';
+import { ListTrashQuery } from './queries/list-trash.query.js';
+
+@ApiTags('Trash')
+@Controller('v1/trash')
+export class TrashController {
+  constructor(
+    private readonly commands: CommandBus,
+    private readonly queries: QueryBus,
+  ) {}
+
+  @Get()
+  @RequireScope('read')
+  @ApiOperation({ summary: 'List the trash', description: 'Trashed files, sorted by deleted_desc (default) or deleted_asc, ties broken by id; `search` matches names case-insensitively.' })
+  @ApiEnvelope(TrashedFileResponse, { list: true })
+  @ApiErrors([400, 'invalid_request: bad page, per_page, sort or a repeated parameter.'])
+  list(@CurrentActor() actor: Actor, @Query() request: ListTrashRequest) {
+    return this.queries.execute(new ListTrashQuery(actor, request));
+  }
+
+  @Delete()
+  @HttpCode(200)
+  @RequireScope('delete', { elevated: true })
+  @ApiOperation({ summary: 'Empty the trash', description: 'Permanently deletes every trashed file and frees its storage (elevated key).' })
+  @ApiEnvelope(EmptiedTrashResponse)
+  @ApiErrors([400, 'invalid_request: unexpected parameters.'])
+  empty(@CurrentActor() actor: Actor): Promise<EmptiedTrashResponse> {
+    return this.commands.execute(new EmptyTrashCommand(actor));
+  }
+}

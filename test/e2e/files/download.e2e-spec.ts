@@ -1,0 +1,118 @@
+import { createHash } from 'node:crypto';
+import { Readable } from 'node:stream';
+import { DataSource } from 'typeorm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BlobStorage } from '../../../src/infra/storage/blob-storage.js';
+import { FileEntity } from '../../../src/modules/files/file.entity.js';
+import { createAccount, type TestAccount } from '../../support/accounts.js';
+import { startTestApp, type TestApp } from '../../support/test-app.js';
+import { onTestServer, uploadOk } from '../../support/uploads.js';
+
+describe('signed downloads', () => {
+  let t: TestApp;
+  let owner: TestAccount;
+  let file: any;
+  const content = Buffer.from(Array.from({ length: 1000 }, (_, i) => i % 251));
+  const md5 = createHash('md5').update(content).digest('hex');
+
+  beforeAll(async () => {
+    t = await startTestApp();
+    owner = await createAccount(t.app);
+    file = await uploadOk(t, owner.auth, content, { name: 'Jahresbericht "2026" ü.bin' });
+  });
+  afterAll(() => t.close());
+
+  const url = () => onTestServer(t, file.download_url);
+
+  it('streams the whole file without an API key, with ETag and Content-Disposition', async () => {
+    const res = await fetch(url());
+    expect(res.status).toBe(200);
+    expect(Buffer.from(await res.arrayBuffer())).toEqual(content);
+    expect(res.headers.get('etag')).toBe(`"${md5}"`);
+    expect(res.headers.get('content-length')).toBe('1000');
+    expect(res.headers.get('accept-ranges')).toBe('bytes');
+    expect(res.headers.get('content-disposition')).toBe(
+      `attachment; filename="Jahresbericht _2026_ _.bin"; filename*=UTF-8''Jahresbericht%20%222026%22%20%C3%BC.bin`,
+    );
+  });
+
+  it('serves byte ranges with 206, and 416 for an unsatisfiable one', async () => {
+    const part = await fetch(url(), { headers: { Range: 'bytes=10-19' } });
+    expect(part.status).toBe(206);
+    expect(part.headers.get('content-range')).toBe('bytes 10-19/1000');
+    expect(Buffer.from(await part.arrayBuffer())).toEqual(content.subarray(10, 20));
+    const suffix = await fetch(url(), { headers: { Range: 'bytes=-5' } });
+    expect(Buffer.from(await suffix.arrayBuffer())).toEqual(content.subarray(995));
+    const open = await fetch(url(), { headers: { Range: 'bytes=990-' } });
+    expect(open.headers.get('content-range')).toBe('bytes 990-999/1000');
+    const bad = await fetch(url(), { headers: { Range: 'bytes=5000-6000' } });
+    expect(bad.status).toBe(416);
+    expect(bad.headers.get('content-range')).toBe('bytes */1000');
+    expect(((await bad.json()) as any).success).toBe(false);
+  });
+
+  it('answers 304 to a matching If-None-Match and ignores a Range whose If-Range is stale', async () => {
+    const notModified = await fetch(url(), { headers: { 'If-None-Match': `"${md5}"` } });
+    expect(notModified.status).toBe(304);
+    const stale = await fetch(url(), { headers: { Range: 'bytes=0-9', 'If-Range': '"old"' } });
+    expect(stale.status).toBe(200);
+    expect((await stale.arrayBuffer()).byteLength).toBe(1000);
+  });
+
+  it('answers HEAD with the headers only', async () => {
+    const res = await fetch(url(), { method: 'HEAD' });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-length')).toBe('1000');
+  });
+
+  it('refuses a tampered, truncated or expired link with 403 permission_denied', async () => {
+    const u = new URL(url());
+    const signature = u.searchParams.get('signature')!;
+    const expires = Number(u.searchParams.get('expires'));
+    const variants = [
+      `${u.origin}${u.pathname}?expires=${expires}&signature=${signature.slice(0, -1)}${signature.endsWith('0') ? '1' : '0'}`,
+      `${u.origin}${u.pathname}?expires=${expires + 3600}&signature=${signature}`,
+      `${u.origin}${u.pathname}?expires=${expires}`,
+      `${u.origin}${u.pathname}`,
+      `${u.origin}/v1/files/file_other/download?expires=${expires}&signature=${signature}`,
+    ];
+    for (const variant of variants) {
+      const res = await fetch(variant);
+      expect(res.status, variant).toBe(403);
+      expect(((await res.json()) as any).error.code).toBe('permission_denied');
+    }
+    const signer = (await import('../../../src/infra/storage/url-signer.js')).UrlSigner;
+    const expired = t.app.get(signer).sign(`/v1/files/${file.id}/download`, new Date(Date.now() - 2 * 3600_000));
+    expect((await fetch(onTestServer(t, expired))).status).toBe(403);
+  });
+
+  it('answers 404 for a trashed file and 403 file_infected for a quarantined one', async () => {
+    const trashed = await uploadOk(t, owner.auth, 'bye', { name: 'bye.txt' });
+    await t.http().delete(`/v1/files/${trashed.id}`).set(owner.auth);
+    const gone = await fetch(onTestServer(t, trashed.download_url));
+    expect(gone.status).toBe(404);
+    const infected = await uploadOk(t, owner.auth, 'bad', { name: 'bad.exe' });
+    await t.app.get(DataSource).getRepository(FileEntity).update({ id: infected.id }, { scanStatus: 'infected' });
+    const blocked = await fetch(onTestServer(t, infected.download_url));
+    expect(blocked.status).toBe(403);
+    expect(((await blocked.json()) as any).error.code).toBe('file_infected');
+  });
+
+  it('offers a signed thumbnail_url once a thumbnail exists, served inline as WebP', async () => {
+    const image = await uploadOk(t, owner.auth, 'pretend image', { name: 'p.png' });
+    expect(image.thumbnail_url).toBeUndefined();
+    const key = `thumbnails/${owner.accountId}/${image.id}/v1.webp`;
+    await t.app.get(BlobStorage).write(key, Readable.from([Buffer.from('RIFFxxxxWEBP')]));
+    await t.app.get(DataSource).getRepository(FileEntity).update({ id: image.id }, { thumbnailKey: key });
+    const fresh = (await t.http().get(`/v1/files/${image.id}`).set(owner.auth)).body.data;
+    expect(fresh.thumbnail_url).toMatch(new RegExp(`/v1/files/${image.id}/thumbnail\\?expires=\\d+&signature=[0-9a-f]{64}$`));
+    const res = await fetch(onTestServer(t, fresh.thumbnail_url));
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('image/webp');
+    expect(res.headers.get('content-disposition')).toMatch(/^inline;/);
+    expect(await res.text()).toBe('RIFFxxxxWEBP');
+    // A download signature does not open the thumbnail and vice versa.
+    const crossed = onTestServer(t, fresh.download_url).replace('/download?', '/thumbnail?');
+    expect((await fetch(crossed)).status).toBe(403);
+  });
+});

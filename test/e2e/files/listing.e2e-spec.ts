@@ -1,0 +1,192 @@
+import { DataSource } from 'typeorm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { newId } from '../../../src/common/ids.js';
+import { FileEntity } from '../../../src/modules/files/file.entity.js';
+import { ShareEntity } from '../../../src/modules/shares/share.entity.js';
+import { createAccount, createKey, type TestAccount } from '../../support/accounts.js';
+import { startTestApp, type TestApp } from '../../support/test-app.js';
+import { uploadOk } from '../../support/uploads.js';
+import { sleep } from '../../support/time.js';
+
+const SORTS = ['created_asc', 'created_desc', 'modified_asc', 'modified_desc', 'name_asc', 'name_desc', 'size_asc', 'size_desc'];
+
+describe('listing, reading and changing files', () => {
+  let t: TestApp;
+  let owner: TestAccount;
+  let folderId: string;
+  const inFolder: any[] = [];
+
+  beforeAll(async () => {
+    t = await startTestApp();
+    owner = await createAccount(t.app);
+    folderId = (await t.http().post('/v1/folders').set(owner.auth).send({ name: 'Sorted' })).body.data.id;
+    // 23 files with repeated sizes and names differing only in case, so ties must be broken by id.
+    const names = ['b.txt', 'A.txt', 'c.txt', 'a2.txt', 'B2.txt'];
+    for (let i = 0; i < 23; i++) {
+      const name = `${names[i % names.length].replace('.', `-${Math.floor(i / 5)}.`)}`;
+      inFolder.push(await uploadOk(t, owner.auth, 'x'.repeat(i % 4), { name, folderId }));
+    }
+    // Two share the same created_at millisecond sometimes; force exact ties on a few.
+    const repo = t.app.get(DataSource).getRepository(FileEntity);
+    await repo.update({ id: inFolder[1].id }, { createdAt: new Date(inFolder[0].created_at), modifiedAt: new Date(inFolder[0].modified_at) });
+    await repo.update({ id: inFolder[2].id }, { createdAt: new Date(inFolder[0].created_at), modifiedAt: new Date(inFolder[0].modified_at) });
+  });
+  afterAll(() => t.close());
+
+  it.each(SORTS)('pages through %s without repeats or skips, in order, ties broken by id', async (sort) => {
+    const seen: any[] = [];
+    for (let page = 1; page <= 5; page++) {
+      const res = await t.http().get(`/v1/files?folder_id=${folderId}&sort=${sort}&per_page=5&page=${page}`).set(owner.auth);
+      expect(res.status).toBe(200);
+      expect(res.body.pagination).toEqual({ page, per_page: 5, total_items: 23, total_pages: 5 });
+      seen.push(...res.body.data);
+    }
+    expect(seen).toHaveLength(23);
+    expect(new Set(seen.map((f) => f.id)).size).toBe(23);
+    const [field, direction] = sort.split('_');
+    const key = (f: any) => (field === 'created' ? f.created_at : field === 'modified' ? f.modified_at : field === 'name' ? f.name.toLowerCase() : f.size);
+    for (let i = 1; i < seen.length; i++) {
+      const [a, b] = direction === 'asc' ? [seen[i - 1], seen[i]] : [seen[i], seen[i - 1]];
+      const ka = key(a);
+      const kb = key(b);
+      expect(ka < kb || (ka === kb && a.id < b.id), `${sort} at ${i}`).toBe(true);
+    }
+  });
+
+  it('defaults to the root, page 1, 50 per page, newest first', async () => {
+    const rootFile = await uploadOk(t, owner.auth, 'root', { name: 'root-file.txt' });
+    const res = await t.http().get('/v1/files').set(owner.auth);
+    expect(res.body.pagination).toEqual({ page: 1, per_page: 50, total_items: 1, total_pages: 1 });
+    expect(res.body.data.map((f: any) => f.id)).toEqual([rootFile.id]);
+    expect(res.body.data[0].is_shared).toBe(false);
+  });
+
+  it('answers a page past the end with no data and the right pagination', async () => {
+    const res = await t.http().get(`/v1/files?folder_id=${folderId}&per_page=10&page=9`).set(owner.auth);
+    expect(res.status).toBe(200);
+    expect(res.body.data).toEqual([]);
+    expect(res.body.pagination).toEqual({ page: 9, per_page: 10, total_items: 23, total_pages: 3 });
+  });
+
+  it('searches names case-insensitively as a substring, literally', async () => {
+    await uploadOk(t, owner.auth, 'x', { name: 'Quarterly REPORT 100%_final.pdf' });
+    await uploadOk(t, owner.auth, 'x', { name: 'report-draft.txt' });
+    await uploadOk(t, owner.auth, 'x', { name: 'other.txt' });
+    const names = async (q: string) => (await t.http().get(`/v1/files?search=${encodeURIComponent(q)}&sort=name_asc`).set(owner.auth)).body.data.map((f: any) => f.name);
+    expect(await names('report')).toEqual(['Quarterly REPORT 100%_final.pdf', 'report-draft.txt']);
+    expect(await names('100%_')).toEqual(['Quarterly REPORT 100%_final.pdf']);
+    expect(await names('%')).toEqual(['Quarterly REPORT 100%_final.pdf']);
+    expect(await names('nothing')).toEqual([]);
+  });
+
+  it('filters by category', async () => {
+    await uploadOk(t, owner.auth, Buffer.from('89504e470d0a1a0a0000000d49484452', 'hex'), { name: 'pic.png' });
+    const res = await t.http().get('/v1/files?type=image').set(owner.auth);
+    expect(res.body.data.map((f: any) => [f.name, f.category])).toEqual([['pic.png', 'image']]);
+  });
+
+  it.each([
+    ['page=0', 'page'],
+    ['per_page=101', 'per_page'],
+    ['per_page=0', 'per_page'],
+    ['sort=newest', 'sort'],
+    ['type=spreadsheet', 'type'],
+    ['page=1&page=2', 'page'],
+    ['sort=name_asc&sort=name_desc', 'sort'],
+    ['colour=red', 'colour'],
+  ])('refuses %s with invalid_request', async (query, field) => {
+    const res = await t.http().get(`/v1/files?${query}`).set(owner.auth);
+    expect(res.status).toBe(400);
+    expect(res.body.error.code).toBe('invalid_request');
+    expect(res.body.error.details.fields.map((f: any) => f.field)).toContain(field);
+  });
+
+  it('answers 404 for an unknown, trashed or foreign folder', async () => {
+    expect((await t.http().get('/v1/files?folder_id=fld_nope').set(owner.auth)).status).toBe(404);
+    const other = await createAccount(t.app);
+    expect((await t.http().get(`/v1/files?folder_id=${folderId}`).set(other.auth)).status).toBe(404);
+  });
+
+  it('marks files with a live share link as shared, and only those', async () => {
+    const files = await Promise.all(['s1.txt', 's2.txt', 's3.txt', 's4.txt', 's5.txt'].map((name) => uploadOk(t, owner.auth, 'x', { name })));
+    const now = Date.now();
+    const share = (fileId: string, extra: Partial<ShareEntity>) =>
+      t.app.get(DataSource).getRepository(ShareEntity).insert({
+        id: newId('shr'),
+        accountId: owner.accountId,
+        fileId,
+        token: newId('shr'),
+        passwordHash: null,
+        expiresAt: null,
+        createdBy: owner.userId,
+        createdAt: new Date(now),
+        revokedAt: null,
+        invalidatedAt: null,
+        accessCount: 0,
+        lastAccessedAt: null,
+        ...extra,
+      });
+    await share(files[0].id, {});
+    await share(files[1].id, { expiresAt: new Date(now + 3600_000) });
+    await share(files[2].id, { expiresAt: new Date(now - 1000) });
+    await share(files[3].id, { revokedAt: new Date(now) });
+    await share(files[4].id, { invalidatedAt: new Date(now) });
+    const res = await t.http().get('/v1/files?search=s&per_page=100').set(owner.auth);
+    const shared = Object.fromEntries(res.body.data.filter((f: any) => /^s\d\.txt$/.test(f.name)).map((f: any) => [f.name, f.is_shared]));
+    expect(shared).toEqual({ 's1.txt': true, 's2.txt': true, 's3.txt': false, 's4.txt': false, 's5.txt': false });
+    expect((await t.http().get(`/v1/files/${files[0].id}`).set(owner.auth)).body.data.is_shared).toBe(true);
+  });
+
+  it('leaves trashed and quarantined files out of listings and GET', async () => {
+    const trashed = await uploadOk(t, owner.auth, 'x', { name: 'gone.txt' });
+    const infected = await uploadOk(t, owner.auth, 'x', { name: 'virus.exe' });
+    await t.http().delete(`/v1/files/${trashed.id}`).set(owner.auth);
+    await t.app.get(DataSource).getRepository(FileEntity).update({ id: infected.id }, { scanStatus: 'infected' });
+    const ids = (await t.http().get('/v1/files?per_page=100').set(owner.auth)).body.data.map((f: any) => f.id);
+    expect(ids).not.toContain(trashed.id);
+    expect(ids).not.toContain(infected.id);
+    expect((await t.http().get(`/v1/files/${trashed.id}`).set(owner.auth)).status).toBe(404);
+    expect((await t.http().get(`/v1/files/${infected.id}`).set(owner.auth)).status).toBe(404);
+  });
+
+  it('gets one file with is_shared and md5_hash; another account gets 404', async () => {
+    const file = await uploadOk(t, owner.auth, 'abc', { name: 'one.txt' });
+    const res = await t.http().get(`/v1/files/${file.id}`).set(owner.auth);
+    expect(res.status).toBe(200);
+    expect(res.body.data).toMatchObject({ id: file.id, name: 'one.txt', size: 3, md5_hash: '900150983cd24fb0d6963f7d28e17f72', is_shared: false });
+    const other = await createAccount(t.app);
+    const foreign = await t.http().get(`/v1/files/${file.id}`).set(other.auth);
+    expect(foreign.status).toBe(404);
+    expect(foreign.body.error.code).toBe('not_found');
+    expect((await t.http().patch(`/v1/files/${file.id}`).set(other.auth).send({ name: 'mine.txt' })).status).toBe(404);
+    expect((await t.http().delete(`/v1/files/${file.id}`).set(other.auth)).status).toBe(404);
+  });
+
+  it('renames and moves a file, numbering a taken name and updating modified_at', async () => {
+    const a = await uploadOk(t, owner.auth, 'a', { name: 'move-me.txt' });
+    await uploadOk(t, owner.auth, 'b', { name: 'taken.txt', folderId });
+    await sleep(5);
+    const moved = await t.http().patch(`/v1/files/${a.id}`).set(owner.auth).send({ name: 'TAKEN.txt', folder_id: folderId });
+    expect(moved.status).toBe(200);
+    expect(moved.body.data).toMatchObject({ id: a.id, name: 'TAKEN (1).txt', folder_id: folderId, created_at: a.created_at });
+    expect(moved.body.data.modified_at > a.modified_at).toBe(true);
+    const back = await t.http().patch(`/v1/files/${a.id}`).set(owner.auth).send({ folder_id: null });
+    expect(back.body.data).toMatchObject({ name: 'TAKEN (1).txt', folder_id: null });
+    const renamedInPlace = await t.http().patch(`/v1/files/${a.id}`).set(owner.auth).send({ name: 'taken (1).TXT' });
+    expect(renamedInPlace.body.data.name).toBe('taken (1).TXT');
+    for (const name of ['../x', 'a/b', '.', '..', '', 'x'.repeat(256)]) {
+      expect((await t.http().patch(`/v1/files/${a.id}`).set(owner.auth).send({ name })).status, name).toBe(400);
+    }
+    expect((await t.http().patch(`/v1/files/${a.id}`).set(owner.auth).send({ folder_id: 'fld_nope' })).status).toBe(404);
+    expect((await t.http().patch(`/v1/files/${a.id}`).set(owner.auth).send({ size: 5 })).status).toBe(400);
+  });
+
+  it('checks scopes: read for listing and GET, write for PATCH', async () => {
+    const writer = await createKey(t.app, owner, ['write']);
+    const reader = await createKey(t.app, owner, ['read']);
+    expect((await t.http().get('/v1/files').set(writer.auth)).status).toBe(403);
+    expect((await t.http().get('/v1/files').set(reader.auth)).status).toBe(200);
+    expect((await t.http().patch(`/v1/files/${inFolder[0].id}`).set(reader.auth).send({ name: 'z.txt' })).status).toBe(403);
+    expect((await t.http().get('/v1/files')).status).toBe(401);
+  });
+});

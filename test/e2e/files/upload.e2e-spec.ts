@@ -1,0 +1,268 @@
+import { createHash } from 'node:crypto';
+import { DataSource } from 'typeorm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { OutboxEventEntity } from '../../../src/infra/outbox/outbox-event.entity.js';
+import { AccountEntity } from '../../../src/modules/accounts/account.entity.js';
+import { createAccount, createKey, type TestAccount } from '../../support/accounts.js';
+import { startTestApp, type TestApp } from '../../support/test-app.js';
+import { listBlobs, rawUpload, upload, uploadOk } from '../../support/uploads.js';
+import { sleep } from '../../support/time.js';
+
+const PNG = Buffer.from('89504e470d0a1a0a0000000d4948445200000001000000010806000000', 'hex');
+const MiB = 1024 * 1024;
+
+describe('uploading files', () => {
+  let t: TestApp;
+  let owner: TestAccount;
+
+  const account = (id: string) => t.app.get(DataSource).getRepository(AccountEntity).findOneByOrFail({ id });
+  const events = async (accountId: string, name: string) =>
+    (await t.app.get(DataSource).getRepository(OutboxEventEntity).find({ where: { accountId, event: name }, order: { occurredAt: 'ASC' } })).map((e) =>
+      JSON.parse(e.payload),
+    );
+  /** Nothing held after a failed upload: no temporary bytes and no reserved quota. */
+  const expectNothingHeld = async (accountId: string) => {
+    for (let i = 0; i < 50 && (listBlobs(t, 'tmp').length > 0 || (await account(accountId)).storageReserved !== 0); i++) await sleep(50);
+    expect(listBlobs(t, 'tmp')).toEqual([]);
+    expect((await account(accountId)).storageReserved).toBe(0);
+  };
+
+  beforeAll(async () => {
+    t = await startTestApp();
+    owner = await createAccount(t.app);
+  });
+  afterAll(() => t.close());
+
+  it('stores a file and answers the File object with its MD5', async () => {
+    const content = 'hello, world\n';
+    const res = await upload(t, owner.auth, content, { filename: 'notes.txt' });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({
+      success: true,
+      data: {
+        id: expect.stringMatching(/^file_/),
+        name: 'notes.txt',
+        size: 13,
+        type: 'text/plain',
+        category: 'document',
+        folder_id: null,
+        created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
+        modified_at: res.body.data.created_at,
+        download_url: expect.stringMatching(new RegExp(`/v1/files/${res.body.data.id}/download\\?expires=\\d+&signature=[0-9a-f]{64}$`)),
+        md5_hash: createHash('md5').update(content).digest('hex'),
+        scan_status: 'pending',
+      },
+    });
+    expect(res.body.data).not.toHaveProperty('thumbnail_url');
+    expect((await account(owner.accountId)).storageUsed).toBeGreaterThanOrEqual(13);
+    expect(listBlobs(t, 'tmp')).toEqual([]);
+  });
+
+  it('detects the type from the content, then the extension, then falls back to octet-stream', async () => {
+    expect((await uploadOk(t, owner.auth, PNG, { filename: 'looks-like-text.txt' })).type).toBe('image/png');
+    expect((await uploadOk(t, owner.auth, PNG, { filename: 'looks-like-text.txt' })).category).toBe('image');
+    expect((await uploadOk(t, owner.auth, 'a,b\n1,2\n', { filename: 'table.csv' })).type).toBe('text/csv');
+    const unknown = await uploadOk(t, owner.auth, Buffer.from([0, 1, 2, 3]), { filename: 'mystery' });
+    expect([unknown.type, unknown.category]).toEqual(['application/octet-stream', 'other']);
+  });
+
+  it('accepts the form fields before or after the file part, and an empty file', async () => {
+    const before = await uploadOk(t, owner.auth, 'x', { name: 'fields-before.txt' });
+    const after = await uploadOk(t, owner.auth, 'x', { name: 'fields-after.txt', fieldsAfterFile: true });
+    expect([before.name, after.name]).toEqual(['fields-before.txt', 'fields-after.txt']);
+    const empty = await uploadOk(t, owner.auth, '', { filename: 'empty.txt' });
+    expect([empty.size, empty.md5_hash]).toEqual([0, 'd41d8cd98f00b204e9800998ecf8427e']);
+  });
+
+  it('keeps a UTF-8 file name exactly', async () => {
+    expect((await uploadOk(t, owner.auth, 'x', { filename: 'résumé 履歴書.txt' })).name).toBe('résumé 履歴書.txt');
+  });
+
+  it('refuses a request without a file part, or with the file in another field, with 400 and stores nothing', async () => {
+    const form = new FormData();
+    form.append('name', 'x.txt');
+    const noFile = await fetch(`${t.baseUrl}/v1/files/upload`, { method: 'POST', headers: owner.auth, body: form });
+    expect(noFile.status).toBe(400);
+    expect(((await noFile.json()) as any).error.code).toBe('invalid_request');
+
+    const json = await t.http().post('/v1/files/upload').set(owner.auth).send({ name: 'x' });
+    expect(json.status).toBe(400);
+
+    const wrongField = new FormData();
+    wrongField.append('document', new Blob(['abc']), 'a.txt');
+    const wrong = await fetch(`${t.baseUrl}/v1/files/upload`, { method: 'POST', headers: owner.auth, body: wrongField });
+    expect(wrong.status).toBe(400);
+
+    const two = new FormData();
+    two.append('file', new Blob(['abc']), 'a.txt');
+    two.append('file', new Blob(['def']), 'b.txt');
+    const twoFiles = await fetch(`${t.baseUrl}/v1/files/upload`, { method: 'POST', headers: owner.auth, body: two });
+    expect(twoFiles.status).toBe(400);
+
+    const unknownField = await upload(t, owner.auth, 'abc', { filename: 'a.txt', name: 'ok.txt' });
+    expect(unknownField.status).toBe(200);
+    await expectNothingHeld(owner.accountId);
+  });
+
+  it.each([['../escape.txt'], ['a/b.txt'], ['a\\b.txt'], ['.'], ['..'], [''], ['x'.repeat(256)], ['nul\0byte']])(
+    'refuses the name %j with invalid_request and keeps no bytes',
+    async (name) => {
+      const before = (await account(owner.accountId)).storageUsed;
+      const res = await upload(t, owner.auth, 'content', { name });
+      expect(res.status).toBe(400);
+      expect(res.body.error.code).toBe('invalid_request');
+      expect((await account(owner.accountId)).storageUsed).toBe(before);
+      await expectNothingHeld(owner.accountId);
+    },
+  );
+
+  it('never lets a path in the part file name reach storage', async () => {
+    const file = await uploadOk(t, owner.auth, 'secret', { filename: '../../../../etc/passwd' });
+    expect(file.name).toBe('passwd');
+    expect(listBlobs(t).every((key) => key.startsWith(`files/${owner.accountId}/${file.id.slice(0, 0)}`) || key.startsWith('files/'))).toBe(true);
+    expect(listBlobs(t).some((key) => key.includes('passwd') || key.includes('..'))).toBe(false);
+  });
+
+  it('numbers a taken name before the extension, case-insensitively', async () => {
+    const names: string[] = [];
+    for (const name of ['report.pdf', 'report.pdf', 'REPORT.pdf', 'report.pdf']) names.push((await uploadOk(t, owner.auth, 'r', { name })).name);
+    expect(names).toEqual(['report.pdf', 'report (1).pdf', 'REPORT (2).pdf', 'report (3).pdf']);
+  });
+
+  it('overwrites in place: same id and created_at, new content and modified_at, old bytes removed', async () => {
+    const first = await uploadOk(t, owner.auth, 'version one', { name: 'draft.txt' });
+    const blobsBefore = listBlobs(t, `files/${owner.accountId}/${first.id}`);
+    const usedBefore = (await account(owner.accountId)).storageUsed;
+    await sleep(5);
+    const second = await uploadOk(t, owner.auth, 'version two, longer', { name: 'draft.txt', overwrite: true });
+    expect(second.id).toBe(first.id);
+    expect(second.name).toBe('draft.txt');
+    expect(second.created_at).toBe(first.created_at);
+    expect(second.modified_at > first.modified_at).toBe(true);
+    expect(second.md5_hash).toBe(createHash('md5').update('version two, longer').digest('hex'));
+    const blobsAfter = listBlobs(t, `files/${owner.accountId}/${first.id}`);
+    expect(blobsAfter).toHaveLength(1);
+    expect(blobsAfter[0]).not.toBe(blobsBefore[0]);
+    expect((await account(owner.accountId)).storageUsed).toBe(usedBefore + 8);
+    const download = await fetch(new URL(new URL(second.download_url).pathname + new URL(second.download_url).search, t.baseUrl));
+    expect(await download.text()).toBe('version two, longer');
+    // overwrite=false (or absent) keeps both.
+    expect((await uploadOk(t, owner.auth, 'three', { name: 'draft.txt', overwrite: false })).name).toBe('draft (1).txt');
+    expect((await upload(t, owner.auth, 'x', { name: 'draft.txt', overwrite: 'maybe' as never })).status).toBe(400);
+  });
+
+  it('uploads into a folder, and answers 404 for a folder that does not exist or is not the account\'s', async () => {
+    const folder = (await t.http().post('/v1/folders').set(owner.auth).send({ name: 'Inbox' })).body.data;
+    const file = await uploadOk(t, owner.auth, 'in a folder', { name: 'a.txt', folderId: folder.id });
+    expect(file.folder_id).toBe(folder.id);
+    const missing = await upload(t, owner.auth, 'x', { folderId: 'fld_doesnotexist' });
+    expect(missing.status).toBe(404);
+    expect(missing.body.error.code).toBe('not_found');
+    const other = await createAccount(t.app);
+    const foreign = await upload(t, other.auth, 'x', { folderId: folder.id });
+    expect(foreign.status).toBe(404);
+    await expectNothingHeld(other.accountId);
+  });
+
+  it('needs the write scope', async () => {
+    const reader = await createKey(t.app, owner, ['read', 'delete', 'share'], true);
+    const res = await upload(t, reader.auth, 'x');
+    expect(res.status).toBe(403);
+    expect(res.body.error.code).toBe('permission_denied');
+    expect((await upload(t, {}, 'x')).status).toBe(401);
+  });
+
+  describe('quota', () => {
+    it('accepts an upload that exactly fills the quota and refuses one byte more with storage_exceeded', async () => {
+      const small = await createAccount(t.app, { storageLimit: 1000 });
+      await uploadOk(t, small.auth, Buffer.alloc(600), { name: 'a.bin' });
+      const refused = await upload(t, small.auth, Buffer.alloc(401), { name: 'b.bin' });
+      expect(refused.status).toBe(413);
+      expect(refused.body.error).toEqual({
+        code: 'storage_exceeded',
+        message: expect.any(String),
+        details: { current_usage: 600, storage_limit: 1000, required_space: 401 },
+      });
+      expect(await events(small.accountId, 'user.quota_exceeded')).toEqual([{ storage: { used: 600, limit: 1000, overage: 1 }, action_required: true }]);
+      await expectNothingHeld(small.accountId);
+      await uploadOk(t, small.auth, Buffer.alloc(400), { name: 'c.bin' });
+      expect((await account(small.accountId)).storageUsed).toBe(1000);
+    });
+
+    it('never lets concurrent uploads overshoot a small quota', async () => {
+      const small = await createAccount(t.app, { storageLimit: 1_000_000 });
+      const results = await Promise.all(Array.from({ length: 10 }, (_, i) => upload(t, small.auth, Buffer.alloc(300_000, i), { name: `c${i}.bin` })));
+      const ok = results.filter((r) => r.status === 200);
+      expect(ok).toHaveLength(3);
+      expect(results.filter((r) => r.status === 413).every((r) => r.body.error.code === 'storage_exceeded')).toBe(true);
+      const state = await account(small.accountId);
+      expect(state.storageUsed).toBe(900_000);
+      await expectNothingHeld(small.accountId);
+      expect(listBlobs(t, `files/${small.accountId}`)).toHaveLength(3);
+    });
+
+    it('announces storage.warning once per upward crossing of 80% and 90%', async () => {
+      const small = await createAccount(t.app, { storageLimit: 1000 });
+      await uploadOk(t, small.auth, Buffer.alloc(700), { name: 'a.bin' });
+      expect(await events(small.accountId, 'storage.warning')).toEqual([]);
+      const b = await uploadOk(t, small.auth, Buffer.alloc(110), { name: 'b.bin' });
+      await uploadOk(t, small.auth, Buffer.alloc(10), { name: 'c.bin' });
+      expect(await events(small.accountId, 'storage.warning')).toEqual([{ storage: { used: 810, limit: 1000, percentage: 81, threshold: '80%' } }]);
+      await uploadOk(t, small.auth, Buffer.alloc(90), { name: 'd.bin' });
+      expect((await events(small.accountId, 'storage.warning')).map((e) => e.storage.threshold)).toEqual(['80%', '90%']);
+      // Dropping below and crossing again announces again.
+      expect((await t.http().delete(`/v1/files/${b.id}?permanent=true`).set(small.auth)).status).toBe(200);
+      expect((await account(small.accountId)).storageWarningLevel).toBe(80);
+      await uploadOk(t, small.auth, Buffer.alloc(100), { name: 'e.bin' });
+      expect((await events(small.accountId, 'storage.warning')).map((e) => e.storage.threshold)).toEqual(['80%', '90%', '90%']);
+    });
+  });
+
+  describe('size limit', () => {
+    it('refuses at once from Content-Length, before the body is sent', async () => {
+      const free = await createAccount(t.app, { plan: 'free' });
+      const declared = 200 * MiB;
+      const res = await rawUpload(t, free.auth, { fileSize: declared, declaredLength: declared });
+      expect(res.status).toBe(413);
+      expect(res.body.error.code).toBe('file_too_large');
+      expect(res.body.error.details).toEqual({ file_size: declared, max_size: 100 * MiB, plan: 'free' });
+      expect(res.sent).toBeLessThan(20 * MiB);
+      await expectNothingHeld(free.accountId);
+    });
+
+    it('cuts off a chunked 100 MiB + 1 byte upload as soon as the limit is passed, and accepts exactly 100 MiB', async () => {
+      const free = await createAccount(t.app, { plan: 'free' });
+      const res = await rawUpload(t, free.auth, { fileSize: 100 * MiB + 1 });
+      expect(res.status).toBe(413);
+      expect(res.body.error.code).toBe('file_too_large');
+      expect(res.body.error.details.max_size).toBe(100 * MiB);
+      expect(res.body.error.details.file_size).toBeGreaterThan(100 * MiB);
+      await expectNothingHeld(free.accountId);
+      expect((await account(free.accountId)).storageUsed).toBe(0);
+
+      const exact = await rawUpload(t, free.auth, { fileSize: 100 * MiB });
+      expect(exact.status).toBe(200);
+      expect(exact.body.data.size).toBe(100 * MiB);
+      expect((await account(free.accountId)).storageUsed).toBe(100 * MiB);
+    });
+  });
+
+  it('leaves no bytes and no reserved quota behind when the client hangs up halfway', async () => {
+    const quitter = await createAccount(t.app);
+    const res = await rawUpload(t, quitter.auth, { fileSize: 20 * MiB, declaredLength: 20 * MiB + 300, abortAfter: 10 * MiB });
+    expect(res.status).toBeNull();
+    await expectNothingHeld(quitter.accountId);
+    expect(listBlobs(t, `files/${quitter.accountId}`)).toEqual([]);
+    expect((await account(quitter.accountId)).storageUsed).toBe(0);
+    const list = await t.http().get('/v1/files').set(quitter.auth);
+    expect(list.body.data).toEqual([]);
+  });
+
+  it('records file.uploaded in the outbox with the file data', async () => {
+    const file = await uploadOk(t, owner.auth, 'evented', { name: 'event.txt' });
+    const uploaded = (await events(owner.accountId, 'file.uploaded')).find((e) => e.file.id === file.id);
+    expect(uploaded).toEqual({
+      file: { id: file.id, name: 'event.txt', size: 7, type: 'text/plain', folder_id: null, uploaded_by: owner.userId, created_at: file.created_at },
+    });
+  });
+});

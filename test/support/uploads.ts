@@ -1,0 +1,117 @@
+import { readdirSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
+import { join, relative, sep } from 'node:path';
+import type { TestApp } from './test-app.js';
+
+export interface UploadOptions {
+  name?: string;
+  folderId?: string;
+  overwrite?: boolean;
+  /** File name sent in the multipart part. */
+  filename?: string;
+  /** Send the form fields after the file part instead of before it. */
+  fieldsAfterFile?: boolean;
+}
+
+/** Uploads through the real route (POST /v1/files/upload) and returns the raw response. */
+export async function upload(t: TestApp, auth: Record<string, string>, content: Buffer | string, options: UploadOptions = {}) {
+  const body = Buffer.isBuffer(content) ? content : Buffer.from(content);
+  const form = new FormData();
+  const fields: Array<[string, string]> = [];
+  if (options.name !== undefined) fields.push(['name', options.name]);
+  if (options.folderId !== undefined) fields.push(['folder_id', options.folderId]);
+  if (options.overwrite !== undefined) fields.push(['overwrite', String(options.overwrite)]);
+  if (!options.fieldsAfterFile) for (const [k, v] of fields) form.append(k, v);
+  form.append('file', new Blob([body]), options.filename ?? 'file.bin');
+  if (options.fieldsAfterFile) for (const [k, v] of fields) form.append(k, v);
+  const response = await fetch(`${t.baseUrl}/v1/files/upload`, { method: 'POST', headers: auth, body: form });
+  const json = (await response.json()) as { success: boolean; data?: any; error?: { code: string; message: string; details?: any } };
+  return { status: response.status, body: json, headers: response.headers };
+}
+
+/** Uploads and expects success; returns the File object. */
+export async function uploadOk(t: TestApp, auth: Record<string, string>, content: Buffer | string, options: UploadOptions = {}) {
+  const res = await upload(t, auth, content, options);
+  if (res.status !== 200) throw new Error(`upload failed: ${res.status} ${JSON.stringify(res.body)}`);
+  return res.body.data;
+}
+
+/** Every blob file under the test's STORAGE_DIR, as keys relative to it. */
+export function listBlobs(t: TestApp, prefix = ''): string[] {
+  const root = t.config.storage.dir;
+  const out: string[] = [];
+  const walk = (dir: string) => {
+    let entries: import('node:fs').Dirent[] = [];
+    try {
+      entries = readdirSync(dir, { withFileTypes: true });
+    } catch {
+      return;
+    }
+    for (const entry of entries) {
+      const full = join(dir, entry.name);
+      if (entry.isDirectory()) walk(full);
+      else out.push(relative(root, full).split(sep).join('/'));
+    }
+  };
+  walk(join(root, prefix));
+  return out;
+}
+
+/** A signed URL of the API rewritten onto the test server's address. */
+export function onTestServer(t: TestApp, url: string): string {
+  const parsed = new URL(url);
+  return `${t.baseUrl}${parsed.pathname}${parsed.search}`;
+}
+
+/**
+ * A multipart upload over a raw HTTP connection, for what fetch cannot do: chunked bodies, a
+ * declared Content-Length the client never finishes, or hanging up halfway. Streams `fileSize`
+ * zero bytes in 1 MiB chunks and stops as soon as an answer arrives (or after `abortAfter` bytes).
+ */
+export function rawUpload(
+  t: TestApp,
+  auth: Record<string, string>,
+  options: { fileSize: number; declaredLength?: number; abortAfter?: number; filename?: string },
+): Promise<{ status: number | null; body: any; sent: number }> {
+  const boundary = `----fss${Date.now()}`;
+  const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${options.filename ?? 'big.bin'}"\r\nContent-Type: application/octet-stream\r\n\r\n`);
+  const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
+  const url = new URL(`${t.baseUrl}/v1/files/upload`);
+  return new Promise((resolve, reject) => {
+    const headers: Record<string, string | number> = { ...auth, 'Content-Type': `multipart/form-data; boundary=${boundary}` };
+    if (options.declaredLength !== undefined) headers['Content-Length'] = options.declaredLength;
+    const req = httpRequest({ host: url.hostname, port: url.port, path: url.pathname, method: 'POST', headers });
+    let sent = 0;
+    let answered = false;
+    let settled = false;
+    const finish = (value: { status: number | null; body: any; sent: number }) => {
+      if (!settled) {
+        settled = true;
+        resolve(value);
+      }
+    };
+    req.on('response', (res) => {
+      answered = true;
+      let text = '';
+      res.on('data', (c) => (text += c));
+      res.on('end', () => finish({ status: res.statusCode ?? null, body: text ? JSON.parse(text) : null, sent }));
+      res.on('error', () => finish({ status: res.statusCode ?? null, body: null, sent }));
+    });
+    req.on('error', (error) => (answered || options.abortAfter !== undefined ? finish({ status: null, body: null, sent }) : reject(error)));
+    const chunk = Buffer.alloc(1024 * 1024);
+    const pump = async () => {
+      req.write(head);
+      while (sent < options.fileSize && !answered && !req.destroyed) {
+        if (options.abortAfter !== undefined && sent >= options.abortAfter) {
+          req.destroy();
+          return finish({ status: null, body: null, sent });
+        }
+        const n = Math.min(chunk.length, options.fileSize - sent);
+        sent += n;
+        if (!req.write(chunk.subarray(0, n))) await new Promise((r) => req.once('drain', r));
+      }
+      if (!answered && !req.destroyed) req.end(tail);
+    };
+    pump().catch(() => undefined);
+  });
+}
