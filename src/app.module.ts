@@ -18,14 +18,18 @@ import { HealthController } from './infra/health/health.controller.js';
 import { QueueModule } from './infra/queue/queue.module.js';
 import { StorageModule } from './infra/storage/storage.module.js';
 import { ScheduleModule } from '@nestjs/schedule';
+import { QueueDashboardModule } from './infra/queue/queue-dashboard.module.js';
+import { MetricsModule } from './infra/observability/metrics.module.js';
 import { AccountsModule } from './modules/accounts/accounts.module.js';
 import { FilesModule } from './modules/files/files.module.js';
 import { FoldersModule } from './modules/folders/folders.module.js';
 import { TrashModule, TrashScheduleModule } from './modules/trash/trash.module.js';
 import { PLANS } from './modules/accounts/plans.js';
+import { WebhookDeliveryModule } from './modules/webhooks/webhook-delivery.module.js';
+import { WebhooksModule } from './modules/webhooks/webhooks.module.js';
 
 /** The domain modules, shared by the HTTP server and the CLI. */
-const DOMAIN_MODULES: Type[] = [AccountsModule, FilesModule, FoldersModule, TrashModule];
+const DOMAIN_MODULES: Type[] = [AccountsModule, FilesModule, FoldersModule, TrashModule, WebhooksModule];
 
 @Module({})
 export class AppModule {
@@ -58,6 +62,9 @@ export class AppModule {
         ...DOMAIN_MODULES,
         ScheduleModule.forRoot(),
         TrashScheduleModule.register(),
+        MetricsModule,
+        WebhookDeliveryModule,
+        ...(config.admin ? [QueueDashboardModule.register(config.admin)] : []),
       ],
       controllers: [HealthController],
       providers: [

@@ -82,6 +82,10 @@ class EnvironmentVariables {
   @Transform(toNumber) @IsOptional() @IsInt() @Min(1) @Max(1000)
   WEBHOOK_DELIVERY_CONCURRENCY?: number;
 
+  @ValidateIf((env: EnvironmentVariables) => env.NODE_ENV === 'production' || (env.SECRETS_ENCRYPTION_KEY ?? '') !== '')
+  @IsString() @MinLength(32, { message: 'SECRETS_ENCRYPTION_KEY must be set to at least 32 characters when NODE_ENV=production' })
+  SECRETS_ENCRYPTION_KEY?: string;
+
   @Transform(emptyToUndefined) @IsOptional() @IsString() @MinLength(1)
   ADMIN_USERNAME?: string;
 
@@ -98,6 +102,9 @@ class EnvironmentVariables {
   @Transform(emptyToUndefined) @IsOptional() @IsIn(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
   LOG_LEVEL?: string;
 }
+
+/** Used only outside production, where SECRETS_ENCRYPTION_KEY is required. Public, so it protects nothing. */
+export const DEVELOPMENT_SECRETS_ENCRYPTION_KEY = 'insecure-development-only-secrets-encryption-key';
 
 export type DatabaseConfig =
   | { kind: 'sqlite'; path: string }
@@ -121,6 +128,8 @@ export class AppConfig {
   readonly trashPurgeCron: string;
   readonly webhookAllowPrivateUrls: boolean;
   readonly webhookDeliveryConcurrency: number;
+  /** Key material for secrets stored encrypted at rest (webhook secrets). */
+  readonly secretsEncryptionKey: string;
   readonly admin: { username: string; password: string } | null;
   readonly publicRateLimitPerMinute: number;
   /** Off only for benchmarks and load tests that must not be throttled. */
@@ -183,6 +192,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     trashPurgeCron: raw.TRASH_PURGE_CRON ?? '*/10 * * * *',
     webhookAllowPrivateUrls: raw.WEBHOOK_ALLOW_PRIVATE_URLS === 'true',
     webhookDeliveryConcurrency: raw.WEBHOOK_DELIVERY_CONCURRENCY ?? 20,
+    // A fixed development key (unlike URL_SIGNING_SECRET) so stored webhook secrets survive restarts; production must set its own.
+    secretsEncryptionKey: raw.SECRETS_ENCRYPTION_KEY || DEVELOPMENT_SECRETS_ENCRYPTION_KEY,
     admin: raw.ADMIN_USERNAME ? { username: raw.ADMIN_USERNAME, password: raw.ADMIN_PASSWORD ?? '' } : null,
     publicRateLimitPerMinute: raw.PUBLIC_RATE_LIMIT_PER_MINUTE ?? 120,
     rateLimitsEnabled: raw.RATE_LIMITS_ENABLED !== 'false',

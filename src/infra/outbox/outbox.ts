@@ -1,4 +1,4 @@
-import type { EntityManager } from 'typeorm';
+import type { EntityManager, QueryRunner } from 'typeorm';
 import { newId } from '../../common/ids.js';
 import type { DomainEvent, EventName } from './domain-event.js';
 import { OutboxEventEntity } from './outbox-event.entity.js';
@@ -17,8 +17,17 @@ export const Outbox = {
         relayedAt: null,
       })),
     );
+    // Lets the relay be woken as soon as this transaction commits (see outboxRecordedIn).
+    if (tx.queryRunner) tx.queryRunner.data = { ...tx.queryRunner.data, [RECORDED]: true };
   },
 };
+
+const RECORDED = 'outboxEventsRecorded';
+
+/** True when events were recorded through this query runner's transaction. */
+export function outboxRecordedIn(queryRunner: QueryRunner | undefined): boolean {
+  return queryRunner?.data?.[RECORDED] === true;
+}
 
 export function domainEvent(name: EventName, accountId: string, occurredAt: Date, data: Record<string, unknown>): DomainEvent {
   return { id: newId('evt'), name, accountId, occurredAt, data };

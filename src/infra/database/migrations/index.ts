@@ -1,6 +1,7 @@
 import { Foundation1763780000000 } from './1763780000000-foundation.js';
+import { Webhooks1763785000000 } from './1763785000000-webhooks.js';
 import { FilesFoldersShares1763790000000 } from './1763790000000-files-folders-shares.js';
 import { UploadReservations1763800000000 } from './1763800000000-upload-reservations.js';
 
 /** Every migration, oldest first. */
-export const MIGRATIONS = [Foundation1763780000000, FilesFoldersShares1763790000000, UploadReservations1763800000000];
+export const MIGRATIONS = [Foundation1763780000000, Webhooks1763785000000, FilesFoldersShares1763790000000, UploadReservations1763800000000];

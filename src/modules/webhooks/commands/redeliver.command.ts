@@ -1,0 +1,54 @@
+import { Command, CommandHandler, ICommandHandler } from '@nestjs/cqrs';
+import type { Actor } from '../../../common/auth/actor.js';
+import { Clock } from '../../../common/clock.js';
+import { ApiError, NotFound } from '../../../common/errors/api-error.js';
+import { Transactions } from '../../../infra/database/transactions.js';
+import { DeliverySignal } from '../delivery-signal.js';
+import { DeliveryResponse } from '../dto/delivery.response.js';
+import { WebhookDeliveryEntity } from '../webhook-delivery.entity.js';
+import { WebhookEntity } from '../webhook.entity.js';
+
+/**
+ * Starts a new series of attempts (the same 0/5/25 s schedule) for a finished delivery, with the
+ * same delivery id and the same body bytes, so a receiver can tell it from a new event.
+ */
+export class RedeliverCommand extends Command<DeliveryResponse> {
+  constructor(
+    readonly actor: Actor,
+    readonly webhookId: string,
+    readonly deliveryId: string,
+  ) {
+    super();
+  }
+}
+
+@CommandHandler(RedeliverCommand)
+export class RedeliverHandler implements ICommandHandler<RedeliverCommand> {
+  constructor(
+    private readonly transactions: Transactions,
+    private readonly clock: Clock,
+    private readonly signal: DeliverySignal,
+  ) {}
+
+  async execute({ actor, webhookId, deliveryId }: RedeliverCommand): Promise<DeliveryResponse> {
+    const delivery = await this.transactions.run(async (tx) => {
+      const webhook = await tx.getRepository(WebhookEntity).findOneBy({ id: webhookId, accountId: actor.accountId });
+      if (!webhook) throw new NotFound('webhook', webhookId);
+      const repository = tx.getRepository(WebhookDeliveryEntity);
+      const found = await repository.findOneBy({ id: deliveryId, webhookId });
+      if (!found) throw new NotFound('delivery', deliveryId);
+      if (found.status === 'pending') {
+        throw new ApiError(409, 'conflict', `Delivery ${deliveryId} is still being attempted; redeliver it once it has succeeded or failed.`);
+      }
+      const now = this.clock.now();
+      const updated = await repository.update(
+        { id: deliveryId, series: found.series },
+        { status: 'pending', series: found.series + 1, queuedAt: null, nextAttemptAt: now },
+      );
+      if (!updated.affected) throw new ApiError(409, 'conflict', `Delivery ${deliveryId} was redelivered concurrently.`);
+      return Object.assign(found, { status: 'pending' as const, series: found.series + 1, queuedAt: null, nextAttemptAt: now });
+    });
+    this.signal.nudge();
+    return DeliveryResponse.from(delivery);
+  }
+}

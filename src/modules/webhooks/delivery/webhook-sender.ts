@@ -1,0 +1,118 @@
+import http from 'node:http';
+import https from 'node:https';
+import { Injectable, OnApplicationShutdown } from '@nestjs/common';
+import { RequestFilteringHttpAgent, RequestFilteringHttpsAgent } from 'request-filtering-agent';
+import { AppConfig } from '../../../config/app-config.js';
+import { sign } from '../webhook-signature.js';
+
+export const DELIVERY_TIMEOUT_MS = 30_000;
+export const USER_AGENT = 'Service-Webhook/1.0';
+
+export interface DeliveryRequest {
+  url: string;
+  secret: string;
+  deliveryId: string;
+  webhookId: string;
+  event: string;
+  body: string;
+}
+
+export interface AttemptResult {
+  startedAt: Date;
+  durationMs: number;
+  responseStatus: number | null;
+  error: string | null;
+}
+
+export function succeeded(result: AttemptResult): boolean {
+  return result.responseStatus !== null && result.responseStatus >= 200 && result.responseStatus < 300;
+}
+
+/**
+ * Sends one delivery attempt. Redirects are never followed and a request gets 30 seconds in all. Unless
+ * WEBHOOK_ALLOW_PRIVATE_URLS is on, the agents refuse to connect to a non-public address, checked on the
+ * address actually connected to (so a DNS answer that changed since the webhook was created is caught too).
+ */
+@Injectable()
+export class WebhookSender implements OnApplicationShutdown {
+  private readonly httpAgent: http.Agent;
+  private readonly httpsAgent: https.Agent;
+
+  constructor(private readonly config: AppConfig) {
+    const options = { keepAlive: true, maxSockets: 256, maxFreeSockets: 64, timeout: DELIVERY_TIMEOUT_MS };
+    if (config.webhookAllowPrivateUrls) {
+      this.httpAgent = new http.Agent(options);
+      this.httpsAgent = new https.Agent(options);
+    } else {
+      this.httpAgent = new RequestFilteringHttpAgent(options);
+      this.httpsAgent = new RequestFilteringHttpsAgent(options);
+    }
+  }
+
+  onApplicationShutdown(): void {
+    this.httpAgent.destroy();
+    this.httpsAgent.destroy();
+  }
+
+  send(delivery: DeliveryRequest): Promise<AttemptResult> {
+    const startedAt = new Date();
+    const started = performance.now();
+    const finish = (responseStatus: number | null, error: string | null): AttemptResult => ({
+      startedAt,
+      durationMs: Math.round(performance.now() - started),
+      responseStatus,
+      error,
+    });
+    let url: URL;
+    try {
+      url = new URL(delivery.url);
+    } catch {
+      return Promise.resolve(finish(null, 'the webhook url is not a valid URL'));
+    }
+    if (url.protocol !== 'https:' && !(url.protocol === 'http:' && this.config.webhookAllowPrivateUrls)) {
+      return Promise.resolve(finish(null, 'the webhook url must use https'));
+    }
+    const body = Buffer.from(delivery.body, 'utf8');
+    return new Promise((resolve) => {
+      let settled = false;
+      const settle = (result: AttemptResult) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        resolve(result);
+      };
+      const transport = url.protocol === 'https:' ? https : http;
+      const request = transport.request(url, {
+        method: 'POST',
+        agent: url.protocol === 'https:' ? this.httpsAgent : this.httpAgent,
+        headers: {
+          'Content-Type': 'application/json',
+          'Content-Length': String(body.length),
+          'X-Service-Signature': sign(delivery.secret, body),
+          'X-Service-Event': delivery.event,
+          'X-Service-Webhook-ID': delivery.webhookId,
+          'X-Service-Delivery-ID': delivery.deliveryId,
+          'User-Agent': USER_AGENT,
+        },
+      });
+      const timer = setTimeout(() => {
+        request.destroy(new Error(`no complete answer within ${DELIVERY_TIMEOUT_MS / 1000} s`));
+      }, DELIVERY_TIMEOUT_MS);
+      request.on('response', (response) => {
+        const status = response.statusCode ?? 0;
+        // The answer's body is not used; draining it lets the connection be reused.
+        response.resume();
+        response.on('end', () => settle(finish(status, describeStatus(status, response.headers.location))));
+        response.on('error', () => settle(finish(status, describeStatus(status, response.headers.location))));
+      });
+      request.on('error', (error) => settle(finish(null, error.message.slice(0, 480))));
+      request.end(body);
+    });
+  }
+}
+
+function describeStatus(status: number, location: string | undefined): string | null {
+  if (status >= 200 && status < 300) return null;
+  if (status >= 300 && status < 400) return `receiver answered ${status}; redirects are not followed${location ? ` (Location: ${location.slice(0, 300)})` : ''}`;
+  return `receiver answered ${status}`;
+}

@@ -1,0 +1,21 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ArrayMaxSize, ArrayMinSize, ArrayUnique, IsArray, IsBoolean, IsIn, IsOptional, IsString, Length, Matches, MaxLength } from 'class-validator';
+import { EVENT_NAMES, type EventName } from '../../../infra/outbox/domain-event.js';
+
+export class CreateWebhookRequest {
+  @ApiProperty({ example: 'https://example.com/hooks/storage', maxLength: 2048, description: 'An https URL on a public address.' })
+  @IsString() @MaxLength(2048)
+  url: string;
+
+  @ApiProperty({ enum: EVENT_NAMES, isArray: true, example: ['file.uploaded', 'file.deleted'], description: 'One or more of the event names.' })
+  @IsArray() @ArrayMinSize(1) @ArrayMaxSize(EVENT_NAMES.length) @ArrayUnique() @IsIn(EVENT_NAMES, { each: true })
+  events: EventName[];
+
+  @ApiPropertyOptional({ minLength: 1, maxLength: 256, description: 'Signing secret; generated when omitted. Returned only in the creation answer.' })
+  @IsOptional() @IsString() @Length(1, 256) @Matches(/^\S+$/, { message: 'must not contain whitespace' })
+  secret?: string;
+
+  @ApiPropertyOptional({ default: true })
+  @IsOptional() @IsBoolean()
+  active?: boolean;
+}

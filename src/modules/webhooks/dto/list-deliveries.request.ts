@@ -1,0 +1,10 @@
+import { ApiPropertyOptional } from '@nestjs/swagger';
+import { IsIn, IsOptional } from 'class-validator';
+import { PageRequest } from '../../../common/http/pagination.request.js';
+import type { DeliveryStatus } from '../webhook-delivery.entity.js';
+
+export class ListDeliveriesRequest extends PageRequest {
+  @ApiPropertyOptional({ enum: ['pending', 'succeeded', 'failed'], description: 'Only deliveries in this status.' })
+  @IsOptional() @IsIn(['pending', 'succeeded', 'failed'])
+  status?: DeliveryStatus;
+}

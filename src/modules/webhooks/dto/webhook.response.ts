@@ -1,0 +1,59 @@
+import { ApiProperty } from '@nestjs/swagger';
+import { EVENT_NAMES, type EventName } from '../../../infra/outbox/domain-event.js';
+import type { DisabledReason, WebhookEntity } from '../webhook.entity.js';
+
+export class WebhookResponse {
+  @ApiProperty({ example: 'wh_0193a5b2c4d67e8f9a0b1c2d3e4f5a6b' }) id: string;
+  @ApiProperty({ example: 'https://example.com/hooks/storage' }) url: string;
+  @ApiProperty({ enum: EVENT_NAMES, isArray: true }) events: EventName[];
+  @ApiProperty() active: boolean;
+  @ApiProperty({ example: '2026-11-21T10:00:00.000Z' }) created_at: string;
+  @ApiProperty({ example: '2026-11-21T10:00:00.000Z' }) updated_at: string;
+  @ApiProperty({
+    enum: ['deliveries_failing'],
+    nullable: true,
+    type: String,
+    description: 'Why the service turned the webhook off: `deliveries_failing` when every delivery failed for 24 hours. Null otherwise.',
+  })
+  disabled_reason: DisabledReason | null;
+  @ApiProperty({ nullable: true, type: String, example: null }) disabled_at: string | null;
+
+  static from(webhook: WebhookEntity): WebhookResponse {
+    return Object.assign(new WebhookResponse(), {
+      id: webhook.id,
+      url: webhook.url,
+      events: webhook.events,
+      active: webhook.active,
+      created_at: webhook.createdAt.toISOString(),
+      updated_at: webhook.updatedAt.toISOString(),
+      disabled_reason: webhook.disabledReason,
+      disabled_at: webhook.disabledAt?.toISOString() ?? null,
+    });
+  }
+}
+
+/** The creation answer: the only one that carries the secret. */
+export class CreatedWebhookResponse {
+  @ApiProperty({ example: 'wh_0193a5b2c4d67e8f9a0b1c2d3e4f5a6b' }) id: string;
+  @ApiProperty({ example: 'https://example.com/hooks/storage' }) url: string;
+  @ApiProperty({ enum: EVENT_NAMES, isArray: true }) events: EventName[];
+  @ApiProperty() active: boolean;
+  @ApiProperty({ example: 'whsec_…', description: 'The signing secret. Shown only here; store it now.' }) secret: string;
+  @ApiProperty({ example: '2026-11-21T10:00:00.000Z' }) created_at: string;
+
+  static withSecret(webhook: WebhookEntity, secret: string): CreatedWebhookResponse {
+    return Object.assign(new CreatedWebhookResponse(), {
+      id: webhook.id,
+      url: webhook.url,
+      events: webhook.events,
+      active: webhook.active,
+      secret,
+      created_at: webhook.createdAt.toISOString(),
+    });
+  }
+}
+
+export class DeletedWebhookResponse {
+  @ApiProperty() id: string;
+  @ApiProperty({ example: true }) deleted: true;
+}

@@ -1,0 +1,53 @@
+import { describe, expect, it } from 'vitest';
+import { checkWebhookUrl, isPublicAddress } from './webhook-url-policy.js';
+
+const strict = (resolved: Record<string, string[]> = {}) => ({
+  allowPrivate: false,
+  resolve: async (host: string) => {
+    if (!(host in resolved)) throw new Error('ENOTFOUND');
+    return resolved[host];
+  },
+});
+
+describe('webhook url policy', () => {
+  it.each([
+    '127.0.0.1', '127.8.8.8', '10.1.2.3', '172.16.0.1', '172.31.255.255', '192.168.1.1', '169.254.169.254', '100.100.100.200',
+    '0.0.0.0', '224.0.0.1', '255.255.255.255', '::1', '::', 'fe80::1', 'fd00:ec2::254', 'fc00::1', '::ffff:127.0.0.1',
+    '::ffff:7f00:1', '::ffff:169.254.169.254', '64:ff9b::a00:1', '2002:7f00:1::1', 'ff02::1',
+  ])('refuses %s', (address) => {
+    expect(isPublicAddress(address)).toBe(false);
+  });
+
+  it.each(['93.184.216.34', '8.8.8.8', '172.32.0.1', '2606:4700:4700::1111', '::ffff:8.8.8.8'])('accepts %s', (address) => {
+    expect(isPublicAddress(address)).toBe(true);
+  });
+
+  it('wants https with a public host when private urls are not allowed', async () => {
+    expect(await checkWebhookUrl('http://93.184.216.34/hook', strict())).toBe('must be an https URL');
+    expect(await checkWebhookUrl('ftp://example.com/hook', strict())).toBe('must be an https URL');
+    expect(await checkWebhookUrl('not a url', strict())).toBe('must be an absolute URL');
+    expect(await checkWebhookUrl('https://user:pw@93.184.216.34/', strict())).toBe('must not contain credentials');
+    expect(await checkWebhookUrl('https://93.184.216.34/hook', strict())).toBeNull();
+    expect(await checkWebhookUrl('https://127.0.0.1/hook', strict())).toMatch(/private, loopback/);
+    expect(await checkWebhookUrl('https://[::1]:8443/hook', strict())).toMatch(/private, loopback/);
+    expect(await checkWebhookUrl('https://[::ffff:10.0.0.1]/hook', strict())).toMatch(/private, loopback/);
+    expect(await checkWebhookUrl('https://169.254.169.254/latest/meta-data', strict())).toMatch(/metadata/);
+  });
+
+  it('resolves host names and refuses one that resolves to any private address', async () => {
+    const dns = { 'hooks.example.com': ['93.184.216.34'], 'rebind.example.com': ['93.184.216.34', '10.0.0.5'], 'internal.example.com': ['192.168.0.10'] };
+    expect(await checkWebhookUrl('https://hooks.example.com/x', strict(dns))).toBeNull();
+    expect(await checkWebhookUrl('https://rebind.example.com/x', strict(dns))).toMatch(/must not resolve/);
+    expect(await checkWebhookUrl('https://internal.example.com/x', strict(dns))).toMatch(/must not resolve/);
+    expect(await checkWebhookUrl('https://nowhere.example.com/x', strict(dns))).toMatch(/could not be resolved/);
+  });
+
+  it('refuses localhost through the system resolver', async () => {
+    expect(await checkWebhookUrl('https://localhost/hook', { allowPrivate: false })).toMatch(/must not resolve|could not be resolved/);
+  });
+
+  it('accepts http and private addresses when WEBHOOK_ALLOW_PRIVATE_URLS is on', async () => {
+    expect(await checkWebhookUrl('http://127.0.0.1:9999/hook', { allowPrivate: true })).toBeNull();
+    expect(await checkWebhookUrl('ftp://127.0.0.1/hook', { allowPrivate: true })).toBe('must be an http or https URL');
+  });
+});

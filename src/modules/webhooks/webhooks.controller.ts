@@ -1,0 +1,119 @@
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } from '@nestjs/common';
+import { CommandBus, QueryBus } from '@nestjs/cqrs';
+import { ApiOperation, ApiTags } from '@nestjs/swagger';
+import { RequireScope } from '../../common/auth/access.decorator.js';
+import { type Actor, CurrentActor } from '../../common/auth/actor.js';
+import { ApiEnvelope, ApiErrors } from '../../common/http/openapi.js';
+import { PageRequest } from '../../common/http/pagination.request.js';
+import { CreateWebhookCommand } from './commands/create-webhook.command.js';
+import { DeleteWebhookCommand } from './commands/delete-webhook.command.js';
+import { RedeliverCommand } from './commands/redeliver.command.js';
+import { SendTestEventCommand } from './commands/send-test-event.command.js';
+import { UpdateWebhookCommand } from './commands/update-webhook.command.js';
+import { DeliveryResponse } from './dto/delivery.response.js';
+import { CreateWebhookRequest } from './dto/create-webhook.request.js';
+import { ListDeliveriesRequest } from './dto/list-deliveries.request.js';
+import { UpdateWebhookRequest } from './dto/update-webhook.request.js';
+import { CreatedWebhookResponse, DeletedWebhookResponse, WebhookResponse } from './dto/webhook.response.js';
+import { GetDeliveryQuery } from './queries/get-delivery.query.js';
+import { GetWebhookQuery } from './queries/get-webhook.query.js';
+import { ListDeliveriesQuery } from './queries/list-deliveries.query.js';
+import { ListWebhooksQuery } from './queries/list-webhooks.query.js';
+
+const NOT_FOUND: [number, string] = [404, 'not_found: no such webhook in this account.'];
+
+@ApiTags('Webhooks')
+@Controller('v1/webhooks')
+@RequireScope(null, { elevated: true })
+export class WebhooksController {
+  constructor(
+    private readonly commands: CommandBus,
+    private readonly queries: QueryBus,
+  ) {}
+
+  @Post()
+  @ApiOperation({
+    summary: 'Create a webhook',
+    description:
+      'Registers an https endpoint for some of the seven events. The `secret` (generated when omitted) is in this answer only. ' +
+      'At most 25 webhooks per account.',
+  })
+  @ApiEnvelope(CreatedWebhookResponse, { status: 201 })
+  @ApiErrors([400, 'invalid_request: bad url (not https, private address, unresolvable), unknown event names, or the 26th webhook.'])
+  create(@CurrentActor() actor: Actor, @Body() body: CreateWebhookRequest): Promise<CreatedWebhookResponse> {
+    return this.commands.execute(new CreateWebhookCommand(actor, body));
+  }
+
+  @Get()
+  @ApiOperation({ summary: 'List webhooks', description: 'Oldest first, without secrets; `disabled_reason` says when the service turned one off.' })
+  @ApiEnvelope(WebhookResponse, { list: true })
+  @ApiErrors([400, 'invalid_request: bad page or per_page.'])
+  list(@CurrentActor() actor: Actor, @Query() page: PageRequest) {
+    return this.queries.execute(new ListWebhooksQuery(actor, page));
+  }
+
+  @Get(':webhook_id')
+  @ApiOperation({ summary: 'Get a webhook' })
+  @ApiEnvelope(WebhookResponse)
+  @ApiErrors(NOT_FOUND)
+  get(@CurrentActor() actor: Actor, @Param('webhook_id') webhookId: string): Promise<WebhookResponse> {
+    return this.queries.execute(new GetWebhookQuery(actor, webhookId));
+  }
+
+  @Patch(':webhook_id')
+  @ApiOperation({ summary: 'Update a webhook', description: 'Replaces `events` and/or sets `active`. Activating clears an automatic deactivation.' })
+  @ApiEnvelope(WebhookResponse)
+  @ApiErrors([400, 'invalid_request: unknown event names, or neither events nor active given.'], NOT_FOUND)
+  update(@CurrentActor() actor: Actor, @Param('webhook_id') webhookId: string, @Body() body: UpdateWebhookRequest): Promise<WebhookResponse> {
+    return this.commands.execute(new UpdateWebhookCommand(actor, webhookId, body));
+  }
+
+  @Delete(':webhook_id')
+  @HttpCode(200)
+  @ApiOperation({ summary: 'Delete a webhook', description: 'Deletes the webhook and its delivery log; attempts still queued are dropped.' })
+  @ApiEnvelope(DeletedWebhookResponse)
+  @ApiErrors(NOT_FOUND)
+  delete(@CurrentActor() actor: Actor, @Param('webhook_id') webhookId: string): Promise<DeletedWebhookResponse> {
+    return this.commands.execute(new DeleteWebhookCommand(actor, webhookId));
+  }
+
+  @Post(':webhook_id/test')
+  @HttpCode(202)
+  @ApiOperation({
+    summary: 'Send a test event',
+    description: 'Queues a `webhook.test` event with `data: {message}` to this webhook (also when it is inactive) and answers the delivery record.',
+  })
+  @ApiEnvelope(DeliveryResponse, { status: 202 })
+  @ApiErrors(NOT_FOUND)
+  test(@CurrentActor() actor: Actor, @Param('webhook_id') webhookId: string): Promise<DeliveryResponse> {
+    return this.commands.execute(new SendTestEventCommand(actor, webhookId));
+  }
+
+  @Get(':webhook_id/deliveries')
+  @ApiOperation({ summary: 'Delivery log', description: 'Deliveries of this webhook, newest first, each with its attempts.' })
+  @ApiEnvelope(DeliveryResponse, { list: true })
+  @ApiErrors([400, 'invalid_request: bad page, per_page or status.'], NOT_FOUND)
+  deliveries(@CurrentActor() actor: Actor, @Param('webhook_id') webhookId: string, @Query() request: ListDeliveriesRequest) {
+    return this.queries.execute(new ListDeliveriesQuery(actor, webhookId, request));
+  }
+
+  @Get(':webhook_id/deliveries/:delivery_id')
+  @ApiOperation({ summary: 'One delivery' })
+  @ApiEnvelope(DeliveryResponse)
+  @ApiErrors([404, 'not_found: no such webhook or delivery in this account.'])
+  delivery(@CurrentActor() actor: Actor, @Param('webhook_id') webhookId: string, @Param('delivery_id') deliveryId: string): Promise<DeliveryResponse> {
+    return this.queries.execute(new GetDeliveryQuery(actor, webhookId, deliveryId));
+  }
+
+  @Post(':webhook_id/deliveries/:delivery_id/redeliver')
+  @HttpCode(202)
+  @ApiOperation({
+    summary: 'Redeliver',
+    description: 'Starts a new series of up to three attempts for a delivery that succeeded or failed, with the same delivery id and body.',
+  })
+  @ApiEnvelope(DeliveryResponse, { status: 202 })
+  @ApiErrors([404, 'not_found: no such webhook or delivery in this account.'], [409, 'conflict: the delivery is still being attempted.'])
+  redeliver(@CurrentActor() actor: Actor, @Param('webhook_id') webhookId: string, @Param('delivery_id') deliveryId: string): Promise<DeliveryResponse> {
+    return this.commands.execute(new RedeliverCommand(actor, webhookId, deliveryId));
+  }
+}

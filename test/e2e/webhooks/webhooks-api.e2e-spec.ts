@@ -1,0 +1,183 @@
+import { DataSource } from 'typeorm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EVENT_NAMES } from '../../../src/infra/outbox/domain-event.js';
+import { createAccount, createKey, type TestAccount } from '../../support/accounts.js';
+import { startTestApp, type TestApp } from '../../support/test-app.js';
+
+describe('webhook configuration API', () => {
+  let t: TestApp;
+  let owner: TestAccount;
+  let stranger: TestAccount;
+
+  beforeAll(async () => {
+    t = await startTestApp();
+    owner = await createAccount(t.app);
+    stranger = await createAccount(t.app);
+  });
+  afterAll(() => t.close());
+
+  const create = (account: TestAccount, body: Record<string, unknown>) => t.http().post('/v1/webhooks').set(account.auth).send(body);
+
+  it('creates a webhook and shows its secret only in the creation answer', async () => {
+    const created = await create(owner, { url: 'https://hooks.example.com/storage', events: ['file.uploaded', 'file.deleted'] }).expect(201);
+    expect(created.body).toEqual({
+      success: true,
+      data: {
+        id: expect.stringMatching(/^wh_/),
+        url: 'https://hooks.example.com/storage',
+        events: ['file.uploaded', 'file.deleted'],
+        active: true,
+        secret: expect.stringMatching(/^whsec_.{40,}$/),
+        created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
+      },
+    });
+    const { id, secret } = created.body.data;
+
+    const listed = await t.http().get('/v1/webhooks').set(owner.auth).expect(200);
+    const mine = listed.body.data.find((w: { id: string }) => w.id === id);
+    expect(mine).toEqual({
+      id,
+      url: 'https://hooks.example.com/storage',
+      events: ['file.uploaded', 'file.deleted'],
+      active: true,
+      created_at: created.body.data.created_at,
+      updated_at: created.body.data.created_at,
+      disabled_reason: null,
+      disabled_at: null,
+    });
+    expect(JSON.stringify(listed.body)).not.toContain(secret);
+    const one = await t.http().get(`/v1/webhooks/${id}`).set(owner.auth).expect(200);
+    expect(one.body.data).toEqual(mine);
+
+    // At rest the secret is encrypted, not stored as given.
+    const [row] = await t.app.get(DataSource).query('SELECT secret_sealed FROM webhooks WHERE id = $1'.replace('$1', t.config.database.kind === 'sqlite' ? '?' : '$1'), [id]);
+    expect(row.secret_sealed).not.toContain(secret);
+    expect(row.secret_sealed).toMatch(/^v1\./);
+  });
+
+  it('keeps a given secret, honours active=false, and accepts all seven events', async () => {
+    const created = await create(owner, { url: 'https://hooks.example.com/all', events: [...EVENT_NAMES], secret: 'my-own-secret', active: false }).expect(201);
+    expect(created.body.data).toMatchObject({ secret: 'my-own-secret', active: false, events: [...EVENT_NAMES] });
+  });
+
+  it('updates events and active, and refuses an empty or invalid change', async () => {
+    const { id } = (await create(owner, { url: 'https://hooks.example.com/p', events: ['file.uploaded'] }).expect(201)).body.data;
+    const patched = await t.http().patch(`/v1/webhooks/${id}`).set(owner.auth).send({ events: ['folder.created', 'share.accessed'], active: false }).expect(200);
+    expect(patched.body.data).toMatchObject({ id, events: ['folder.created', 'share.accessed'], active: false, url: 'https://hooks.example.com/p' });
+    expect(patched.body.data).not.toHaveProperty('secret');
+    expect((await t.http().patch(`/v1/webhooks/${id}`).set(owner.auth).send({ active: true }).expect(200)).body.data.active).toBe(true);
+
+    for (const body of [{}, { events: [] }, { events: ['file.exploded'] }, { active: 'yes' }, { url: 'https://elsewhere.example.com' }, { secret: 'x' }]) {
+      const refused = await t.http().patch(`/v1/webhooks/${id}`).set(owner.auth).send(body).expect(400);
+      expect(refused.body.error.code).toBe('invalid_request');
+    }
+    const after = await t.http().get(`/v1/webhooks/${id}`).set(owner.auth).expect(200);
+    expect(after.body.data).toMatchObject({ events: ['folder.created', 'share.accessed'], active: true });
+  });
+
+  it('deletes a webhook with {id, deleted: true}; a second delete is not_found', async () => {
+    const { id } = (await create(owner, { url: 'https://hooks.example.com/d', events: ['file.uploaded'] }).expect(201)).body.data;
+    expect((await t.http().delete(`/v1/webhooks/${id}`).set(owner.auth).expect(200)).body).toEqual({ success: true, data: { id, deleted: true } });
+    expect((await t.http().delete(`/v1/webhooks/${id}`).set(owner.auth).expect(404)).body.error.code).toBe('not_found');
+    await t.http().get(`/v1/webhooks/${id}`).set(owner.auth).expect(404);
+  });
+
+  it.each([
+    [{ events: ['file.uploaded'] }, 'url'],
+    [{ url: 'https://h.example.com', events: [] }, 'events'],
+    [{ url: 'https://h.example.com' }, 'events'],
+    [{ url: 'https://h.example.com', events: ['file.uploaded', 'file.exploded'] }, 'events'],
+    [{ url: 'https://h.example.com', events: ['webhook.test'] }, 'events'],
+    [{ url: 'https://h.example.com', events: 'file.uploaded' }, 'events'],
+    [{ url: 'https://h.example.com', events: ['file.uploaded', 'file.uploaded'] }, 'events'],
+    [{ url: 'not a url', events: ['file.uploaded'] }, 'url'],
+    [{ url: 'ftp://h.example.com', events: ['file.uploaded'] }, 'url'],
+    [{ url: 'https://h.example.com', events: ['file.uploaded'], secret: '' }, 'secret'],
+    [{ url: 'https://h.example.com', events: ['file.uploaded'], active: 'yes' }, 'active'],
+    [{ url: 'https://h.example.com', events: ['file.uploaded'], colour: 'red' }, 'colour'],
+  ])('refuses %j with invalid_request naming %s', async (body, field) => {
+    const before = (await t.http().get('/v1/webhooks').set(stranger.auth).expect(200)).body.pagination.total_items;
+    const refused = await create(stranger, body).expect(400);
+    expect(refused.body.success).toBe(false);
+    expect(refused.body.error.code).toBe('invalid_request');
+    expect(refused.body.error.details.fields.map((f: { field: string }) => f.field)).toContain(field);
+    expect((await t.http().get('/v1/webhooks').set(stranger.auth).expect(200)).body.pagination.total_items).toBe(before);
+  });
+
+  it('allows 25 webhooks per account and refuses the 26th', async () => {
+    const account = await createAccount(t.app);
+    for (let i = 0; i < 25; i++) await create(account, { url: `https://h.example.com/${i}`, events: ['file.uploaded'] }).expect(201);
+    const refused = await create(account, { url: 'https://h.example.com/26', events: ['file.uploaded'] }).expect(400);
+    expect(refused.body.error).toMatchObject({ code: 'invalid_request', details: { limit: 25 } });
+    const listed = await t.http().get('/v1/webhooks?per_page=10&page=3').set(account.auth).expect(200);
+    expect(listed.body.pagination).toEqual({ page: 3, per_page: 10, total_items: 25, total_pages: 3 });
+    expect(listed.body.data).toHaveLength(5);
+  });
+
+  it("answers not_found for another account's webhook on every route, changing nothing", async () => {
+    const { id } = (await create(owner, { url: 'https://hooks.example.com/mine', events: ['file.uploaded'] }).expect(201)).body.data;
+    const routes = [
+      t.http().get(`/v1/webhooks/${id}`),
+      t.http().patch(`/v1/webhooks/${id}`).send({ active: false }),
+      t.http().delete(`/v1/webhooks/${id}`),
+      t.http().post(`/v1/webhooks/${id}/test`),
+      t.http().get(`/v1/webhooks/${id}/deliveries`),
+      t.http().post(`/v1/webhooks/${id}/deliveries/dlv_x/redeliver`),
+    ];
+    for (const route of routes) {
+      const answer = await route.set(stranger.auth).expect(404);
+      expect(answer.body.error.code).toBe('not_found');
+    }
+    expect((await t.http().get(`/v1/webhooks/${id}`).set(owner.auth).expect(200)).body.data.active).toBe(true);
+    expect((await t.http().get('/v1/webhooks').set(stranger.auth).expect(200)).body.data.map((w: { id: string }) => w.id)).not.toContain(id);
+  });
+
+  it('needs an elevated key on every webhook route', async () => {
+    const plain = await createKey(t.app, owner, ['read', 'write', 'delete', 'share'], false);
+    const refused = await t.http().get('/v1/webhooks').set(plain.auth).expect(403);
+    expect(refused.body.error.code).toBe('permission_denied');
+    await t.http().post('/v1/webhooks').set(plain.auth).send({ url: 'https://h.example.com', events: ['file.uploaded'] }).expect(403);
+    const elevatedReadOnly = await createKey(t.app, owner, ['read'], true);
+    await t.http().get('/v1/webhooks').set(elevatedReadOnly.auth).expect(200);
+    await t.http().get('/v1/webhooks').expect(401);
+  });
+
+  it('pages the delivery log and validates its query', async () => {
+    const { id } = (await create(owner, { url: 'https://hooks.example.com/log', events: ['file.uploaded'], active: false }).expect(201)).body.data;
+    const empty = await t.http().get(`/v1/webhooks/${id}/deliveries`).set(owner.auth).expect(200);
+    expect(empty.body).toEqual({ success: true, data: [], pagination: { page: 1, per_page: 50, total_items: 0, total_pages: 0 } });
+    for (const query of ['per_page=101', 'page=0', 'status=lost', 'page=1&page=2']) {
+      expect((await t.http().get(`/v1/webhooks/${id}/deliveries?${query}`).set(owner.auth).expect(400)).body.error.code).toBe('invalid_request');
+    }
+  });
+});
+
+describe('webhook urls when private addresses are not allowed', () => {
+  let t: TestApp;
+  let owner: TestAccount;
+
+  beforeAll(async () => {
+    t = await startTestApp({ WEBHOOK_ALLOW_PRIVATE_URLS: 'false' });
+    owner = await createAccount(t.app);
+  });
+  afterAll(() => t.close());
+
+  it.each([
+    ['http://93.184.216.34/hook', 'https'],
+    ['https://127.0.0.1/hook', 'private'],
+    ['https://localhost:8443/hook', 'resolve'],
+    ['https://10.0.0.8/hook', 'private'],
+    ['https://169.254.169.254/latest/meta-data/', 'metadata'],
+    ['https://[::1]/hook', 'loopback'],
+    ['https://[::ffff:192.168.0.1]/hook', 'private'],
+  ])('refuses %s', async (url, mention) => {
+    const refused = await t.http().post('/v1/webhooks').set(owner.auth).send({ url, events: ['file.uploaded'] }).expect(400);
+    expect(refused.body.error.code).toBe('invalid_request');
+    expect(refused.body.error.details.fields[0].field).toBe('url');
+    expect(refused.body.error.message).toContain(mention);
+  });
+
+  it('accepts an https url on a public address', async () => {
+    await t.http().post('/v1/webhooks').set(owner.auth).send({ url: 'https://93.184.216.34/hook', events: ['file.uploaded'] }).expect(201);
+  });
+});
