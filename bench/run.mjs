@@ -57,16 +57,19 @@ if (problems.length) {
 }
 
 const log = (message) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}\n`);
-process.on('SIGINT', () => {
-  killAllChildren();
-  process.exit(130);
-});
+for (const signal of ['SIGINT', 'SIGTERM']) {
+  process.on(signal, () => {
+    killAllChildren();
+    process.exit(130);
+  });
+}
 
 const suiteStarted = performance.now();
 const results = [];
 const raw = {};
 let environment = null;
 let context = null;
+let deploymentProblem = null;
 
 try {
   for (const name of only) {
@@ -120,13 +123,20 @@ process.stdout.write(`\nJSON: ${file}\n`);
 process.exit(0);
 
 async function startMainDeployment() {
-  environment = await createEnvironment(options.db, 'main');
+  if (deploymentProblem) throw deploymentProblem;
   // A cron that never fires during the run: scenario 5 measures the purge in its own deployment.
-  environment.env.TRASH_PURGE_CRON = '0 0 1 1 *';
-  const server = await environment.startServer();
-  const account = await environment.createAccount('bench');
-  log(`server pid ${server.pid} on ${server.url} (${options.db})`);
-  return { environment, server, account, options, shared: {} };
+  environment = await createEnvironment(options.db, 'main', { TRASH_PURGE_CRON: '0 0 1 1 *' });
+  try {
+    const server = await environment.startServer();
+    const account = await environment.createAccount('bench');
+    log(`server pid ${server.pid} on ${server.url} (${options.db})`);
+    return { environment, server, account, options, shared: {} };
+  } catch (error) {
+    deploymentProblem = error;
+    await environment.dispose();
+    environment = null;
+    throw error;
+  }
 }
 
 function gitCommit() {

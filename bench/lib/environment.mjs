@@ -34,6 +34,7 @@ export async function createEnvironment(db, label, overrides = {}) {
     REDIS_KEY_PREFIX: redisKeyPrefix,
     STORAGE_DIR: join(workDir, 'blobs'),
     URL_SIGNING_SECRET: randomBytes(32).toString('hex'),
+    SECRETS_ENCRYPTION_KEY: randomBytes(32).toString('hex'),
     WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
     RATE_LIMITS_ENABLED: 'false',
     LOG_LEVEL: 'warn',
