@@ -27,5 +27,9 @@ export function RequireScope(scope: Scope | null, options: { elevated?: boolean 
 
 /** A route anyone may call without an API key (still rate limited per client IP unless throttling is skipped). */
 export function Public(): MethodDecorator & ClassDecorator {
-  return applyDecorators(SetMetadata(ACCESS_METADATA, { kind: 'public' } satisfies AccessRule));
+  return applyDecorators(
+    SetMetadata(ACCESS_METADATA, { kind: 'public' } satisfies AccessRule),
+    // Marks the operation in OpenAPI as needing no API key (signed links, public share access).
+    ApiExtension('x-public', true),
+  );
 }

@@ -11,8 +11,12 @@ import { UrlSigner } from './url-signer.js';
     {
       provide: BlobStorage,
       inject: [AppConfig],
-      useFactory: (config: AppConfig): BlobStorage => {
-        if (config.storage.driver === 's3') throw new Error('STORAGE_DRIVER=s3 is not available yet');
+      useFactory: async (config: AppConfig): Promise<BlobStorage> => {
+        if (config.storage.driver === 's3') {
+          // The AWS SDK is large; a deployment on local storage never loads it.
+          const { S3BlobStorage } = await import('./s3-blob-storage.js');
+          return new S3BlobStorage({ ...config.storage.s3, bucket: config.storage.s3.bucket ?? '' });
+        }
         return new LocalBlobStorage(config.storage.dir);
       },
     },

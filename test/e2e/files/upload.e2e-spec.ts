@@ -2,7 +2,11 @@ import { createHash } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OutboxEventEntity } from '../../../src/infra/outbox/outbox-event.entity.js';
+import { Readable } from 'node:stream';
+import { BlobStorage } from '../../../src/infra/storage/blob-storage.js';
 import { AccountEntity } from '../../../src/modules/accounts/account.entity.js';
+import { UploadReservationEntity } from '../../../src/modules/files/upload/upload-reservation.entity.js';
+import { UploadSweeper } from '../../../src/modules/files/upload/upload-sweeper.js';
 import { createAccount, createKey, type TestAccount } from '../../support/accounts.js';
 import { startTestApp, type TestApp } from '../../support/test-app.js';
 import { listBlobs, rawUpload, upload, uploadOk } from '../../support/uploads.js';
@@ -127,6 +131,11 @@ describe('uploading files', () => {
     const names: string[] = [];
     for (const name of ['report.pdf', 'report.pdf', 'REPORT.pdf', 'report.pdf']) names.push((await uploadOk(t, owner.auth, 'r', { name })).name);
     expect(names).toEqual(['report.pdf', 'report (1).pdf', 'REPORT (2).pdf', 'report (3).pdf']);
+  });
+
+  it('gives concurrent uploads of one name distinct numbered names', async () => {
+    const results = await Promise.all(Array.from({ length: 6 }, (_, i) => uploadOk(t, owner.auth, `same ${i}`, { name: 'same.txt' })));
+    expect(results.map((f) => f.name).sort()).toEqual(['same (1).txt', 'same (2).txt', 'same (3).txt', 'same (4).txt', 'same (5).txt', 'same.txt']);
   });
 
   it('overwrites in place: same id and created_at, new content and modified_at, old bytes removed', async () => {
@@ -256,6 +265,23 @@ describe('uploading files', () => {
     expect((await account(quitter.accountId)).storageUsed).toBe(0);
     const list = await t.http().get('/v1/files').set(quitter.auth);
     expect(list.body.data).toEqual([]);
+  });
+
+  it('gives back what a crashed upload held: its stale reservation and temporary bytes', async () => {
+    const crashed = await createAccount(t.app);
+    const ds = t.app.get(DataSource);
+    const longAgo = new Date(Date.now() - 2 * 3600_000);
+    await t.app.get(BlobStorage).write('tmp/upl_crashed', Readable.from([Buffer.alloc(500)]));
+    await ds.getRepository(UploadReservationEntity).insert({ id: 'upl_crashed', accountId: crashed.accountId, bytes: 500, tempKey: 'tmp/upl_crashed', createdAt: longAgo, updatedAt: longAgo });
+    await ds.getRepository(AccountEntity).update({ id: crashed.accountId }, { storageReserved: 500 });
+    // A fresh reservation (an upload still streaming) is left alone.
+    await ds.getRepository(UploadReservationEntity).insert({ id: 'upl_live', accountId: crashed.accountId, bytes: 0, tempKey: 'tmp/upl_live', createdAt: new Date(), updatedAt: new Date() });
+    const swept = await t.app.get(UploadSweeper).sweep();
+    expect(swept.reservations).toBe(1);
+    expect((await account(crashed.accountId)).storageReserved).toBe(0);
+    expect(listBlobs(t, 'tmp')).toEqual([]);
+    expect(await ds.getRepository(UploadReservationEntity).findOneBy({ id: 'upl_live' })).not.toBeNull();
+    await ds.getRepository(UploadReservationEntity).delete({ id: 'upl_live' });
   });
 
   it('records file.uploaded in the outbox with the file data', async () => {

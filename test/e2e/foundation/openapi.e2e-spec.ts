@@ -6,6 +6,7 @@ interface Operation {
   responses: Record<string, { content?: Record<string, { schema: unknown }> }>;
   'x-required-scope'?: string;
   'x-requires-elevated-key'?: boolean;
+  'x-public'?: boolean;
 }
 
 describe('OpenAPI document and Swagger UI', () => {
@@ -29,6 +30,12 @@ describe('OpenAPI document and Swagger UI', () => {
     expect(operations.length).toBeGreaterThanOrEqual(4);
     for (const { path, method, op } of operations) {
       const where = `${method.toUpperCase()} ${path}`;
+      if (op['x-public']) {
+        // Public routes (signed links) need no key, and are still limited per client IP.
+        expect(op.security, where).toBeUndefined();
+        expect(op.responses['429'], `${where} 429`).toBeDefined();
+        continue;
+      }
       expect(op.security, where).toEqual([{ 'api-key': [] }]);
       expect(op['x-required-scope'], where).toBeDefined();
       for (const status of ['401', '403', '429']) {

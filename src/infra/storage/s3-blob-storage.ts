@@ -1,0 +1,148 @@
+import {
+  AbortMultipartUploadCommand,
+  CompleteMultipartUploadCommand,
+  CopyObjectCommand,
+  CreateMultipartUploadCommand,
+  DeleteObjectCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
+  ListObjectsV2Command,
+  S3Client,
+  UploadPartCopyCommand,
+} from '@aws-sdk/client-s3';
+import { Upload } from '@aws-sdk/lib-storage';
+import { Readable } from 'node:stream';
+import { assertSafeKey, BlobStorage, type ByteRange } from './blob-storage.js';
+
+/** Parts of a streamed upload; lib-storage holds at most PART_SIZE x QUEUE_SIZE bytes in memory. */
+const PART_SIZE = 8 * 1024 * 1024;
+const QUEUE_SIZE = 4;
+/** CopyObject handles up to 5 GiB; larger blobs are copied part by part. */
+const SINGLE_COPY_LIMIT = 5 * 1024 ** 3;
+const COPY_PART_SIZE = 512 * 1024 * 1024;
+
+export interface S3Settings {
+  bucket: string;
+  endpoint?: string;
+  region?: string;
+  accessKeyId?: string;
+  secretAccessKey?: string;
+  forcePathStyle: boolean;
+}
+
+/**
+ * Blobs as objects in an S3-compatible bucket (AWS S3, MinIO, Ceph, R2...). Writes stream through
+ * a multipart upload, so memory stays bounded whatever the file size; a failed write aborts the
+ * multipart upload so no parts linger.
+ */
+export class S3BlobStorage extends BlobStorage {
+  readonly client: S3Client;
+  private readonly bucket: string;
+
+  constructor(settings: S3Settings) {
+    super();
+    this.bucket = settings.bucket;
+    this.client = new S3Client({
+      endpoint: settings.endpoint,
+      region: settings.region ?? 'us-east-1',
+      forcePathStyle: settings.forcePathStyle,
+      credentials:
+        settings.accessKeyId && settings.secretAccessKey ? { accessKeyId: settings.accessKeyId, secretAccessKey: settings.secretAccessKey } : undefined,
+    });
+  }
+
+  async write(key: string, source: Readable): Promise<void> {
+    assertSafeKey(key);
+    const upload = new Upload({
+      client: this.client,
+      params: { Bucket: this.bucket, Key: key, Body: source },
+      partSize: PART_SIZE,
+      queueSize: QUEUE_SIZE,
+      leavePartsOnError: false,
+    });
+    try {
+      await upload.done();
+    } catch (error) {
+      await upload.abort().catch(() => undefined);
+      await this.delete(key).catch(() => undefined);
+      throw error;
+    }
+  }
+
+  async move(fromKey: string, toKey: string): Promise<void> {
+    assertSafeKey(fromKey);
+    assertSafeKey(toKey);
+    const head = await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: fromKey }));
+    const size = head.ContentLength ?? 0;
+    const copySource = `${this.bucket}/${fromKey}`;
+    if (size <= SINGLE_COPY_LIMIT) {
+      await this.client.send(new CopyObjectCommand({ Bucket: this.bucket, Key: toKey, CopySource: copySource }));
+    } else {
+      await this.copyInParts(copySource, toKey, size);
+    }
+    await this.delete(fromKey);
+  }
+
+  private async copyInParts(copySource: string, toKey: string, size: number): Promise<void> {
+    const { UploadId } = await this.client.send(new CreateMultipartUploadCommand({ Bucket: this.bucket, Key: toKey }));
+    try {
+      const parts: Array<{ ETag: string; PartNumber: number }> = [];
+      for (let start = 0, part = 1; start < size; start += COPY_PART_SIZE, part++) {
+        const end = Math.min(start + COPY_PART_SIZE, size) - 1;
+        const result = await this.client.send(
+          new UploadPartCopyCommand({ Bucket: this.bucket, Key: toKey, UploadId, PartNumber: part, CopySource: copySource, CopySourceRange: `bytes=${start}-${end}` }),
+        );
+        parts.push({ ETag: result.CopyPartResult?.ETag ?? '', PartNumber: part });
+      }
+      await this.client.send(new CompleteMultipartUploadCommand({ Bucket: this.bucket, Key: toKey, UploadId, MultipartUpload: { Parts: parts } }));
+    } catch (error) {
+      await this.client.send(new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: toKey, UploadId })).catch(() => undefined);
+      throw error;
+    }
+  }
+
+  async read(key: string, range?: ByteRange): Promise<Readable> {
+    assertSafeKey(key);
+    const result = await this.client.send(
+      new GetObjectCommand({ Bucket: this.bucket, Key: key, Range: range ? `bytes=${range.start}-${range.end}` : undefined }),
+    );
+    if (!(result.Body instanceof Readable)) throw new Error(`S3 returned no stream for ${key}`);
+    return result.Body;
+  }
+
+  async delete(key: string): Promise<void> {
+    assertSafeKey(key);
+    await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: key }));
+  }
+
+  override async stat(key: string): Promise<{ size: number } | null> {
+    assertSafeKey(key);
+    try {
+      const head = await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: key }));
+      return { size: head.ContentLength ?? 0 };
+    } catch (error) {
+      if (isNotFound(error)) return null;
+      throw error;
+    }
+  }
+
+  async exists(key: string): Promise<boolean> {
+    return (await this.stat(key)) !== null;
+  }
+
+  async *list(prefix: string): AsyncIterable<{ key: string; lastModified: Date }> {
+    let token: string | undefined;
+    do {
+      const page = await this.client.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, ContinuationToken: token }));
+      for (const object of page.Contents ?? []) {
+        if (object.Key) yield { key: object.Key, lastModified: object.LastModified ?? new Date(0) };
+      }
+      token = page.IsTruncated ? page.NextContinuationToken : undefined;
+    } while (token);
+  }
+}
+
+function isNotFound(error: unknown): boolean {
+  const e = error as { name?: string; $metadata?: { httpStatusCode?: number } };
+  return e?.name === 'NotFound' || e?.name === 'NoSuchKey' || e?.$metadata?.httpStatusCode === 404;
+}

@@ -1,0 +1,40 @@
+import { describe, expect, it } from 'vitest';
+import { loadConfig } from '../../config/app-config.js';
+import { UrlSigner } from './url-signer.js';
+
+const signer = (secret = 'a'.repeat(64)) => new UrlSigner(loadConfig({ URL_SIGNING_SECRET: secret, PUBLIC_BASE_URL: 'https://files.example.com' }));
+const now = new Date('2026-11-21T10:00:00.000Z');
+const parts = (url: string) => {
+  const u = new URL(url);
+  return { path: u.pathname, expires: u.searchParams.get('expires') ?? undefined, signature: u.searchParams.get('signature') ?? undefined };
+};
+
+describe('UrlSigner', () => {
+  it('signs the path with an expiry one hour ahead, on PUBLIC_BASE_URL', () => {
+    const url = signer().sign('/v1/files/file_1/download', now);
+    expect(url).toMatch(/^https:\/\/files\.example\.com\/v1\/files\/file_1\/download\?expires=\d+&signature=[0-9a-f]{64}$/);
+    expect(Number(parts(url).expires)).toBe(now.getTime() / 1000 + 3600);
+  });
+
+  it('verifies its own links until they expire', () => {
+    const { path, expires, signature } = parts(signer().sign('/v1/files/file_1/download', now));
+    expect(signer().verify(path, expires, signature, now)).toBe(true);
+    expect(signer().verify(path, expires, signature, new Date(now.getTime() + 3600_000))).toBe(true);
+    expect(signer().verify(path, expires, signature, new Date(now.getTime() + 3601_000))).toBe(false);
+  });
+
+  it('refuses another path, a changed expiry, a changed or malformed signature, or another secret', () => {
+    const { path, expires, signature } = parts(signer().sign('/v1/files/file_1/download', now));
+    const flipped = signature!.replace(/^./, (c) => (c === '0' ? '1' : '0'));
+    expect(signer().verify('/v1/files/file_2/download', expires, signature, now)).toBe(false);
+    expect(signer().verify('/v1/files/file_1/thumbnail', expires, signature, now)).toBe(false);
+    expect(signer().verify(path, String(Number(expires) + 1), signature, now)).toBe(false);
+    expect(signer().verify(path, expires, flipped, now)).toBe(false);
+    expect(signer().verify(path, expires, signature!.toUpperCase(), now)).toBe(false);
+    expect(signer().verify(path, expires, signature!.slice(2), now)).toBe(false);
+    expect(signer().verify(path, undefined, signature, now)).toBe(false);
+    expect(signer().verify(path, expires, undefined, now)).toBe(false);
+    expect(signer().verify(path, '1e12', signature, now)).toBe(false);
+    expect(signer('b'.repeat(64)).verify(path, expires, signature, now)).toBe(false);
+  });
+});

@@ -1,0 +1,132 @@
+import { DataSource } from 'typeorm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { newId } from '../../../src/common/ids.js';
+import { OutboxEventEntity } from '../../../src/infra/outbox/outbox-event.entity.js';
+import { ShareEntity } from '../../../src/modules/shares/share.entity.js';
+import { createAccount, createKey, type TestAccount } from '../../support/accounts.js';
+import { startTestApp, type TestApp } from '../../support/test-app.js';
+import { uploadOk } from '../../support/uploads.js';
+
+describe('folders', () => {
+  let t: TestApp;
+  let owner: TestAccount;
+  const create = (body: Record<string, unknown>, auth = owner.auth) => t.http().post('/v1/folders').set(auth).send(body);
+
+  beforeAll(async () => {
+    t = await startTestApp();
+    owner = await createAccount(t.app);
+  });
+  afterAll(() => t.close());
+
+  it('creates a folder (201) and records folder.created', async () => {
+    const res = await create({ name: 'Projects' });
+    expect(res.status).toBe(201);
+    expect(res.body.data).toEqual({
+      id: expect.stringMatching(/^fld_/),
+      name: 'Projects',
+      parent_id: null,
+      created_by: owner.userId,
+      created_at: expect.any(String),
+      modified_at: res.body.data.created_at,
+    });
+    const child = (await create({ name: 'Alpha', parent_id: res.body.data.id })).body.data;
+    expect(child.parent_id).toBe(res.body.data.id);
+    const events = await t.app.get(DataSource).getRepository(OutboxEventEntity).findBy({ accountId: owner.accountId, event: 'folder.created' });
+    expect(events.map((e) => JSON.parse(e.payload))).toEqual(
+      expect.arrayContaining([
+        { folder: { id: res.body.data.id, name: 'Projects', parent_id: null, created_by: owner.userId } },
+        { folder: { id: child.id, name: 'Alpha', parent_id: res.body.data.id, created_by: owner.userId } },
+      ]),
+    );
+  });
+
+  it('numbers taken sibling names case-insensitively, and refuses illegal names', async () => {
+    const names = [];
+    for (const name of ['Photos', 'photos', 'PHOTOS']) names.push((await create({ name })).body.data.name);
+    expect(names).toEqual(['Photos', 'photos (1)', 'PHOTOS (2)']);
+    for (const name of ['', '.', '..', 'a/b', 'a\\b', 'x'.repeat(256), 'nul\0']) {
+      const res = await create({ name });
+      expect(res.status, JSON.stringify(name)).toBe(400);
+      expect(res.body.error.code).toBe('invalid_request');
+    }
+    expect((await create({})).status).toBe(400);
+    expect((await create({ name: 'x', parent_id: 'fld_nope' })).status).toBe(404);
+  });
+
+  it('lists a parent\'s folders with pagination, the root by default', async () => {
+    const parent = (await create({ name: 'Listing' })).body.data;
+    for (const name of ['c', 'A', 'b', 'D', 'e']) await create({ name, parent_id: parent.id });
+    const page1 = await t.http().get(`/v1/folders?parent_id=${parent.id}&per_page=2`).set(owner.auth);
+    expect(page1.body.pagination).toEqual({ page: 1, per_page: 2, total_items: 5, total_pages: 3 });
+    expect(page1.body.data.map((f: any) => f.name)).toEqual(['A', 'b']);
+    const page3 = await t.http().get(`/v1/folders?parent_id=${parent.id}&per_page=2&page=3`).set(owner.auth);
+    expect(page3.body.data.map((f: any) => f.name)).toEqual(['e']);
+    const root = await t.http().get('/v1/folders?per_page=100').set(owner.auth);
+    expect(root.body.data.map((f: any) => f.name)).toContain('Listing');
+    expect(root.body.data.map((f: any) => f.name)).not.toContain('A');
+    expect((await t.http().get('/v1/folders?parent_id=fld_nope').set(owner.auth)).status).toBe(404);
+    expect((await t.http().get('/v1/folders?per_page=101').set(owner.auth)).status).toBe(400);
+    expect((await t.http().get('/v1/folders?page=1&page=2').set(owner.auth)).status).toBe(400);
+  });
+
+  it('renames and moves a folder, never into itself or a descendant', async () => {
+    const a = (await create({ name: 'A-tree' })).body.data;
+    const b = (await create({ name: 'B', parent_id: a.id })).body.data;
+    const c = (await create({ name: 'C', parent_id: b.id })).body.data;
+    const self = await t.http().patch(`/v1/folders/${a.id}`).set(owner.auth).send({ parent_id: a.id });
+    expect(self.status).toBe(400);
+    const intoGrandchild = await t.http().patch(`/v1/folders/${a.id}`).set(owner.auth).send({ parent_id: c.id });
+    expect(intoGrandchild.status).toBe(400);
+    expect(intoGrandchild.body.error.code).toBe('invalid_request');
+    const moved = await t.http().patch(`/v1/folders/${c.id}`).set(owner.auth).send({ parent_id: null, name: 'C-top' });
+    expect(moved.status).toBe(200);
+    expect(moved.body.data).toMatchObject({ id: c.id, name: 'C-top', parent_id: null });
+    await create({ name: 'Clash', parent_id: a.id });
+    const clash = await t.http().patch(`/v1/folders/${b.id}`).set(owner.auth).send({ name: 'clash' });
+    expect(clash.body.data.name).toBe('clash (1)');
+    expect((await t.http().patch(`/v1/folders/${b.id}`).set(owner.auth).send({ name: '..' })).status).toBe(400);
+    expect((await t.http().patch('/v1/folders/fld_nope').set(owner.auth).send({ name: 'x' })).status).toBe(404);
+    const other = await createAccount(t.app);
+    expect((await t.http().patch(`/v1/folders/${a.id}`).set(other.auth).send({ name: 'x' })).status).toBe(404);
+    expect((await t.http().patch(`/v1/folders/${b.id}`).set(owner.auth).send({ parent_id: 'fld_nope' })).status).toBe(404);
+  });
+
+  it('deletes a folder with everything in it, recursively, to the trash', async () => {
+    const top = (await create({ name: 'Doomed' })).body.data;
+    const mid = (await create({ name: 'Mid', parent_id: top.id })).body.data;
+    const deep = (await create({ name: 'Deep', parent_id: mid.id })).body.data;
+    const files = [
+      await uploadOk(t, owner.auth, 'one', { name: 'one.txt', folderId: top.id }),
+      await uploadOk(t, owner.auth, 'two', { name: 'two.txt', folderId: mid.id }),
+      await uploadOk(t, owner.auth, 'three', { name: 'three.txt', folderId: deep.id }),
+    ];
+    await t.app.get(DataSource).getRepository(ShareEntity).insert({
+      id: newId('shr'), accountId: owner.accountId, fileId: files[2].id, token: newId('shr'), passwordHash: null, expiresAt: null,
+      createdBy: owner.userId, createdAt: new Date(), revokedAt: null, invalidatedAt: null, accessCount: 0, lastAccessedAt: null,
+    });
+    const res = await t.http().delete(`/v1/folders/${top.id}`).set(owner.auth);
+    expect(res.status).toBe(200);
+    expect(res.body.data).toMatchObject({ id: top.id, name: 'Doomed', folders_deleted: 3, files_deleted: 3 });
+    expect((await t.http().get(`/v1/folders?parent_id=${top.id}`).set(owner.auth)).status).toBe(404);
+    expect((await t.http().get(`/v1/files?folder_id=${deep.id}`).set(owner.auth)).status).toBe(404);
+    const trash = await t.http().get('/v1/trash?per_page=100').set(owner.auth);
+    expect(trash.body.data.map((f: any) => f.id)).toEqual(expect.arrayContaining(files.map((f) => f.id)));
+    const share = await t.app.get(DataSource).getRepository(ShareEntity).findOneByOrFail({ fileId: files[2].id });
+    expect(share.invalidatedAt).not.toBeNull();
+    // The name is free again, and a restored file goes to the root since its folder is gone.
+    expect((await create({ name: 'Doomed' })).body.data.name).toBe('Doomed');
+    const restored = await t.http().post(`/v1/files/${files[2].id}/restore`).set(owner.auth);
+    expect(restored.body.data).toMatchObject({ id: files[2].id, folder_id: null, name: 'three.txt' });
+    expect((await t.http().delete(`/v1/folders/${top.id}`).set(owner.auth)).status).toBe(404);
+  });
+
+  it('checks scopes: write to create and change, read to list, delete to delete', async () => {
+    const reader = await createKey(t.app, owner, ['read']);
+    const writer = await createKey(t.app, owner, ['write']);
+    expect((await create({ name: 'nope' }, reader.auth)).status).toBe(403);
+    expect((await t.http().get('/v1/folders').set(writer.auth)).status).toBe(403);
+    const folder = (await create({ name: 'scoped' }, writer.auth)).body.data;
+    expect((await t.http().delete(`/v1/folders/${folder.id}`).set(writer.auth)).status).toBe(403);
+    expect((await t.http().patch(`/v1/folders/${folder.id}`).set(reader.auth).send({ name: 'x' })).status).toBe(403);
+  });
+});

@@ -1,0 +1,271 @@
+import { DataSource } from 'typeorm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CommandBus } from '@nestjs/cqrs';
+import { newId } from '../../../src/common/ids.js';
+import { OutboxEventEntity } from '../../../src/infra/outbox/outbox-event.entity.js';
+import { AccountEntity } from '../../../src/modules/accounts/account.entity.js';
+import { FileEntity } from '../../../src/modules/files/file.entity.js';
+import { ShareEntity } from '../../../src/modules/shares/share.entity.js';
+import { PurgeTrashCommand } from '../../../src/modules/trash/commands/purge-trash.command.js';
+import { createAccount, createKey, type TestAccount } from '../../support/accounts.js';
+import { runNode } from '../../support/processes.js';
+import { startTestApp, type TestApp } from '../../support/test-app.js';
+import { sleep } from '../../support/time.js';
+import { listBlobs, uploadOk } from '../../support/uploads.js';
+
+const DAY = 86_400_000;
+
+describe('delete, restore and the trash', () => {
+  let t: TestApp;
+  let owner: TestAccount;
+  const db = () => t.app.get(DataSource);
+  const account = (id: string) => db().getRepository(AccountEntity).findOneByOrFail({ id });
+  const deletedEvents = async (accountId: string) =>
+    (await db().getRepository(OutboxEventEntity).find({ where: { accountId, event: 'file.deleted' }, order: { occurredAt: 'ASC' } })).map((e) => JSON.parse(e.payload).file);
+  const share = (accountId: string, userId: string, fileId: string) =>
+    db().getRepository(ShareEntity).insert({
+      id: newId('shr'), accountId, fileId, token: newId('shr'), passwordHash: null, expiresAt: null, createdBy: userId,
+      createdAt: new Date(), revokedAt: null, invalidatedAt: null, accessCount: 0, lastAccessedAt: null,
+    });
+
+  beforeAll(async () => {
+    t = await startTestApp();
+    owner = await createAccount(t.app);
+  });
+  afterAll(() => t.close());
+
+  it('moves a file to the trash: 30-day window, shares invalidated, storage kept, file.deleted recorded', async () => {
+    const file = await uploadOk(t, owner.auth, 'to trash', { name: 'trash-me.txt' });
+    await share(owner.accountId, owner.userId, file.id);
+    const used = (await account(owner.accountId)).storageUsed;
+    const res = await t.http().delete(`/v1/files/${file.id}`).set(owner.auth);
+    expect(res.status).toBe(200);
+    expect(res.body.data).toEqual({ id: file.id, name: 'trash-me.txt', deleted_at: expect.any(String), recoverable_until: expect.any(String) });
+    expect(Date.parse(res.body.data.recoverable_until) - Date.parse(res.body.data.deleted_at)).toBe(30 * DAY);
+    expect((await account(owner.accountId)).storageUsed).toBe(used);
+    expect((await db().getRepository(ShareEntity).findOneByOrFail({ fileId: file.id })).invalidatedAt).not.toBeNull();
+    expect((await deletedEvents(owner.accountId)).find((e) => e.id === file.id)).toEqual({
+      id: file.id, name: 'trash-me.txt', deleted_by: owner.userId, deleted_at: res.body.data.deleted_at, permanent: false,
+    });
+    const again = await t.http().delete(`/v1/files/${file.id}`).set(owner.auth);
+    expect(again.status).toBe(404);
+    expect(again.body.error.code).toBe('not_found');
+    expect((await t.http().delete('/v1/files/file_nope').set(owner.auth)).status).toBe(404);
+    expect((await t.http().delete(`/v1/files/${file.id}?permanent=yes`).set(owner.auth)).status).toBe(400);
+  });
+
+  it('deletes permanently only with an elevated key, freeing storage and the blob', async () => {
+    const file = await uploadOk(t, owner.auth, 'forever', { name: 'forever.txt' });
+    await share(owner.accountId, owner.userId, file.id);
+    const plain = await createKey(t.app, owner, ['read', 'write', 'delete']);
+    const refused = await t.http().delete(`/v1/files/${file.id}?permanent=true`).set(plain.auth);
+    expect(refused.status).toBe(403);
+    expect(refused.body.error.code).toBe('permission_denied');
+    const used = (await account(owner.accountId)).storageUsed;
+    const res = await t.http().delete(`/v1/files/${file.id}?permanent=true`).set(owner.auth);
+    expect(res.status).toBe(200);
+    expect(res.body.data).toEqual({ id: file.id, name: 'forever.txt', deleted_at: expect.any(String), recoverable_until: null });
+    expect((await account(owner.accountId)).storageUsed).toBe(used - 7);
+    expect(listBlobs(t, `files/${owner.accountId}/${file.id}`)).toEqual([]);
+    expect(await db().getRepository(FileEntity).findOneBy({ id: file.id })).toBeNull();
+    expect((await db().getRepository(ShareEntity).findOneByOrFail({ fileId: file.id })).invalidatedAt).not.toBeNull();
+    expect((await deletedEvents(owner.accountId)).find((e) => e.id === file.id)).toMatchObject({ permanent: true, deleted_by: owner.userId });
+    expect((await t.http().delete(`/v1/files/${file.id}?permanent=true`).set(owner.auth)).status).toBe(404);
+    // A trashed file can be deleted for good too, and a key without delete scope cannot delete at all.
+    const trashed = await uploadOk(t, owner.auth, 'x', { name: 'later.txt' });
+    await t.http().delete(`/v1/files/${trashed.id}`).set(owner.auth);
+    expect((await t.http().delete(`/v1/files/${trashed.id}?permanent=true`).set(owner.auth)).status).toBe(200);
+    const reader = await createKey(t.app, owner, ['read', 'write'], true);
+    expect((await t.http().delete(`/v1/files/${file.id}`).set(reader.auth)).status).toBe(403);
+  });
+
+  it('bulk-deletes in order, reporting each failure, total = deleted_count + failed_count', async () => {
+    const a = await uploadOk(t, owner.auth, 'a', { name: 'bulk-a.txt' });
+    const b = await uploadOk(t, owner.auth, 'b', { name: 'bulk-b.txt' });
+    const other = await createAccount(t.app);
+    const foreign = await uploadOk(t, other.auth, 'f', { name: 'foreign.txt' });
+    const ids = [a.id, 'file_missing', b.id, a.id, foreign.id];
+    const res = await t.http().post('/v1/files/bulk-delete').set(owner.auth).send({ file_ids: ids });
+    expect(res.status).toBe(200);
+    expect(res.body.data).toEqual({
+      deleted: [a.id, b.id],
+      failed: [
+        { id: 'file_missing', error: { code: 'not_found', message: expect.any(String) } },
+        { id: a.id, error: { code: 'not_found', message: expect.any(String) } },
+        { id: foreign.id, error: { code: 'not_found', message: expect.any(String) } },
+      ],
+      total: 5,
+      deleted_count: 2,
+      failed_count: 3,
+    });
+    const events = (await deletedEvents(owner.accountId)).filter((e) => e.id === a.id || e.id === b.id);
+    expect(events.map((e) => [e.id, e.permanent])).toEqual([[a.id, false], [b.id, false]]);
+    expect((await t.http().get(`/v1/files/${foreign.id}`).set(other.auth)).status).toBe(200);
+  });
+
+  it.each([
+    ['no file_ids', {}],
+    ['an empty list', { file_ids: [] }],
+    ['1001 ids', { file_ids: Array.from({ length: 1001 }, (_, i) => `file_${i}`) }],
+    ['a non-list', { file_ids: 'file_1' }],
+    ['non-string ids', { file_ids: [1, 2] }],
+  ])('refuses bulk delete with %s', async (_label, body) => {
+    const res = await t.http().post('/v1/files/bulk-delete').set(owner.auth).send(body);
+    expect(res.status).toBe(400);
+    expect(res.body.error.code).toBe('invalid_request');
+  });
+
+  it('accepts 1000 ids in one bulk delete', async () => {
+    const res = await t.http().post('/v1/files/bulk-delete').set(owner.auth).send({ file_ids: Array.from({ length: 1000 }, (_, i) => `file_x${i}`) });
+    expect(res.status).toBe(200);
+    expect(res.body.data).toMatchObject({ total: 1000, deleted_count: 0, failed_count: 1000 });
+  });
+
+  it('restores into the original folder, or the root when the folder is gone, numbering a taken name', async () => {
+    const folder = (await t.http().post('/v1/folders').set(owner.auth).send({ name: 'Keep' })).body.data;
+    const file = await uploadOk(t, owner.auth, 'r', { name: 'restore-me.txt', folderId: folder.id });
+    await share(owner.accountId, owner.userId, file.id);
+    await t.http().delete(`/v1/files/${file.id}`).set(owner.auth);
+    await uploadOk(t, owner.auth, 'squatter', { name: 'RESTORE-ME.txt', folderId: folder.id });
+    const res = await t.http().post(`/v1/files/${file.id}/restore`).set(owner.auth);
+    expect(res.status).toBe(200);
+    expect(res.body.data).toEqual({ id: file.id, name: 'restore-me (1).txt', restored_at: expect.any(String), folder_id: folder.id });
+    const back = (await t.http().get(`/v1/files/${file.id}`).set(owner.auth)).body.data;
+    expect(back).toMatchObject({ name: 'restore-me (1).txt', folder_id: folder.id, is_shared: false });
+    expect((await t.http().post(`/v1/files/${file.id}/restore`).set(owner.auth)).status).toBe(404);
+    expect((await t.http().post('/v1/files/file_nope/restore').set(owner.auth)).status).toBe(404);
+
+    const orphan = await uploadOk(t, owner.auth, 'o', { name: 'orphan.txt', folderId: folder.id });
+    await t.http().delete(`/v1/files/${orphan.id}`).set(owner.auth);
+    await t.http().delete(`/v1/folders/${folder.id}`).set(owner.auth);
+    const toRoot = await t.http().post(`/v1/files/${orphan.id}/restore`).set(owner.auth);
+    expect(toRoot.body.data).toMatchObject({ id: orphan.id, folder_id: null, name: 'orphan.txt' });
+    const reader = await createKey(t.app, owner, ['read', 'delete']);
+    expect((await t.http().post(`/v1/files/${orphan.id}/restore`).set(reader.auth)).status).toBe(403);
+  });
+
+  it('lists the trash newest deletion first (or oldest), with search and pagination', async () => {
+    const acct = await createAccount(t.app);
+    const ids: string[] = [];
+    for (const name of ['t1.txt', 't2.txt', 'T3-special.txt', 't4.txt']) {
+      const f = await uploadOk(t, acct.auth, name, { name });
+      await t.http().delete(`/v1/files/${f.id}`).set(acct.auth);
+      ids.push(f.id);
+      await sleep(3);
+    }
+    await uploadOk(t, acct.auth, 'alive', { name: 'alive.txt' });
+    const desc = await t.http().get('/v1/trash?per_page=3').set(acct.auth);
+    expect(desc.body.pagination).toEqual({ page: 1, per_page: 3, total_items: 4, total_pages: 2 });
+    expect(desc.body.data.map((f: any) => f.id)).toEqual([ids[3], ids[2], ids[1]]);
+    expect(desc.body.data[0]).toEqual({
+      id: ids[3], name: 't4.txt', size: 6, type: 'text/plain', category: 'document', folder_id: null,
+      deleted_at: expect.any(String), recoverable_until: expect.any(String),
+    });
+    const asc = await t.http().get('/v1/trash?sort=deleted_asc').set(acct.auth);
+    expect(asc.body.data.map((f: any) => f.id)).toEqual(ids);
+    const search = await t.http().get('/v1/trash?search=special').set(acct.auth);
+    expect(search.body.data.map((f: any) => f.name)).toEqual(['T3-special.txt']);
+    expect((await t.http().get('/v1/trash?sort=name_asc').set(acct.auth)).status).toBe(400);
+    expect((await t.http().get('/v1/trash?page=2&page=3').set(acct.auth)).status).toBe(400);
+    const writer = await createKey(t.app, acct, ['write']);
+    expect((await t.http().get('/v1/trash').set(writer.auth)).status).toBe(403);
+  });
+
+  it('empties the trash with an elevated key, freeing storage', async () => {
+    const acct = await createAccount(t.app);
+    const files = [];
+    for (let i = 0; i < 3; i++) files.push(await uploadOk(t, acct.auth, 'x'.repeat(10 + i), { name: `e${i}.txt` }));
+    const keep = await uploadOk(t, acct.auth, 'keep', { name: 'keep.txt' });
+    for (const f of files) await t.http().delete(`/v1/files/${f.id}`).set(acct.auth);
+    const plain = await createKey(t.app, acct, ['read', 'write', 'delete']);
+    expect((await t.http().delete('/v1/trash').set(plain.auth)).status).toBe(403);
+    const res = await t.http().delete('/v1/trash').set(acct.auth);
+    expect(res.status).toBe(200);
+    expect(res.body.data).toEqual({ deleted_count: 3, freed_bytes: 33 });
+    expect((await account(acct.accountId)).storageUsed).toBe(4);
+    expect(listBlobs(t, `files/${acct.accountId}`)).toHaveLength(1);
+    expect((await t.http().get('/v1/trash').set(acct.auth)).body.data).toEqual([]);
+    expect((await t.http().get(`/v1/files/${keep.id}`).set(acct.auth)).status).toBe(200);
+    expect((await deletedEvents(acct.accountId)).filter((e) => e.permanent).map((e) => e.id).sort()).toEqual(files.map((f) => f.id).sort());
+    expect((await t.http().delete('/v1/trash').set(acct.auth)).body.data).toEqual({ deleted_count: 0, freed_bytes: 0 });
+  });
+
+  it('never purges a file restored meanwhile, and purges every other expired one exactly once', async () => {
+    const acct = await createAccount(t.app);
+    const files = [];
+    for (let i = 0; i < 40; i++) files.push(await uploadOk(t, acct.auth, `c${i}`, { name: `race${i}.txt` }));
+    for (const f of files) await t.http().delete(`/v1/files/${f.id}`).set(acct.auth);
+    // The purge runs as if the window had passed, while restores of every other file race it.
+    const later = new Date(Date.now() + 31 * DAY);
+    const purges = Promise.all([
+      t.app.get(CommandBus).execute(new PurgeTrashCommand(later)),
+      t.app.get(CommandBus).execute(new PurgeTrashCommand(later)),
+    ]);
+    const restores = await Promise.all(files.filter((_, i) => i % 2 === 0).map((f) => t.http().post(`/v1/files/${f.id}/restore`).set(acct.auth)));
+    const [first, second] = await purges;
+    const restored = files.filter((_, i) => i % 2 === 0).filter((_, i) => restores[i].status === 200);
+    expect(restores.every((r) => r.status === 200 || r.status === 404)).toBe(true);
+    // The purge covers every account; this account's part must add up exactly (checked below).
+    expect(first.purged + second.purged).toBeGreaterThanOrEqual(40 - restored.length);
+    for (const f of restored) {
+      const got = await t.http().get(`/v1/files/${f.id}`).set(acct.auth);
+      expect(got.status).toBe(200);
+      expect(listBlobs(t, `files/${acct.accountId}/${f.id}`)).toHaveLength(1);
+    }
+    const remaining = await db().getRepository(FileEntity).findBy({ accountId: acct.accountId });
+    expect(remaining.map((f) => f.id).sort()).toEqual(restored.map((f) => f.id).sort());
+    expect((await account(acct.accountId)).storageUsed).toBe(restored.reduce((sum, f) => sum + f.size, 0));
+    const purgedEvents = (await deletedEvents(acct.accountId)).filter((e) => e.permanent);
+    expect(purgedEvents).toHaveLength(40 - restored.length);
+    expect(new Set(purgedEvents.map((e) => e.id)).size).toBe(purgedEvents.length);
+    expect(purgedEvents.every((e) => e.deleted_by === 'system')).toBe(true);
+  });
+
+  it('refuses to restore a file whose recovery window has passed', async () => {
+    const file = await uploadOk(t, owner.auth, 'old', { name: 'expired.txt' });
+    await t.http().delete(`/v1/files/${file.id}`).set(owner.auth);
+    await db().getRepository(FileEntity).update({ id: file.id }, { recoverableUntil: new Date(Date.now() - 1000) });
+    expect((await t.http().post(`/v1/files/${file.id}/restore`).set(owner.auth)).status).toBe(404);
+  });
+});
+
+describe('the purge', () => {
+  it('runs from the CLI: `trash purge` prints {purged, freed_bytes} and leaves unexpired files alone', async () => {
+    const t = await startTestApp({ TRASH_RETENTION_DAYS: '0.00001' });
+    try {
+      const acct = await createAccount(t.app);
+      const doomed = await uploadOk(t, acct.auth, '12345', { name: 'doomed.txt' });
+      const alive = await uploadOk(t, acct.auth, 'alive', { name: 'alive.txt' });
+      await t.http().delete(`/v1/files/${doomed.id}`).set(acct.auth);
+      await sleep(1200);
+      const result = await runNode('cli.js', ['trash', 'purge'], t.environment.env);
+      expect(result.code, result.stderr).toBe(0);
+      expect(JSON.parse(result.stdout)).toEqual({ purged: 1, freed_bytes: 5 });
+      expect(listBlobs(t, `files/${acct.accountId}/${doomed.id}`)).toEqual([]);
+      expect((await t.http().get(`/v1/files/${alive.id}`).set(acct.auth)).status).toBe(200);
+      const again = await runNode('cli.js', ['trash', 'purge'], t.environment.env);
+      expect(JSON.parse(again.stdout)).toEqual({ purged: 0, freed_bytes: 0 });
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('runs on TRASH_PURGE_CRON in the server', async () => {
+    const t = await startTestApp({ TRASH_RETENTION_DAYS: '0.00001', TRASH_PURGE_CRON: '* * * * * *' });
+    try {
+      const acct = await createAccount(t.app);
+      const file = await uploadOk(t, acct.auth, 'tick', { name: 'tick.txt' });
+      await t.http().delete(`/v1/files/${file.id}`).set(acct.auth);
+      let row: FileEntity | null = null;
+      for (let i = 0; i < 40; i++) {
+        await sleep(200);
+        row = await t.app.get(DataSource).getRepository(FileEntity).findOneBy({ id: file.id });
+        if (!row) break;
+      }
+      expect(row).toBeNull();
+      expect((await t.app.get(DataSource).getRepository(AccountEntity).findOneByOrFail({ id: acct.accountId })).storageUsed).toBe(0);
+    } finally {
+      await t.close();
+    }
+  });
+});
