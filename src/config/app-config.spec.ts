@@ -54,4 +54,11 @@ describe('loadConfig', () => {
   it('never echoes a secret value in its message', () => {
     expect(() => loadConfig({ NODE_ENV: 'production', URL_SIGNING_SECRET: 'tooshort-secret' })).toThrowError(/URL_SIGNING_SECRET(?![\s\S]*tooshort)/);
   });
+
+  it('requires SECRETS_ENCRYPTION_KEY in production and uses a fixed development key otherwise', () => {
+    expect(() => loadConfig({ NODE_ENV: 'production', URL_SIGNING_SECRET: 'u'.repeat(32) })).toThrowError(/SECRETS_ENCRYPTION_KEY/);
+    expect(() => loadConfig({ NODE_ENV: 'production', URL_SIGNING_SECRET: 'u'.repeat(32), SECRETS_ENCRYPTION_KEY: 'short' })).toThrowError(/SECRETS_ENCRYPTION_KEY/);
+    expect(loadConfig({ NODE_ENV: 'production', URL_SIGNING_SECRET: 'u'.repeat(32), SECRETS_ENCRYPTION_KEY: 'k'.repeat(32) }).secretsEncryptionKey).toBe('k'.repeat(32));
+    expect(loadConfig({}).secretsEncryptionKey).toBe(loadConfig({}).secretsEncryptionKey);
+  });
 });

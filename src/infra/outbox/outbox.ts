@@ -17,16 +17,21 @@ export const Outbox = {
         relayedAt: null,
       })),
     );
-    // Lets the relay be woken as soon as this transaction commits (see outboxRecordedIn).
+    // Lets the relay be woken as soon as this transaction commits (see takeOutboxRecorded).
     if (tx.queryRunner) tx.queryRunner.data = { ...tx.queryRunner.data, [RECORDED]: true };
   },
 };
 
 const RECORDED = 'outboxEventsRecorded';
 
-/** True when events were recorded through this query runner's transaction. */
-export function outboxRecordedIn(queryRunner: QueryRunner | undefined): boolean {
-  return queryRunner?.data?.[RECORDED] === true;
+/**
+ * True when events were recorded in the transaction this query runner just finished; clears the mark,
+ * because SQLite reuses one query runner for every transaction.
+ */
+export function takeOutboxRecorded(queryRunner: QueryRunner | undefined): boolean {
+  if (queryRunner?.data?.[RECORDED] !== true) return false;
+  queryRunner.data = { ...queryRunner.data, [RECORDED]: false };
+  return true;
 }
 
 export function domainEvent(name: EventName, accountId: string, occurredAt: Date, data: Record<string, unknown>): DomainEvent {

@@ -1,8 +1,10 @@
 import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EVENT_NAMES } from '../../../src/infra/outbox/domain-event.js';
+import { WebhookEntity } from '../../../src/modules/webhooks/webhook.entity.js';
 import { createAccount, createKey, type TestAccount } from '../../support/accounts.js';
 import { startTestApp, type TestApp } from '../../support/test-app.js';
+import { eventually, startWebhookReceiver } from '../../support/webhook-receiver.js';
 
 describe('webhook configuration API', () => {
   let t: TestApp;
@@ -179,5 +181,23 @@ describe('webhook urls when private addresses are not allowed', () => {
 
   it('accepts an https url on a public address', async () => {
     await t.http().post('/v1/webhooks').set(owner.auth).send({ url: 'https://93.184.216.34/hook', events: ['file.uploaded'] }).expect(201);
+  });
+
+  it('checks the address again when connecting, so a url that now points inside is not reached', async () => {
+    const receiver = await startWebhookReceiver();
+    try {
+      const { id } = (await t.http().post('/v1/webhooks').set(owner.auth).send({ url: 'https://93.184.216.34/hook', events: ['file.uploaded'] }).expect(201)).body.data;
+      // As if its DNS name had been re-pointed at a loopback address after creation.
+      await t.app.get(DataSource).getRepository(WebhookEntity).update({ id }, { url: receiver.url.replace('http:', 'https:') });
+      await t.http().post(`/v1/webhooks/${id}/test`).set(owner.auth).expect(202);
+      const [delivery] = await eventually(async () => {
+        const list = (await t.http().get(`/v1/webhooks/${id}/deliveries`).set(owner.auth).expect(200)).body.data;
+        return list[0]?.attempts >= 1 ? list : undefined;
+      });
+      expect(delivery).toMatchObject({ status: 'pending', response_status: null, error: expect.stringMatching(/not allowed/) });
+      expect(receiver.received).toHaveLength(0);
+    } finally {
+      await receiver.close();
+    }
   });
 });

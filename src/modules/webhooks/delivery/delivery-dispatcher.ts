@@ -52,7 +52,6 @@ export class DeliveryDispatcher implements OnApplicationBootstrap, OnApplication
   ) {}
 
   onApplicationBootstrap(): void {
-    this.queue.on('error', (error) => this.warn('Delivery queue cannot reach Redis; deliveries wait in the database', error));
     this.unsubscribe = this.signal.subscribe(() => this.nudge());
     this.running = true;
     this.loop = this.run();
@@ -86,6 +85,8 @@ export class DeliveryDispatcher implements OnApplicationBootstrap, OnApplication
         this.warn('Could not relay webhook events; retrying', error);
       }
       if (!more && !this.nudged && this.running) await this.sleep(POLL_MS);
+      // better-sqlite3 answers synchronously, so without this a busy loop would never let I/O run.
+      else await new Promise((resolve) => setImmediate(resolve));
     }
   }
 

@@ -1,6 +1,6 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
-import { DataSource, type EntitySubscriberInterface, type TransactionCommitEvent } from 'typeorm';
-import { outboxRecordedIn } from '../../../infra/outbox/outbox.js';
+import { DataSource, type EntitySubscriberInterface, type TransactionCommitEvent, type TransactionRollbackEvent } from 'typeorm';
+import { takeOutboxRecorded } from '../../../infra/outbox/outbox.js';
 import { DeliverySignal } from '../delivery-signal.js';
 
 /** Wakes the dispatcher right after a transaction that wrote outbox events commits. */
@@ -16,6 +16,10 @@ export class OutboxCommitSubscriber implements EntitySubscriberInterface, OnModu
   }
 
   afterTransactionCommit(event: TransactionCommitEvent): void {
-    if (outboxRecordedIn(event.queryRunner)) this.signal.nudge();
+    if (takeOutboxRecorded(event.queryRunner)) this.signal.nudge();
+  }
+
+  afterTransactionRollback(event: TransactionRollbackEvent): void {
+    takeOutboxRecorded(event.queryRunner);
   }
 }

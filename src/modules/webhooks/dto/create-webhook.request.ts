@@ -1,5 +1,5 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { ArrayMaxSize, ArrayMinSize, ArrayUnique, IsArray, IsBoolean, IsIn, IsOptional, IsString, Length, Matches, MaxLength } from 'class-validator';
+import { ArrayMaxSize, ArrayMinSize, ArrayUnique, IsArray, IsBoolean, IsIn, IsOptional, IsString, Length, MaxLength } from 'class-validator';
 import { EVENT_NAMES, type EventName } from '../../../infra/outbox/domain-event.js';
 
 export class CreateWebhookRequest {
@@ -12,7 +12,7 @@ export class CreateWebhookRequest {
   events: EventName[];
 
   @ApiPropertyOptional({ minLength: 1, maxLength: 256, description: 'Signing secret; generated when omitted. Returned only in the creation answer.' })
-  @IsOptional() @IsString() @Length(1, 256) @Matches(/^\S+$/, { message: 'must not contain whitespace' })
+  @IsOptional() @IsString() @Length(1, 256)
   secret?: string;
 
   @ApiPropertyOptional({ default: true })

@@ -1,0 +1,227 @@
+import { createHmac } from 'node:crypto';
+import { verify } from '@octokit/webhooks-methods';
+import { DataSource } from 'typeorm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { WebhookEntity } from '../../../src/modules/webhooks/webhook.entity.js';
+import { createAccount, type TestAccount } from '../../support/accounts.js';
+import { startTestApp, type TestApp } from '../../support/test-app.js';
+import { eventually, recordEvent, type ReceivedDelivery, startWebhookReceiver, type WebhookReceiver } from '../../support/webhook-receiver.js';
+
+const HOUR = 3600_000;
+
+describe('webhook delivery', () => {
+  let t: TestApp;
+  let receiver: WebhookReceiver;
+  let owner: TestAccount;
+
+  beforeAll(async () => {
+    t = await startTestApp();
+    receiver = await startWebhookReceiver();
+    owner = await createAccount(t.app);
+  });
+  afterAll(async () => {
+    await receiver.close();
+    await t.close();
+  });
+
+  async function createWebhook(account: TestAccount, path: string, body: Record<string, unknown>) {
+    const created = await t.http().post('/v1/webhooks').set(account.auth).send({ url: `${receiver.url}/${path}`, ...body }).expect(201);
+    return created.body.data as { id: string; secret: string };
+  }
+  const at = (path: string) => (received: ReceivedDelivery[]) => received.filter((d) => d.path === `/hooks/${path}`);
+  const deliveries = async (account: TestAccount, webhookId: string) =>
+    (await t.http().get(`/v1/webhooks/${webhookId}/deliveries`).set(account.auth).expect(200)).body.data;
+
+  it('sends a test event with every header, a header signature over the raw body and the in-body signature', async () => {
+    const webhook = await createWebhook(owner, 'test-event', { events: ['file.uploaded'], secret: 'It\'s a Secret to Everybody' });
+    const answer = await t.http().post(`/v1/webhooks/${webhook.id}/test`).set(owner.auth).expect(202);
+    expect(answer.body.data).toEqual({
+      id: expect.stringMatching(/^dlv_/),
+      webhook_id: webhook.id,
+      event: 'webhook.test',
+      status: 'pending',
+      attempts: 0,
+      created_at: expect.any(String),
+      last_attempt_at: null,
+      next_attempt_at: expect.any(String),
+      response_status: null,
+      error: null,
+      attempt_log: [],
+    });
+    const deliveryId = answer.body.data.id;
+
+    const [got] = at('test-event')(await receiver.waitFor((r) => at('test-event')(r).length === 1));
+    expect(got.method).toBe('POST');
+    expect(got.headers['content-type']).toBe('application/json');
+    expect(got.headers['x-service-event']).toBe('webhook.test');
+    expect(got.headers['x-service-webhook-id']).toBe(webhook.id);
+    expect(got.headers['x-service-delivery-id']).toBe(deliveryId);
+    expect(got.headers['user-agent']).toBe('Service-Webhook/1.0');
+    expect(got.headers['x-service-signature']).toMatch(/^sha256=[0-9a-f]{64}$/);
+    // A GitHub-style verifier checks the header against the raw body.
+    expect(await verify(webhook.secret, got.rawBody, got.headers['x-service-signature'] as string)).toBe(true);
+    expect(await verify('another secret', got.rawBody, got.headers['x-service-signature'] as string)).toBe(false);
+
+    expect(Object.keys(got.body)).toEqual(['event', 'timestamp', 'webhook_id', 'data', 'signature']);
+    expect(got.body).toMatchObject({ event: 'webhook.test', webhook_id: webhook.id, data: { message: expect.any(String) } });
+    const { signature, ...inner } = got.body;
+    expect(signature).toBe('sha256=' + createHmac('sha256', webhook.secret).update(JSON.stringify(inner)).digest('hex'));
+
+    const [logged] = await eventually(async () => {
+      const list = await deliveries(owner, webhook.id);
+      return list[0]?.status === 'succeeded' ? list : undefined;
+    });
+    expect(logged).toMatchObject({ id: deliveryId, status: 'succeeded', attempts: 1, response_status: 200, error: null, next_attempt_at: null });
+    expect(logged.attempt_log).toEqual([{ attempt: 1, started_at: expect.any(String), duration_ms: expect.any(Number), response_status: 200, error: null }]);
+    expect(logged.last_attempt_at).toBe(logged.attempt_log[0].started_at);
+    const one = await t.http().get(`/v1/webhooks/${webhook.id}/deliveries/${deliveryId}`).set(owner.auth).expect(200);
+    expect(one.body.data).toEqual(logged);
+  });
+
+  it('delivers an outbox event once to each active subscribed webhook of its account, and nothing to the others', async () => {
+    const other = await createAccount(t.app);
+    const subscribed = await createWebhook(owner, 'subscribed', { events: ['folder.created', 'file.uploaded'] });
+    const second = await createWebhook(owner, 'second', { events: ['file.uploaded'] });
+    const unsubscribed = await createWebhook(owner, 'unsubscribed', { events: ['folder.created'] });
+    const inactive = await createWebhook(owner, 'inactive', { events: ['file.uploaded'], active: false });
+    const paused = await createWebhook(owner, 'paused', { events: ['file.uploaded'] });
+    await t.http().patch(`/v1/webhooks/${paused.id}`).set(owner.auth).send({ active: false }).expect(200);
+    await createWebhook(other, 'other-account', { events: ['file.uploaded'] });
+
+    const occurredAt = new Date('2026-11-21T10:00:00.123Z');
+    const data = { file: { id: 'file_1', name: 'report.pdf', size: 1024, type: 'application/pdf', folder_id: null, uploaded_by: owner.userId, created_at: occurredAt.toISOString() } };
+    const eventId = await recordEvent(t.app, 'file.uploaded', owner.accountId, data, occurredAt);
+
+    await receiver.waitFor((r) => at('subscribed')(r).length === 1 && at('second')(r).length === 1);
+    const [got] = at('subscribed')(receiver.received);
+    expect(got.body).toEqual({ event: 'file.uploaded', timestamp: '2026-11-21T10:00:00.123Z', webhook_id: subscribed.id, data, signature: expect.any(String) });
+    expect(await verify(subscribed.secret, got.rawBody, got.headers['x-service-signature'] as string)).toBe(true);
+    expect(at('second')(receiver.received)[0].headers['x-service-delivery-id']).not.toBe(got.headers['x-service-delivery-id']);
+
+    // A second relay pass (or a second server) must not deliver the event again.
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    for (const path of ['unsubscribed', 'inactive', 'paused', 'other-account']) expect(at(path)(receiver.received)).toHaveLength(0);
+    expect(at('subscribed')(receiver.received)).toHaveLength(1);
+    expect(await deliveries(owner, unsubscribed.id)).toEqual([]);
+    expect(await deliveries(owner, inactive.id)).toEqual([]);
+    const [logged] = await deliveries(owner, subscribed.id);
+    expect(logged).toMatchObject({ event: 'file.uploaded', id: got.headers['x-service-delivery-id'] });
+    const [row] = await t.app.get(DataSource).getRepository('OutboxEventEntity').findBy({ id: eventId });
+    expect(row.relayedAt).toBeInstanceOf(Date);
+  });
+
+  it('retries 5 s and then 25 s after failures with the same id and bytes, gives up after 3 attempts, and can redeliver', async () => {
+    const flaky = await createWebhook(owner, 'flaky', { events: ['file.deleted'] });
+    const broken = await createWebhook(owner, 'broken', { events: ['file.deleted'] });
+    receiver.respondWith((d) => (d.path === '/hooks/broken' ? 500 : d.path === '/hooks/flaky' && at('flaky')(receiver.received).length <= 2 ? 503 : 200));
+    await recordEvent(t.app, 'file.deleted', owner.accountId, { file: { id: 'file_2', name: 'old.txt', deleted_by: owner.userId, deleted_at: new Date().toISOString(), permanent: false } });
+
+    await receiver.waitFor((r) => at('flaky')(r).length === 3 && at('broken')(r).length === 3, 40_000, 'three attempts each');
+    for (const path of ['flaky', 'broken']) {
+      const attempts = at(path)(receiver.received);
+      expect(new Set(attempts.map((a) => a.headers['x-service-delivery-id'])).size).toBe(1);
+      expect(new Set(attempts.map((a) => a.rawBody)).size).toBe(1);
+      expect(new Set(attempts.map((a) => a.headers['x-service-signature'])).size).toBe(1);
+      const gaps = [attempts[1].at - attempts[0].at, attempts[2].at - attempts[1].at];
+      expect(gaps[0]).toBeGreaterThanOrEqual(4_900);
+      expect(gaps[0]).toBeLessThan(6_500);
+      expect(gaps[1]).toBeGreaterThanOrEqual(24_900);
+      expect(gaps[1]).toBeLessThan(27_000);
+    }
+
+    const [flakyLog] = await eventually(async () => {
+      const list = await deliveries(owner, flaky.id);
+      return list[0]?.status === 'succeeded' ? list : undefined;
+    });
+    expect(flakyLog).toMatchObject({ attempts: 3, response_status: 200, error: null, next_attempt_at: null });
+    expect(flakyLog.attempt_log.map((a: { attempt: number; response_status: number }) => [a.attempt, a.response_status])).toEqual([
+      [1, 503],
+      [2, 503],
+      [3, 200],
+    ]);
+    const [brokenLog] = await eventually(async () => {
+      const list = await deliveries(owner, broken.id);
+      return list[0]?.status === 'failed' ? list : undefined;
+    });
+    expect(brokenLog).toMatchObject({ attempts: 3, response_status: 500, error: 'receiver answered 500', next_attempt_at: null });
+    expect(brokenLog.attempt_log).toHaveLength(3);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(at('broken')(receiver.received)).toHaveLength(3);
+
+    // Redelivery: a new series under the same delivery id with the same bytes.
+    receiver.respondWith(() => 200);
+    const redelivered = await t.http().post(`/v1/webhooks/${broken.id}/deliveries/${brokenLog.id}/redeliver`).set(owner.auth).expect(202);
+    expect(redelivered.body.data).toMatchObject({ id: brokenLog.id, status: 'pending', attempts: 3 });
+    await receiver.waitFor((r) => at('broken')(r).length === 4);
+    const fourth = at('broken')(receiver.received)[3];
+    expect(fourth.headers['x-service-delivery-id']).toBe(brokenLog.id);
+    expect(fourth.rawBody).toBe(at('broken')(receiver.received)[0].rawBody);
+    const [afterRedelivery] = await eventually(async () => {
+      const list = await deliveries(owner, broken.id);
+      return list[0]?.status === 'succeeded' ? list : undefined;
+    });
+    expect(afterRedelivery).toMatchObject({ attempts: 4, response_status: 200 });
+    expect(afterRedelivery.attempt_log.map((a: { attempt: number }) => a.attempt)).toEqual([1, 2, 3, 4]);
+    const again = await t.http().post(`/v1/webhooks/${broken.id}/deliveries/nonexistent/redeliver`).set(owner.auth).expect(404);
+    expect(again.body.error.code).toBe('not_found');
+  }, 60_000);
+
+  it('turns off a webhook whose deliveries have all failed for 24 hours, and says so', async () => {
+    const failing = await createWebhook(owner, 'failing-a-day', { events: ['file.uploaded'] });
+    const failingLess = await createWebhook(owner, 'failing-23h', { events: ['file.uploaded'] });
+    const webhooks = t.app.get(DataSource).getRepository(WebhookEntity);
+    await webhooks.update({ id: failing.id }, { failingSince: new Date(Date.now() - 25 * HOUR) });
+    await webhooks.update({ id: failingLess.id }, { failingSince: new Date(Date.now() - 23 * HOUR) });
+    receiver.respondWith((d) => (d.path.startsWith('/hooks/failing') ? 500 : 200));
+
+    await t.http().post(`/v1/webhooks/${failing.id}/test`).set(owner.auth).expect(202);
+    await t.http().post(`/v1/webhooks/${failingLess.id}/test`).set(owner.auth).expect(202);
+    const turnedOff = await eventually(async () => {
+      const found = (await t.http().get(`/v1/webhooks/${failing.id}`).set(owner.auth).expect(200)).body.data;
+      return found.active === false ? found : undefined;
+    });
+    expect(turnedOff).toMatchObject({ active: false, disabled_reason: 'deliveries_failing', disabled_at: expect.any(String) });
+    await eventually(async () => (await deliveries(owner, failingLess.id))[0]?.attempts === 1);
+    expect((await t.http().get(`/v1/webhooks/${failingLess.id}`).set(owner.auth).expect(200)).body.data).toMatchObject({ active: true, disabled_reason: null });
+
+    // Switching it back on forgives the streak.
+    receiver.respondWith(() => 200);
+    const revived = await t.http().patch(`/v1/webhooks/${failing.id}`).set(owner.auth).send({ active: true }).expect(200);
+    expect(revived.body.data).toMatchObject({ active: true, disabled_reason: null, disabled_at: null });
+    expect((await webhooks.findOneByOrFail({ id: failing.id })).failingSince).toBeNull();
+
+    // A success ends a failure streak.
+    await t.http().post(`/v1/webhooks/${failingLess.id}/test`).set(owner.auth).expect(202);
+    await eventually(async () => ((await webhooks.findOneByOrFail({ id: failingLess.id })).failingSince === null ? true : undefined));
+  });
+});
+
+describe('webhook delivery with a slow receiver', () => {
+  let t: TestApp;
+  let slow: WebhookReceiver;
+  let fast: WebhookReceiver;
+
+  beforeAll(async () => {
+    t = await startTestApp({ WEBHOOK_DELIVERY_CONCURRENCY: '2' });
+    slow = await startWebhookReceiver(() => ({ status: 200, delayMs: 3_000 }));
+    fast = await startWebhookReceiver();
+  });
+  afterAll(async () => {
+    await slow.close();
+    await fast.close();
+    await t.close();
+  });
+
+  it('keeps delivering to other receivers while one is slow', async () => {
+    const owner = await createAccount(t.app);
+    await t.http().post('/v1/webhooks').set(owner.auth).send({ url: slow.url, events: ['folder.created'] }).expect(201);
+    await t.http().post('/v1/webhooks').set(owner.auth).send({ url: fast.url, events: ['folder.created'] }).expect(201);
+    const started = performance.now();
+    for (let i = 0; i < 6; i++) {
+      await recordEvent(t.app, 'folder.created', owner.accountId, { folder: { id: `fld_${i}`, name: `F${i}`, parent_id: null, created_by: owner.userId } });
+    }
+    await fast.waitFor((r) => r.length === 6, 2_500, 'all six deliveries at the fast receiver');
+    expect(performance.now() - started).toBeLessThan(2_500);
+    expect(slow.received.length).toBeLessThan(6);
+  });
+});

@@ -1,0 +1,136 @@
+import { NestFactory } from '@nestjs/core';
+import type { INestApplicationContext } from '@nestjs/common';
+import request from 'supertest';
+import { DataSource } from 'typeorm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AppModule } from '../../../src/app.module.js';
+import { loadConfig } from '../../../src/config/app-config.js';
+import { WebhookDeliveryEntity } from '../../../src/modules/webhooks/webhook-delivery.entity.js';
+import { createAccount } from '../../support/accounts.js';
+import { freePort, type RedisServer, type ServerProcess, startRedisServer, startServerProcess } from '../../support/processes.js';
+import { createTestEnvironment, startTestApp, type TestApp, type TestEnvironment } from '../../support/test-app.js';
+import { eventually, recordEvent, startWebhookReceiver, type WebhookReceiver } from '../../support/webhook-receiver.js';
+
+const uploaded = (i: number) => ({ file: { id: `file_${i}`, name: `f${i}.txt`, size: i, type: 'text/plain', folder_id: null, uploaded_by: 'usr_x', created_at: new Date().toISOString() } });
+
+describe('webhook events survive a Redis outage', () => {
+  let redis: RedisServer;
+  let t: TestApp;
+  let receiver: WebhookReceiver;
+
+  beforeAll(async () => {
+    redis = await startRedisServer();
+    t = await startTestApp({ REDIS_URL: redis.url });
+    receiver = await startWebhookReceiver();
+  });
+  afterAll(async () => {
+    await receiver.close();
+    await t.close();
+    await redis.stop();
+  });
+
+  it('keeps events recorded while Redis is down in the database and delivers every one when it is back', async () => {
+    const owner = await createAccount(t.app);
+    await t.http().post('/v1/webhooks').set(owner.auth).send({ url: receiver.url, events: ['file.uploaded'] }).expect(201);
+    await recordEvent(t.app, 'file.uploaded', owner.accountId, uploaded(0));
+    await receiver.waitFor((r) => r.length === 1);
+
+    await redis.stop();
+    const during = [];
+    for (let i = 1; i <= 5; i++) during.push(await recordEvent(t.app, 'file.uploaded', owner.accountId, uploaded(i)));
+    // The relay still turns the events into deliveries; they wait, unqueued, in the database.
+    const deliveries = t.app.get(DataSource).getRepository(WebhookDeliveryEntity);
+    await eventually(async () => (await deliveries.countBy({ status: 'pending' })) === 5, 5_000, 'five pending deliveries');
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(receiver.received).toHaveLength(1);
+    expect((await deliveries.findBy({ status: 'pending' })).every((d) => d.queuedAt === null)).toBe(true);
+
+    await redis.start();
+    await receiver.waitFor((r) => new Set(r.map((d) => d.body.data.file && (d.body.data.file as { id: string }).id)).size === 6, 20_000, 'all six events');
+    const ids = new Set(receiver.received.map((d) => (d.body.data.file as { id: string }).id));
+    expect([...ids].sort()).toEqual(['file_0', 'file_1', 'file_2', 'file_3', 'file_4', 'file_5']);
+    await eventually(async () => (await deliveries.countBy({ status: 'succeeded' })) === 6, 5_000, 'six succeeded deliveries');
+  }, 45_000);
+});
+
+describe('webhook events survive the server being killed mid-delivery', () => {
+  let environment: TestEnvironment;
+  let context: INestApplicationContext;
+  let server: ServerProcess | null = null;
+  let receiver: WebhookReceiver;
+
+  beforeAll(async () => {
+    environment = await createTestEnvironment({ WEBHOOK_DELIVERY_CONCURRENCY: '8' });
+    receiver = await startWebhookReceiver(() => ({ status: 200, delayMs: 300 }));
+  });
+  afterAll(async () => {
+    await server?.stop('SIGKILL');
+    await receiver.close();
+    await context?.close();
+    await environment.dispose();
+  });
+
+  it('delivers every event at least once and logs each delivery as succeeded at most once', async () => {
+    const port = await freePort();
+    server = await startServerProcess(environment.env, port);
+    // The test writes events like another module would: in its own transactions, from a process without workers.
+    context = await NestFactory.createApplicationContext(AppModule.forCli(loadConfig(environment.env), []), { logger: false });
+    const owner = await createAccount(context);
+    await request(server.baseUrl).post('/v1/webhooks').set(owner.auth).send({ url: receiver.url, events: ['file.uploaded'] }).expect(201);
+
+    const events = 24;
+    for (let i = 0; i < events; i++) await recordEvent(context, 'file.uploaded', owner.accountId, uploaded(i));
+    await receiver.waitFor((r) => r.length >= 4, 10_000, 'the first deliveries');
+    await server.stop('SIGKILL');
+    const receivedBeforeCrash = receiver.received.length;
+    expect(receivedBeforeCrash).toBeLessThan(events);
+
+    server = await startServerProcess(environment.env, port);
+    const deliveries = context.get(DataSource).getRepository(WebhookDeliveryEntity);
+    await eventually(async () => (await deliveries.countBy({ status: 'succeeded' })) === events, 40_000, 'every delivery to succeed');
+
+    const all = await deliveries.find();
+    expect(all).toHaveLength(events);
+    const receivedIds = new Set(receiver.received.map((d) => d.headers['x-service-delivery-id']));
+    for (const delivery of all) {
+      expect(receivedIds.has(delivery.id)).toBe(true);
+      const successes = delivery.attemptLog.filter((a) => a.response_status !== null && a.response_status < 300);
+      expect(successes).toHaveLength(1);
+    }
+    const files = new Set(receiver.received.map((d) => (d.body.data.file as { id: string }).id));
+    expect(files.size).toBe(events);
+  }, 90_000);
+});
+
+describe('two server processes on one database', () => {
+  let environment: TestEnvironment;
+  let context: INestApplicationContext;
+  const servers: ServerProcess[] = [];
+  let receiver: WebhookReceiver;
+
+  beforeAll(async () => {
+    environment = await createTestEnvironment();
+    receiver = await startWebhookReceiver();
+    servers.push(await startServerProcess(environment.env, await freePort()));
+    servers.push(await startServerProcess(environment.env, await freePort()));
+    context = await NestFactory.createApplicationContext(AppModule.forCli(loadConfig(environment.env), []), { logger: false });
+  });
+  afterAll(async () => {
+    for (const server of servers) await server.stop();
+    await receiver.close();
+    await context?.close();
+    await environment.dispose();
+  });
+
+  it('relay and deliver each event exactly once between them', async () => {
+    const owner = await createAccount(context);
+    await request(servers[1].baseUrl).post('/v1/webhooks').set(owner.auth).send({ url: receiver.url, events: ['file.uploaded'] }).expect(201);
+    const events = 60;
+    for (let i = 0; i < events; i++) await recordEvent(context, 'file.uploaded', owner.accountId, uploaded(i));
+    await receiver.waitFor((r) => r.length >= events, 15_000, `${events} deliveries`);
+    await new Promise((resolve) => setTimeout(resolve, 700));
+    expect(receiver.received).toHaveLength(events);
+    expect(new Set(receiver.received.map((d) => d.headers['x-service-delivery-id'])).size).toBe(events);
+    expect(await context.get(DataSource).getRepository(WebhookDeliveryEntity).count()).toBe(events);
+  });
+});

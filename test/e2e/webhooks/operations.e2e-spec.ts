@@ -1,0 +1,103 @@
+import { chromium, type Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ALL_QUEUES } from '../../../src/infra/queue/queue-names.js';
+import { createAccount } from '../../support/accounts.js';
+import { startTestApp, type TestApp } from '../../support/test-app.js';
+import { recordEvent, startWebhookReceiver, type WebhookReceiver } from '../../support/webhook-receiver.js';
+
+const ADMIN = { username: 'ops', password: 'correct horse battery' };
+
+describe('operations: queue dashboard and metrics', () => {
+  let t: TestApp;
+  let browser: Browser;
+  let receiver: WebhookReceiver;
+
+  beforeAll(async () => {
+    t = await startTestApp({ ADMIN_USERNAME: ADMIN.username, ADMIN_PASSWORD: ADMIN.password });
+    receiver = await startWebhookReceiver();
+    browser = await chromium.launch({
+      executablePath: '/usr/bin/chromium',
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    });
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await receiver.close();
+    await t.close();
+  });
+
+  it('shows every queue on the dashboard to the admin in a real browser', async () => {
+    const context = await browser.newContext({ httpCredentials: ADMIN });
+    try {
+      const page = await context.newPage();
+      const response = await page.goto(`${t.baseUrl}/admin/queues`);
+      expect(response?.status()).toBe(200);
+      for (const queue of ALL_QUEUES) await page.getByText(queue, { exact: true }).first().waitFor({ timeout: 15_000 });
+      expect(await page.title()).toContain('File storage queues');
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('refuses the dashboard without or with wrong credentials', async () => {
+    const context = await browser.newContext();
+    try {
+      const page = await context.newPage();
+      const statuses: number[] = [];
+      page.on('response', (response) => statuses.push(response.status()));
+      // Chromium answers a 401 with a Basic challenge it has no credentials for by failing the navigation.
+      const navigation = await page.goto(`${t.baseUrl}/admin/queues`).then(
+        (response) => response?.status(),
+        (error: Error) => error.message,
+      );
+      expect(String(navigation)).toMatch(/401|ERR_INVALID_AUTH_CREDENTIALS/);
+      expect(statuses).toContain(401);
+      expect(await page.getByText(ALL_QUEUES[0], { exact: true }).count()).toBe(0);
+    } finally {
+      await context.close();
+    }
+    const wrong = await t.http().get('/admin/queues').auth(ADMIN.username, 'wrong password').expect(401);
+    expect(wrong.headers['www-authenticate']).toMatch(/^Basic /);
+    expect(wrong.body).toMatchObject({ success: false, error: { code: 'authentication_failed' } });
+    await t.http().get('/admin/queues/api/queues').expect(401);
+    await t.http().get('/admin/queues/api/queues').auth(ADMIN.username, ADMIN.password).expect(200);
+  });
+
+  it('exposes Prometheus metrics: request durations, queue depths, deliveries by outcome, outbox backlog', async () => {
+    const owner = await createAccount(t.app);
+    await t.http().post('/v1/webhooks').set(owner.auth).send({ url: receiver.url, events: ['folder.created'] }).expect(201);
+    await recordEvent(t.app, 'folder.created', owner.accountId, { folder: { id: 'fld_1', name: 'Docs', parent_id: null, created_by: owner.userId } });
+    await receiver.waitFor((r) => r.length === 1);
+    await t.http().get('/v1/webhooks').set(owner.auth).expect(200);
+
+    let text = '';
+    for (let i = 0; i < 50 && !text.includes('webhook_deliveries_total{outcome="succeeded"} 1'); i++) {
+      const scraped = await t.http().get('/metrics').expect(200);
+      expect(scraped.headers['content-type']).toMatch(/^text\/plain/);
+      text = scraped.text;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(text).toContain('webhook_deliveries_total{outcome="succeeded"} 1');
+    expect(text).toMatch(/http_request_duration_seconds_count\{method="GET",route="\/v1\/webhooks",status_code="200"\} [1-9]/);
+    expect(text).toMatch(/http_request_duration_seconds_count\{method="POST",route="\/v1\/webhooks",status_code="201"\} 1/);
+    for (const queue of ALL_QUEUES) expect(text).toContain(`queue_jobs{queue="${queue}",state="waiting"}`);
+    expect(text).toMatch(/queue_jobs\{queue="webhook-deliveries",state="completed"\} [1-9]/);
+    expect(text).toContain('webhook_outbox_backlog{stage="outbox"} 0');
+    expect(text).toContain('webhook_outbox_backlog{stage="unqueued"} 0');
+    expect(text).toContain('webhook_delivery_attempt_duration_seconds_count 1');
+  });
+});
+
+describe('operations without an admin configured', () => {
+  let t: TestApp;
+
+  beforeAll(async () => {
+    t = await startTestApp();
+  });
+  afterAll(() => t.close());
+
+  it('does not serve the dashboard at all', async () => {
+    const answer = await t.http().get('/admin/queues').expect(404);
+    expect(answer.body.error.code).toBe('not_found');
+  });
+});
