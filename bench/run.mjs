@@ -5,7 +5,7 @@
 // database, side by side with baselines; prints one table and writes JSON to bench/results/.
 import { execSync } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
-import { cpus, totalmem } from 'node:os';
+import { cpus, loadavg, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createEnvironment } from './lib/environment.mjs';
@@ -65,6 +65,7 @@ for (const signal of ['SIGINT', 'SIGTERM']) {
 }
 
 const suiteStarted = performance.now();
+const startedAt = new Date().toISOString();
 const results = [];
 const raw = {};
 let environment = null;
@@ -82,6 +83,7 @@ try {
       const outcome = await scenario.run(context ?? { options, shared: {} });
       for (const row of outcome.rows) results.push({ scenario: scenario.title, ...row });
       raw[name] = { seconds: (performance.now() - started) / 1000, ...outcome.raw };
+      saveProgress();
       log(`${scenario.title}: done in ${((performance.now() - started) / 1000).toFixed(1)} s`);
     } catch (error) {
       const available = !(error instanceof NotAvailable);
@@ -98,29 +100,39 @@ try {
   await environment?.dispose();
 }
 
-const seconds = (performance.now() - suiteStarted) / 1000;
-const meta = {
-  date: new Date().toISOString(),
+const meta = buildMeta();
+printTable(results, meta);
+const file = saveProgress();
+process.stdout.write(`\nJSON: ${file}\n`);
+process.exit(0);
+
+function buildMeta() {
+  return {
+  date: startedAt,
   db: options.db,
   quick: options.quick,
   runs: options.runs,
   connections: options.connections,
   purgeVia: options.purgeVia,
   scenarios: only,
-  seconds,
+  seconds: (performance.now() - suiteStarted) / 1000,
   node: process.version,
   cpus: cpus().length,
   cpuModel: cpus()[0]?.model,
   memoryGiB: Math.round(totalmem() / 2 ** 30),
+  loadAverage: loadavg(),
   commit: gitCommit(),
-};
-printTable(results, meta);
-const dir = resolve(ROOT, 'bench/results');
-mkdirSync(dir, { recursive: true });
-const file = join(dir, `bench-${options.db}${options.quick ? '-quick' : ''}-${meta.date.replace(/[:.]/g, '-')}.json`);
-writeFileSync(file, `${JSON.stringify({ meta, results, raw }, null, 2)}\n`);
-process.stdout.write(`\nJSON: ${file}\n`);
-process.exit(0);
+  };
+}
+
+/** The JSON is rewritten after every scenario, so an interrupted run still leaves what it measured. */
+function saveProgress() {
+  const dir = resolve(ROOT, 'bench/results');
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, `bench-${options.db}${options.quick ? '-quick' : ''}-${startedAt.replace(/[:.]/g, '-')}.json`);
+  writeFileSync(file, `${JSON.stringify({ meta: buildMeta(), results, raw }, null, 2)}\n`);
+  return file;
+}
 
 async function startMainDeployment() {
   if (deploymentProblem) throw deploymentProblem;

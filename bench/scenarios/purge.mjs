@@ -42,6 +42,7 @@ export async function purgeScenario(ctx) {
       const runs = [];
       const started = Date.now();
       const wanted = options.quick ? 1 : options.runs;
+      const timeBoxMs = options.quick ? 45_000 : 120_000;
       for (let run = 0; run < wanted; run++) {
         if (run > 0 && Date.now() - started > 150_000) break; // time box for the whole suite
         const idle = await listing({ duration: options.quick ? 2 : 3 });
@@ -49,6 +50,7 @@ export async function purgeScenario(ctx) {
         const remaining = async () => Number((await db.query("SELECT COUNT(*) AS n FROM files WHERE account_id = $1 AND state = 'trashed'", [owner.accountId]))[0].n);
 
         const abort = new AbortController();
+        let unfinished = null;
         const during = listing({ duration: 600, signal: abort.signal });
         let ms;
         try {
@@ -66,15 +68,17 @@ export async function purgeScenario(ctx) {
               if (run > 0) throw new Error('the scheduled purge stopped working');
               via = 'cli'; // no scheduled purge in this build: fall back to the command line
             } else {
-              let lastChange = Date.now();
-              while (left > 0) {
+              // Time box: a purge far slower than the target is measured for a while and extrapolated.
+              const giveUpAt = tick + timeBoxMs;
+              while (left > 0 && Date.now() < giveUpAt) {
                 await sleep(50);
-                const now = await remaining();
-                if (now !== left) lastChange = Date.now();
-                else if (Date.now() - lastChange > 60_000) throw new Error(`the scheduled purge stalled with ${now} of ${expired} files left`);
-                left = now;
+                left = await remaining();
               }
               ms = Date.now() - tick;
+              if (left > 0) {
+                unfinished = { purged: expired - left, ms, perSecond: (expired - left) / (ms / 1000) };
+                ms = (expired / Math.max(1, expired - left)) * ms; // extrapolated at the rate seen
+              }
             }
           }
           if (via === 'cli') {
@@ -92,7 +96,8 @@ export async function purgeScenario(ctx) {
         }
         const meanwhile = await during;
         const used = Number((await db.query('SELECT storage_used AS used FROM accounts WHERE id = $1', [owner.accountId]))[0].used);
-        runs.push({ files: expired, bytes, ms, via, idle, meanwhile, storageUsedAfter: used });
+        runs.push({ files: expired, bytes, ms, via, unfinished, idle, meanwhile, storageUsedAfter: used });
+        if (unfinished) break; // the rest is still being purged; another run would measure a mix
         if (meanwhile.non2xx || meanwhile.errors) throw new Error(`listing during the purge: ${meanwhile.non2xx} non-2xx, ${meanwhile.errors} errors`);
       }
       const seconds = median(runs.map((r) => r.ms)) / 1000;
@@ -105,7 +110,10 @@ export async function purgeScenario(ctx) {
             metric: `purge ${n.toLocaleString('en')} expired files (${via})`,
             value: seconds,
             unit: 's',
-            detail: n === 100_000 ? undefined : `${scaled.toFixed(1)} s scaled to 100,000`,
+            detail: [
+              n === 100_000 ? null : `${scaled.toFixed(1)} s scaled to 100,000`,
+              runs.some((r) => r.unfinished) ? `extrapolated: only ${runs.find((r) => r.unfinished).unfinished.purged} purged in ${(timeBoxMs / 1000).toFixed(0)} s` : null,
+            ].filter(Boolean).join('; ') || undefined,
             target: '< 60 s per 100,000',
             pass: scaled < 60,
           },

@@ -65,12 +65,16 @@ export async function webhooksScenario(ctx) {
       };
       return { row, fileId };
     };
+    // Time box per wait: a pipeline far below the target is measured for a while, not waited out.
+    const timeBoxMs = options.quick ? 30_000 : 90_000;
     const waitForAll = async (ids, what) => {
       let seen = -1;
       let lastProgress = Date.now();
+      const giveUpAt = Date.now() + timeBoxMs;
       for (;;) {
         const done = ids.filter((id) => arrivals.has(id)).length;
-        if (done === ids.length) return;
+        if (done === ids.length) return true;
+        if (Date.now() > giveUpAt) return false;
         if (done !== seen) {
           seen = done;
           lastProgress = Date.now();
@@ -90,9 +94,12 @@ export async function webhooksScenario(ctx) {
       await db.insertMany('outbox_events', batch.map((e) => e.row));
       const committed = Date.now();
       const firstCount = arrivalCount;
-      await waitForAll(batch.map((e) => e.fileId), 'burst');
-      const ms = Math.max(...batch.map((e) => arrivals.get(e.fileId))) - committed;
-      burstRuns.push({ events: burstSize, ms, perSecond: burstSize / (ms / 1000), arrived: arrivalCount - firstCount });
+      const complete = await waitForAll(batch.map((e) => e.fileId), 'burst');
+      const got = batch.filter((e) => arrivals.has(e.fileId));
+      const ms = (complete ? Math.max(...got.map((e) => arrivals.get(e.fileId))) : Date.now()) - committed;
+      burstRuns.push({ events: burstSize, delivered: got.length, complete, ms, perSecond: got.length / (ms / 1000), arrived: arrivalCount - firstCount });
+
+      if (!complete) break; // a backlog is still draining; a paced run now would measure the backlog
 
       // Latency: a steady stream at the target rate, in commits of 20 events every 20 ms.
       const perCommit = 20;
@@ -107,17 +114,24 @@ export async function webhooksScenario(ctx) {
         for (const e of events) sent.push({ fileId: e.fileId, occurredMs: Date.parse(at) });
       }
       const offeredMs = Date.now() - started;
-      await waitForAll(sent.map((e) => e.fileId), 'paced stream');
-      const latencies = sent.map((e) => arrivals.get(e.fileId) - e.occurredMs);
-      pacedRuns.push({ events: pacedSize, offeredPerSecond: pacedSize / (offeredMs / 1000), p50: percentile(latencies, 50), p99: percentile(latencies, 99), max: Math.max(...latencies) });
+      const complete = await waitForAll(sent.map((e) => e.fileId), 'paced stream');
+      // Events still missing at the time box count with the time waited so far (a lower bound).
+      const end = Date.now();
+      const latencies = sent.map((e) => (arrivals.get(e.fileId) ?? end) - e.occurredMs);
+      if (!complete) {
+        pacedRuns.push({ events: pacedSize, complete, p50: percentile(latencies, 50), p99: percentile(latencies, 99) });
+        break;
+      }
+      pacedRuns.push({ events: pacedSize, complete, offeredPerSecond: pacedSize / (offeredMs / 1000), p50: percentile(latencies, 50), p99: percentile(latencies, 99), max: Math.max(...latencies) });
     }
 
     const rate = median(burstRuns.map((r) => r.perSecond));
+    const unfinished = burstRuns.some((r) => !r.complete) || pacedRuns.some((r) => !r.complete);
     const p50 = median(pacedRuns.map((r) => r.p50));
     const p99 = median(pacedRuns.map((r) => r.p99));
     return {
       rows: [
-        { metric: `deliveries/s, ${burstSize.toLocaleString('en')} events at once`, value: rate, unit: '/s', target: '>= 1,000/s', pass: rate >= 1000 },
+        { metric: `deliveries/s, ${burstSize.toLocaleString('en')} events at once`, value: rate, unit: '/s', detail: unfinished ? `time-boxed at ${timeBoxMs / 1000} s, not all delivered` : undefined, target: '>= 1,000/s', pass: rate >= 1000 },
         { metric: `latency commit to receiver at ${pacedRate}/s`, value: p99, unit: 'ms', detail: `p50 ${p50} ms`, target: 'p99 < 250 ms', pass: p99 < 250 },
       ],
       raw: { burstRuns, pacedRuns, lastArrival },
