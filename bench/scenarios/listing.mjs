@@ -50,7 +50,7 @@ export async function listingScenario(ctx) {
     }
   }
   const runs = Object.fromEntries(Object.keys(targets).map((name) => [name, []]));
-  const settings = { connections: options.connections, duration: options.quick ? 2 : 5 };
+  const settings = { connections: options.connections, duration: options.quick ? 3 : 5 };
   try {
     for (const target of Object.values(targets)) await load(target.url, { ...settings, headers: target.headers, duration: 1 }); // warm-up
     const names = Object.keys(targets);
@@ -59,7 +59,15 @@ export async function listingScenario(ctx) {
         const name = names[(i + run) % names.length];
         const result = await load(targets[name].url, { ...settings, headers: targets[name].headers });
         if (result.non2xx || result.errors) throw new Error(`${name}: ${result.non2xx} non-2xx answers and ${result.errors} errors under load`);
-        runs[name].push(result);
+        // autocannon stops sending at the end of the run, but the server still works through the
+        // requests in flight; wait them out so they do not slow down the next target.
+        await drain(targets[name]);
+        // Unloaded latency: a few requests one after the other (no queueing in the server).
+        const single = [];
+        for (let k = 0; k < 5; k++) single.push(await timed(targets[name]));
+        // A run in which (almost) nothing completed has no latency to speak of.
+        const enough = result.requests >= 5;
+        runs[name].push({ ...result, p50: enough ? result.p50 : NaN, p99: enough ? result.p99 : NaN, rps: result.requests / result.seconds, unloadedP50: median(single) });
       }
     }
   } finally {
@@ -67,7 +75,8 @@ export async function listingScenario(ctx) {
   }
 
   const m = (name, key) => median(runs[name].map((r) => r[key]));
-  const latency = (name) => `p50 ${m(name, 'p50')} ms, p99 ${m(name, 'p99')} ms`;
+  const ms = (v) => (Number.isFinite(v) ? `${v} ms` : 'n/a');
+  const latency = (name) => `p50 ${ms(m(name, 'p50'))}, p99 ${ms(m(name, 'p99'))}; alone ${m(name, 'unloadedP50').toFixed(1)} ms`;
   const rows = [{ metric: 'bare NestJS route', value: m('bare', 'rps'), unit: 'req/s', detail: latency('bare') }];
   for (const size of Object.keys(sizes)) {
     for (const variant of Object.keys(LISTING_VARIANTS)) {
@@ -77,12 +86,24 @@ export async function listingScenario(ctx) {
   }
   for (const variant of Object.keys(LISTING_VARIANTS)) {
     const p99 = m(`100k ${variant}`, 'p99');
-    rows.push({ metric: `p99 at 100,000 files, ${variant}`, value: p99, unit: 'ms', target: '< 25 ms', pass: p99 < 25 });
+    rows.push({ metric: `p99 at 100,000 files, ${variant}`, value: p99, unit: 'ms', detail: Number.isFinite(p99) ? undefined : 'fewer than 5 answers per run', target: '< 25 ms', pass: p99 < 25 });
   }
   for (const variant of Object.keys(LISTING_VARIANTS)) {
     const big = m(`100k ${variant}`, 'p50');
     const small = m(`1k ${variant}`, 'p50');
-    rows.push({ metric: `p50 100,000 vs 1,000, ${variant}`, value: big, unit: 'ms', baseline: 'p50 at 1,000', baselineValue: small, target: '<= 1.5x', pass: big / small <= 1.5 });
+    const alone = `alone: ${m(`100k ${variant}`, 'unloadedP50').toFixed(1)} vs ${m(`1k ${variant}`, 'unloadedP50').toFixed(1)} ms`;
+    rows.push({ metric: `p50 100,000 vs 1,000, ${variant}`, value: big, unit: 'ms', detail: alone, baseline: 'p50 at 1,000', baselineValue: small, target: '<= 1.5x', pass: big / small <= 1.5 });
   }
   return { rows, raw: { settings, insertMs, runs } };
+}
+
+async function timed(target) {
+  const started = performance.now();
+  const res = await requestJson('GET', target.url, { headers: target.headers });
+  if (res.status !== 200) throw new Error(`${target.url} answered ${res.status}`);
+  return performance.now() - started;
+}
+
+function drain(target) {
+  return timed(target);
 }
