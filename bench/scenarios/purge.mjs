@@ -24,7 +24,7 @@ const LISTING_RATE = 200;
  */
 export async function purgeScenario(ctx) {
   const { options } = ctx;
-  const n = options.quick ? 20_000 : 100_000;
+  const n = options.quick ? 10_000 : 100_000;
   const environment = await createEnvironment(options.db, 'purge', { TRASH_PURGE_CRON: `*/${CRON_SECONDS} * * * * *` });
   let via = options.purgeVia;
   try {
