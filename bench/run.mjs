@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // npm run bench [-- --quick] [--db sqlite|postgres] [--only upload,download,listing,webhooks,purge]
-//                [--runs N] [--connections N] [--purge-via job|cli]
+//                [--runs N] [--connections N] [--purge-via job|cli] [--server-env NAME=VALUE ...]
 // Benchmarks the built service (dist/) as a real server process against real Redis and the chosen
 // database, side by side with baselines; prints one table and writes JSON to bench/results/.
 import { execSync } from 'node:child_process';
@@ -34,6 +34,7 @@ const { values: args } = parseArgs({
     runs: { type: 'string', default: '3' },
     connections: { type: 'string', default: '10' },
     'purge-via': { type: 'string', default: 'job' },
+    'server-env': { type: 'string', multiple: true, default: [] },
   },
 });
 const options = {
@@ -42,6 +43,8 @@ const options = {
   runs: Number(args.runs),
   connections: Number(args.connections),
   purgeVia: args['purge-via'],
+  // Extra variables for the server under test, e.g. --server-env WEBHOOK_DELIVERY_CONCURRENCY=100
+  serverEnv: Object.fromEntries(args['server-env'].map((pair) => [pair.split('=')[0], pair.split('=').slice(1).join('=')])),
 };
 const only = args.only ? args.only.split(',').map((s) => s.trim()) : Object.keys(SCENARIOS);
 const problems = [];
@@ -114,6 +117,7 @@ function buildMeta() {
   runs: options.runs,
   connections: options.connections,
   purgeVia: options.purgeVia,
+  serverEnv: options.serverEnv,
   scenarios: only,
   seconds: (performance.now() - suiteStarted) / 1000,
   node: process.version,
@@ -137,7 +141,7 @@ function saveProgress() {
 async function startMainDeployment() {
   if (deploymentProblem) throw deploymentProblem;
   // A cron that never fires during the run: scenario 5 measures the purge in its own deployment.
-  environment = await createEnvironment(options.db, 'main', { TRASH_PURGE_CRON: '0 0 1 1 *' });
+  environment = await createEnvironment(options.db, 'main', { TRASH_PURGE_CRON: '0 0 1 1 *', ...options.serverEnv });
   try {
     const server = await environment.startServer();
     const account = await environment.createAccount('bench');

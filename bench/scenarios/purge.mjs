@@ -25,7 +25,7 @@ const LISTING_RATE = 200;
 export async function purgeScenario(ctx) {
   const { options } = ctx;
   const n = options.quick ? 10_000 : 100_000;
-  const environment = await createEnvironment(options.db, 'purge', { TRASH_PURGE_CRON: `*/${CRON_SECONDS} * * * * *` });
+  const environment = await createEnvironment(options.db, 'purge', { ...options.serverEnv, TRASH_PURGE_CRON: `*/${CRON_SECONDS} * * * * *` });
   let via = options.purgeVia;
   try {
     const server = await environment.startServer();
