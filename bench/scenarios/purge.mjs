@@ -116,8 +116,10 @@ export async function purgeScenario(ctx) {
               n === 100_000 ? null : `${scaled.toFixed(1)} s scaled to 100,000`,
               runs.some((r) => r.unfinished) ? `extrapolated: only ${runs.find((r) => r.unfinished).unfinished.purged} purged in ${(timeBoxMs / 1000).toFixed(0)} s` : null,
             ].filter(Boolean).join('; ') || undefined,
-            target: '< 60 s per 100,000',
-            pass: scaled < 60,
+            // The purge does more work per file the larger the backlog (see docs/bench.md), so a time scaled
+            // up from a smaller run flatters it: the target is judged at 100,000 files only.
+            target: n === 100_000 ? '< 60 s' : '< 60 s (judged at 100,000 only)',
+            pass: n === 100_000 ? scaled < 60 : undefined,
           },
           { metric: `listing p99 during purge (${LISTING_RATE} req/s)`, value: p99, unit: 'ms', baseline: 'p99 idle', baselineValue: idleP99, target: '< 100 ms', pass: p99 < 100 },
         ],
