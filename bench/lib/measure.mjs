@@ -1,0 +1,79 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+
+/** Median of numbers (NaN for none). Every reported figure is a median of several runs. */
+export function median(values) {
+  const sorted = values.filter((v) => Number.isFinite(v)).sort((a, b) => a - b);
+  if (sorted.length === 0) return NaN;
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}
+
+/** Nearest-rank percentile (p in 0..100) of raw samples. */
+export function percentile(values, p) {
+  const sorted = values.filter((v) => Number.isFinite(v)).sort((a, b) => a - b);
+  if (sorted.length === 0) return NaN;
+  const rank = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[rank];
+}
+
+/**
+ * Peak resident memory of a process, measured around one scenario: writing 5 to clear_refs resets
+ * VmHWM (the high-water mark of RSS) to the current RSS, so the mark read afterwards is the peak
+ * reached during the scenario only. Linux only.
+ */
+export const rss = {
+  reset(pid) {
+    try {
+      writeFileSync(`/proc/${pid}/clear_refs`, '5');
+      return true;
+    } catch {
+      return false;
+    }
+  },
+  /** VmHWM in MiB. */
+  peakMiB(pid) {
+    return statusField(pid, 'VmHWM');
+  },
+  currentMiB(pid) {
+    return statusField(pid, 'VmRSS');
+  },
+};
+
+function statusField(pid, field) {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const match = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status);
+    return match ? Number(match[1]) / 1024 : NaN;
+  } catch {
+    return NaN;
+  }
+}
+
+export const MiB = 1024 * 1024;
+export const GiB = 1024 * MiB;
+
+/** Decimal megabytes per second, as disks and networks are quoted. */
+export function mbPerSecond(bytes, ms) {
+  return bytes / 1e6 / (ms / 1000);
+}
+
+export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Resolves when check() returns truthy, or rejects after timeoutMs. */
+export async function waitFor(check, { timeoutMs = 30_000, intervalMs = 50, what = 'condition' } = {}) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await sleep(intervalMs);
+  }
+}
+
+/** A route the scenario needs is not in this build (404/405 from the service). */
+export class NotAvailable extends Error {
+  constructor(message) {
+    super(message);
+    this.name = 'NotAvailable';
+  }
+}

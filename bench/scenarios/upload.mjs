@@ -1,0 +1,135 @@
+import { mkdirSync, rmSync, readdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { writeRandomFile } from '../lib/data.mjs';
+import { expectOk, requestJson, uploadMultipart, uploadRaw } from '../lib/http.mjs';
+import { GiB, MiB, mbPerSecond, median, rss } from '../lib/measure.mjs';
+import { ROOT, runNode, startNode } from '../lib/processes.mjs';
+
+/**
+ * Scenario 1: one large upload through POST /v1/files/upload, side by side with (a) a bare pipe-to-file
+ * server that hashes, (b) @tus/server + @tus/file-store, (c) MD5 alone over the same bytes. The order of
+ * the four rotates from run to run so no contestant always runs on a warm or cold machine.
+ * Peak RSS of the server is VmHWM reset before and read after each upload.
+ */
+export async function uploadScenario(ctx) {
+  const { environment, server, account, options } = ctx;
+  const size = options.quick ? 256 * MiB : 1 * GiB;
+  const dataDir = join(environment.workDir, 'bench-data');
+  const pipeDir = join(environment.workDir, 'pipe-out');
+  const tusDir = join(environment.workDir, 'tus-out');
+  for (const dir of [dataDir, pipeDir, tusDir]) mkdirSync(dir, { recursive: true });
+  const bigPath = join(dataDir, `bench-${size / MiB}MiB.bin`);
+  const smallPath = join(dataDir, 'bench-10MiB.bin');
+  const bigMd5 = await writeRandomFile(bigPath, size);
+  const smallMd5 = await writeRandomFile(smallPath, 10 * MiB);
+  ctx.shared.source = { path: bigPath, size, md5: bigMd5 };
+
+  const pipe = await startNode(resolve(ROOT, 'bench/baselines/pipe-server.mjs'), [pipeDir], {}, { readyText: 'LISTENING' });
+  const tus = await startNode(resolve(ROOT, 'bench/baselines/tus-server.mjs'), [tusDir], {}, { readyText: 'LISTENING' });
+  const portOf = (p) => Number(/LISTENING (\d+)/.exec(p.output())[1]);
+  const pipeUrl = `http://127.0.0.1:${portOf(pipe)}/upload`;
+  const tusUrl = `http://127.0.0.1:${portOf(tus)}/files`;
+
+  const runs = { service: [], pipe: [], tus: [], md5: [] };
+  const restingRssMiB = rss.currentMiB(server.pid);
+  const uploadUrl = `${server.url}/v1/files/upload`;
+  const uploadedIds = [];
+  try {
+    const contestants = {
+      service: async () => {
+        rss.reset(server.pid);
+        const res = await uploadMultipart(uploadUrl, bigPath, size, { headers: account.auth, fileName: 'bench-large.bin' });
+        const peak = rss.peakMiB(server.pid);
+        const body = expectOk(res, 'POST /v1/files/upload');
+        if (body.data?.md5_hash !== bigMd5) throw new Error(`upload answered md5 ${body.data?.md5_hash}, expected ${bigMd5}`);
+        if (body.data?.size !== size) throw new Error(`upload answered size ${body.data?.size}, expected ${size}`);
+        uploadedIds.push(body.data.id);
+        ctx.shared.uploaded = { id: body.data.id, downloadUrl: body.data.download_url, size, md5: bigMd5 };
+        return { mbps: mbPerSecond(size, res.ms), ms: res.ms, peakRssMiB: peak };
+      },
+      pipe: async () => {
+        rss.reset(pipe.pid);
+        const res = await uploadRaw(pipeUrl, 'POST', bigPath, size, { 'content-type': 'application/octet-stream' });
+        const peak = rss.peakMiB(pipe.pid);
+        if (res.status !== 200 || res.body.md5 !== bigMd5) throw new Error(`pipe baseline failed: ${res.status} ${JSON.stringify(res.body)}`);
+        rmSync(res.body.path, { force: true });
+        return { mbps: mbPerSecond(size, res.ms), ms: res.ms, peakRssMiB: peak };
+      },
+      tus: async () => {
+        rss.reset(tus.pid);
+        const started = performance.now();
+        const created = await requestJson('POST', tusUrl, { headers: { 'tus-resumable': '1.0.0', 'upload-length': String(size) } });
+        if (created.status !== 201) throw new Error(`tus create answered ${created.status}: ${created.body}`);
+        const location = new URL(created.headers.location, tusUrl).toString();
+        const patched = await uploadRaw(location, 'PATCH', bigPath, size, {
+          'tus-resumable': '1.0.0',
+          'upload-offset': '0',
+          'content-type': 'application/offset+octet-stream',
+        });
+        const ms = performance.now() - started;
+        const peak = rss.peakMiB(tus.pid);
+        if (patched.status !== 204 || Number(patched.headers['upload-offset']) !== size) {
+          throw new Error(`tus PATCH answered ${patched.status}, offset ${patched.headers['upload-offset']}`);
+        }
+        for (const name of readdirSync(tusDir)) rmSync(join(tusDir, name), { force: true });
+        return { mbps: mbPerSecond(size, ms), ms, peakRssMiB: peak };
+      },
+      md5: async () => {
+        const result = await runNode(resolve(ROOT, 'bench/baselines/md5.mjs'), [bigPath], {});
+        const { ms, md5 } = JSON.parse(result.stdout);
+        if (md5 !== bigMd5) throw new Error('md5 baseline disagrees');
+        return { mbps: mbPerSecond(size, ms), ms };
+      },
+    };
+    const names = Object.keys(contestants);
+    for (let run = 0; run < options.runs; run++) {
+      const order = names.map((_, i) => names[(i + run) % names.length]);
+      for (const name of order) {
+        runs[name].push(await contestants[name]());
+        // Keep only the newest service copy (the download scenario reads it); free the disk.
+        while (uploadedIds.length > 1) await deleteFile(server.url, account, uploadedIds.shift());
+      }
+    }
+
+    // Peak RSS for a small upload: memory must not grow with the size of the upload.
+    const small = [];
+    for (let run = 0; run < Math.max(3, options.runs); run++) {
+      rss.reset(server.pid);
+      const res = await uploadMultipart(uploadUrl, smallPath, 10 * MiB, { headers: account.auth, fileName: 'bench-small.bin' });
+      const peak = rss.peakMiB(server.pid);
+      const body = expectOk(res, 'POST /v1/files/upload (10 MiB)');
+      if (body.data?.md5_hash !== smallMd5) throw new Error('10 MiB upload answered a wrong md5');
+      await deleteFile(server.url, account, body.data.id);
+      small.push({ ms: res.ms, peakRssMiB: peak, mbps: mbPerSecond(10 * MiB, res.ms) });
+    }
+
+    const m = (list, key) => median(list.map((r) => r[key]));
+    const service = m(runs.service, 'mbps');
+    const pipeRate = m(runs.pipe, 'mbps');
+    const tusRate = m(runs.tus, 'mbps');
+    const md5Rate = m(runs.md5, 'mbps');
+    const bigPeak = m(runs.service, 'peakRssMiB');
+    const smallPeak = m(small, 'peakRssMiB');
+    const label = options.quick ? '256 MiB' : '1 GiB';
+    return {
+      rows: [
+        { metric: `upload ${label}`, value: service, unit: 'MB/s', baseline: 'pipe+md5 server', baselineValue: pipeRate, target: '>= 1.0x', pass: service / pipeRate >= 1.0 },
+        { metric: `upload ${label} vs MD5 alone`, value: service, unit: 'MB/s', baseline: 'md5 only', baselineValue: md5Rate, target: '>= 0.8x', pass: service / md5Rate >= 0.8 },
+        { metric: `upload ${label} vs tus`, value: service, unit: 'MB/s', baseline: '@tus/server', baselineValue: tusRate },
+        { metric: `peak server RSS, ${label} upload`, value: bigPeak, unit: 'MiB', target: '< 150 MiB', pass: bigPeak < 150 },
+        { metric: 'peak server RSS, 10 MiB upload', value: smallPeak, unit: 'MiB', detail: `at rest before: ${restingRssMiB.toFixed(0)} MiB` },
+        { metric: `RSS growth ${label} vs 10 MiB`, value: bigPeak - smallPeak, unit: 'MiB', target: '< 30 MiB', pass: bigPeak - smallPeak < 30 },
+        { metric: 'peak RSS pipe / tus baselines', value: m(runs.pipe, 'peakRssMiB'), unit: 'MiB', note: `tus ${m(runs.tus, 'peakRssMiB').toFixed(0)} MiB` },
+      ],
+      raw: { size, restingRssMiB, runs, small },
+    };
+  } finally {
+    await pipe.stop();
+    await tus.stop();
+  }
+}
+
+async function deleteFile(baseUrl, account, id) {
+  // Best effort: frees the disk between runs. Without the route the copies simply stay until the end.
+  await requestJson('DELETE', `${baseUrl}/v1/files/${id}?permanent=true`, { headers: account.auth }).catch(() => undefined);
+}
