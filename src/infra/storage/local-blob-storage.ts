@@ -1,5 +1,5 @@
-import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdir, opendir, rename, rm, stat, unlink } from 'node:fs/promises';
+import { createWriteStream } from 'node:fs';
+import { mkdir, open, opendir, rename, rm, stat, unlink } from 'node:fs/promises';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -39,9 +39,10 @@ export class LocalBlobStorage extends BlobStorage {
   }
 
   async read(key: string, range?: ByteRange): Promise<Readable> {
-    const path = this.path(key);
-    await stat(path); // fail before any byte is promised when the blob is missing
-    return createReadStream(path, range ? { start: range.start, end: range.end } : {});
+    // Opened here, not lazily by the stream, so a missing blob rejects this call instead of
+    // surfacing later as an 'error' event that nobody may be listening to yet.
+    const handle = await open(this.path(key), 'r');
+    return handle.createReadStream(range ? { start: range.start, end: range.end } : {});
   }
 
   async delete(key: string): Promise<void> {

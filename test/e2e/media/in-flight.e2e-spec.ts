@@ -13,7 +13,8 @@ import { createAccount, type TestAccount } from '../../support/accounts.js';
 import { seedFile } from '../../support/files.js';
 import { mp4Video, pngImage } from '../../support/media.js';
 import { startTestApp, type TestApp } from '../../support/test-app.js';
-import { eventually, overwrite, publishStored, reload, settledJob, thumbnailsQueue } from './media-support.js';
+import { overwrite, publishStored, reload, settledJob, thumbnailsQueue } from './media-support.js';
+import { eventually } from '../../support/time.js';
 
 /**
  * Changes that land while a job is already running: ffmpeg is wrapped in a script that waits a

@@ -8,7 +8,9 @@ import { createAccount, type TestAccount } from '../../support/accounts.js';
 import { seedFile } from '../../support/files.js';
 import { eicar } from '../../support/media.js';
 import { startTestApp, type TestApp } from '../../support/test-app.js';
-import { type Clamd, eventually, freePort, queued, overwrite, publishStored, reload, scansQueue, settledJob, startClamd } from './media-support.js';
+import { type Clamd, queued, overwrite, publishStored, reload, scansQueue, settledJob, startClamd } from './media-support.js';
+import { eventually } from '../../support/time.js';
+import { freePort } from '../../support/processes.js';
 
 describe('virus scanning with a real clamd', () => {
   let clamd: Clamd;

@@ -8,7 +8,8 @@ import { createAccount } from '../../support/accounts.js';
 import { seedFile } from '../../support/files.js';
 import { pngImage } from '../../support/media.js';
 import { startTestApp, type TestApp } from '../../support/test-app.js';
-import { eventually, reload, scansQueue, settledJob, thumbnailsQueue } from './media-support.js';
+import { reload, scansQueue, settledJob, thumbnailsQueue } from './media-support.js';
+import { eventually } from '../../support/time.js';
 
 describe('the sweep for media work whose event was lost', () => {
   let t: TestApp;

@@ -5,7 +5,8 @@ import { createAccount, type TestAccount } from '../../support/accounts.js';
 import { pngImage } from '../../support/media.js';
 import { startTestApp, type TestApp } from '../../support/test-app.js';
 import { onTestServer, uploadOk } from '../../support/uploads.js';
-import { eventually, queued, settledJob, thumbnailsQueue } from './media-support.js';
+import { queued, settledJob, thumbnailsQueue } from './media-support.js';
+import { eventually } from '../../support/time.js';
 
 describe('media work driven by the real routes', () => {
   let t: TestApp;

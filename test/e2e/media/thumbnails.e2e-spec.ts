@@ -10,7 +10,8 @@ import { createAccount, type TestAccount } from '../../support/accounts.js';
 import { seedFile } from '../../support/files.js';
 import { hugeDeclaredPng, jpegImage, mp4Video, onePagePdf, pngImage } from '../../support/media.js';
 import { startTestApp, type TestApp } from '../../support/test-app.js';
-import { eventually, overwrite, queued, publishStored, reload, scansQueue, settledJob, thumbnailsQueue } from './media-support.js';
+import { overwrite, queued, publishStored, reload, scansQueue, settledJob, thumbnailsQueue } from './media-support.js';
+import { eventually } from '../../support/time.js';
 
 async function readAll(stream: NodeJS.ReadableStream): Promise<Buffer> {
   const chunks: Buffer[] = [];

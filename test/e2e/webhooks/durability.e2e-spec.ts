@@ -10,7 +10,8 @@ import { createAccount } from '../../support/accounts.js';
 import { freePort, type ServerProcess, startServerProcess } from '../../support/processes.js';
 import { OwnRedis } from '../../support/redis-server.js';
 import { createTestEnvironment, startTestApp, type TestApp, type TestEnvironment } from '../../support/test-app.js';
-import { eventually, recordEvent, startWebhookReceiver, type WebhookReceiver } from '../../support/webhook-receiver.js';
+import { recordEvent, startWebhookReceiver, type WebhookReceiver } from '../../support/webhook-receiver.js';
+import { eventually } from '../../support/time.js';
 
 const uploaded = (i: number) => ({ file: { id: `file_${i}`, name: `f${i}.txt`, size: i, type: 'text/plain', folder_id: null, uploaded_by: 'usr_x', created_at: new Date().toISOString() } });
 

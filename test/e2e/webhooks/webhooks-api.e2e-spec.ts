@@ -4,7 +4,8 @@ import { EVENT_NAMES } from '../../../src/infra/outbox/domain-event.js';
 import { WebhookEntity } from '../../../src/modules/webhooks/webhook.entity.js';
 import { createAccount, createKey, type TestAccount } from '../../support/accounts.js';
 import { startTestApp, type TestApp } from '../../support/test-app.js';
-import { eventually, startWebhookReceiver } from '../../support/webhook-receiver.js';
+import { startWebhookReceiver } from '../../support/webhook-receiver.js';
+import { eventually } from '../../support/time.js';
 
 describe('webhook configuration API', () => {
   let t: TestApp;

@@ -43,7 +43,13 @@ export class ScanFileHandler implements ICommandHandler<ScanFileCommand> {
 
     let verdict: ScanVerdict;
     try {
-      verdict = await this.scanner.scan(await this.storage.read(blobKey), file.size);
+      const content = await this.storage.read(blobKey);
+      try {
+        verdict = await this.scanner.scan(content, file.size);
+      } finally {
+        // A scanner that skips a file never reads it: close what was opened either way.
+        content.destroy();
+      }
     } catch (error) {
       // Bytes deleted under us mean the file went away; other storage and scanner errors are worth a retry.
       const current = await this.transactions.dataSource.getRepository(FileEntity).findOneBy({ id: fileId });
