@@ -1,5 +1,4 @@
 import { Injectable } from '@nestjs/common';
-import sharp from 'sharp';
 import { AppConfig } from '../../../config/app-config.js';
 import { runTool, ToolFailedError, ToolMissingError, type ToolLimits } from './run-tool.js';
 
@@ -44,6 +43,8 @@ export class ThumbnailRenderer {
 
   private async toWebp(input: string | Buffer): Promise<Buffer> {
     if (Buffer.isBuffer(input) && input.length === 0) throw new UnusableMediaError('the tool rendered nothing');
+    // Loaded on the first thumbnail: libvips costs tens of MB that a process making none should not carry.
+    const { default: sharp } = await import('sharp');
     return sharp(input, { limitInputPixels: this.config.media.maxInputPixels, failOn: 'warning', animated: false, sequentialRead: true })
       .rotate()
       .resize(THUMBNAIL_BOX, THUMBNAIL_BOX, { fit: 'inside', withoutEnlargement: true })
