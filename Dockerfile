@@ -3,7 +3,8 @@ FROM node:20-bookworm-slim AS build
 WORKDIR /app
 RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/*
 COPY package.json package-lock.json .npmrc ./
-RUN npm ci --no-audit --no-fund
+# npm install honours the lock file (npm 11's ci refuses locks without other platforms' optional packages).
+RUN npm install --no-audit --no-fund
 COPY tsconfig.json nest-cli.json ./
 COPY src ./src
 RUN npx nest build && npm prune --omit=dev
