@@ -22,4 +22,5 @@ USER node
 EXPOSE 3000
 HEALTHCHECK --interval=15s --timeout=5s --start-period=20s CMD curl -fsS http://127.0.0.1:3000/health || exit 1
 # The server applies pending migrations at start.
-CMD ["node", "dist/main.js"]
+# A small young generation keeps memory flat while large files stream through (see README).
+CMD ["node", "--max-semi-space-size=1", "dist/main.js"]

@@ -54,6 +54,8 @@ export async function createEnvironment(db, label, overrides = {}) {
       const server = await startNode(resolve(DIST, 'main.js'), [], { ...env, ...extra, PORT: String(port), PUBLIC_BASE_URL: url }, {
         readyText: 'listening on',
         name: 'dist/main.js',
+        // As `npm run start:prod` and the Dockerfile run the service.
+        nodeFlags: ['--max-semi-space-size=1'],
       });
       environment.server = { ...server, url, port };
       return environment.server;

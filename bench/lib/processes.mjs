@@ -24,8 +24,8 @@ export function freePort() {
  * until its output contains `readyText`. The child's pid is the node process itself, so its
  * /proc/<pid>/status is the memory of the server being measured.
  */
-export async function startNode(script, args, env, { readyText, timeoutMs = 60_000, name = script } = {}) {
-  const child = spawn(process.execPath, [script, ...args], {
+export async function startNode(script, args, env, { readyText, timeoutMs = 60_000, name = script, nodeFlags = [] } = {}) {
+  const child = spawn(process.execPath, [...nodeFlags, script, ...args], {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
