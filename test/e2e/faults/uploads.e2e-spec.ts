@@ -3,33 +3,27 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AccountEntity } from '../../../src/modules/accounts/account.entity.js';
 import { FileEntity } from '../../../src/modules/files/file.entity.js';
 import { createAccount, type TestAccount } from '../../support/accounts.js';
-import { OwnRedis } from '../../support/redis-server.js';
-import { startTestApp, type TestApp } from '../../support/test-app.js';
+import { startTestAppWithOwnRedis, type TestAppWithOwnRedis } from '../../support/redis-server.js';
 import { eventually } from '../../support/time.js';
 import { listBlobs, rawUpload, uploadOk } from '../../support/uploads.js';
 
 const MiB = 1024 * 1024;
 
-async function storageOf(t: TestApp, accountId: string) {
+async function storageOf(t: TestAppWithOwnRedis, accountId: string) {
   const account = await t.app.get(DataSource).getRepository(AccountEntity).findOneByOrFail({ id: accountId });
   const stored = await t.app.get(DataSource).getRepository(FileEntity).findBy({ accountId });
   return { used: account.storageUsed, reserved: account.storageReserved, sumOfFiles: stored.reduce((n, f) => n + f.size, 0) };
 }
 
 describe('uploads under faults', () => {
-  let redis: OwnRedis;
-  let t: TestApp;
+  let t: TestAppWithOwnRedis;
   let owner: TestAccount;
 
   beforeAll(async () => {
-    redis = await OwnRedis.start();
-    t = await startTestApp({ REDIS_URL: redis.url });
+    t = await startTestAppWithOwnRedis();
     owner = await createAccount(t.app);
   });
-  afterAll(async () => {
-    await t?.close();
-    await redis?.dispose();
-  });
+  afterAll(() => t?.close());
 
   it('100 uploads aborted by the client at random points leave storage and disk as they were', async () => {
     await uploadOk(t, owner.auth, 'a file that stays', { name: 'keeper.txt' });
@@ -48,7 +42,7 @@ describe('uploads under faults', () => {
   });
 
   it('keeps taking uploads promptly while Redis is down, and their background work runs once it is back', async () => {
-    await redis.stop();
+    await t.redis.stop();
     const uploaded = [];
     try {
       for (let i = 0; i < 5; i++) {
@@ -57,7 +51,7 @@ describe('uploads under faults', () => {
         expect(Date.now() - started, `upload ${i}`).toBeLessThan(5000);
       }
     } finally {
-      await redis.restart();
+      await t.redis.restart();
     }
     const files = t.app.get(DataSource).getRepository(FileEntity);
     for (const file of uploaded) {

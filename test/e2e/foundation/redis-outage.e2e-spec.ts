@@ -1,26 +1,20 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccount, type TestAccount } from '../../support/accounts.js';
-import { OwnRedis } from '../../support/redis-server.js';
-import { startTestApp, type TestApp } from '../../support/test-app.js';
+import { startTestAppWithOwnRedis, type TestAppWithOwnRedis } from '../../support/redis-server.js';
 
 describe('while Redis is down', () => {
-  let redis: OwnRedis;
-  let t: TestApp;
+  let t: TestAppWithOwnRedis;
   let account: TestAccount;
 
   beforeAll(async () => {
-    redis = await OwnRedis.start();
-    t = await startTestApp({ REDIS_URL: redis.url });
+    t = await startTestAppWithOwnRedis();
     account = await createAccount(t.app, { plan: 'free' });
   });
-  afterAll(async () => {
-    await t?.close();
-    await redis?.dispose();
-  });
+  afterAll(() => t?.close());
 
   it('keeps answering API requests promptly, reports Redis down in /health, and limits again once it is back', async () => {
     await t.http().get('/v1/user/info').set(account.auth).expect(200);
-    await redis.stop();
+    await t.redis.stop();
 
     const started = Date.now();
     const during = await t.http().get('/v1/user/info').set(account.auth).timeout(5000);
@@ -31,7 +25,7 @@ describe('while Redis is down', () => {
     expect(health.status).toBe(503);
     expect(health.body.error.details).toMatchObject({ redis: { status: 'down' } });
 
-    await redis.restart();
+    await t.redis.restart();
     let limited = false;
     for (let i = 0; i < 50 && !limited; i++) {
       const res = await t.http().get('/v1/user/info').set(account.auth);

@@ -1,30 +1,24 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccount, type TestAccount } from '../../support/accounts.js';
 import { seedFile } from '../../support/files.js';
-import { OwnRedis } from '../../support/redis-server.js';
-import { startTestApp, type TestApp } from '../../support/test-app.js';
+import { startTestAppWithOwnRedis, type TestAppWithOwnRedis } from '../../support/redis-server.js';
 import { createShare } from './share-fixtures.js';
 
 describe('share links while Redis is down', () => {
-  let redis: OwnRedis;
-  let t: TestApp;
+  let t: TestAppWithOwnRedis;
   let owner: TestAccount;
 
   beforeAll(async () => {
-    redis = await OwnRedis.start();
-    t = await startTestApp({ REDIS_URL: redis.url });
+    t = await startTestAppWithOwnRedis();
     owner = await createAccount(t.app);
   });
-  afterAll(async () => {
-    await t?.close();
-    await redis?.dispose();
-  });
+  afterAll(() => t?.close());
 
   it('refuses password-protected links with 503 instead of allowing unlimited guesses, and keeps open links working', async () => {
     const open = await createShare(t, owner, { file_id: (await seedFile(t.app, owner)).id });
     const protectedShare = await createShare(t, owner, { file_id: (await seedFile(t.app, owner)).id, password: 'pw' });
     await t.http().get(protectedShare.path).set('X-Share-Password', 'pw').expect(200);
-    await redis.stop();
+    await t.redis.stop();
 
     for (const password of ['pw', 'wrong']) {
       const res = await t.http().get(protectedShare.path).set('X-Share-Password', password).timeout(5000);
@@ -35,7 +29,7 @@ describe('share links while Redis is down', () => {
     await t.http().get(open.path).timeout(5000).expect(200);
     await t.http().get(`${open.path}/download`).timeout(5000).expect(200);
 
-    await redis.restart();
+    await t.redis.restart();
     let back = false;
     for (let i = 0; i < 50 && !back; i++) {
       back = (await t.http().get(protectedShare.path).set('X-Share-Password', 'pw')).status === 200;
