@@ -71,7 +71,10 @@ describe('operations: queue dashboard and metrics', () => {
     await t.http().get('/v1/webhooks').set(owner.auth).expect(200);
 
     let text = '';
-    for (let i = 0; i < 50 && !text.includes('webhook_deliveries_total{outcome="succeeded"} 1'); i++) {
+    // The outcome is counted when the attempt ends; BullMQ marks the job completed a moment later.
+    const settled = () =>
+      text.includes('webhook_deliveries_total{outcome="succeeded"} 1') && /queue_jobs\{queue="webhook-deliveries",state="completed"\} [1-9]/.test(text);
+    for (let i = 0; i < 50 && !settled(); i++) {
       const scraped = await t.http().get('/metrics').expect(200);
       expect(scraped.headers['content-type']).toMatch(/^text\/plain/);
       text = scraped.text;

@@ -41,21 +41,22 @@ export class PurgeTrashHandler implements ICommandHandler<PurgeTrashCommand> {
     const now = command.now ?? this.clock.now();
     let purged = 0;
     let freed = 0;
-    let after = '';
     for (;;) {
       const result = await this.transactions.run(async (tx) => {
         const batch = await tx
           .getRepository(FileEntity)
           .createQueryBuilder('f')
-          .where("f.state = 'trashed' AND f.recoverable_until <= :now AND f.id > :after", { now: now.toISOString(), after })
-          .orderBy('f.id', 'ASC')
+          .where("f.state = 'trashed' AND f.recoverable_until <= :now", { now: now.toISOString() })
+          // In the order of idx_files_purge, so each batch is a short index range, whatever the backlog.
+          .orderBy('f.recoverable_until', 'ASC')
           .limit(PURGE_BATCH)
           .getMany();
         if (batch.length === 0) return null;
-        after = batch[batch.length - 1].id;
         return deleteFilesPermanently(tx, batch, 'system', now, { state: 'trashed', expiredBy: now });
       });
-      if (result === null) break;
+      // Deleted rows leave the range; rows a restore took away no longer match. A batch that deleted
+      // nothing therefore means nothing deletable is left (and guards against looping forever).
+      if (result === null || result.length === 0) break;
       purged += result.length;
       freed += result.reduce((sum, f) => sum + f.size, 0);
       await deleteBlobs(this.storage, result, this.logger);
