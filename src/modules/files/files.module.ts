@@ -1,4 +1,3 @@
-import { OutboxEventEntity } from '../../infra/outbox/outbox-event.entity.js';
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { AccountEntity } from '../accounts/account.entity.js';
@@ -20,7 +19,7 @@ import { UploadReservationEntity } from './upload/upload-reservation.entity.js';
 import { UploadSweeper } from './upload/upload-sweeper.js';
 
 @Module({
-  imports: [TypeOrmModule.forFeature([OutboxEventEntity, FileEntity, FolderEntity, ShareEntity, AccountEntity, UploadReservationEntity])],
+  imports: [TypeOrmModule.forFeature([FileEntity, FolderEntity, ShareEntity, AccountEntity, UploadReservationEntity])],
   controllers: [FilesController, FileDownloadsController],
   providers: [
     UploadReceiver,

@@ -1,4 +1,3 @@
-import { OutboxEventEntity } from '../../infra/outbox/outbox-event.entity.js';
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { AccountEntity } from '../accounts/account.entity.js';
@@ -12,7 +11,7 @@ import { FoldersController } from './folders.controller.js';
 import { ListFoldersHandler } from './queries/list-folders.query.js';
 
 @Module({
-  imports: [TypeOrmModule.forFeature([OutboxEventEntity, FolderEntity, FileEntity, ShareEntity, AccountEntity])],
+  imports: [TypeOrmModule.forFeature([FolderEntity, FileEntity, ShareEntity, AccountEntity])],
   controllers: [FoldersController],
   providers: [CreateFolderHandler, UpdateFolderHandler, DeleteFolderHandler, ListFoldersHandler],
 })

@@ -1,6 +1,5 @@
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
-import { OutboxEventEntity } from '../../infra/outbox/outbox-event.entity.js';
 import { FileEntity } from '../files/file.entity.js';
 import { AccessShareHandler } from './commands/access-share.command.js';
 import { CreateShareHandler } from './commands/create-share.command.js';
@@ -14,7 +13,7 @@ import { SharesController } from './shares.controller.js';
 
 // The file and outbox entities are registered here too (TypeORM deduplicates), so this module stands on its own.
 @Module({
-  imports: [TypeOrmModule.forFeature([ShareEntity, FileEntity, OutboxEventEntity])],
+  imports: [TypeOrmModule.forFeature([ShareEntity, FileEntity])],
   controllers: [SharesController, PublicSharesController],
   providers: [CreateShareHandler, RevokeShareHandler, AccessShareHandler, ListSharesHandler, FindPublicShareHandler, PasswordAttempts],
 })

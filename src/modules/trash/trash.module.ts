@@ -1,4 +1,3 @@
-import { OutboxEventEntity } from '../../infra/outbox/outbox-event.entity.js';
 import { DynamicModule, Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { AccountEntity } from '../accounts/account.entity.js';
@@ -11,7 +10,7 @@ import { TrashController } from './trash.controller.js';
 import { TrashPurgeScheduler } from './trash-purge.scheduler.js';
 
 @Module({
-  imports: [TypeOrmModule.forFeature([OutboxEventEntity, FileEntity, ShareEntity, AccountEntity])],
+  imports: [TypeOrmModule.forFeature([FileEntity, ShareEntity, AccountEntity])],
   controllers: [TrashController],
   providers: [ListTrashHandler, EmptyTrashHandler, PurgeTrashHandler],
 })

@@ -1,6 +1,5 @@
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
-import { OutboxEventEntity } from '../../infra/outbox/outbox-event.entity.js';
 import { CreateWebhookHandler } from './commands/create-webhook.command.js';
 import { DeleteWebhookHandler } from './commands/delete-webhook.command.js';
 import { RedeliverHandler } from './commands/redeliver.command.js';
@@ -19,7 +18,7 @@ import { WebhooksController } from './webhooks.controller.js';
 /** Webhook configuration and delivery logs. Delivering (outbox relay and queue worker) is WebhookDeliveryModule, server only. */
 @Module({
   // The outbox entity is registered here because this module relays it; other modules only insert into it.
-  imports: [TypeOrmModule.forFeature([WebhookEntity, WebhookDeliveryEntity, OutboxEventEntity])],
+  imports: [TypeOrmModule.forFeature([WebhookEntity, WebhookDeliveryEntity])],
   controllers: [WebhooksController],
   providers: [
     WebhookSecretBox,
