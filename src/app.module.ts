@@ -15,6 +15,7 @@ import { AppConfig } from './config/app-config.js';
 import { REDIS } from './infra/redis/redis.module.js';
 import { CoreModule } from './infra/core.module.js';
 import { HealthController } from './infra/health/health.controller.js';
+import { InstanceHeartbeat } from './infra/instances/instance-heartbeat.js';
 import { QueueModule } from './infra/queue/queue.module.js';
 import { QueueDashboardModule } from './infra/queue/queue-dashboard.module.js';
 import { MetricsModule } from './infra/observability/metrics.module.js';
@@ -72,6 +73,7 @@ export class AppModule {
       ],
       controllers: [HealthController],
       providers: [
+        InstanceHeartbeat,
         // Guards run in this order: who is calling, how often, and may they do this.
         { provide: APP_GUARD, useClass: AuthenticationGuard },
         { provide: APP_GUARD, useClass: PlanRateLimitGuard },

@@ -82,6 +82,9 @@ class EnvironmentVariables {
   @Transform(toNumber) @IsOptional() @IsInt() @Min(1) @Max(1000)
   WEBHOOK_DELIVERY_CONCURRENCY?: number;
 
+  @Transform(toNumber) @IsOptional() @IsInt() @Min(100) @Max(600_000)
+  INSTANCE_HEARTBEAT_MS?: number;
+
   @ValidateIf((env: EnvironmentVariables) => env.NODE_ENV === 'production' || (env.SECRETS_ENCRYPTION_KEY ?? '') !== '')
   @IsString() @MinLength(32, { message: 'SECRETS_ENCRYPTION_KEY must be set to at least 32 characters when NODE_ENV=production' })
   SECRETS_ENCRYPTION_KEY?: string;
@@ -172,6 +175,8 @@ export class AppConfig {
   readonly trashPurgeCron: string;
   readonly webhookAllowPrivateUrls: boolean;
   readonly webhookDeliveryConcurrency: number;
+  /** How often a server process proves it is alive; one silent for 3 beats is dead and its uploads are reclaimed. */
+  readonly instanceHeartbeatMs: number;
   /** Key material for secrets stored encrypted at rest (webhook secrets). */
   readonly secretsEncryptionKey: string;
   readonly admin: { username: string; password: string } | null;
@@ -257,6 +262,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     trashPurgeCron: raw.TRASH_PURGE_CRON ?? '*/10 * * * *',
     webhookAllowPrivateUrls: raw.WEBHOOK_ALLOW_PRIVATE_URLS === 'true',
     webhookDeliveryConcurrency: raw.WEBHOOK_DELIVERY_CONCURRENCY ?? 20,
+    instanceHeartbeatMs: raw.INSTANCE_HEARTBEAT_MS ?? 10_000,
     // A fixed development key (unlike URL_SIGNING_SECRET) so stored webhook secrets survive restarts; production must set its own.
     secretsEncryptionKey: raw.SECRETS_ENCRYPTION_KEY || DEVELOPMENT_SECRETS_ENCRYPTION_KEY,
     admin: raw.ADMIN_USERNAME ? { username: raw.ADMIN_USERNAME, password: raw.ADMIN_PASSWORD ?? '' } : null,

@@ -6,6 +6,8 @@ import { LoggerModule } from 'nestjs-pino';
 import { Clock } from '../common/clock.js';
 import { AppConfig } from '../config/app-config.js';
 import { dataSourceOptions } from './database/data-source-options.js';
+import { ServerInstance } from './instances/server-instance.js';
+import { ServerInstanceEntity } from './instances/server-instance.entity.js';
 import { OutboxEventEntity } from './outbox/outbox-event.entity.js';
 import { Transactions } from './database/transactions.js';
 import { RedisModule } from './redis/redis.module.js';
@@ -39,12 +41,12 @@ export class CoreModule {
           },
         }),
         TypeOrmModule.forRoot({ ...dataSourceOptions(config.database), autoLoadEntities: true }),
-        // Every module records domain events, so the outbox belongs to the core.
-        TypeOrmModule.forFeature([OutboxEventEntity]),
+        // Every module records domain events, so the outbox belongs to the core; so does process liveness.
+        TypeOrmModule.forFeature([OutboxEventEntity, ServerInstanceEntity]),
         RedisModule,
       ],
-      providers: [{ provide: AppConfig, useValue: config }, Clock, Transactions],
-      exports: [AppConfig, Clock, Transactions, CqrsModule, TypeOrmModule],
+      providers: [{ provide: AppConfig, useValue: config }, Clock, Transactions, ServerInstance],
+      exports: [AppConfig, Clock, Transactions, ServerInstance, CqrsModule, TypeOrmModule],
     };
   }
 }

@@ -14,7 +14,7 @@ export interface UploadOptions {
 }
 
 /** Uploads through the real route (POST /v1/files/upload) and returns the raw response. */
-export async function upload(t: TestApp, auth: Record<string, string>, content: Buffer | string, options: UploadOptions = {}) {
+export async function upload(t: Pick<TestApp, 'baseUrl'>, auth: Record<string, string>, content: Buffer | string, options: UploadOptions = {}) {
   const body = Buffer.isBuffer(content) ? content : Buffer.from(content);
   const form = new FormData();
   const fields: Array<[string, string]> = [];
@@ -67,12 +67,13 @@ export function onTestServer(t: TestApp, url: string): string {
 /**
  * A multipart upload over a raw HTTP connection, for what fetch cannot do: chunked bodies, a
  * declared Content-Length the client never finishes, or hanging up halfway. Streams `fileSize`
- * zero bytes in 1 MiB chunks and stops as soon as an answer arrives (or after `abortAfter` bytes).
+ * zero bytes in 1 MiB chunks and stops as soon as an answer arrives (or after `abortAfter` bytes; or, with
+ * `holdAfter`, goes quiet after that many bytes and resolves once the connection dies).
  */
 export function rawUpload(
-  t: TestApp,
+  t: Pick<TestApp, 'baseUrl'>,
   auth: Record<string, string>,
-  options: { fileSize: number; declaredLength?: number; abortAfter?: number; filename?: string },
+  options: { fileSize: number; declaredLength?: number; abortAfter?: number; holdAfter?: number; filename?: string },
 ): Promise<{ status: number | null; body: any; sent: number }> {
   const boundary = `----fss${Date.now()}`;
   const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${options.filename ?? 'big.bin'}"\r\nContent-Type: application/octet-stream\r\n\r\n`);
@@ -98,7 +99,7 @@ export function rawUpload(
       res.on('end', () => finish({ status: res.statusCode ?? null, body: text ? JSON.parse(text) : null, sent }));
       res.on('error', () => finish({ status: res.statusCode ?? null, body: null, sent }));
     });
-    req.on('error', (error) => (answered || options.abortAfter !== undefined ? finish({ status: null, body: null, sent }) : reject(error)));
+    req.on('error', (error) => (answered || options.abortAfter !== undefined || options.holdAfter !== undefined ? finish({ status: null, body: null, sent }) : reject(error)));
     const chunk = Buffer.alloc(1024 * 1024);
     const pump = async () => {
       req.write(head);
@@ -107,6 +108,8 @@ export function rawUpload(
           req.destroy();
           return finish({ status: null, body: null, sent });
         }
+        // Stop sending but keep the connection open: an upload in progress until the server goes away.
+        if (options.holdAfter !== undefined && sent >= options.holdAfter) return;
         const n = Math.min(chunk.length, options.fileSize - sent);
         sent += n;
         if (!req.write(chunk.subarray(0, n))) await new Promise((r) => req.once('drain', r));

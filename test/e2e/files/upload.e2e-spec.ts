@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OutboxEventEntity } from '../../../src/infra/outbox/outbox-event.entity.js';
 import { Readable } from 'node:stream';
 import { BlobStorage } from '../../../src/infra/storage/blob-storage.js';
+import { ServerInstance } from '../../../src/infra/instances/server-instance.js';
 import { AccountEntity } from '../../../src/modules/accounts/account.entity.js';
 import { UploadReservationEntity } from '../../../src/modules/files/upload/upload-reservation.entity.js';
 import { UploadSweeper } from '../../../src/modules/files/upload/upload-sweeper.js';
@@ -298,6 +299,48 @@ describe('uploading files', () => {
     const download = await fetch(onTestServer(t, file.download_url));
     expect(download.status).toBe(200);
     expect(await download.text()).toBe('committed but not moved');
+  });
+
+  it('finishes an overwrite whose process died after the commit: new bytes in place, replaced bytes gone', async () => {
+    const file = await uploadOk(t, owner.auth, 'version one', { name: 'died-mid-overwrite.txt' });
+    const ds = t.app.get(DataSource);
+    const row = await ds.getRepository(FileEntity).findOneByOrFail({ id: file.id });
+    const oldKey = row.blobKey;
+    // The state a kill right after an overwrite's commit leaves: the row names the new version, whose
+    // bytes are still temporary; the old version's blob is still there; the reservation names the
+    // file and a process that no longer beats.
+    const newKey = `files/${owner.accountId}/${file.id}/upl_overwrite`;
+    await t.app.get(BlobStorage).write('tmp/upl_overwrite', Readable.from([Buffer.from('version two')]));
+    await ds.getRepository(FileEntity).update({ id: file.id }, { blobKey: newKey, size: 'version two'.length });
+    await ds.getRepository(UploadReservationEntity).insert({
+      id: 'upl_overwrite',
+      accountId: owner.accountId,
+      bytes: 0,
+      tempKey: 'tmp/upl_overwrite',
+      createdAt: new Date(),
+      updatedAt: new Date(),
+      instanceId: 'srv_killed',
+      fileId: file.id,
+      obsoleteBlobKeys: JSON.stringify([oldKey]),
+    });
+    expect(await t.app.get(UploadSweeper).reclaimAbandonedReservations()).toBe(1);
+    expect(await ds.getRepository(UploadReservationEntity).findOneBy({ id: 'upl_overwrite' })).toBeNull();
+    expect(listBlobs(t, 'tmp')).toEqual([]);
+    expect(listBlobs(t, `files/${owner.accountId}/${file.id}`)).toEqual([newKey]);
+    const download = await fetch(onTestServer(t, (await t.http().get(`/v1/files/${file.id}`).set(owner.auth)).body.data.download_url));
+    expect(await download.text()).toBe('version two');
+  });
+
+  it('leaves the reservations of live processes alone', async () => {
+    const ds = t.app.get(DataSource);
+    const now = new Date();
+    await ds.getRepository(UploadReservationEntity).insert({ id: 'upl_streaming', accountId: owner.accountId, bytes: 0, tempKey: 'tmp/upl_streaming', createdAt: now, updatedAt: now, instanceId: t.app.get(ServerInstance).id });
+    try {
+      expect(await t.app.get(UploadSweeper).reclaimAbandonedReservations()).toBe(0);
+      expect(await ds.getRepository(UploadReservationEntity).findOneBy({ id: 'upl_streaming' })).not.toBeNull();
+    } finally {
+      await ds.getRepository(UploadReservationEntity).delete({ id: 'upl_streaming' });
+    }
   });
 
   it('publishes FileStoredEvent once the upload has committed, with the final blob in place', async () => {

@@ -1,4 +1,5 @@
 import { Logger } from '@nestjs/common';
+import { IsNull } from 'typeorm';
 import { Command, CommandHandler, EventBus, type ICommandHandler } from '@nestjs/cqrs';
 import type { Actor } from '../../../common/auth/actor.js';
 import { Clock } from '../../../common/clock.js';
@@ -100,15 +101,30 @@ export class UploadFileHandler implements ICommandHandler<UploadFileCommand> {
           });
           await files.insert(file);
         }
-        const reservation = await tx.getRepository(UploadReservationEntity).delete({ id: upload.uploadId });
+        // The reservation's bytes become used storage; the row stays, naming the file, until the blobs are in place.
+        const reservation = await tx
+          .getRepository(UploadReservationEntity)
+          .update(
+            { id: upload.uploadId, fileId: IsNull() },
+            { bytes: 0, fileId: file.id, obsoleteBlobKeys: replacedBlobs.length > 0 ? JSON.stringify(replacedBlobs) : null, updatedAt: now },
+          );
         await changeStorageUsage(tx, actor.accountId, { used: usedChange, reserved: reservation.affected ? -upload.reserved : 0 }, now);
         await Outbox.record(tx, fileUploaded(file, now));
         return { file, replacedBlobs };
       }),
     );
     await this.storage.move(upload.tempKey, file.blobKey);
+    let replacedDeleted = true;
     for (const key of replacedBlobs) {
-      await this.storage.delete(key).catch((error: unknown) => this.logger.warn({ err: error, key }, 'Could not delete a replaced blob'));
+      await this.storage.delete(key).catch((error: unknown) => {
+        replacedDeleted = false;
+        this.logger.warn({ err: error, key }, 'Could not delete a replaced blob; the upload sweeper will retry');
+      });
+    }
+    if (replacedDeleted) {
+      await this.transactions
+        .run((tx) => tx.getRepository(UploadReservationEntity).delete({ id: upload.uploadId }))
+        .catch((error: unknown) => this.logger.warn({ err: error, uploadId: upload.uploadId }, 'Could not remove a finished upload reservation'));
     }
     this.events.publish(new FileStoredEvent(file.id, file.accountId, file.blobKey));
     return FileResponse.from(file, this.signer, now);

@@ -6,6 +6,7 @@ import { Clock } from '../../../common/clock.js';
 import { ApiError, FileTooLarge, StorageExceeded } from '../../../common/errors/api-error.js';
 import { newId } from '../../../common/ids.js';
 import { Transactions } from '../../../infra/database/transactions.js';
+import { ServerInstance } from '../../../infra/instances/server-instance.js';
 import { Outbox } from '../../../infra/outbox/outbox.js';
 import { BlobStorage, blobKeys } from '../../../infra/storage/blob-storage.js';
 import { AccountEntity } from '../../accounts/account.entity.js';
@@ -44,6 +45,7 @@ export class UploadReceiver {
     private readonly transactions: Transactions,
     private readonly storage: BlobStorage,
     private readonly clock: Clock,
+    private readonly instance: ServerInstance,
   ) {}
 
   /**
@@ -55,7 +57,9 @@ export class UploadReceiver {
     const tempKey = blobKeys.temp(uploadId);
     const now = this.clock.now();
     await this.transactions.run((tx) =>
-      tx.getRepository(UploadReservationEntity).insert({ id: uploadId, accountId: actor.accountId, bytes: 0, tempKey, createdAt: now, updatedAt: now }),
+      tx
+        .getRepository(UploadReservationEntity)
+        .insert({ id: uploadId, accountId: actor.accountId, bytes: 0, tempKey, createdAt: now, updatedAt: now, instanceId: this.instance.id }),
     );
     const maxSize = PLANS[actor.plan].maxFileSize;
     const hash = createHash('md5');
@@ -167,13 +171,18 @@ export class UploadReceiver {
     });
   }
 
-  /** Gives back an upload's reservation and removes its temporary bytes; safe to call twice. */
+  /**
+   * Gives back an upload's reservation and removes its temporary bytes; safe to call twice. An
+   * upload whose file row committed is left alone: its bytes belong to the file now.
+   */
   async release(uploadId: string, tempKey: string): Promise<void> {
     try {
+      const held = await this.transactions.run((tx) => tx.getRepository(UploadReservationEntity).findOneBy({ id: uploadId }));
+      if (held?.fileId) return;
       await this.storage.delete(tempKey);
       await this.transactions.run(async (tx) => {
         const reservation = await tx.getRepository(UploadReservationEntity).findOneBy({ id: uploadId });
-        if (!reservation) return;
+        if (!reservation || reservation.fileId) return;
         const removed = await tx.getRepository(UploadReservationEntity).delete({ id: uploadId });
         if (removed.affected && reservation.bytes > 0) {
           await tx

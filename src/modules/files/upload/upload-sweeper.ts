@@ -1,20 +1,31 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { Interval, Timeout } from '@nestjs/schedule';
-import { LessThan } from 'typeorm';
+import type { EntityManager } from 'typeorm';
 import { Clock } from '../../../common/clock.js';
+import { AppConfig } from '../../../config/app-config.js';
 import { Transactions } from '../../../infra/database/transactions.js';
+import { InstanceHeartbeat } from '../../../infra/instances/instance-heartbeat.js';
+import { BlobStorage, blobKeys } from '../../../infra/storage/blob-storage.js';
 import { FileEntity } from '../file.entity.js';
-import { BlobStorage } from '../../../infra/storage/blob-storage.js';
 import { UploadReceiver } from './upload-receiver.js';
 import { UploadReservationEntity } from './upload-reservation.entity.js';
 
-/** An upload that has not reserved anything for this long is dead (its process crashed or it hung). */
+/**
+ * An upload that has not reserved anything for this long is dead even if its process still beats
+ * (it hung), and so is a temporary blob this old that no reservation owns.
+ */
 export const STALE_UPLOAD_MS = 60 * 60 * 1000;
 
+/** How often reservations of dead processes are looked for: one indexed query. */
+const DEAD_PROCESS_CHECK_MS = 5_000;
+
 /**
- * Gives back what crashed uploads held: reservations not touched for an hour (a live upload
- * touches its row every few MiB), and temporary blobs older than that with no reservation.
- * Runs at start and every 10 minutes in the server (not in the CLI).
+ * Gives back what crashed uploads held. A reservation is abandoned when its process is dead (no
+ * heartbeat for 3 beats, see InstanceHeartbeat) or when it has not been touched for an hour (a live
+ * upload touches its row every few MiB). An abandoned reservation that never committed is released
+ * (quota given back, temporary bytes removed); one whose file row committed has its blob moved into
+ * place and the blobs it replaced deleted. Temporary blobs no reservation owns are removed once stale.
+ * Runs in the server only (not in the CLI): dead processes every 5 s, everything at start and every 10 minutes.
  */
 @Injectable()
 export class UploadSweeper {
@@ -25,6 +36,7 @@ export class UploadSweeper {
     private readonly storage: BlobStorage,
     private readonly receiver: UploadReceiver,
     private readonly clock: Clock,
+    private readonly config: AppConfig,
   ) {}
 
   @Timeout(1_000)
@@ -33,10 +45,14 @@ export class UploadSweeper {
     await this.sweep().catch((error: unknown) => this.logger.error({ err: error }, 'Upload sweep failed'));
   }
 
+  @Interval(DEAD_PROCESS_CHECK_MS)
+  async reclaimUploadsOfDeadProcesses(): Promise<void> {
+    await this.reclaimAbandonedReservations().catch((error: unknown) => this.logger.error({ err: error }, 'Upload reclaim failed'));
+  }
+
   async sweep(staleMs = STALE_UPLOAD_MS): Promise<{ reservations: number; blobs: number }> {
+    const reservations = await this.reclaimAbandonedReservations(staleMs);
     const cutoff = new Date(this.clock.now().getTime() - staleMs);
-    const stale = await this.transactions.run((tx) => tx.getRepository(UploadReservationEntity).findBy({ updatedAt: LessThan(cutoff) }));
-    for (const reservation of stale) await this.receiver.release(reservation.id, reservation.tempKey);
     let blobs = 0;
     const live = new Set(
       (await this.transactions.run((tx) => tx.getRepository(UploadReservationEntity).find({ select: { tempKey: true } }))).map((r) => r.tempKey),
@@ -48,13 +64,52 @@ export class UploadSweeper {
         blobs++;
       }
     }
-    if (stale.length > 0 || blobs > 0) this.logger.warn({ reservations: stale.length, blobs }, 'Released abandoned uploads');
-    return { reservations: stale.length, blobs };
+    if (blobs > 0) this.logger.warn({ blobs }, 'Removed temporary blobs no upload owned');
+    return { reservations, blobs };
+  }
+
+  /** Releases or finishes every abandoned reservation; returns how many there were. */
+  async reclaimAbandonedReservations(staleMs = STALE_UPLOAD_MS): Promise<number> {
+    const now = this.clock.now();
+    const staleBefore = new Date(now.getTime() - staleMs).toISOString();
+    const deadBefore = InstanceHeartbeat.deadBefore(now, this.config.instanceHeartbeatMs).toISOString();
+    const abandoned = await this.transactions.run((tx: EntityManager) =>
+      tx
+        .getRepository(UploadReservationEntity)
+        .createQueryBuilder('r')
+        .leftJoin('server_instances', 'i', 'i.id = r.instance_id')
+        .where('r.updated_at < :staleBefore', { staleBefore })
+        .orWhere('(r.instance_id IS NOT NULL AND (i.id IS NULL OR i.heartbeat_at < :deadBefore))', { deadBefore })
+        .getMany(),
+    );
+    for (const reservation of abandoned) {
+      if (reservation.fileId) await this.finishCommittedUpload(reservation);
+      else await this.receiver.release(reservation.id, reservation.tempKey);
+    }
+    if (abandoned.length > 0) this.logger.warn({ reservations: abandoned.length }, 'Reclaimed uploads whose process died or hung');
+    return abandoned.length;
   }
 
   /**
-   * An upload whose row committed but whose process died before the blob moved to its final key
-   * (files/<account>/<file>/<upload id>) is finished here instead of being lost.
+   * The file row committed but its process died before the blob moved or the replaced blobs went:
+   * move the bytes to the key the row names (unless the file has moved on to another version since,
+   * which makes these bytes garbage), delete the replaced blobs, and drop the reservation.
+   */
+  private async finishCommittedUpload(reservation: UploadReservationEntity): Promise<void> {
+    const finalKey = blobKeys.file(reservation.accountId, reservation.fileId!, reservation.id);
+    const file = await this.transactions.run((tx) => tx.getRepository(FileEntity).findOneBy({ id: reservation.fileId! }));
+    if (await this.storage.exists(reservation.tempKey)) {
+      if (file?.blobKey === finalKey) await this.storage.move(reservation.tempKey, finalKey);
+      else await this.storage.delete(reservation.tempKey);
+    }
+    for (const key of JSON.parse(reservation.obsoleteBlobKeys ?? '[]') as string[]) await this.storage.delete(key);
+    await this.transactions.run((tx) => tx.getRepository(UploadReservationEntity).delete({ id: reservation.id }));
+    this.logger.warn({ fileId: reservation.fileId, blobKey: finalKey }, 'Finished an upload whose process stopped after it committed');
+  }
+
+  /**
+   * A temporary blob whose file row committed before reservations outlived the commit (rows from
+   * an older version of the service): moved to the final key the row names instead of being lost.
    */
   private async finishCommittedMove(tempKey: string): Promise<boolean> {
     const uploadId = tempKey.slice('tmp/'.length);

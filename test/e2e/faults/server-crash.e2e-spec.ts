@@ -1,0 +1,130 @@
+import { readdirSync } from 'node:fs';
+import { join, relative, sep } from 'node:path';
+import type { INestApplicationContext } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { DataSource } from 'typeorm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AppModule } from '../../../src/app.module.js';
+import { loadConfig } from '../../../src/config/app-config.js';
+import { ServerInstanceEntity } from '../../../src/infra/instances/server-instance.entity.js';
+import { AccountEntity } from '../../../src/modules/accounts/account.entity.js';
+import { FileEntity } from '../../../src/modules/files/file.entity.js';
+import { UploadReservationEntity } from '../../../src/modules/files/upload/upload-reservation.entity.js';
+import { createAccount, type TestAccount } from '../../support/accounts.js';
+import { freePort, type ServerProcess, startServerProcess } from '../../support/processes.js';
+import { createTestEnvironment, type TestEnvironment } from '../../support/test-app.js';
+import { eventually } from '../../support/time.js';
+import { rawUpload, upload } from '../../support/uploads.js';
+
+const MiB = 1024 * 1024;
+
+/** Every file under the deployment's blob directory below `prefix`, as keys. */
+function blobsOnDisk(environment: TestEnvironment, prefix: string): string[] {
+  const root = environment.env.STORAGE_DIR;
+  const found: string[] = [];
+  const walk = (dir: string) => {
+    let entries: import('node:fs').Dirent[] = [];
+    try {
+      entries = readdirSync(dir, { withFileTypes: true });
+    } catch {
+      return;
+    }
+    for (const entry of entries) {
+      if (entry.isDirectory()) walk(join(dir, entry.name));
+      else found.push(relative(root, join(dir, entry.name)).split(sep).join('/'));
+    }
+  };
+  walk(join(root, prefix));
+  return found;
+}
+
+describe('the server killed (SIGKILL) mid-upload, then restarted', () => {
+  let environment: TestEnvironment;
+  let context: INestApplicationContext;
+  let server: ServerProcess | null = null;
+  let owner: TestAccount;
+
+  beforeAll(async () => {
+    // A short heartbeat so the dead process is recognised within a couple of seconds, not 30.
+    environment = await createTestEnvironment({ INSTANCE_HEARTBEAT_MS: '300' });
+    server = await startServerProcess(environment.env, await freePort());
+    // The test reads the database like an operator would: from its own process context, without workers.
+    context = await NestFactory.createApplicationContext(AppModule.forCli(loadConfig(environment.env), []), { logger: false });
+    owner = await createAccount(context);
+  });
+  afterAll(async () => {
+    await server?.stop('SIGKILL');
+    await context?.close();
+    await environment.dispose();
+  });
+
+  async function storage() {
+    const ds = context.get(DataSource);
+    const account = await ds.getRepository(AccountEntity).findOneByOrFail({ id: owner.accountId });
+    const files = await ds.getRepository(FileEntity).findBy({ accountId: owner.accountId });
+    return {
+      used: account.storageUsed,
+      reserved: account.storageReserved,
+      sumOfFiles: files.reduce((sum, f) => sum + f.size, 0),
+      files,
+      reservations: await ds.getRepository(UploadReservationEntity).count(),
+    };
+  }
+
+  it('gives back the quota and the temporary bytes of the uploads it was receiving, and keeps every stored file', async () => {
+    for (let i = 0; i < 3; i++) {
+      const stored = await upload(server!, owner.auth, `kept ${i} `.repeat(1000), { name: `kept-${i}.txt` });
+      expect(stored.status).toBe(200);
+    }
+    const before = await storage();
+    expect(before.used).toBe(before.sumOfFiles);
+
+    // Four uploads stream part of their bytes and then wait, mid-body, as a slow client would.
+    const inFlight = [3, 5, 9, 17].map((mib) =>
+      rawUpload(server!, owner.auth, { fileSize: 64 * MiB, declaredLength: 64 * MiB + 300, holdAfter: mib * MiB }),
+    );
+    await eventually(async () => (await storage()).reservations === 4 && blobsOnDisk(environment, 'tmp').length === 4, 15_000, 'four uploads in progress');
+    await eventually(async () => (await storage()).reserved > 0, 15_000, 'quota reserved by the uploads');
+    const port = Number(new URL(server!.baseUrl).port);
+    await server!.stop('SIGKILL');
+    server = null;
+    for (const result of await Promise.all(inFlight)) expect(result.status).toBeNull();
+
+    // What the crash left: reservations, reserved quota and temporary files nobody will finish.
+    const leftBehind = await storage();
+    expect(leftBehind.reservations).toBe(4);
+    expect(leftBehind.reserved).toBeGreaterThan(0);
+    expect(blobsOnDisk(environment, 'tmp')).toHaveLength(4);
+    const owners = new Set((await context.get(DataSource).getRepository(UploadReservationEntity).find()).map((r) => r.instanceId));
+    expect(owners.size).toBe(1);
+    const killedInstance = [...owners][0];
+    expect(killedInstance).toMatch(/^srv_/);
+
+    server = await startServerProcess(environment.env, port);
+    await eventually(async () => (await storage()).reservations === 0, 20_000, 'the dead process’s reservations to be reclaimed');
+    const after = await storage();
+    expect(after.reserved).toBe(0);
+    expect(after.used).toBe(after.sumOfFiles);
+    expect(after.used).toBe(before.used);
+    expect(blobsOnDisk(environment, 'tmp')).toEqual([]);
+    // Exactly the stored files' blobs remain, and each still downloads.
+    expect(blobsOnDisk(environment, 'files').sort()).toEqual(after.files.map((f) => f.blobKey).sort());
+    const listing = await fetch(`${server.baseUrl}/v1/files`, { headers: owner.auth }).then((r) => r.json());
+    expect(listing.data.map((f: { name: string }) => f.name).sort()).toEqual(['kept-0.txt', 'kept-1.txt', 'kept-2.txt']);
+    const download = await fetch(listing.data[0].download_url.replace(/^https?:\/\/[^/]+/, server.baseUrl));
+    expect(await download.text()).toMatch(/^kept \d /);
+
+    // The killed process stopped beating; the new one beats under another id, and uploads work again.
+    const instances = await context.get(DataSource).getRepository(ServerInstanceEntity).find();
+    const killed = instances.find((i) => i.id === killedInstance);
+    expect(killed === undefined || Date.now() - killed.heartbeatAt.getTime() > 900).toBe(true);
+    await eventually(
+      async () => (await context.get(DataSource).getRepository(ServerInstanceEntity).find()).some((i) => i.id !== killedInstance && Date.now() - i.heartbeatAt.getTime() < 900),
+      5_000,
+      'the new process to beat',
+    );
+    const again = await upload(server, owner.auth, 'after the crash', { name: 'after.txt' });
+    expect(again.status).toBe(200);
+    expect((await storage()).used).toBe(before.used + 'after the crash'.length);
+  }, 90_000);
+});
