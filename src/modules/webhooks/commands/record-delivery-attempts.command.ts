@@ -5,6 +5,7 @@ import { Transactions } from '../../../infra/database/transactions.js';
 import { FAILING_WEBHOOK_DISABLE_AFTER_MS, MAX_ATTEMPTS, retryDelayMs } from '../delivery-schedule.js';
 import { type AttemptResult, succeeded } from '../delivery/webhook-sender.js';
 import type { DeliveryAttempt, DeliveryStatus } from '../webhook-delivery.entity.js';
+import { jsonRows } from '../json-rows.js';
 import { WebhookEntity } from '../webhook.entity.js';
 
 /** One finished attempt, with the delivery as it was read when the attempt started. */
@@ -88,17 +89,19 @@ export class RecordDeliveryAttemptsHandler implements ICommandHandler<RecordDeli
     // not scan every pending delivery for each one of the batch.
     const matches = `webhook_deliveries.id = v.id AND webhook_deliveries.series = v.series
       AND webhook_deliveries.attempts = v.prev_attempts AND ${this.transactions.isSqlite ? '+' : ''}webhook_deliveries.status = 'pending'`;
-    const sql = this.transactions.isSqlite
-      ? `UPDATE webhook_deliveries SET ${set}
-         FROM (SELECT value->>'id' AS id, value->>'series' AS series, value->>'prev_attempts' AS prev_attempts, value->>'status' AS status,
-                 value->>'attempts' AS attempts, value->>'last_attempt_at' AS last_attempt_at, value->>'next_attempt_at' AS next_attempt_at,
-                 value->>'response_status' AS response_status, value->>'error' AS error, value->>'attempt_log' AS attempt_log
-               FROM json_each(?)) AS v
-         WHERE ${matches} RETURNING id`
-      : `UPDATE webhook_deliveries SET ${set}
-         FROM jsonb_to_recordset($1::jsonb) AS v(id varchar, series integer, prev_attempts integer, status varchar, attempts integer,
-           last_attempt_at varchar, next_attempt_at varchar, response_status integer, error varchar, attempt_log text)
-         WHERE ${matches} RETURNING webhook_deliveries.id`;
+    const rows = jsonRows(this.transactions.isSqlite, {
+      id: 'varchar',
+      series: 'integer',
+      prev_attempts: 'integer',
+      status: 'varchar',
+      attempts: 'integer',
+      last_attempt_at: 'varchar',
+      next_attempt_at: 'varchar',
+      response_status: 'integer',
+      error: 'varchar',
+      attempt_log: 'text',
+    });
+    const sql = `UPDATE webhook_deliveries SET ${set} FROM ${rows} WHERE ${matches} RETURNING webhook_deliveries.id`;
     // A structured result, because the drivers shape a plain UPDATE ... RETURNING answer differently.
     const result = await tx.queryRunner!.query(sql, [JSON.stringify(changes)], true);
     return (result.records as Array<{ id: string }>).map((row) => row.id);
