@@ -118,7 +118,8 @@ export class RecordDeliveryAttemptsHandler implements ICommandHandler<RecordDeli
     for (const attempt of recorded) byWebhook.set(attempt.delivery.webhookId, [...(byWebhook.get(attempt.delivery.webhookId) ?? []), attempt]);
     const cutoff = new Date(now.getTime() - FAILING_WEBHOOK_DISABLE_AFTER_MS).toISOString();
     const disabled = new Map<string, FinishedAttempt>();
-    for (const [webhookId, outcomes] of byWebhook) {
+    // In id order, so concurrent batches (PostgreSQL) lock webhook rows in the same order and cannot deadlock.
+    for (const [webhookId, outcomes] of [...byWebhook].sort(([a], [b]) => (a < b ? -1 : 1))) {
       const webhook = (condition: string) =>
         tx.createQueryBuilder().update(WebhookEntity).where('id = :webhookId', { webhookId }).andWhere(condition);
       for (const run of runsOfEqualOutcome(outcomes)) {

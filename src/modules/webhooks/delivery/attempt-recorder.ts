@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
+import { Transactions } from '../../../infra/database/transactions.js';
 import { type FinishedAttempt, type RecordedAttempt, RecordDeliveryAttemptsCommand } from '../commands/record-delivery-attempts.command.js';
 
 /** Attempts written in one transaction at most. */
@@ -20,21 +21,35 @@ interface Waiting {
 @Injectable()
 export class AttemptRecorder {
   private waiting: Waiting[] = [];
-  private writing = false;
+  private writers = 0;
+  private scheduled = false;
+  /** SQLite runs one transaction at a time anyway; PostgreSQL overlaps a few, each on its own connection. */
+  private readonly maxWriters: number;
 
-  constructor(private readonly commands: CommandBus) {}
+  constructor(
+    private readonly commands: CommandBus,
+    transactions: Transactions,
+  ) {
+    this.maxWriters = transactions.isSqlite ? 1 : 4;
+  }
 
   record(attempt: FinishedAttempt): Promise<RecordedAttempt> {
     return new Promise((resolve, reject) => {
       this.waiting.push({ attempt, resolve, reject });
-      // The next turn of the event loop, so attempts finishing together share the first write too.
-      if (!this.writing && this.waiting.length === 1) setImmediate(() => void this.write());
+      // The next turn of the event loop, so attempts finishing together share a write.
+      if (!this.scheduled && this.writers < this.maxWriters) {
+        this.scheduled = true;
+        setImmediate(() => {
+          this.scheduled = false;
+          void this.write();
+        });
+      }
     });
   }
 
   private async write(): Promise<void> {
-    if (this.writing) return;
-    this.writing = true;
+    if (this.writers >= this.maxWriters) return;
+    this.writers++;
     try {
       while (this.waiting.length > 0) {
         const batch = this.takeBatch();
@@ -46,7 +61,7 @@ export class AttemptRecorder {
         }
       }
     } finally {
-      this.writing = false;
+      this.writers--;
     }
   }
 
