@@ -18,7 +18,6 @@ import type { DeliveryJob } from './deliver-webhook.processor.js';
 const BATCH = 500;
 const POLL_MS = 50;
 const ENQUEUE_TIMEOUT_MS = 5_000;
-const INSERT_CHUNK = 100;
 /** A pending delivery this long past its due time has lost its job (e.g. Redis restarted without persistence). */
 const STALE_AFTER_MS = 2 * 60_000;
 const STALE_CHECK_EVERY_MS = 30_000;
@@ -31,7 +30,8 @@ const STALE_CHECK_EVERY_MS = 30_000;
  *  2. queue: delivery rows not yet queued go to BullMQ with their id as job id, then are marked queued.
  * A crash between any two steps leaves rows that the next pass (in this or another process) picks up;
  * while Redis is down, step 2 waits and deliveries accumulate in the database.
- * It polls every 50 ms (events committed by another process are seen only by polling) and is woken at once after a commit that recorded events.
+ * It polls every 50 ms (events committed by another process are seen only by polling) and is woken at
+ * once after a commit in this process that recorded events. Each step is one set-based statement per batch.
  */
 @Injectable()
 export class DeliveryDispatcher implements OnApplicationBootstrap, OnApplicationShutdown {
@@ -142,8 +142,18 @@ export class DeliveryDispatcher implements OnApplicationBootstrap, OnApplication
       if (deliveries.length > 0) {
         // One statement per batch; an (event, webhook) pair that already has its delivery is skipped.
         const columns = {
-          id: 'varchar', webhook_id: 'varchar', account_id: 'varchar', event_id: 'varchar', event: 'varchar', body: 'text',
-          status: 'varchar', attempts: 'integer', series: 'integer', created_at: 'varchar', next_attempt_at: 'varchar', attempt_log: 'text',
+          id: 'varchar',
+          webhook_id: 'varchar',
+          account_id: 'varchar',
+          event_id: 'varchar',
+          event: 'varchar',
+          body: 'text',
+          status: 'varchar',
+          attempts: 'integer',
+          series: 'integer',
+          created_at: 'varchar',
+          next_attempt_at: 'varchar',
+          attempt_log: 'text',
         } as const;
         await tx.query(
           `INSERT INTO webhook_deliveries (${Object.keys(columns).join(', ')})
