@@ -80,13 +80,18 @@ describe('recording a batch of delivery attempts', () => {
     expect(await webhooks().findOneByOrFail({ id: webhook.id })).toMatchObject({ active: false, disabledReason: 'deliveries_failing', failingSince: null });
   });
 
-  it('starts a streak at the first failure after the last success of a batch, and keeps a running streak', async () => {
+  it('starts a streak at the first failure after the last success of a batch, ends it with a batch of successes, and keeps a running one', async () => {
     const fresh = await webhookWithDeliveries(3, null);
     const [a, b, c] = fresh.deliveries;
     const first = attempt(a, 500);
     const firstAfterSuccess = { ...attempt(c, 500), result: { ...attempt(c, 500).result, startedAt: new Date(Date.now() + 1000) } };
     await record([first, attempt(b, 200), firstAfterSuccess]);
     expect((await webhooks().findOneByOrFail({ id: fresh.webhook.id })).failingSince).toEqual(firstAfterSuccess.result.startedAt);
+
+    const recovering = await webhookWithDeliveries(2, new Date(Date.now() - 2 * HOUR));
+    const successes = await record(recovering.deliveries.map((d) => attempt(d, 200)));
+    expect(successes.map((r: { recorded: boolean; status: string }) => [r.recorded, r.status])).toEqual([[true, 'succeeded'], [true, 'succeeded']]);
+    expect(await webhooks().findOneByOrFail({ id: recovering.webhook.id })).toMatchObject({ active: true, failingSince: null });
 
     const since = new Date(Date.now() - 2 * HOUR);
     const running = await webhookWithDeliveries(2, since);

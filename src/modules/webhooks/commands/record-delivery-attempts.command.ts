@@ -45,30 +45,13 @@ export class RecordDeliveryAttemptsHandler implements ICommandHandler<RecordDeli
 
   async execute({ attempts }: RecordDeliveryAttemptsCommand): Promise<RecordedAttempt[]> {
     if (attempts.length === 0) return [];
+    const now = this.clock.now();
+    const changes = this.changesOf(attempts, now);
+    if (!this.transactions.isSqlite && attempts.every((a) => succeeded(a.result))) {
+      const written = new Set(await this.recordSuccesses(changes));
+      return changes.map((change) => ({ recorded: written.has(change.id), status: written.has(change.id) ? change.status : null, webhookDisabled: false }));
+    }
     return this.transactions.run(async (tx) => {
-      const now = this.clock.now();
-      const changes = attempts.map(({ delivery, attemptInSeries, result }) => {
-        const status: DeliveryStatus = succeeded(result) ? 'succeeded' : attemptInSeries >= MAX_ATTEMPTS ? 'failed' : 'pending';
-        const logged: DeliveryAttempt = {
-          attempt: delivery.attempts + 1,
-          started_at: result.startedAt.toISOString(),
-          duration_ms: result.durationMs,
-          response_status: result.responseStatus,
-          error: result.error,
-        };
-        return {
-          id: delivery.id,
-          series: delivery.series,
-          prev_attempts: delivery.attempts,
-          status,
-          attempts: delivery.attempts + 1,
-          last_attempt_at: result.startedAt.toISOString(),
-          next_attempt_at: status === 'pending' ? new Date(now.getTime() + retryDelayMs(attemptInSeries)).toISOString() : null,
-          response_status: result.responseStatus,
-          error: result.error,
-          attempt_log: JSON.stringify([...delivery.attemptLog, logged]),
-        };
-      });
       // Conditional on the attempt count read before the attempt, so two workers finishing the same attempt cannot both log it.
       const written = new Set(await this.updateDeliveries(tx, changes));
       const recorded = attempts.filter((a) => written.has(a.delivery.id));
@@ -81,8 +64,59 @@ export class RecordDeliveryAttemptsHandler implements ICommandHandler<RecordDeli
     });
   }
 
+  /** Each attempt as the new values of its delivery row (and the attempt count it must still have). */
+  private changesOf(attempts: FinishedAttempt[], now: Date) {
+    return attempts.map(({ delivery, attemptInSeries, result }) => {
+      const status: DeliveryStatus = succeeded(result) ? 'succeeded' : attemptInSeries >= MAX_ATTEMPTS ? 'failed' : 'pending';
+      const logged: DeliveryAttempt = {
+        attempt: delivery.attempts + 1,
+        started_at: result.startedAt.toISOString(),
+        duration_ms: result.durationMs,
+        response_status: result.responseStatus,
+        error: result.error,
+      };
+      return {
+        id: delivery.id,
+        series: delivery.series,
+        prev_attempts: delivery.attempts,
+        status,
+        attempts: delivery.attempts + 1,
+        last_attempt_at: result.startedAt.toISOString(),
+        next_attempt_at: status === 'pending' ? new Date(now.getTime() + retryDelayMs(attemptInSeries)).toISOString() : null,
+        response_status: result.responseStatus,
+        error: result.error,
+        attempt_log: JSON.stringify([...delivery.attemptLog, logged]),
+      };
+    });
+  }
+
   /** One statement for the whole batch; answers the ids of the deliveries it changed. */
   private async updateDeliveries(tx: EntityManager, changes: object[]): Promise<string[]> {
+    // A structured result, because the drivers shape a plain UPDATE ... RETURNING answer differently.
+    const result = await tx.queryRunner!.query(`${this.deliveriesUpdate()} RETURNING webhook_deliveries.id`, [JSON.stringify(changes)], true);
+    return (result.records as Array<{ id: string }>).map((row) => row.id);
+  }
+
+  /**
+   * PostgreSQL, a batch of successes only: the log and the end of each webhook's failure streak in one
+   * statement, atomic by itself, so one round trip instead of a transaction of four. Webhook rows are
+   * locked in id order, as in trackFailureStreaks.
+   */
+  private async recordSuccesses(changes: object[]): Promise<string[]> {
+    const rows: Array<{ id: string }> = await this.transactions.dataSource.query(
+      `WITH updated AS (${this.deliveriesUpdate()} RETURNING webhook_deliveries.id, webhook_deliveries.webhook_id),
+       streaks_ended AS (
+         UPDATE webhooks SET failing_since = NULL
+         WHERE id IN (SELECT id FROM webhooks WHERE id IN (SELECT webhook_id FROM updated) AND failing_since IS NOT NULL ORDER BY id FOR UPDATE)
+       )
+       SELECT id FROM updated`,
+      [JSON.stringify(changes)],
+    );
+    return rows.map((row) => row.id);
+  }
+
+  /** The UPDATE of a batch's delivery rows from its JSON parameter, without RETURNING. */
+  private deliveriesUpdate(): string {
     const set = `status = v.status, attempts = v.attempts, last_attempt_at = v.last_attempt_at, next_attempt_at = v.next_attempt_at,
       response_status = v.response_status, error = v.error, attempt_log = v.attempt_log`;
     // On SQLite the unary plus keeps the status index out of it: the plan must look each row up by id,
@@ -101,10 +135,7 @@ export class RecordDeliveryAttemptsHandler implements ICommandHandler<RecordDeli
       error: 'varchar',
       attempt_log: 'text',
     });
-    const sql = `UPDATE webhook_deliveries SET ${set} FROM ${rows} WHERE ${matches} RETURNING webhook_deliveries.id`;
-    // A structured result, because the drivers shape a plain UPDATE ... RETURNING answer differently.
-    const result = await tx.queryRunner!.query(sql, [JSON.stringify(changes)], true);
-    return (result.records as Array<{ id: string }>).map((row) => row.id);
+    return `UPDATE webhook_deliveries SET ${set} FROM ${rows} WHERE ${matches}`;
   }
 
   /**
