@@ -261,7 +261,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     trashRetentionDays: raw.TRASH_RETENTION_DAYS ?? 30,
     trashPurgeCron: raw.TRASH_PURGE_CRON ?? '*/10 * * * *',
     webhookAllowPrivateUrls: raw.WEBHOOK_ALLOW_PRIVATE_URLS === 'true',
-    webhookDeliveryConcurrency: raw.WEBHOOK_DELIVERY_CONCURRENCY ?? 20,
+    webhookDeliveryConcurrency: raw.WEBHOOK_DELIVERY_CONCURRENCY ?? 100,
     instanceHeartbeatMs: raw.INSTANCE_HEARTBEAT_MS ?? 10_000,
     // A fixed development key (unlike URL_SIGNING_SECRET) so stored webhook secrets survive restarts; production must set its own.
     secretsEncryptionKey: raw.SECRETS_ENCRYPTION_KEY || DEVELOPMENT_SECRETS_ENCRYPTION_KEY,

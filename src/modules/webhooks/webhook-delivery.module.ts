@@ -1,7 +1,9 @@
 import { Module } from '@nestjs/common';
-import { RecordDeliveryAttemptHandler } from './commands/record-delivery-attempt.command.js';
+import { RecordDeliveryAttemptsHandler } from './commands/record-delivery-attempts.command.js';
+import { AttemptRecorder } from './delivery/attempt-recorder.js';
 import { DeliverWebhookProcessor } from './delivery/deliver-webhook.processor.js';
 import { DeliveryDispatcher } from './delivery/delivery-dispatcher.js';
+import { DeliveryReader } from './delivery/delivery-reader.js';
 import { OutboxCommitSubscriber } from './delivery/outbox-commit.subscriber.js';
 import { WebhookSender } from './delivery/webhook-sender.js';
 import { WebhooksModule } from './webhooks.module.js';
@@ -12,6 +14,6 @@ import { WebhooksModule } from './webhooks.module.js';
  */
 @Module({
   imports: [WebhooksModule],
-  providers: [WebhookSender, DeliveryDispatcher, DeliverWebhookProcessor, OutboxCommitSubscriber, RecordDeliveryAttemptHandler],
+  providers: [WebhookSender, DeliveryDispatcher, DeliverWebhookProcessor, OutboxCommitSubscriber, RecordDeliveryAttemptsHandler, AttemptRecorder, DeliveryReader],
 })
 export class WebhookDeliveryModule {}

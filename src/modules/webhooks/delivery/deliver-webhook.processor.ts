@@ -1,18 +1,21 @@
 import { Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { OnWorkerEvent, Processor, WorkerHost } from '@nestjs/bullmq';
-import { CommandBus } from '@nestjs/cqrs';
 import { InjectRepository } from '@nestjs/typeorm';
 import { DelayedError, type Job } from 'bullmq';
 import { Repository } from 'typeorm';
 import { AppConfig } from '../../../config/app-config.js';
 import { Metrics } from '../../../infra/observability/metrics.js';
 import { QUEUES } from '../../../infra/queue/queue-names.js';
-import { RecordDeliveryAttemptCommand } from '../commands/record-delivery-attempt.command.js';
 import { DELIVERY_BACKOFF, retryDelayMs } from '../delivery-schedule.js';
-import { WebhookDeliveryEntity } from '../webhook-delivery.entity.js';
 import { WebhookSecretBox } from '../webhook-secret-box.js';
 import { WebhookEntity } from '../webhook.entity.js';
+import { AttemptRecorder } from './attempt-recorder.js';
+import { DeliveryReader } from './delivery-reader.js';
 import { succeeded, WebhookSender } from './webhook-sender.js';
+import { WebhookSlots } from './webhook-slots.js';
+
+/** How long a job over its webhook's limit waits for a slot before it is turned away. */
+const SLOT_WAIT_MS = 50;
 
 export interface DeliveryJob {
   deliveryId: string;
@@ -33,8 +36,8 @@ export interface DeliveryJob {
 })
 export class DeliverWebhookProcessor extends WorkerHost implements OnApplicationBootstrap {
   private readonly logger = new Logger('WebhookDelivery');
-  /** Attempts in flight per webhook in this process, so one slow receiver cannot take every worker slot. */
-  private readonly inFlight = new Map<string, number>();
+  /** One webhook may use all but a quarter of the worker's slots; the rest stay free for the others. */
+  private readonly slots: WebhookSlots;
   /**
    * Url and opened secret per webhook. Neither can change after creation (PATCH takes only events and
    * active), and a deleted webhook takes its deliveries with it, so an entry never goes stale.
@@ -44,24 +47,20 @@ export class DeliverWebhookProcessor extends WorkerHost implements OnApplication
 
   constructor(
     private readonly config: AppConfig,
-    private readonly commands: CommandBus,
+    private readonly recorder: AttemptRecorder,
     private readonly sender: WebhookSender,
     private readonly secrets: WebhookSecretBox,
     private readonly metrics: Metrics,
-    @InjectRepository(WebhookDeliveryEntity) private readonly deliveries: Repository<WebhookDeliveryEntity>,
+    private readonly reader: DeliveryReader,
     @InjectRepository(WebhookEntity) private readonly webhooks: Repository<WebhookEntity>,
   ) {
     super();
+    const concurrency = config.webhookDeliveryConcurrency;
+    this.slots = new WebhookSlots(Math.max(1, concurrency - Math.max(1, Math.floor(concurrency / 4))), SLOT_WAIT_MS);
   }
 
   onApplicationBootstrap(): void {
     this.worker.concurrency = this.config.webhookDeliveryConcurrency;
-  }
-
-  /** One webhook may use all but a quarter of the slots; the rest stay free for the others. */
-  private get perWebhookLimit(): number {
-    const concurrency = this.config.webhookDeliveryConcurrency;
-    return Math.max(1, concurrency - Math.max(1, Math.floor(concurrency / 4)));
   }
 
   private async target(webhookId: string): Promise<{ url: string; secret: string | null } | null> {
@@ -84,19 +83,17 @@ export class DeliverWebhookProcessor extends WorkerHost implements OnApplication
 
   async process(job: Job<DeliveryJob>, token?: string): Promise<string> {
     const { deliveryId, series } = job.data;
-    const delivery = await this.deliveries.findOneBy({ id: deliveryId });
+    const delivery = await this.reader.read(deliveryId);
     if (!delivery || delivery.series !== series || delivery.status !== 'pending') return 'skipped';
     const webhookId = delivery.webhookId;
     const target = await this.target(webhookId);
     if (!target) return 'skipped';
 
-    const busy = this.inFlight.get(webhookId) ?? 0;
-    if (busy >= this.perWebhookLimit) {
+    if (!(await this.slots.acquire(webhookId))) {
       // Step aside briefly (not counted as an attempt) and let other receivers use the slot.
       await job.moveToDelayed(Date.now() + 100 + Math.floor(Math.random() * 100), token);
       throw new DelayedError();
     }
-    this.inFlight.set(webhookId, busy + 1);
     let result;
     try {
       result =
@@ -104,13 +101,11 @@ export class DeliverWebhookProcessor extends WorkerHost implements OnApplication
           ? { startedAt: new Date(), durationMs: 0, responseStatus: null, error: 'the webhook secret cannot be decrypted (SECRETS_ENCRYPTION_KEY changed?)' }
           : await this.sender.send({ url: target.url, secret: target.secret, deliveryId: delivery.id, webhookId, event: delivery.event, body: delivery.body });
     } finally {
-      const left = (this.inFlight.get(webhookId) ?? 1) - 1;
-      if (left > 0) this.inFlight.set(webhookId, left);
-      else this.inFlight.delete(webhookId);
+      this.slots.release(webhookId);
     }
 
     const attemptInSeries = job.attemptsMade + 1;
-    const recorded = await this.commands.execute(new RecordDeliveryAttemptCommand(delivery.id, series, attemptInSeries, result));
+    const recorded = await this.recorder.record({ delivery, attemptInSeries, result });
     this.metrics.deliveryAttemptSeconds.observe(result.durationMs / 1000);
     if (!recorded.recorded) return 'superseded';
     this.metrics.deliveries.inc({ outcome: recorded.status === 'pending' ? 'retrying' : (recorded.status as string) });

@@ -1,14 +1,14 @@
 import { InjectQueue } from '@nestjs/bullmq';
 import { Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import type { Queue } from 'bullmq';
-import { In, IsNull } from 'typeorm';
+import { In } from 'typeorm';
 import { Clock } from '../../../common/clock.js';
 import { AppConfig, DEVELOPMENT_SECRETS_ENCRYPTION_KEY } from '../../../config/app-config.js';
 import { Transactions } from '../../../infra/database/transactions.js';
-import { OutboxEventEntity } from '../../../infra/outbox/outbox-event.entity.js';
 import { QUEUES } from '../../../infra/queue/queue-names.js';
 import { DeliverySignal } from '../delivery-signal.js';
 import { DELIVERY_BACKOFF, MAX_ATTEMPTS } from '../delivery-schedule.js';
+import { jsonRows } from '../json-rows.js';
 import { newDelivery } from '../new-delivery.js';
 import { deliveryJobId, WebhookDeliveryEntity } from '../webhook-delivery.entity.js';
 import { WebhookSecretBox } from '../webhook-secret-box.js';
@@ -16,9 +16,8 @@ import { WebhookEntity } from '../webhook.entity.js';
 import type { DeliveryJob } from './deliver-webhook.processor.js';
 
 const BATCH = 500;
-const POLL_MS = 150;
+const POLL_MS = 50;
 const ENQUEUE_TIMEOUT_MS = 5_000;
-const INSERT_CHUNK = 100;
 /** A pending delivery this long past its due time has lost its job (e.g. Redis restarted without persistence). */
 const STALE_AFTER_MS = 2 * 60_000;
 const STALE_CHECK_EVERY_MS = 30_000;
@@ -31,7 +30,8 @@ const STALE_CHECK_EVERY_MS = 30_000;
  *  2. queue: delivery rows not yet queued go to BullMQ with their id as job id, then are marked queued.
  * A crash between any two steps leaves rows that the next pass (in this or another process) picks up;
  * while Redis is down, step 2 waits and deliveries accumulate in the database.
- * It polls every 150 ms and is woken at once after a commit that recorded events.
+ * It polls every 50 ms (events committed by another process are seen only by polling) and is woken at
+ * once after a commit in this process that recorded events. Each step is one set-based statement per batch.
  */
 @Injectable()
 export class DeliveryDispatcher implements OnApplicationBootstrap, OnApplicationShutdown {
@@ -110,19 +110,15 @@ export class DeliveryDispatcher implements OnApplicationBootstrap, OnApplication
 
   /** Step 1: outbox rows into delivery rows. Answers how many outbox rows it relayed. */
   async relayOutbox(): Promise<number> {
+    const isSqlite = this.transactions.isSqlite;
     return this.transactions.run(async (tx) => {
-      let pending = tx
-        .getRepository(OutboxEventEntity)
-        .createQueryBuilder('event')
-        .where('event.relayed_at IS NULL')
-        .orderBy('event.occurred_at', 'ASC')
-        .addOrderBy('event.id', 'ASC')
-        .limit(BATCH);
-      if (!this.transactions.isSqlite) pending = pending.setLock('pessimistic_write').setOnLocked('skip_locked');
-      const events = await pending.getMany();
+      const events: Array<{ id: string; account_id: string; event: string; payload: string; occurred_at: string }> = await tx.query(
+        `SELECT id, account_id, event, payload, occurred_at FROM outbox_events WHERE relayed_at IS NULL
+         ORDER BY occurred_at, id LIMIT ${BATCH}${isSqlite ? '' : ' FOR UPDATE SKIP LOCKED'}`,
+      );
       if (events.length === 0) return 0;
 
-      const accountIds = [...new Set(events.map((e) => e.accountId))];
+      const accountIds = [...new Set(events.map((e) => e.account_id))];
       const webhooks = await tx.getRepository(WebhookEntity).findBy({ accountId: In(accountIds), active: true });
       const secrets = new Map<string, string | null>();
       const secretOf = (webhook: WebhookEntity): string | null => {
@@ -133,21 +129,43 @@ export class DeliveryDispatcher implements OnApplicationBootstrap, OnApplication
       const deliveries = events.flatMap((event) => {
         const data = JSON.parse(event.payload) as unknown;
         return webhooks
-          .filter((webhook) => webhook.accountId === event.accountId && webhook.subscribesTo(event.event))
+          .filter((webhook) => webhook.accountId === event.account_id && webhook.subscribesTo(event.event))
           .flatMap((webhook) => {
             const secret = secretOf(webhook);
-            return secret === null ? [] : [newDelivery(webhook, secret, { id: event.id, name: event.event, occurredAt: event.occurredAt, data }, now)];
+            if (secret === null) return [];
+            return [newDelivery(webhook, secret, { id: event.id, name: event.event, occurredAt: new Date(event.occurred_at), data }, now)];
           });
       });
-      for (let i = 0; i < deliveries.length; i += INSERT_CHUNK) {
-        await tx.createQueryBuilder().insert().into(WebhookDeliveryEntity).values(deliveries.slice(i, i + INSERT_CHUNK)).orIgnore().execute();
+      // On SQLite a unary plus keeps an index out of a condition: these statements must find each row of the
+      // batch by its primary key, not walk every pending row (the whole backlog) once per batch.
+      const unindexed = isSqlite ? '+' : '';
+      if (deliveries.length > 0) {
+        // One statement per batch; an (event, webhook) pair that already has its delivery is skipped.
+        const columns = {
+          id: 'varchar',
+          webhook_id: 'varchar',
+          account_id: 'varchar',
+          event_id: 'varchar',
+          event: 'varchar',
+          body: 'text',
+          status: 'varchar',
+          attempts: 'integer',
+          series: 'integer',
+          created_at: 'varchar',
+          next_attempt_at: 'varchar',
+          attempt_log: 'text',
+        } as const;
+        await tx.query(
+          `INSERT INTO webhook_deliveries (${Object.keys(columns).join(', ')})
+           SELECT ${Object.keys(columns).map((c) => `v.${c}`).join(', ')} FROM ${jsonRows(isSqlite, columns)} WHERE true ON CONFLICT DO NOTHING`,
+          [JSON.stringify(deliveries.map(deliveryRow))],
+        );
       }
-      await tx
-        .createQueryBuilder()
-        .update(OutboxEventEntity)
-        .set({ relayedAt: now })
-        .where({ id: In(events.map((e) => e.id)), relayedAt: IsNull() })
-        .execute();
+      await tx.query(
+        `UPDATE outbox_events SET relayed_at = ${isSqlite ? '?' : '$1'}
+         WHERE id IN (SELECT value FROM ${isSqlite ? 'json_each(?)' : 'jsonb_array_elements_text($2::jsonb)'}) AND ${unindexed}relayed_at IS NULL`,
+        [now.toISOString(), JSON.stringify(events.map((e) => e.id))],
+      );
       return events.length;
     });
   }
@@ -157,13 +175,12 @@ export class DeliveryDispatcher implements OnApplicationBootstrap, OnApplication
     // ioredis would hold commands while disconnected; better to leave the rows for a later pass.
     const client = (await this.queue.backend.client) as unknown as { status: string };
     if (client.status !== 'ready') return 0;
-    const repository = this.transactions.dataSource.getRepository(WebhookDeliveryEntity);
-    const pending = await repository.find({
-      select: { id: true, series: true },
-      where: { queuedAt: IsNull(), status: 'pending' },
-      order: { createdAt: 'ASC', id: 'ASC' },
-      take: BATCH,
-    });
+    const isSqlite = this.transactions.isSqlite;
+    const pending: Array<{ id: string; series: number }> = await this.transactions.dataSource.query(
+      // The unqueued rows in order, by idx_webhook_deliveries_unqueued (the plus keeps SQLite off the status index,
+      // which would read and sort every pending delivery).
+      `SELECT id, series FROM webhook_deliveries WHERE queued_at IS NULL AND ${isSqlite ? '+' : ''}status = 'pending' ORDER BY created_at, id LIMIT ${BATCH}`,
+    );
     if (pending.length === 0) return 0;
     const jobs = pending.map((delivery) => ({
       name: 'deliver',
@@ -171,13 +188,16 @@ export class DeliveryDispatcher implements OnApplicationBootstrap, OnApplication
       opts: { jobId: deliveryJobId(delivery.id, delivery.series), attempts: MAX_ATTEMPTS, backoff: { type: DELIVERY_BACKOFF } },
     }));
     await withTimeout(this.queue.addBulk(jobs), ENQUEUE_TIMEOUT_MS, 'queueing deliveries in Redis');
-    const now = this.clock.now();
-    for (const series of new Set(pending.map((d) => d.series))) {
-      const ids = pending.filter((d) => d.series === series).map((d) => d.id);
-      await this.transactions.run((tx) =>
-        tx.getRepository(WebhookDeliveryEntity).update({ id: In(ids), series, queuedAt: IsNull() }, { queuedAt: now }),
-      );
-    }
+    const now = this.clock.now().toISOString();
+    // Only the series that was queued: a redelivered row waits for its own job.
+    await this.transactions.run((tx) =>
+      tx.query(
+        `UPDATE webhook_deliveries SET queued_at = v.queued_at
+         FROM ${jsonRows(isSqlite, { id: 'varchar', series: 'integer', queued_at: 'varchar' })}
+         WHERE webhook_deliveries.id = v.id AND webhook_deliveries.series = v.series AND ${isSqlite ? '+' : ''}webhook_deliveries.queued_at IS NULL`,
+        [JSON.stringify(pending.map((d) => ({ id: d.id, series: Number(d.series), queued_at: now })))],
+      ),
+    );
     return pending.length;
   }
 
@@ -213,6 +233,24 @@ export class DeliveryDispatcher implements OnApplicationBootstrap, OnApplication
     this.lastProblemLog = Date.now();
     this.logger.warn({ err: error }, message);
   }
+}
+
+/** A new delivery as the columns of its row. */
+function deliveryRow(delivery: ReturnType<typeof newDelivery>) {
+  return {
+    id: delivery.id,
+    webhook_id: delivery.webhookId,
+    account_id: delivery.accountId,
+    event_id: delivery.eventId,
+    event: delivery.event,
+    body: delivery.body,
+    status: delivery.status,
+    attempts: delivery.attempts,
+    series: delivery.series,
+    created_at: delivery.createdAt!.toISOString(),
+    next_attempt_at: delivery.nextAttemptAt!.toISOString(),
+    attempt_log: '[]',
+  };
 }
 
 function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
