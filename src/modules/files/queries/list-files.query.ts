@@ -71,10 +71,14 @@ export class ListFilesHandler implements IQueryHandler<ListFilesQuery> {
     const [key, direction] = request.sort.split('_') as [keyof typeof SORT_COLUMNS, 'asc' | 'desc'];
     const order = direction === 'asc' ? 'ASC' : 'DESC';
     const params = new SqlParameters(this.numberedParameters);
+    const nowParameter = params.add(now.toISOString());
+    // The page first, then is_shared for its rows only (never for the rows an OFFSET skips).
+    const page =
+      `SELECT ${FILE_COLUMNS}, ${SORT_COLUMNS[key]} AS sort_key FROM files f WHERE ${filter(params)} ` +
+      `ORDER BY ${SORT_COLUMNS[key]} ${order}, f.id ${order} LIMIT ${params.add(request.per_page)} OFFSET ${params.add(request.offset)}`;
     const sql =
-      `SELECT ${FILE_COLUMNS}, CASE WHEN ${liveShareExistsSql('f.id', params.add(now.toISOString()))} THEN 1 ELSE 0 END AS is_shared ` +
-      `FROM files f WHERE ${filter(params)} ORDER BY ${SORT_COLUMNS[key]} ${order}, f.id ${order} ` +
-      `LIMIT ${params.add(request.per_page)} OFFSET ${params.add(request.offset)}`;
+      `SELECT f.*, CASE WHEN ${liveShareExistsSql('f.id', nowParameter)} THEN 1 ELSE 0 END AS is_shared ` +
+      `FROM (${page}) f ORDER BY f.sort_key ${order}, f.id ${order}`;
     const rows: (FileRow & { is_shared: number | string })[] = await this.files.query(sql, params.values);
     return new Page(
       rows.map((row) => FileResponse.fromRow(row, this.signer, now, { isShared: Number(row.is_shared) === 1 })),
