@@ -37,4 +37,17 @@ describe('UrlSigner', () => {
     expect(signer().verify(path, '1e12', signature, now)).toBe(false);
     expect(signer('b'.repeat(64)).verify(path, expires, signature, now)).toBe(false);
   });
+
+  it('gives each expiry its own signature when one signer is used again and again', () => {
+    const one = signer();
+    const path = '/v1/files/file_1/download';
+    const times = [now, now, new Date(now.getTime() + 1000), now, new Date(now.getTime() + 500)];
+    for (const [at, lifetime] of times.flatMap((at) => [[at, 3600], [at, 60]] as const)) {
+      const url = one.sign(path, at, lifetime);
+      const { expires, signature } = parts(url);
+      expect(Number(expires)).toBe(Math.floor(at.getTime() / 1000) + lifetime);
+      expect(url).toBe(signer().sign(path, at, lifetime));
+      expect(signer().verify(path, expires, signature, at)).toBe(true);
+    }
+  });
 });

@@ -3,6 +3,7 @@ import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../../config/app-config.js';
 
 export const SIGNED_URL_LIFETIME_SECONDS = 3600;
+const MAX_REMEMBERED_SIGNATURES = 10_000;
 
 /**
  * Signs URLs that work without an API key (downloads, thumbnails): HMAC-SHA256 with
@@ -10,12 +11,28 @@ export const SIGNED_URL_LIFETIME_SECONDS = 3600;
  */
 @Injectable()
 export class UrlSigner {
+  /**
+   * Signatures made for the current `expires` second: a listing signs a URL per file, and repeated
+   * listings within the same second would otherwise compute the same HMACs again.
+   */
+  private readonly recent = new Map<string, string>();
+  private recentExpires = 0;
+
   constructor(private readonly config: AppConfig) {}
 
   /** `PUBLIC_BASE_URL + path?expires=<unix>&signature=<hex>`, valid for `lifetimeSeconds` from `now`. */
   sign(path: string, now: Date, lifetimeSeconds = SIGNED_URL_LIFETIME_SECONDS): string {
     const expires = Math.floor(now.getTime() / 1000) + lifetimeSeconds;
-    return `${this.config.publicBaseUrl}${path}?expires=${expires}&signature=${this.signature(path, expires)}`;
+    if (expires !== this.recentExpires || this.recent.size >= MAX_REMEMBERED_SIGNATURES) {
+      this.recent.clear();
+      this.recentExpires = expires;
+    }
+    let signature = this.recent.get(path);
+    if (signature === undefined) {
+      signature = this.signature(path, expires);
+      this.recent.set(path, signature);
+    }
+    return `${this.config.publicBaseUrl}${path}?expires=${expires}&signature=${signature}`;
   }
 
   /** True when `signature` was made by `sign` for this path and `expires` has not passed. */

@@ -13,6 +13,7 @@ import { FileDownloadsController, FilesController } from './files.controller.js'
 import { GetFileHandler } from './queries/get-file.query.js';
 import { GetFileBlobHandler } from './queries/get-file-blob.query.js';
 import { ListFilesHandler } from './queries/list-files.query.js';
+import { ListingTotals } from './queries/listing-totals.js';
 import { UploadInterceptor } from './upload/upload.interceptor.js';
 import { UploadReceiver } from './upload/upload-receiver.js';
 import { UploadReservationEntity } from './upload/upload-reservation.entity.js';
@@ -31,6 +32,7 @@ import { UploadSweeper } from './upload/upload-sweeper.js';
     BulkDeleteFilesHandler,
     RestoreFileHandler,
     ListFilesHandler,
+    ListingTotals,
     GetFileHandler,
     GetFileBlobHandler,
   ],

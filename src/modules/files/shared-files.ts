@@ -14,3 +14,11 @@ export async function sharedFileIds(manager: EntityManager, fileIds: string[], n
     .getRawMany<{ file_id: string }>();
   return new Set(rows.map((r) => r.file_id));
 }
+
+/** The same condition as `sharedFileIds` for one file inside a query: `fileIdSql` names its id, `nowParameter` holds the ISO time. */
+export function liveShareExistsSql(fileIdSql: string, nowParameter: string): string {
+  return (
+    `EXISTS (SELECT 1 FROM shares s WHERE s.file_id = ${fileIdSql} AND s.revoked_at IS NULL AND s.invalidated_at IS NULL ` +
+    `AND (s.expires_at IS NULL OR s.expires_at > ${nowParameter}))`
+  );
+}

@@ -3,6 +3,7 @@ import { Webhooks1763785000000 } from './1763785000000-webhooks.js';
 import { FilesFoldersShares1763790000000 } from './1763790000000-files-folders-shares.js';
 import { UploadReservations1763800000000 } from './1763800000000-upload-reservations.js';
 import { FileMedia1763810000000 } from './1763810000000-file-media.js';
+import { FileListingVersions1763910000000 } from './1763910000000-file-listing-versions.js';
 import { ServerInstances1763950000000 } from './1763950000000-server-instances.js';
 
 /** Every migration, oldest first. */
@@ -12,5 +13,6 @@ export const MIGRATIONS = [
   FilesFoldersShares1763790000000,
   UploadReservations1763800000000,
   FileMedia1763810000000,
+  FileListingVersions1763910000000,
   ServerInstances1763950000000,
 ];

@@ -1,8 +1,9 @@
 import { IQueryHandler, Query, QueryHandler } from '@nestjs/cqrs';
 import { InjectRepository } from '@nestjs/typeorm';
-import { IsNull, Repository } from 'typeorm';
+import { Repository } from 'typeorm';
 import type { Actor } from '../../../common/auth/actor.js';
-import { AccountEntity } from '../account.entity.js';
+import type { Scope } from '../../../common/auth/scopes.js';
+import type { PlanName } from '../plans.js';
 import { ApiKeyEntity } from '../api-key.entity.js';
 import { hashApiKey } from '../api-key-secret.js';
 
@@ -18,21 +19,43 @@ export class AuthenticateApiKeyQuery extends Query<Authentication | null> {
   }
 }
 
+interface KeyRow {
+  id: string;
+  user_id: string;
+  /** TypeORM's simple-array: the scopes joined by commas. */
+  scopes: string;
+  /** 0/1 on SQLite, a boolean on PostgreSQL. */
+  elevated: number | boolean;
+  last_used_at: string | null;
+  account_id: string;
+  plan: PlanName;
+}
+
+/** Runs on every authenticated request, so one plain join instead of two entity lookups through the query builder. */
 @QueryHandler(AuthenticateApiKeyQuery)
 export class AuthenticateApiKeyHandler implements IQueryHandler<AuthenticateApiKeyQuery> {
-  constructor(
-    @InjectRepository(ApiKeyEntity) private readonly keys: Repository<ApiKeyEntity>,
-    @InjectRepository(AccountEntity) private readonly accounts: Repository<AccountEntity>,
-  ) {}
+  private readonly sql: string;
+
+  constructor(@InjectRepository(ApiKeyEntity) private readonly keys: Repository<ApiKeyEntity>) {
+    const placeholder = keys.manager.connection.options.type === 'postgres' ? '$1' : '?';
+    this.sql =
+      'SELECT k.id, k.user_id, k.scopes, k.elevated, k.last_used_at, a.id AS account_id, a.plan ' +
+      `FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.key_hash = ${placeholder} AND k.revoked_at IS NULL`;
+  }
 
   async execute({ secret }: AuthenticateApiKeyQuery): Promise<Authentication | null> {
-    const key = await this.keys.findOneBy({ keyHash: hashApiKey(secret), revokedAt: IsNull() });
+    const [key]: KeyRow[] = await this.keys.query(this.sql, [hashApiKey(secret)]);
     if (!key) return null;
-    const account = await this.accounts.findOneBy({ id: key.accountId });
-    if (!account) return null;
     return {
-      actor: { accountId: account.id, userId: key.userId, keyId: key.id, scopes: key.scopes, elevated: key.elevated, plan: account.plan },
-      lastUsedAt: key.lastUsedAt,
+      actor: {
+        accountId: key.account_id,
+        userId: key.user_id,
+        keyId: key.id,
+        scopes: (key.scopes ? key.scopes.split(',') : []) as Scope[],
+        elevated: key.elevated === true || key.elevated === 1,
+        plan: key.plan,
+      },
+      lastUsedAt: key.last_used_at === null ? null : new Date(key.last_used_at),
     };
   }
 }

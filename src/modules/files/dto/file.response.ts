@@ -22,21 +22,62 @@ export class FileResponse {
   @ApiProperty({ enum: ['pending', 'clean', 'infected', 'skipped'], description: 'Virus scan state' }) scan_status: string;
 
   static from(file: FileEntity, signer: UrlSigner, now: Date, options: { isShared?: boolean } = {}): FileResponse {
-    const response = Object.assign(new FileResponse(), {
-      id: file.id,
-      name: file.name,
-      size: file.size,
-      type: file.mimeType,
-      category: file.category,
-      folder_id: file.folderId,
-      created_at: file.createdAt.toISOString(),
-      modified_at: file.modifiedAt.toISOString(),
-      ...(file.thumbnailKey ? { thumbnail_url: signer.sign(thumbnailPath(file.id), now) } : {}),
-      download_url: signer.sign(downloadPath(file.id), now),
-      ...(options.isShared === undefined ? {} : { is_shared: options.isShared }),
-      md5_hash: file.md5,
-      scan_status: file.scanStatus,
-    });
+    return FileResponse.of(
+      {
+        id: file.id,
+        name: file.name,
+        size: file.size,
+        mime_type: file.mimeType,
+        category: file.category,
+        folder_id: file.folderId,
+        created_at: file.createdAt.toISOString(),
+        modified_at: file.modifiedAt.toISOString(),
+        thumbnail_key: file.thumbnailKey,
+        md5: file.md5,
+        scan_status: file.scanStatus,
+      },
+      signer,
+      now,
+      options,
+    );
+  }
+
+  /** From a `files` row as selected by column name (timestamps are stored in the API's ISO format). */
+  static fromRow(row: FileRow, signer: UrlSigner, now: Date, options: { isShared?: boolean } = {}): FileResponse {
+    return FileResponse.of(row, signer, now, options);
+  }
+
+  private static of(row: FileRow, signer: UrlSigner, now: Date, options: { isShared?: boolean }): FileResponse {
+    const response = new FileResponse();
+    response.id = row.id;
+    response.name = row.name;
+    // PostgreSQL hands BIGINT back as a string.
+    response.size = Number(row.size);
+    response.type = row.mime_type;
+    response.category = row.category;
+    response.folder_id = row.folder_id;
+    response.created_at = row.created_at;
+    response.modified_at = row.modified_at;
+    if (row.thumbnail_key) response.thumbnail_url = signer.sign(thumbnailPath(row.id), now);
+    response.download_url = signer.sign(downloadPath(row.id), now);
+    if (options.isShared !== undefined) response.is_shared = options.isShared;
+    response.md5_hash = row.md5;
+    response.scan_status = row.scan_status;
     return response;
   }
+}
+
+/** The columns of `files` a File object is made of, as the database returns them. */
+export interface FileRow {
+  id: string;
+  name: string;
+  size: number | string;
+  mime_type: string;
+  category: string;
+  folder_id: string | null;
+  created_at: string;
+  modified_at: string;
+  thumbnail_key: string | null;
+  md5: string;
+  scan_status: string;
 }

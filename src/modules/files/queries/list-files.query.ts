@@ -7,13 +7,15 @@ import { NotFound } from '../../../common/errors/api-error.js';
 import { Page, Pagination } from '../../../common/http/envelope.js';
 import { UrlSigner } from '../../../infra/storage/url-signer.js';
 import { FolderEntity } from '../../folders/folder.entity.js';
-import { FileResponse } from '../dto/file.response.js';
+import { FileResponse, type FileRow } from '../dto/file.response.js';
 import type { ListFilesRequest } from '../dto/file.requests.js';
 import { FileEntity } from '../file.entity.js';
 import { escapeLike, nameKeyOf } from '../file-naming.js';
-import { sharedFileIds } from '../shared-files.js';
+import { liveShareExistsSql } from '../shared-files.js';
+import { ListingTotals } from './listing-totals.js';
 
 const SORT_COLUMNS = { created: 'f.created_at', modified: 'f.modified_at', name: 'f.name_key', size: 'f.size' } as const;
+const FILE_COLUMNS = 'f.id, f.name, f.size, f.mime_type, f.category, f.folder_id, f.created_at, f.modified_at, f.thumbnail_key, f.md5, f.scan_status';
 
 export class ListFilesQuery extends Query<Page<FileResponse>> {
   constructor(
@@ -27,48 +29,72 @@ export class ListFilesQuery extends Query<Page<FileResponse>> {
 /**
  * One folder's active files, one page. Every sort ends with the id in the same direction, so a
  * page boundary never repeats or skips a file; the (account, state, folder, key, id) indexes serve it.
+ * The hottest route, so plain SQL straight into the response (no query builder, no entities), and
+ * the total is counted only when the account's files changed (ListingTotals).
  */
 @QueryHandler(ListFilesQuery)
 export class ListFilesHandler implements IQueryHandler<ListFilesQuery> {
+  private readonly numberedParameters: boolean;
+
   constructor(
     @InjectRepository(FileEntity) private readonly files: Repository<FileEntity>,
     @InjectRepository(FolderEntity) private readonly folders: Repository<FolderEntity>,
+    private readonly totals: ListingTotals,
     private readonly signer: UrlSigner,
     private readonly clock: Clock,
-  ) {}
+  ) {
+    this.numberedParameters = files.manager.connection.options.type === 'postgres';
+  }
 
   async execute({ actor, request }: ListFilesQuery): Promise<Page<FileResponse>> {
     if (request.folder_id !== undefined) {
       const folder = await this.folders.findOneBy({ id: request.folder_id, accountId: actor.accountId, state: 'active' });
       if (!folder) throw new NotFound('folder', request.folder_id);
     }
+    const now = this.clock.now();
+    const folderKey = request.folder_id ?? '';
+    const searchKey = request.search ? nameKeyOf(request.search) : '';
+    const filter = (params: SqlParameters) =>
+      `f.account_id = ${params.add(actor.accountId)} AND f.state = 'active' AND f.folder_key = ${params.add(folderKey)}` +
+      // Quarantined files leave listings (decisions.md "Files").
+      " AND f.scan_status <> 'infected'" +
+      (request.type ? ` AND f.category = ${params.add(request.type)}` : '') +
+      (searchKey ? ` AND f.name_key LIKE ${params.add(`%${escapeLike(searchKey)}%`)} ESCAPE '\\'` : '');
+
+    const total = await this.totals.total(actor.accountId, `${folderKey}\u0000${request.type ?? ''}\u0000${searchKey}`, async () => {
+      // COUNT(*) rather than COUNT(DISTINCT id): served from idx_files_folder_count alone.
+      const params = new SqlParameters(this.numberedParameters);
+      const rows: { count: string | number }[] = await this.files.query(`SELECT COUNT(*) AS count FROM files f WHERE ${filter(params)}`, params.values);
+      return Number(rows[0]?.count ?? 0);
+    });
+
     const [key, direction] = request.sort.split('_') as [keyof typeof SORT_COLUMNS, 'asc' | 'desc'];
     const order = direction === 'asc' ? 'ASC' : 'DESC';
-    const query = this.files
-      .createQueryBuilder('f')
-      .where('f.account_id = :accountId AND f.state = :state AND f.folder_key = :folderKey', {
-        accountId: actor.accountId,
-        state: 'active',
-        folderKey: request.folder_id ?? '',
-      })
-      // Quarantined files leave listings (decisions.md "Files").
-      .andWhere("f.scan_status <> 'infected'");
-    if (request.type) query.andWhere('f.category = :category', { category: request.type });
-    if (request.search) query.andWhere("f.name_key LIKE :search ESCAPE '\\'", { search: `%${escapeLike(nameKeyOf(request.search))}%` });
-    // COUNT(*) rather than TypeORM's COUNT(DISTINCT id): served from idx_files_folder_count alone.
-    const counted = await query.clone().select('COUNT(*)', 'count').getRawOne<{ count: string | number }>();
-    const total = Number(counted?.count ?? 0);
-    const files = await query
-      .orderBy(SORT_COLUMNS[key], order)
-      .addOrderBy('f.id', order)
-      .offset(request.offset)
-      .limit(request.per_page)
-      .getMany();
-    const now = this.clock.now();
-    const shared = await sharedFileIds(this.files.manager, files.map((f) => f.id), now);
+    const params = new SqlParameters(this.numberedParameters);
+    const nowParameter = params.add(now.toISOString());
+    // The page first, then is_shared for its rows only (never for the rows an OFFSET skips).
+    const page =
+      `SELECT ${FILE_COLUMNS}, ${SORT_COLUMNS[key]} AS sort_key FROM files f WHERE ${filter(params)} ` +
+      `ORDER BY ${SORT_COLUMNS[key]} ${order}, f.id ${order} LIMIT ${params.add(request.per_page)} OFFSET ${params.add(request.offset)}`;
+    const sql =
+      `SELECT f.*, CASE WHEN ${liveShareExistsSql('f.id', nowParameter)} THEN 1 ELSE 0 END AS is_shared ` +
+      `FROM (${page}) f ORDER BY f.sort_key ${order}, f.id ${order}`;
+    const rows: (FileRow & { is_shared: number | string })[] = await this.files.query(sql, params.values);
     return new Page(
-      files.map((file) => FileResponse.from(file, this.signer, now, { isShared: shared.has(file.id) })),
+      rows.map((row) => FileResponse.fromRow(row, this.signer, now, { isShared: Number(row.is_shared) === 1 })),
       Pagination.of(request.page, request.per_page, total),
     );
+  }
+}
+
+/** Positional parameters in the order they appear in the SQL: `?` on SQLite, `$n` on PostgreSQL. */
+class SqlParameters {
+  readonly values: unknown[] = [];
+
+  constructor(private readonly numbered: boolean) {}
+
+  add(value: unknown): string {
+    this.values.push(value);
+    return this.numbered ? `$${this.values.length}` : '?';
   }
 }

@@ -1,0 +1,47 @@
+import { Injectable } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+
+/** Enough for every folder and filter in use at once on a busy server; a total is a few dozen bytes. */
+const MAX_TOTALS = 10_000;
+
+/**
+ * Exact `total_items` of file listings without counting on every request. A total is remembered
+ * under the account's listing version (file_listing_versions, bumped by triggers on `files` in the
+ * same transaction as the change, migration 1763910000000), so it is reused only while none of the
+ * account's files was added, removed, moved, renamed, trashed, restored or quarantined, by this
+ * process or any other.
+ */
+@Injectable()
+export class ListingTotals {
+  private readonly totals = new Map<string, Promise<number>>();
+  private readonly versionSql: string;
+
+  constructor(private readonly dataSource: DataSource) {
+    const placeholder = dataSource.options.type === 'postgres' ? '$1' : '?';
+    this.versionSql = `SELECT version FROM file_listing_versions WHERE account_id = ${placeholder}`;
+  }
+
+  /**
+   * The total for one account's listing `filter` (anything that decides which files match), counted
+   * by `count` when not known for the current version. The version is read before counting: a
+   * change committed in between makes the count newer than its version, never older, and the next
+   * request reads the new version anyway.
+   */
+  async total(accountId: string, filter: string, count: () => Promise<number>): Promise<number> {
+    const rows: { version: string | number }[] = await this.dataSource.query(this.versionSql, [accountId]);
+    const key = `${accountId}\u0000${rows[0]?.version ?? 0}\u0000${filter}`;
+    const known = this.totals.get(key);
+    if (known) {
+      // Least recently used goes first: re-insert to move this one to the end.
+      this.totals.delete(key);
+      this.totals.set(key, known);
+      return known;
+    }
+    // Concurrent requests for the same listing share one count.
+    const counting = count();
+    this.totals.set(key, counting);
+    counting.catch(() => this.totals.delete(key));
+    if (this.totals.size > MAX_TOTALS) this.totals.delete(this.totals.keys().next().value!);
+    return counting;
+  }
+}
