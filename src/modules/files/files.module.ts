@@ -14,6 +14,7 @@ import { GetFileHandler } from './queries/get-file.query.js';
 import { GetFileBlobHandler } from './queries/get-file-blob.query.js';
 import { ListFilesHandler } from './queries/list-files.query.js';
 import { UploadInterceptor } from './upload/upload.interceptor.js';
+import { UploadHasher } from './upload/upload-hasher.js';
 import { UploadReceiver } from './upload/upload-receiver.js';
 import { UploadReservationEntity } from './upload/upload-reservation.entity.js';
 import { UploadSweeper } from './upload/upload-sweeper.js';
@@ -22,6 +23,7 @@ import { UploadSweeper } from './upload/upload-sweeper.js';
   imports: [TypeOrmModule.forFeature([FileEntity, FolderEntity, ShareEntity, AccountEntity, UploadReservationEntity])],
   controllers: [FilesController, FileDownloadsController],
   providers: [
+    UploadHasher,
     UploadReceiver,
     UploadInterceptor,
     UploadSweeper,
