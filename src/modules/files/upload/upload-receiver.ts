@@ -14,6 +14,7 @@ import { SNIFF_BYTES } from '../file-type-detection.js';
 import { tryReserveStorage } from '../storage-usage.js';
 import { UploadHasher } from './upload-hasher.js';
 import { UploadReservationEntity } from './upload-reservation.entity.js';
+import { releaseSpentChunks } from './spent-chunks.js';
 
 /** Quota is reserved ahead of the bytes in steps this big, so a large upload costs few database round trips. */
 const RESERVATION_STEP = 8 * 1024 * 1024;
@@ -69,6 +70,7 @@ export class UploadReceiver {
     const meter = new Transform({
       transform: (chunk: Buffer, _encoding, callback: TransformCallback) => {
         size += chunk.length;
+        releaseSpentChunks(chunk.length);
         if (size > maxSize) {
           refusal = new FileTooLarge(size, maxSize, actor.plan);
           return callback(refusal);
