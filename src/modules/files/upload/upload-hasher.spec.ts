@@ -2,8 +2,9 @@ import { createHash, randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { UploadHasher } from './upload-hasher.js';
 
-describe('UploadHasher', () => {
+describe.each([true, false])('UploadHasher, on a thread: %s', (onThread) => {
   const hasher = new UploadHasher();
+  hasher.onThread = onThread;
   afterAll(() => hasher.onModuleDestroy());
 
   const feed = async (content: Buffer, chunkSize: number) => {
