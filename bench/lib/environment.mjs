@@ -55,7 +55,7 @@ export async function createEnvironment(db, label, overrides = {}) {
         readyText: 'listening on',
         name: 'dist/main.js',
         // As `npm run start:prod` and the Dockerfile run the service.
-        nodeFlags: ['--max-semi-space-size=1'],
+        nodeFlags: ['--max-semi-space-size=1', '--expose-gc'],
       });
       environment.server = { ...server, url, port };
       return environment.server;

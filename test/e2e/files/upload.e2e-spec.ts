@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OutboxEventEntity } from '../../../src/infra/outbox/outbox-event.entity.js';
@@ -8,6 +8,7 @@ import { ServerInstance } from '../../../src/infra/instances/server-instance.js'
 import { AccountEntity } from '../../../src/modules/accounts/account.entity.js';
 import { UploadReservationEntity } from '../../../src/modules/files/upload/upload-reservation.entity.js';
 import { UploadSweeper } from '../../../src/modules/files/upload/upload-sweeper.js';
+import { UploadHasher } from '../../../src/modules/files/upload/upload-hasher.js';
 import { FileStoredEvent } from '../../../src/modules/files/events/file-stored.event.js';
 import { EventBus, ofType } from '@nestjs/cqrs';
 import { createAccount, createKey, type TestAccount } from '../../support/accounts.js';
@@ -64,6 +65,31 @@ describe('uploading files', () => {
     expect(res.body.data).not.toHaveProperty('thumbnail_url');
     expect((await account(owner.accountId)).storageUsed).toBeGreaterThanOrEqual(13);
     expect(listBlobs(t, 'tmp')).toEqual([]);
+  });
+
+  it.each([true, false])('answers the right MD5 for files of many MiB, several at once, and after a refused upload (hashing thread: %s)', async (onThread) => {
+    const hasher = t.app.get(UploadHasher);
+    const before = hasher.onThread;
+    hasher.onThread = onThread;
+    try {
+      // Sizes around the hashing thread's 512 KiB slots: one byte short, exact, one over, many slots and a tail.
+      const sizes = [512 * 1024 - 1, 512 * 1024, 512 * 1024 + 1, 5 * MiB + 7, 9 * MiB + 12345];
+      const contents = sizes.map((size) => randomBytes(size));
+      const files = await Promise.all(contents.map((content, i) => uploadOk(t, owner.auth, content, { name: `hashed-${onThread}-${i}.bin` })));
+      expect(files.map((f) => [f.size, f.md5_hash])).toEqual(contents.map((c) => [c.length, createHash('md5').update(c).digest('hex')]));
+      for (const [i, file] of files.entries()) {
+        const stored = Buffer.from(await (await fetch(onTestServer(t, file.download_url))).arrayBuffer());
+        expect(stored.equals(contents[i]!)).toBe(true);
+      }
+
+      const free = await createAccount(t.app, { plan: 'free' });
+      const refused = await rawUpload(t, free.auth, { fileSize: 100 * MiB + 1 });
+      expect(refused.status).toBe(413);
+      const after = await uploadOk(t, free.auth, contents[3]!);
+      expect(after.md5_hash).toBe(createHash('md5').update(contents[3]!).digest('hex'));
+    } finally {
+      hasher.onThread = before;
+    }
   });
 
   it('detects the type from the content, then the extension, then falls back to octet-stream', async () => {

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { Transform, type Readable, type TransformCallback } from 'node:stream';
 import { Injectable, Logger } from '@nestjs/common';
 import type { Actor } from '../../../common/auth/actor.js';
@@ -14,7 +13,9 @@ import { PLANS } from '../../accounts/plans.js';
 import { quotaExceeded } from '../events/file-events.js';
 import { SNIFF_BYTES } from '../file-type-detection.js';
 import { tryReserveStorage } from '../storage-usage.js';
+import { UploadHasher } from './upload-hasher.js';
 import { UploadReservationEntity } from './upload-reservation.entity.js';
+import { releaseSpentChunks } from './spent-chunks.js';
 
 /** Quota is reserved ahead of the bytes in steps this big, so a large upload costs few database round trips. */
 const RESERVATION_STEP = 8 * 1024 * 1024;
@@ -46,6 +47,7 @@ export class UploadReceiver {
     private readonly storage: BlobStorage,
     private readonly clock: Clock,
     private readonly instance: ServerInstance,
+    private readonly hasher: UploadHasher,
   ) {}
 
   /**
@@ -62,7 +64,7 @@ export class UploadReceiver {
         .insert({ id: uploadId, accountId: actor.accountId, bytes: 0, tempKey, createdAt: now, updatedAt: now, instanceId: this.instance.id }),
     );
     const maxSize = PLANS[actor.plan].maxFileSize;
-    const hash = createHash('md5');
+    const hash = this.hasher.start();
     const headChunks: Buffer[] = [];
     let headLength = 0;
     let size = 0;
@@ -72,27 +74,33 @@ export class UploadReceiver {
     const meter = new Transform({
       transform: (chunk: Buffer, _encoding, callback: TransformCallback) => {
         size += chunk.length;
+        releaseSpentChunks(chunk.length);
         if (size > maxSize) {
           refusal = new FileTooLarge(size, maxSize, actor.plan);
           return callback(refusal);
         }
-        hash.update(chunk);
         if (headLength < SNIFF_BYTES) {
           headChunks.push(chunk.subarray(0, SNIFF_BYTES - headLength));
           headLength += Math.min(chunk.length, SNIFF_BYTES - headLength);
         }
-        if (size <= reserved) return callback(null, chunk);
-        this.reserveMore(actor.accountId, uploadId, size - reserved, reserved === 0 ? (sizeHint ?? 0) : 0).then(
-          (granted) => {
-            if (granted === 0) {
-              refusal = new StorageExceeded(0, 0, size);
-              return callback(refusal);
-            }
-            reserved += granted;
-            callback(null, chunk);
-          },
-          (error: Error) => callback(error),
-        );
+        const passOn = () => {
+          if (size <= reserved) return callback(null, chunk);
+          this.reserveMore(actor.accountId, uploadId, size - reserved, reserved === 0 ? (sizeHint ?? 0) : 0).then(
+            (granted) => {
+              if (granted === 0) {
+                refusal = new StorageExceeded(0, 0, size);
+                return callback(refusal);
+              }
+              reserved += granted;
+              callback(null, chunk);
+            },
+            (error: Error) => callback(error),
+          );
+        };
+        // Hashed on another thread while this chunk is written; waits only when the hasher is behind.
+        const hashing = hash.update(chunk);
+        if (hashing) hashing.then(passOn, (error: Error) => callback(error));
+        else passOn();
       },
     });
 
@@ -105,8 +113,9 @@ export class UploadReceiver {
       signal?.addEventListener('abort', () => meter.destroy(new Error('The client aborted the upload')), { once: true });
       source.pipe(meter);
       await this.storage.write(tempKey, meter);
-      return { uploadId, tempKey, size, md5: hash.digest('hex'), head: Buffer.concat(headChunks), reserved };
+      return { uploadId, tempKey, size, md5: await hash.digest(), head: Buffer.concat(headChunks), reserved };
     } catch (error) {
+      hash.cancel();
       source.unpipe(meter);
       await this.release(uploadId, tempKey);
       if (refusal instanceof StorageExceeded) throw await this.quotaRefusal(actor, source, size, maxSize);
