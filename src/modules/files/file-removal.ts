@@ -1,4 +1,4 @@
-import { type EntityManager, In, IsNull } from 'typeorm';
+import { type DeleteQueryBuilder, type EntityManager, In, IsNull } from 'typeorm';
 import { Outbox } from '../../infra/outbox/outbox.js';
 import { ShareEntity } from '../shares/share.entity.js';
 import { fileDeleted } from './events/file-events.js';
@@ -51,8 +51,9 @@ export async function moveFilesToTrash(
 
 /**
  * Deletes file rows for good and frees their storage. `condition` narrows which rows may go
- * (e.g. the purge only takes files still trashed and expired). The blobs are the caller's to
- * delete, after the transaction commits.
+ * (e.g. the purge only takes files still trashed and expired). Set-based: one conditional DELETE
+ * per chunk of ids, one storage update per account, one outbox insert. The blobs are the caller's
+ * to delete, after the transaction commits.
  */
 export async function deleteFilesPermanently(
   tx: EntityManager,
@@ -61,14 +62,16 @@ export async function deleteFilesPermanently(
   now: Date,
   condition: { state: 'active' | 'trashed' | 'any'; expiredBy?: Date },
 ): Promise<FileEntity[]> {
-  const deleted: FileEntity[] = [];
-  for (const file of files) {
-    const query = tx.createQueryBuilder().delete().from(FileEntity).where('id = :id', { id: file.id });
-    if (condition.state !== 'any') query.andWhere('state = :state', { state: condition.state });
-    if (condition.expiredBy) query.andWhere('recoverable_until <= :expiredBy', { expiredBy: condition.expiredBy.toISOString() });
-    const result = await query.execute();
-    if (result.affected) deleted.push(file);
+  const goneIds = new Set<string>();
+  for (let i = 0; i < files.length; i += IDS_PER_STATEMENT) {
+    const ids = files.slice(i, i + IDS_PER_STATEMENT).map((f) => f.id);
+    const query = tx.createQueryBuilder().delete().from(FileEntity).where('id IN (:...ids)', { ids });
+    const column = lookedUpByIdOnly(tx);
+    if (condition.state !== 'any') query.andWhere(`${column('state')} = :state`, { state: condition.state });
+    if (condition.expiredBy) query.andWhere(`${column('recoverable_until')} <= :expiredBy`, { expiredBy: condition.expiredBy.toISOString() });
+    for (const row of await deleteReturning<{ id: string }>(tx, query, 'id')) goneIds.add(row.id);
   }
+  const deleted = files.filter((file) => goneIds.has(file.id));
   await invalidateShares(
     tx,
     deleted.map((f) => f.id),
@@ -79,6 +82,30 @@ export async function deleteFilesPermanently(
   for (const [accountId, freed] of freedByAccount) await changeStorageUsage(tx, accountId, { used: -freed }, now);
   await Outbox.record(tx, ...deleted.map((file) => fileDeleted(file, deletedBy, now, true)));
   return deleted;
+}
+
+/**
+ * The conditions of a delete by ids are checks on the rows found by id, not a way to find them. SQLite
+ * keeps no statistics, so given `state = ?` it walks idx_files_purge (every trashed row of every
+ * account) for each statement instead of looking the ids up: a unary `+` takes a column out of its
+ * index choice. PostgreSQL plans from statistics (primary key) and has no `+` for text.
+ */
+function lookedUpByIdOnly(tx: EntityManager): (column: string) => string {
+  return tx.connection.options.type === 'better-sqlite3' ? (column) => `+${column}` : (column) => column;
+}
+
+/** Well below the bound-parameter limits of SQLite (32,766) and PostgreSQL (65,535). */
+const IDS_PER_STATEMENT = 1_000;
+
+/**
+ * Runs a DELETE and answers the rows it removed. TypeORM emits RETURNING for PostgreSQL only; SQLite
+ * has it too (3.35 and later), so it is appended here, the same on both.
+ */
+async function deleteReturning<T>(tx: EntityManager, query: DeleteQueryBuilder<FileEntity>, columns: string): Promise<T[]> {
+  if (!tx.queryRunner) throw new Error('deleteReturning runs inside a transaction');
+  const [sql, parameters] = query.getQueryAndParameters();
+  const result = await tx.queryRunner.query(`${sql} RETURNING ${columns}`, parameters, true);
+  return result.records as T[];
 }
 
 /** Every blob a file holds (content and thumbnail). */

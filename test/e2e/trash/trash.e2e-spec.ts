@@ -221,6 +221,30 @@ describe('delete, restore and the trash', () => {
     expect(purgedEvents.every((e) => e.deleted_by === 'system')).toBe(true);
   });
 
+  it('purges a trash larger than one batch across accounts: each account freed by exactly its own files', async () => {
+    const accounts = [await createAccount(t.app), await createAccount(t.app)];
+    const expired: { accountId: string; ids: string[]; kept: { id: string; size: number } }[] = [];
+    for (const [n, acct] of accounts.entries()) {
+      const files = [];
+      // 130 + 150 files: more than one purge batch, with batches holding files of both accounts.
+      for (let i = 0; i < 130 + n * 20; i++) files.push(await uploadOk(t, acct.auth, 'y'.repeat(1 + (i % 7)), { name: `big${i}.txt` }));
+      const kept = await uploadOk(t, acct.auth, 'kept!', { name: 'kept.txt' });
+      const res = await t.http().post('/v1/files/bulk-delete').set(acct.auth).send({ file_ids: files.map((f) => f.id) });
+      expect(res.body.data.deleted_count).toBe(files.length);
+      expired.push({ accountId: acct.accountId, ids: files.map((f) => f.id), kept });
+    }
+    const result = await t.app.get(CommandBus).execute(new PurgeTrashCommand(new Date(Date.now() + 31 * DAY)));
+    expect(result.purged).toBeGreaterThanOrEqual(280);
+    for (const { accountId, ids, kept } of expired) {
+      expect((await db().getRepository(FileEntity).findBy({ accountId })).map((f) => f.id)).toEqual([kept.id]);
+      expect((await account(accountId)).storageUsed).toBe(kept.size);
+      expect(listBlobs(t, `files/${accountId}`)).toEqual([expect.stringContaining(`files/${accountId}/${kept.id}/`)]);
+      const purgedEvents = (await deletedEvents(accountId)).filter((e) => e.permanent);
+      expect(purgedEvents.map((e) => e.id).sort()).toEqual([...ids].sort());
+      expect(purgedEvents.every((e) => e.deleted_by === 'system')).toBe(true);
+    }
+  });
+
   it('refuses to restore a file whose recovery window has passed', async () => {
     const file = await uploadOk(t, owner.auth, 'old', { name: 'expired.txt' });
     await t.http().delete(`/v1/files/${file.id}`).set(owner.auth);

@@ -41,26 +41,34 @@ export class PurgeTrashHandler implements ICommandHandler<PurgeTrashCommand> {
     const now = command.now ?? this.clock.now();
     let purged = 0;
     let freed = 0;
-    for (;;) {
-      const result = await this.transactions.run(async (tx) => {
-        const batch = await tx
-          .getRepository(FileEntity)
-          .createQueryBuilder('f')
-          .where("f.state = 'trashed' AND f.recoverable_until <= :now", { now: now.toISOString() })
-          // In the order of idx_files_purge, so each batch is a short index range, whatever the backlog.
-          .orderBy('f.recoverable_until', 'ASC')
-          .limit(PURGE_BATCH)
-          .getMany();
-        if (batch.length === 0) return null;
-        return deleteFilesPermanently(tx, batch, 'system', now, { state: 'trashed', expiredBy: now });
-      });
-      // Deleted rows leave the range; rows a restore took away no longer match. A batch that deleted
-      // nothing therefore means nothing deletable is left (and guards against looping forever).
-      if (result === null || result.length === 0) break;
-      purged += result.length;
-      freed += result.reduce((sum, f) => sum + f.size, 0);
-      await deleteBlobs(this.storage, result, this.logger);
-      await yieldToEventLoop();
+    // A committed batch's blobs are unlinked while the next batch's transaction runs; never before the commit.
+    let unlinking: Promise<void> = Promise.resolve();
+    try {
+      for (;;) {
+        const result = await this.transactions.run(async (tx) => {
+          const batch = await tx
+            .getRepository(FileEntity)
+            .createQueryBuilder('f')
+            .select(['f.id', 'f.accountId', 'f.name', 'f.size', 'f.blobKey', 'f.thumbnailKey'])
+            .where("f.state = 'trashed' AND f.recoverable_until <= :now", { now: now.toISOString() })
+            // In the order of idx_files_purge, so each batch is a short index range, whatever the backlog.
+            .orderBy('f.recoverable_until', 'ASC')
+            .limit(PURGE_BATCH)
+            .getMany();
+          if (batch.length === 0) return null;
+          return deleteFilesPermanently(tx, batch, 'system', now, { state: 'trashed', expiredBy: now });
+        });
+        await unlinking;
+        // Deleted rows leave the range; rows a restore took away no longer match. A batch that deleted
+        // nothing therefore means nothing deletable is left (and guards against looping forever).
+        if (result === null || result.length === 0) break;
+        purged += result.length;
+        freed += result.reduce((sum, f) => sum + f.size, 0);
+        unlinking = deleteBlobs(this.storage, result, this.logger);
+        await yieldToEventLoop();
+      }
+    } finally {
+      await unlinking;
     }
     if (purged > 0) this.logger.log({ purged, freed_bytes: freed }, 'Purged expired trash');
     return { purged, freed_bytes: freed };
