@@ -50,7 +50,7 @@ export async function listingScenario(ctx) {
     }
   }
   const runs = Object.fromEntries(Object.keys(targets).map((name) => [name, []]));
-  const settings = { connections: options.connections, duration: options.quick ? 2 : 5 };
+  const settings = { connections: options.connections, duration: options.quick ? 1 : 5 };
   try {
     for (const target of Object.values(targets)) await load(target.url, { ...settings, headers: target.headers, duration: 1 }); // warm-up
     const names = Object.keys(targets);
