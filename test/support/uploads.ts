@@ -39,7 +39,11 @@ export async function uploadOk(t: TestApp, auth: Record<string, string>, content
 
 /** Every blob file under the test's STORAGE_DIR, as keys relative to it. */
 export function listBlobs(t: TestApp, prefix = ''): string[] {
-  const root = t.config.storage.dir;
+  return listBlobsIn(t.config.storage.dir, prefix);
+}
+
+/** Every blob file under a blob directory (a test app's or a server process's STORAGE_DIR) below `prefix`. */
+export function listBlobsIn(root: string, prefix = ''): string[] {
   const out: string[] = [];
   const walk = (dir: string) => {
     let entries: import('node:fs').Dirent[] = [];

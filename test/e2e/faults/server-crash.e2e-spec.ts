@@ -1,5 +1,3 @@
-import { readdirSync } from 'node:fs';
-import { join, relative, sep } from 'node:path';
 import type { INestApplicationContext } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { DataSource } from 'typeorm';
@@ -14,29 +12,9 @@ import { createAccount, type TestAccount } from '../../support/accounts.js';
 import { freePort, type ServerProcess, startServerProcess } from '../../support/processes.js';
 import { createTestEnvironment, type TestEnvironment } from '../../support/test-app.js';
 import { eventually } from '../../support/time.js';
-import { rawUpload, upload } from '../../support/uploads.js';
+import { listBlobsIn, rawUpload, upload } from '../../support/uploads.js';
 
 const MiB = 1024 * 1024;
-
-/** Every file under the deployment's blob directory below `prefix`, as keys. */
-function blobsOnDisk(environment: TestEnvironment, prefix: string): string[] {
-  const root = environment.env.STORAGE_DIR;
-  const found: string[] = [];
-  const walk = (dir: string) => {
-    let entries: import('node:fs').Dirent[] = [];
-    try {
-      entries = readdirSync(dir, { withFileTypes: true });
-    } catch {
-      return;
-    }
-    for (const entry of entries) {
-      if (entry.isDirectory()) walk(join(dir, entry.name));
-      else found.push(relative(root, join(dir, entry.name)).split(sep).join('/'));
-    }
-  };
-  walk(join(root, prefix));
-  return found;
-}
 
 describe('the server killed (SIGKILL) mid-upload, then restarted', () => {
   let environment: TestEnvironment;
@@ -83,7 +61,7 @@ describe('the server killed (SIGKILL) mid-upload, then restarted', () => {
     const inFlight = [3, 5, 9, 17].map((mib) =>
       rawUpload(server!, owner.auth, { fileSize: 64 * MiB, declaredLength: 64 * MiB + 300, holdAfter: mib * MiB }),
     );
-    await eventually(async () => (await storage()).reservations === 4 && blobsOnDisk(environment, 'tmp').length === 4, 15_000, 'four uploads in progress');
+    await eventually(async () => (await storage()).reservations === 4 && listBlobsIn(environment.env.STORAGE_DIR, 'tmp').length === 4, 15_000, 'four uploads in progress');
     await eventually(async () => (await storage()).reserved > 0, 15_000, 'quota reserved by the uploads');
     const port = Number(new URL(server!.baseUrl).port);
     await server!.stop('SIGKILL');
@@ -94,7 +72,7 @@ describe('the server killed (SIGKILL) mid-upload, then restarted', () => {
     const leftBehind = await storage();
     expect(leftBehind.reservations).toBe(4);
     expect(leftBehind.reserved).toBeGreaterThan(0);
-    expect(blobsOnDisk(environment, 'tmp')).toHaveLength(4);
+    expect(listBlobsIn(environment.env.STORAGE_DIR, 'tmp')).toHaveLength(4);
     const owners = new Set((await context.get(DataSource).getRepository(UploadReservationEntity).find()).map((r) => r.instanceId));
     expect(owners.size).toBe(1);
     const killedInstance = [...owners][0];
@@ -106,11 +84,11 @@ describe('the server killed (SIGKILL) mid-upload, then restarted', () => {
     expect(after.reserved).toBe(0);
     expect(after.used).toBe(after.sumOfFiles);
     expect(after.used).toBe(before.used);
-    expect(blobsOnDisk(environment, 'tmp')).toEqual([]);
+    expect(listBlobsIn(environment.env.STORAGE_DIR, 'tmp')).toEqual([]);
     // Exactly the stored files' blobs remain, and each still downloads.
-    expect(blobsOnDisk(environment, 'files').sort()).toEqual(after.files.map((f) => f.blobKey).sort());
-    const listing = await fetch(`${server.baseUrl}/v1/files`, { headers: owner.auth }).then((r) => r.json());
-    expect(listing.data.map((f: { name: string }) => f.name).sort()).toEqual(['kept-0.txt', 'kept-1.txt', 'kept-2.txt']);
+    expect(listBlobsIn(environment.env.STORAGE_DIR, 'files').sort()).toEqual(after.files.map((f) => f.blobKey).sort());
+    const listing = (await fetch(`${server.baseUrl}/v1/files`, { headers: owner.auth }).then((r) => r.json())) as { data: { name: string; download_url: string }[] };
+    expect(listing.data.map((f) => f.name).sort()).toEqual(['kept-0.txt', 'kept-1.txt', 'kept-2.txt']);
     const download = await fetch(listing.data[0].download_url.replace(/^https?:\/\/[^/]+/, server.baseUrl));
     expect(await download.text()).toMatch(/^kept \d /);
 

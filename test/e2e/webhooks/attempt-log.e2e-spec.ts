@@ -90,7 +90,7 @@ describe('recording a batch of delivery attempts', () => {
 
     const recovering = await webhookWithDeliveries(2, new Date(Date.now() - 2 * HOUR));
     const successes = await record(recovering.deliveries.map((d) => attempt(d, 200)));
-    expect(successes.map((r: { recorded: boolean; status: string }) => [r.recorded, r.status])).toEqual([[true, 'succeeded'], [true, 'succeeded']]);
+    expect(successes.map((r) => [r.recorded, r.status])).toEqual([[true, 'succeeded'], [true, 'succeeded']]);
     expect(await webhooks().findOneByOrFail({ id: recovering.webhook.id })).toMatchObject({ active: true, failingSince: null });
 
     const since = new Date(Date.now() - 2 * HOUR);
