@@ -51,3 +51,11 @@ export async function seedFile(
   await dataSource.getRepository(AccountEntity).increment({ id: account.accountId }, 'storageUsed', content.length);
   return file;
 }
+
+/** An account's storage counters next to the sum of its stored files' sizes, which `used` must equal. */
+export async function storageOf(app: INestApplicationContext, accountId: string) {
+  const ds = app.get(DataSource);
+  const account = await ds.getRepository(AccountEntity).findOneByOrFail({ id: accountId });
+  const stored = await ds.getRepository(FileEntity).findBy({ accountId });
+  return { used: account.storageUsed, reserved: account.storageReserved, sumOfFiles: stored.reduce((n, f) => n + f.size, 0) };
+}

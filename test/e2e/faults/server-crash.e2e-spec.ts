@@ -5,11 +5,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AppModule } from '../../../src/app.module.js';
 import { loadConfig } from '../../../src/config/app-config.js';
 import { ServerInstanceEntity } from '../../../src/infra/instances/server-instance.entity.js';
-import { AccountEntity } from '../../../src/modules/accounts/account.entity.js';
 import { FileEntity } from '../../../src/modules/files/file.entity.js';
 import { UploadReservationEntity } from '../../../src/modules/files/upload/upload-reservation.entity.js';
 import { createAccount, type TestAccount } from '../../support/accounts.js';
 import { freePort, type ServerProcess, startServerProcess } from '../../support/processes.js';
+import { storageOf } from '../../support/files.js';
 import { createTestEnvironment, type TestEnvironment } from '../../support/test-app.js';
 import { eventually } from '../../support/time.js';
 import { listBlobsIn, rawUpload, upload } from '../../support/uploads.js';
@@ -38,13 +38,9 @@ describe('the server killed (SIGKILL) mid-upload, then restarted', () => {
 
   async function storage() {
     const ds = context.get(DataSource);
-    const account = await ds.getRepository(AccountEntity).findOneByOrFail({ id: owner.accountId });
-    const files = await ds.getRepository(FileEntity).findBy({ accountId: owner.accountId });
     return {
-      used: account.storageUsed,
-      reserved: account.storageReserved,
-      sumOfFiles: files.reduce((sum, f) => sum + f.size, 0),
-      files,
+      ...(await storageOf(context, owner.accountId)),
+      files: await ds.getRepository(FileEntity).findBy({ accountId: owner.accountId }),
       reservations: await ds.getRepository(UploadReservationEntity).count(),
     };
   }

@@ -1,19 +1,13 @@
 import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AccountEntity } from '../../../src/modules/accounts/account.entity.js';
 import { FileEntity } from '../../../src/modules/files/file.entity.js';
 import { createAccount, type TestAccount } from '../../support/accounts.js';
 import { startTestAppWithOwnRedis, type TestAppWithOwnRedis } from '../../support/redis-server.js';
+import { storageOf } from '../../support/files.js';
 import { eventually } from '../../support/time.js';
 import { listBlobs, rawUpload, uploadOk } from '../../support/uploads.js';
 
 const MiB = 1024 * 1024;
-
-async function storageOf(t: TestAppWithOwnRedis, accountId: string) {
-  const account = await t.app.get(DataSource).getRepository(AccountEntity).findOneByOrFail({ id: accountId });
-  const stored = await t.app.get(DataSource).getRepository(FileEntity).findBy({ accountId });
-  return { used: account.storageUsed, reserved: account.storageReserved, sumOfFiles: stored.reduce((n, f) => n + f.size, 0) };
-}
 
 describe('uploads under faults', () => {
   let t: TestAppWithOwnRedis;
@@ -27,7 +21,7 @@ describe('uploads under faults', () => {
 
   it('100 uploads aborted by the client at random points leave storage and disk as they were', async () => {
     await uploadOk(t, owner.auth, 'a file that stays', { name: 'keeper.txt' });
-    const before = await storageOf(t, owner.accountId);
+    const before = await storageOf(t.app, owner.accountId);
     const blobsBefore = listBlobs(t, 'files').length;
     // Hang up anywhere from the multipart head to the last MiB (the client sends 1 MiB chunks).
     const sizes = Array.from({ length: 100 }, (_, i) => ({ fileSize: 4 * MiB, abortAfter: Math.floor((((i * 7919) % 100) / 100) * 3 * MiB) }));
@@ -35,9 +29,9 @@ describe('uploads under faults', () => {
       await Promise.all(sizes.slice(i, i + 10).map((options) => rawUpload(t, owner.auth, options)));
     }
     // The server notices each hang-up on its own time; wait until every reservation is given back.
-    await eventually(async () => (await storageOf(t, owner.accountId)).reserved === 0, 20_000, 'reservations to be released');
+    await eventually(async () => (await storageOf(t.app, owner.accountId)).reserved === 0, 20_000, 'reservations to be released');
     await eventually(async () => listBlobs(t, 'tmp').length === 0, 20_000, 'temporary blobs to be removed');
-    expect(await storageOf(t, owner.accountId)).toEqual(before);
+    expect(await storageOf(t.app, owner.accountId)).toEqual(before);
     expect(listBlobs(t, 'files').length).toBe(blobsBefore);
   });
 
@@ -59,7 +53,7 @@ describe('uploads under faults', () => {
       // retry brings it through once Redis is back. Either way the file must leave 'pending'.
       await eventually(async () => (await files.findOneByOrFail({ id: file.id })).scanStatus !== 'pending', 30_000, `scan of ${file.name}`);
     }
-    const state = await storageOf(t, owner.accountId);
+    const state = await storageOf(t.app, owner.accountId);
     expect(state.reserved).toBe(0);
     expect(state.used).toBe(state.sumOfFiles);
   });
