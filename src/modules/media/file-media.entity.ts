@@ -3,9 +3,10 @@ import { TIMESTAMP_COLUMN } from '../../infra/database/columns.js';
 
 /**
  * pending: a job is queued; ready: thumbnail_key is set; failed: the media could not be rendered;
- * none: not an image, video or PDF; deferred: the file was in the trash when its job ran (made if it is restored).
+ * none: not an image, video or PDF; deferred: the file was in the trash when its job ran (made if it is restored);
+ * skipped: the tool it needs (ffmpeg, pdftoppm) is not installed, as `thumbnail_error` says.
  */
-export type ThumbnailStatus = 'pending' | 'ready' | 'failed' | 'none' | 'deferred';
+export type ThumbnailStatus = 'pending' | 'ready' | 'failed' | 'none' | 'deferred' | 'skipped';
 
 /**
  * The background media work for one file's current version (`blobKey`). When new bytes are stored

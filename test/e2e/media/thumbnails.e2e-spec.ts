@@ -261,6 +261,7 @@ describe('thumbnails', () => {
 
 describe('thumbnails without ffmpeg and pdftoppm', () => {
   let t: TestApp;
+  const media = (fileId: string) => t.app.get(QueryBus).execute(new GetFileMediaQuery(fileId));
 
   beforeAll(async () => {
     t = await startTestApp({ FFMPEG_PATH: '/nonexistent/ffmpeg', PDFTOPPM_PATH: '/nonexistent/pdftoppm' });
@@ -274,15 +275,19 @@ describe('thumbnails without ffmpeg and pdftoppm', () => {
     expect(res.body.data.info.media).toMatchObject({ status: 'up', degraded: true, ffmpeg: { available: false }, pdftoppm: { available: false } });
   });
 
-  it('fails a video thumbnail saying ffmpeg is not installed, while images still work', async () => {
+  it('skips video and PDF thumbnails saying which tool is not installed, fails no job, and still makes image thumbnails', async () => {
     const account = await createAccount(t.app);
     const video = await seedFile(t.app, account, { content: mp4Video(1), mimeType: 'video/mp4', category: 'video' });
+    const pdf = await seedFile(t.app, account, { content: onePagePdf(), mimeType: 'application/pdf', category: 'document' });
     const image = await seedFile(t.app, account, { content: await pngImage(), mimeType: 'image/png', category: 'image' });
-    publishStored(t.app, video);
-    publishStored(t.app, image);
-    const failed = await settledJob(thumbnailsQueue(t.app), 'thumbnail', video);
-    expect(failed.failedReason).toMatch(/ffmpeg is not installed/);
-    expect(failed.attemptsMade).toBe(1);
+    for (const file of [video, pdf, image]) publishStored(t.app, file);
+    for (const [file, tool] of [[video, 'ffmpeg'], [pdf, 'pdftoppm']] as const) {
+      const job = await settledJob(thumbnailsQueue(t.app), 'thumbnail', file);
+      expect(await job.getState()).toBe('completed');
+      expect(job.returnvalue).toMatchObject({ outcome: 'skipped', reason: expect.stringContaining(`${tool} is not installed`) });
+      expect(await media(file.id)).toMatchObject({ thumbnailStatus: 'skipped', thumbnailKey: null, thumbnailError: expect.stringContaining(`${tool} is not installed`) });
+    }
+    expect(await thumbnailsQueue(t.app).getFailedCount()).toBe(0);
     await settledJob(thumbnailsQueue(t.app), 'thumbnail', image);
     expect((await reload(t.app, image.id))!.thumbnailKey).not.toBeNull();
   });

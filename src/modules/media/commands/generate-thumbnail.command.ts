@@ -13,12 +13,14 @@ import { FileEntity } from '../../files/file.entity.js';
 import { FileMediaEntity } from '../file-media.entity.js';
 import { lockFile } from '../file-lock.js';
 import { thumbnailKind, versionOf, type MediaJobData } from '../media-jobs.js';
-import { ThumbnailRenderer, UnusableMediaError } from '../thumbnails/thumbnail-renderer.js';
+import { ThumbnailRenderer, ToolMissingError, UnusableMediaError } from '../thumbnails/thumbnail-renderer.js';
 
 export type ThumbnailOutcome =
   | { outcome: 'created'; thumbnailKey: string }
   /** Nothing to do (any more): the file is gone, trashed, holds other bytes, or is no image, video or PDF. */
-  | { outcome: 'discarded'; reason: string };
+  | { outcome: 'discarded'; reason: string }
+  /** This machine lacks the tool (ffmpeg, pdftoppm): no thumbnail, and no failed job either. */
+  | { outcome: 'skipped'; reason: string };
 
 /**
  * Makes the thumbnail of one stored version and points the file at it, only if the file is still
@@ -53,7 +55,13 @@ export class GenerateThumbnailHandler implements ICommandHandler<GenerateThumbna
     const kind = thumbnailKind(file!.mimeType);
     if (!kind) return { outcome: 'discarded', reason: `no thumbnails for ${file!.mimeType}` };
 
-    const thumbnail = await this.render(job, kind);
+    let thumbnail: Buffer | string;
+    try {
+      thumbnail = await this.render(job, kind);
+    } catch (error) {
+      if (error instanceof ToolMissingError) return this.skip(job, error.message);
+      throw error;
+    }
     if (typeof thumbnail === 'string') return { outcome: 'discarded', reason: thumbnail };
     const thumbnailKey = blobKeys.thumbnail(accountId, fileId, versionOf(blobKey));
     await this.storage.write(thumbnailKey, Readable.from([thumbnail]));
@@ -112,6 +120,14 @@ export class GenerateThumbnailHandler implements ICommandHandler<GenerateThumbna
     await this.transactions.run((tx) =>
       tx.getRepository(FileMediaEntity).update({ fileId: job.fileId, blobKey: job.blobKey }, { thumbnailStatus: 'deferred', updatedAt: this.clock.now() }),
     );
+  }
+
+  private async skip(job: MediaJobData, reason: string): Promise<ThumbnailOutcome> {
+    this.logger.debug({ fileId: job.fileId, reason }, 'Thumbnail skipped');
+    await this.transactions.run((tx) =>
+      tx.getRepository(FileMediaEntity).update({ fileId: job.fileId, blobKey: job.blobKey }, { thumbnailStatus: 'skipped', thumbnailError: reason.slice(0, 500), updatedAt: this.clock.now() }),
+    );
+    return { outcome: 'skipped', reason };
   }
 
   private async recordFailure(job: MediaJobData, message: string): Promise<void> {

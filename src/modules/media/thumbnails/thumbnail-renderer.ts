@@ -11,7 +11,7 @@ const MAX_TOOL_OUTPUT = 32 * 1024 * 1024;
 /** Demuxers ffmpeg may use: real video containers only, never playlists (HLS, concat) that could read other files. */
 const VIDEO_DEMUXERS = 'mov,mp4,m4a,3gp,3g2,mj2,matroska,webm,avi,flv,mpegts,mpeg,ogg,asf,h264,hevc,m4v,mpegvideo,rawvideo,image2';
 
-/** The media cannot be turned into a thumbnail and never will be (corrupt, hostile, unsupported, tool missing). */
+/** The media cannot be turned into a thumbnail and never will be (corrupt, hostile, unsupported). */
 export class UnusableMediaError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
@@ -35,7 +35,8 @@ export class ThumbnailRenderer {
       if (kind === 'video') return await this.toWebp(await this.videoFrame(path));
       return await this.toWebp(await this.pdfPage(path));
     } catch (error) {
-      if (error instanceof UnusableMediaError) throw error;
+      // A missing tool says nothing about the media: the caller skips the thumbnail instead of failing it.
+      if (error instanceof UnusableMediaError || error instanceof ToolMissingError) throw error;
       const message = error instanceof Error ? error.message : String(error);
       throw new UnusableMediaError(`cannot make a ${kind} thumbnail: ${message}`, { cause: error });
     }
