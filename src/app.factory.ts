@@ -42,7 +42,16 @@ export async function createApp(config: AppConfig): Promise<NestExpressApplicati
       .setTitle('File Storage API')
       .setDescription(API_DESCRIPTION)
       .setVersion('1.0')
-      .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'An API key: Bearer <API_KEY>' }, 'api-key')
+      // bearerFormat is set because Nest's default for it is "JWT", and keys are opaque strings.
+      .addBearerAuth(
+        {
+          type: 'http',
+          scheme: 'bearer',
+          bearerFormat: 'fss_…',
+          description: 'An API key, sent as `Authorization: Bearer <API_KEY>`: an opaque `fss_` string (not a JWT), made by `cli accounts create` or `POST /v1/api-keys`.',
+        },
+        'api-key',
+      )
       .build(),
   );
   SwaggerModule.setup('docs', app, document, {

@@ -23,7 +23,9 @@ describe('webhook url policy', () => {
   });
 
   it('wants https with a public host when private urls are not allowed', async () => {
-    expect(await checkWebhookUrl('http://93.184.216.34/hook', strict())).toBe('must be an https URL');
+    expect(await checkWebhookUrl('http://93.184.216.34/hook', strict())).toBe(
+      'must be an https URL; WEBHOOK_ALLOW_PRIVATE_URLS=true allows http:// and local addresses for local development',
+    );
     expect(await checkWebhookUrl('ftp://example.com/hook', strict())).toBe('must be an https URL');
     expect(await checkWebhookUrl('not a url', strict())).toBe('must be an absolute URL');
     expect(await checkWebhookUrl('https://user:pw@93.184.216.34/', strict())).toBe('must not contain credentials');
@@ -40,6 +42,15 @@ describe('webhook url policy', () => {
     expect(await checkWebhookUrl('https://rebind.example.com/x', strict(dns))).toMatch(/must not resolve/);
     expect(await checkWebhookUrl('https://internal.example.com/x', strict(dns))).toMatch(/must not resolve/);
     expect(await checkWebhookUrl('https://nowhere.example.com/x', strict(dns))).toMatch(/could not be resolved/);
+  });
+
+  it('names WEBHOOK_ALLOW_PRIVATE_URLS when refusing what it would allow (a local receiver), and only then', async () => {
+    const hint = /WEBHOOK_ALLOW_PRIVATE_URLS=true allows http:\/\/ and local addresses for local development/;
+    expect(await checkWebhookUrl('http://127.0.0.1:4000/hook', strict())).toMatch(hint);
+    expect(await checkWebhookUrl('https://127.0.0.1:4000/hook', strict())).toMatch(hint);
+    expect(await checkWebhookUrl('https://receiver.test/hook', strict({ 'receiver.test': ['::1'] }))).toMatch(hint);
+    expect(await checkWebhookUrl('ftp://127.0.0.1/hook', strict())).not.toMatch(hint);
+    expect(await checkWebhookUrl('https://nowhere.example.com/x', strict({}))).not.toMatch(hint);
   });
 
   it('refuses localhost through the system resolver', async () => {

@@ -70,6 +70,9 @@ export function isPublicAddress(address: string): boolean {
   return false;
 }
 
+/** Every refusal that WEBHOOK_ALLOW_PRIVATE_URLS lifts says so, for whoever tries a local receiver. */
+const LOCAL_RECEIVERS_HINT = '; WEBHOOK_ALLOW_PRIVATE_URLS=true allows http:// and local addresses for local development';
+
 export type Resolver = (hostname: string) => Promise<string[]>;
 
 const systemResolver: Resolver = async (hostname) => (await lookup(hostname, { all: true, verbatim: true })).map((a) => a.address);
@@ -86,11 +89,14 @@ export async function checkWebhookUrl(raw: string, options: { allowPrivate: bool
     return 'must be an absolute URL';
   }
   const allowed = options.allowPrivate ? ['https:', 'http:'] : ['https:'];
-  if (!allowed.includes(url.protocol)) return options.allowPrivate ? 'must be an http or https URL' : 'must be an https URL';
+  if (!allowed.includes(url.protocol)) {
+    if (options.allowPrivate) return 'must be an http or https URL';
+    return url.protocol === 'http:' ? `must be an https URL${LOCAL_RECEIVERS_HINT}` : 'must be an https URL';
+  }
   if (url.username || url.password) return 'must not contain credentials';
   if (options.allowPrivate) return null;
   const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
-  if (isIP(host)) return isPublicAddress(host) ? null : 'must not point to a private, loopback, link-local or metadata address';
+  if (isIP(host)) return isPublicAddress(host) ? null : `must not point to a private, loopback, link-local or metadata address${LOCAL_RECEIVERS_HINT}`;
   let addresses: string[];
   try {
     addresses = await (options.resolve ?? systemResolver)(host);
@@ -98,6 +104,6 @@ export async function checkWebhookUrl(raw: string, options: { allowPrivate: bool
     return `host "${host}" could not be resolved`;
   }
   if (addresses.length === 0) return `host "${host}" could not be resolved`;
-  if (!addresses.every(isPublicAddress)) return 'must not resolve to a private, loopback, link-local or metadata address';
+  if (!addresses.every(isPublicAddress)) return `must not resolve to a private, loopback, link-local or metadata address${LOCAL_RECEIVERS_HINT}`;
   return null;
 }
