@@ -5,10 +5,11 @@ import { execSync } from 'node:child_process';
 import { existsSync, statSync } from 'node:fs';
 
 const marker = 'node_modules/.package-lock.json';
-const stale = !existsSync(marker) || statSync('package-lock.json').mtimeMs > statSync(marker).mtimeMs;
+const hasLock = existsSync('package-lock.json');
+const stale = !existsSync(marker) || (hasLock && statSync('package-lock.json').mtimeMs > statSync(marker).mtimeMs);
 if (stale) {
-  // `npm install` honours package-lock.json; `npm ci` is avoided because npm 11 refuses lock files
-  // that leave out other platforms' optional packages (@swc/core-*, msgpackr-extract-*), as its own do.
-  console.error('[setup] installing dependencies (npm install) ...');
-  execSync('npm install --no-audit --no-fund', { stdio: 'inherit' });
+  // `npm ci` installs exactly the lock (which lists every platform's optional packages) and never rewrites it.
+  const command = hasLock ? 'npm ci --no-audit --no-fund' : 'npm install --no-audit --no-fund';
+  console.error(`[setup] installing dependencies (${command}) ...`);
+  execSync(command, { stdio: 'inherit' });
 }

@@ -1,12 +1,15 @@
 #!/usr/bin/env node
 // Runs the whole suite: unit tests once, then every e2e test on SQLite and on PostgreSQL.
-// TEST_DATABASES=sqlite (or postgres) narrows the run. Ends with one "N passed, N failed" line.
+// TEST_DATABASES=sqlite (or postgres) narrows the run. Ends with one "N passed, N failed" line, after
+// a list of the skipped tests, if any, each with its reason (the note of `ctx.skip(note)`).
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 const databases = (process.env.TEST_DATABASES ?? 'sqlite,postgres').split(',').map((d) => d.trim()).filter(Boolean);
 const extraArgs = process.argv.slice(2);
+const skippedTestsReporter = fileURLToPath(new URL('./skipped-tests-reporter.mjs', import.meta.url));
 const reportDir = join('test-results');
 rmSync(reportDir, { recursive: true, force: true });
 mkdirSync(reportDir, { recursive: true });
@@ -20,13 +23,19 @@ let passed = 0;
 let failed = 0;
 let skipped = 0;
 let exitCode = 0;
+const skippedTests = [];
 for (const run of runs) {
   const report = join(reportDir, `${run.label.replace(/\W+/g, '-')}.json`);
+  const skippedReport = join(reportDir, `${run.label.replace(/\W+/g, '-')}.skipped.json`);
   console.log(`\n=== ${run.label} ===`);
-  const result = spawnSync('npx', ['vitest', 'run', ...run.args, '--reporter=default', '--reporter=json', `--outputFile.json=${report}`, ...extraArgs], {
+  const reporters = ['--reporter=default', '--reporter=json', `--outputFile.json=${report}`, `--reporter=${skippedTestsReporter}`];
+  const result = spawnSync('npx', ['vitest', 'run', ...run.args, ...reporters, ...extraArgs], {
     stdio: 'inherit',
-    env: { ...process.env, ...run.env },
+    env: { ...process.env, ...run.env, SKIPPED_TESTS_REPORT: skippedReport },
   });
+  if (existsSync(skippedReport)) {
+    for (const test of JSON.parse(readFileSync(skippedReport, 'utf8'))) skippedTests.push({ ...test, run: run.label });
+  }
   if (result.status !== 0) exitCode = 1;
   try {
     const summary = JSON.parse(readFileSync(report, 'utf8'));
@@ -37,6 +46,13 @@ for (const run of runs) {
   } catch {
     exitCode = 1;
     console.error(`[tests] no report from ${run.label}: the run did not complete`);
+  }
+}
+if (skippedTests.length > 0) {
+  console.log(`\nSkipped (${skippedTests.length}):`);
+  for (const test of skippedTests) {
+    const why = test.note ?? (test.mode === 'todo' ? 'a todo' : 'no reason given: marked skip, or another test is marked only');
+    console.log(`  [${test.run}] ${test.file} > ${test.name}: ${why}`);
   }
 }
 console.log(`\n${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);

@@ -20,6 +20,12 @@ async function main(): Promise<void> {
   // keeps until the heap grows; collected now, the process idles about 5 MiB smaller.
   collectGarbage('major');
   process.stdout.write(`File storage service listening on ${config.publicBaseUrl} (port ${config.port}); API docs at ${config.publicBaseUrl}/docs\n`);
+  if (config.developmentSecrets) {
+    const { names, file, created } = config.developmentSecrets;
+    process.stdout.write(
+      `Development: ${names.join(' and ')} ${created ? 'generated and kept' : 'read from'} ${file}, so signed links survive restarts (set them in the environment for production)\n`,
+    );
+  }
 
   // Graceful shutdown: stop accepting connections and let requests in flight finish while the
   // database, Redis and queues are still open; only then close the application.

@@ -1,3 +1,6 @@
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { parseEnv } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { ConfigurationError, loadConfig } from './app-config.js';
 
@@ -55,10 +58,41 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ NODE_ENV: 'production', URL_SIGNING_SECRET: 'tooshort-secret' })).toThrowError(/URL_SIGNING_SECRET(?![\s\S]*tooshort)/);
   });
 
-  it('requires SECRETS_ENCRYPTION_KEY in production and uses a fixed development key otherwise', () => {
+  it('requires SECRETS_ENCRYPTION_KEY in production and has no public key for anyone else', () => {
     expect(() => loadConfig({ NODE_ENV: 'production', URL_SIGNING_SECRET: 'u'.repeat(32) })).toThrowError(/SECRETS_ENCRYPTION_KEY/);
     expect(() => loadConfig({ NODE_ENV: 'production', URL_SIGNING_SECRET: 'u'.repeat(32), SECRETS_ENCRYPTION_KEY: 'short' })).toThrowError(/SECRETS_ENCRYPTION_KEY/);
     expect(loadConfig({ NODE_ENV: 'production', URL_SIGNING_SECRET: 'u'.repeat(32), SECRETS_ENCRYPTION_KEY: 'k'.repeat(32) }).secretsEncryptionKey).toBe('k'.repeat(32));
-    expect(loadConfig({}).secretsEncryptionKey).toBe(loadConfig({}).secretsEncryptionKey);
+    // An explicit environment touches no file: unset secrets are this process's own (the server keeps them, see first-hour.e2e-spec).
+    expect(loadConfig({}).secretsEncryptionKey).not.toBe(loadConfig({}).secretsEncryptionKey);
+    expect(loadConfig({}).developmentSecrets).toBeNull();
+  });
+
+  it('derives the default PUBLIC_BASE_URL from PORT', () => {
+    expect(loadConfig({ PORT: '8080' }).publicBaseUrl).toBe('http://localhost:8080');
+    expect(loadConfig({ PORT: '8080', PUBLIC_BASE_URL: '' }).publicBaseUrl).toBe('http://localhost:8080');
+    expect(loadConfig({ PORT: '8080', PUBLIC_BASE_URL: 'https://files.example.com/' }).publicBaseUrl).toBe('https://files.example.com');
+  });
+
+  it.each([
+    ['URL_SIGNING_SECRET', 'change-me-to-a-long-random-string-of-at-least-32-chars'],
+    ['SECRETS_ENCRYPTION_KEY', 'change-me-to-another-long-random-string-32-chars'],
+    ['SECRETS_ENCRYPTION_KEY', 'replace_me_with_a_long_random_value_of_32_characters'],
+    ['ADMIN_PASSWORD', 'change-me-please'],
+  ])('refuses the placeholder %s "%s" in production, without echoing it', (name, value) => {
+    const production = { NODE_ENV: 'production', URL_SIGNING_SECRET: 'u'.repeat(32), SECRETS_ENCRYPTION_KEY: 'k'.repeat(32), ADMIN_USERNAME: 'admin', ADMIN_PASSWORD: 'a-real-password', [name]: value };
+    expect(() => loadConfig(production)).toThrowError(new RegExp(`${name}: ${name} is a placeholder`));
+    expect(() => loadConfig(production)).not.toThrowError(value);
+    expect(() => loadConfig({ ...production, NODE_ENV: 'development' })).not.toThrow();
+  });
+
+  it('accepts .env.example as it is, read by Node as the server reads .env, and sourced by a shell alike', () => {
+    const text = readFileSync('.env.example', 'utf8');
+    const parsed = parseEnv(text);
+    const config = loadConfig(parsed);
+    expect(config).toMatchObject({ port: 3000, publicBaseUrl: 'http://localhost:3000', trashPurgeCron: '*/10 * * * *' });
+    const names = Object.keys(parsed);
+    const script = `set -a; . ./.env.example; node -e 'process.stdout.write(JSON.stringify(Object.fromEntries(process.argv.slice(1).map((n) => [n, process.env[n]]))))' ${names.join(' ')}`;
+    const sourced = JSON.parse(execFileSync('sh', ['-c', script], { env: { PATH: process.env.PATH ?? '' }, encoding: 'utf8' })) as Record<string, string>;
+    expect(sourced).toEqual(parsed);
   });
 });

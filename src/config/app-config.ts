@@ -1,4 +1,6 @@
 import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { plainToInstance, Transform } from 'class-transformer';
 import {
   IsBooleanString,
@@ -12,9 +14,22 @@ import {
   Max,
   Min,
   MinLength,
+  ValidateBy,
   ValidateIf,
   validateSync,
 } from 'class-validator';
+
+/** Placeholders from examples and compose files (`change-me…`), refused as secrets in production. */
+const PLACEHOLDER_SECRET = /change[-_ ]?me|replace[-_ ]?me|placeholder|your[-_ ]?(secret|key|password)|^(secret|password|admin|test)$/i;
+const notPlaceholderInProduction = (name: string) =>
+  ValidateBy({
+    name: 'notPlaceholder',
+    validator: {
+      validate: (value: unknown, args) =>
+        (args?.object as EnvironmentVariables).NODE_ENV !== 'production' || typeof value !== 'string' || !PLACEHOLDER_SECRET.test(value),
+      defaultMessage: () => `${name} is a placeholder (such as "change-me..."); set a long random value when NODE_ENV=production`,
+    },
+  });
 
 const toNumber = ({ value }: { value: unknown }) => (value === undefined || value === '' ? undefined : Number(value));
 const emptyToUndefined = ({ value }: { value: unknown }) => (value === '' ? undefined : value);
@@ -68,6 +83,7 @@ class EnvironmentVariables {
 
   @ValidateIf((env: EnvironmentVariables) => env.NODE_ENV === 'production' || (env.URL_SIGNING_SECRET ?? '') !== '')
   @IsString() @MinLength(32, { message: 'URL_SIGNING_SECRET must be set to at least 32 characters when NODE_ENV=production' })
+  @notPlaceholderInProduction('URL_SIGNING_SECRET')
   URL_SIGNING_SECRET?: string;
 
   @Transform(toNumber) @IsOptional() @IsNumber({ allowNaN: false, allowInfinity: false }) @Min(0.000001) @Max(3650)
@@ -87,6 +103,7 @@ class EnvironmentVariables {
 
   @ValidateIf((env: EnvironmentVariables) => env.NODE_ENV === 'production' || (env.SECRETS_ENCRYPTION_KEY ?? '') !== '')
   @IsString() @MinLength(32, { message: 'SECRETS_ENCRYPTION_KEY must be set to at least 32 characters when NODE_ENV=production' })
+  @notPlaceholderInProduction('SECRETS_ENCRYPTION_KEY')
   SECRETS_ENCRYPTION_KEY?: string;
 
   @Transform(emptyToUndefined) @IsOptional() @IsString() @MinLength(1)
@@ -94,6 +111,7 @@ class EnvironmentVariables {
 
   @ValidateIf((env: EnvironmentVariables) => env.ADMIN_USERNAME !== undefined && env.ADMIN_USERNAME !== '')
   @IsString() @MinLength(8, { message: 'ADMIN_PASSWORD must be at least 8 characters when ADMIN_USERNAME is set' })
+  @notPlaceholderInProduction('ADMIN_PASSWORD')
   ADMIN_PASSWORD?: string;
 
   @Transform(toNumber) @IsOptional() @IsInt() @Min(1) @Max(1_000_000)
@@ -150,8 +168,11 @@ class EnvironmentVariables {
   MEDIA_RETRY_DELAY_MS?: number;
 }
 
-/** Used only outside production, where SECRETS_ENCRYPTION_KEY is required. Public, so it protects nothing. */
-export const DEVELOPMENT_SECRETS_ENCRYPTION_KEY = 'insecure-development-only-secrets-encryption-key';
+/** Where a development installation keeps the secrets it generated for itself, next to its data (relative to the working directory). */
+export const DEVELOPMENT_SECRETS_FILE = 'data/development-secrets.json';
+
+const GENERATED_SECRETS = ['URL_SIGNING_SECRET', 'SECRETS_ENCRYPTION_KEY'] as const;
+type GeneratedSecret = (typeof GENERATED_SECRETS)[number];
 
 export type DatabaseConfig =
   | { kind: 'sqlite'; path: string }
@@ -179,6 +200,8 @@ export class AppConfig {
   readonly instanceHeartbeatMs: number;
   /** Key material for secrets stored encrypted at rest (webhook secrets). */
   readonly secretsEncryptionKey: string;
+  /** In development, the secrets that were not set and come from DEVELOPMENT_SECRETS_FILE instead (said at start-up). */
+  readonly developmentSecrets: { file: string; names: GeneratedSecret[]; created: boolean } | null;
   readonly admin: { username: string; password: string } | null;
   readonly publicRateLimitPerMinute: number;
   /** Off only for benchmarks and load tests that must not be throttled. */
@@ -223,9 +246,51 @@ export function parseDatabaseUrl(url: string): DatabaseConfig {
   return { kind: 'postgres', url };
 }
 
-/** Reads and validates the environment; throws a ConfigurationError naming every bad variable. */
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
-  const raw = plainToInstance(EnvironmentVariables, { ...env }, { excludeExtraneousValues: false });
+/**
+ * The environment of this process, after `.env` in the working directory when there is one; variables
+ * already set win over the file.
+ */
+function processEnvironment(): NodeJS.ProcessEnv {
+  if (existsSync('.env')) process.loadEnvFile('.env');
+  return process.env;
+}
+
+/**
+ * The development secrets kept in DEVELOPMENT_SECRETS_FILE, made on first use, so signed links and
+ * sealed webhook secrets survive restarts. Every installation makes its own: nothing public protects it.
+ */
+function keptDevelopmentSecrets(): { secrets: Record<GeneratedSecret, string>; file: string; created: boolean } {
+  const file = resolve(DEVELOPMENT_SECRETS_FILE);
+  const generated = Object.fromEntries(GENERATED_SECRETS.map((name) => [name, randomBytes(32).toString('hex')])) as Record<GeneratedSecret, string>;
+  mkdirSync(dirname(file), { recursive: true });
+  try {
+    // `wx`: of two processes starting at once (server and CLI), one writes and the other reads.
+    writeFileSync(file, `${JSON.stringify(generated, null, 2)}\n`, { flag: 'wx', mode: 0o600 });
+    return { secrets: generated, file, created: true };
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+  }
+  let kept: Partial<Record<GeneratedSecret, unknown>> = {};
+  try {
+    kept = JSON.parse(readFileSync(file, 'utf8')) as typeof kept;
+  } catch {
+    // Reported below, naming the file.
+  }
+  const bad = GENERATED_SECRETS.filter((name) => typeof kept[name] !== 'string' || (kept[name] as string).length < 32);
+  if (bad.length > 0) {
+    throw new ConfigurationError([`${file} must hold ${bad.join(' and ')} (32+ characters each); set them in the environment, or delete the file to generate new ones`]);
+  }
+  return { secrets: kept as Record<GeneratedSecret, string>, file, created: false };
+}
+
+/**
+ * Reads and validates the configuration; throws a ConfigurationError naming every bad variable.
+ * Without `env` (the server and the CLI), reads the process environment after `.env`, and in
+ * development keeps unset secrets in DEVELOPMENT_SECRETS_FILE; with `env`, touches no file.
+ */
+export function loadConfig(env?: NodeJS.ProcessEnv): AppConfig {
+  const ofThisProcess = env === undefined;
+  const raw = plainToInstance(EnvironmentVariables, { ...(env ?? processEnvironment()) }, { excludeExtraneousValues: false });
   const errors = validateSync(raw, { skipMissingProperties: false, forbidUnknownValues: false });
   if (errors.length > 0) {
     throw new ConfigurationError(
@@ -237,10 +302,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     );
   }
   const nodeEnv = (raw.NODE_ENV ?? 'development') as AppConfig['nodeEnv'];
+  const port = raw.PORT ?? 3000;
+  const unsetSecrets = GENERATED_SECRETS.filter((name) => !raw[name]);
+  const kept = ofThisProcess && nodeEnv === 'development' && unsetSecrets.length > 0 ? keptDevelopmentSecrets() : null;
+  // Elsewhere (tests, and explicit environments) an unset secret is random for this process only.
+  const secret = (name: GeneratedSecret) => raw[name] || kept?.secrets[name] || randomBytes(32).toString('hex');
   return new AppConfig({
     nodeEnv,
-    port: raw.PORT ?? 3000,
-    publicBaseUrl: (raw.PUBLIC_BASE_URL ?? 'http://localhost:3000').replace(/\/+$/, ''),
+    port,
+    publicBaseUrl: (raw.PUBLIC_BASE_URL ?? `http://localhost:${port}`).replace(/\/+$/, ''),
     database: parseDatabaseUrl(raw.DATABASE_URL ?? 'sqlite:./data/storage.sqlite'),
     redisUrl: raw.REDIS_URL ?? 'redis://127.0.0.1:6379',
     redisKeyPrefix: raw.REDIS_KEY_PREFIX ?? 'fss',
@@ -256,15 +326,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
         forcePathStyle: raw.S3_FORCE_PATH_STYLE === 'true',
       },
     },
-    // A random per-process secret in development means download links die with the process, which is the safe default.
-    urlSigningSecret: raw.URL_SIGNING_SECRET || randomBytes(32).toString('hex'),
+    urlSigningSecret: secret('URL_SIGNING_SECRET'),
     trashRetentionDays: raw.TRASH_RETENTION_DAYS ?? 30,
     trashPurgeCron: raw.TRASH_PURGE_CRON ?? '*/10 * * * *',
     webhookAllowPrivateUrls: raw.WEBHOOK_ALLOW_PRIVATE_URLS === 'true',
     webhookDeliveryConcurrency: raw.WEBHOOK_DELIVERY_CONCURRENCY ?? 100,
     instanceHeartbeatMs: raw.INSTANCE_HEARTBEAT_MS ?? 10_000,
-    // A fixed development key (unlike URL_SIGNING_SECRET) so stored webhook secrets survive restarts; production must set its own.
-    secretsEncryptionKey: raw.SECRETS_ENCRYPTION_KEY || DEVELOPMENT_SECRETS_ENCRYPTION_KEY,
+    secretsEncryptionKey: secret('SECRETS_ENCRYPTION_KEY'),
+    developmentSecrets: kept && { file: kept.file, names: unsetSecrets, created: kept.created },
     admin: raw.ADMIN_USERNAME ? { username: raw.ADMIN_USERNAME, password: raw.ADMIN_PASSWORD ?? '' } : null,
     publicRateLimitPerMinute: raw.PUBLIC_RATE_LIMIT_PER_MINUTE ?? 120,
     rateLimitsEnabled: raw.RATE_LIMITS_ENABLED !== 'false',

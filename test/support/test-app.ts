@@ -52,6 +52,7 @@ export async function createTestEnvironment(overrides: Record<string, string> = 
     REDIS_KEY_PREFIX: `fss-${runId}`,
     STORAGE_DIR: join(workDir, 'blobs'),
     URL_SIGNING_SECRET: randomBytes(32).toString('hex'),
+    SECRETS_ENCRYPTION_KEY: randomBytes(32).toString('hex'),
     WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     ...overrides,

@@ -3,7 +3,7 @@ import { Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } fro
 import type { Queue } from 'bullmq';
 import { In } from 'typeorm';
 import { Clock } from '../../../common/clock.js';
-import { AppConfig, DEVELOPMENT_SECRETS_ENCRYPTION_KEY } from '../../../config/app-config.js';
+import { AppConfig } from '../../../config/app-config.js';
 import { Transactions } from '../../../infra/database/transactions.js';
 import { QUEUES } from '../../../infra/queue/queue-names.js';
 import { DeliverySignal } from '../delivery-signal.js';
@@ -54,9 +54,6 @@ export class DeliveryDispatcher implements OnApplicationBootstrap, OnApplication
   ) {}
 
   onApplicationBootstrap(): void {
-    if (this.config.secretsEncryptionKey === DEVELOPMENT_SECRETS_ENCRYPTION_KEY && this.config.nodeEnv === 'development') {
-      this.logger.warn('SECRETS_ENCRYPTION_KEY is not set: webhook secrets are encrypted with the public development key');
-    }
     this.unsubscribe = this.signal.subscribe(() => this.nudge());
     this.running = true;
     this.loop = this.run();
