@@ -23,7 +23,7 @@ async function main(): Promise<void> {
   if (config.developmentSecrets) {
     const { names, file, created } = config.developmentSecrets;
     process.stdout.write(
-      `Development: ${names.join(' and ')} ${created ? 'generated and kept' : 'read from'} ${file}, so signed links survive restarts (set them in the environment for production)\n`,
+      `Development: ${names.join(' and ')} ${created ? 'generated and kept in' : 'read from'} ${file}, so signed links survive restarts (set them in the environment for production)\n`,
     );
   }
 

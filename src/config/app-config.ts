@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { plainToInstance, Transform } from 'class-transformer';
 import {
@@ -263,12 +263,17 @@ function keptDevelopmentSecrets(): { secrets: Record<GeneratedSecret, string>; f
   const file = resolve(DEVELOPMENT_SECRETS_FILE);
   const generated = Object.fromEntries(GENERATED_SECRETS.map((name) => [name, randomBytes(32).toString('hex')])) as Record<GeneratedSecret, string>;
   mkdirSync(dirname(file), { recursive: true });
+  // Written aside, then linked into place: of two processes starting at once (server and CLI), one
+  // creates the file and the other reads it whole, never half-written.
+  const draft = `${file}.${process.pid}.tmp`;
+  writeFileSync(draft, `${JSON.stringify(generated, null, 2)}\n`, { mode: 0o600 });
   try {
-    // `wx`: of two processes starting at once (server and CLI), one writes and the other reads.
-    writeFileSync(file, `${JSON.stringify(generated, null, 2)}\n`, { flag: 'wx', mode: 0o600 });
+    linkSync(draft, file);
     return { secrets: generated, file, created: true };
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+  } finally {
+    rmSync(draft, { force: true });
   }
   let kept: Partial<Record<GeneratedSecret, unknown>> = {};
   try {

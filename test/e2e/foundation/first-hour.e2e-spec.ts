@@ -69,7 +69,7 @@ describe("a new user's first hour", () => {
     server = await startServer();
     const secretsFile = join(environment.workDir, DEVELOPMENT_SECRETS_FILE);
     expect(server.output()).toContain(`listening on http://localhost:${port} (port ${port}); API docs at http://localhost:${port}/docs`);
-    expect(server.output()).toContain(`URL_SIGNING_SECRET and SECRETS_ENCRYPTION_KEY generated and kept ${secretsFile}`);
+    expect(server.output()).toContain(`URL_SIGNING_SECRET and SECRETS_ENCRYPTION_KEY generated and kept in ${secretsFile}`);
     expect(statSync(secretsFile).mode & 0o777).toBe(0o600);
 
     // The CLI reads the same .env: the account it makes is in the server's database.
