@@ -1,6 +1,7 @@
 import { lookup as dnsLookup, type LookupOptions } from 'node:dns';
 import { lookup } from 'node:dns/promises';
 import { BlockList, isIP, type LookupFunction } from 'node:net';
+import { ipv4Of, ipv6Words } from '../../common/net/ip-address.js';
 
 /**
  * Where webhook deliveries may go. Only public unicast addresses are allowed, so a webhook cannot be
@@ -35,26 +36,6 @@ for (const [net, prefix] of [
   ['ff00::', 8], // multicast
 ] as const) {
   BLOCKED.addSubnet(net, prefix, 'ipv6');
-}
-
-/** The eight 16-bit words of an IPv6 address (zone id dropped, a trailing dotted IPv4 part folded in). */
-function ipv6Words(address: string): number[] {
-  let text = address.toLowerCase().split('%')[0];
-  const dotted = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
-  if (dotted) {
-    const [a, b, c, d] = dotted.slice(1).map(Number);
-    text = `${text.slice(0, dotted.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
-  }
-  const [head, tail] = text.includes('::') ? text.split('::') : [text, null];
-  const words = (part: string) => (part === '' ? [] : part.split(':').map((w) => parseInt(w, 16)));
-  const first = words(head);
-  if (tail === null) return first;
-  const last = words(tail);
-  return [...first, ...new Array<number>(8 - first.length - last.length).fill(0), ...last];
-}
-
-function ipv4Of(high: number, low: number): string {
-  return [high >> 8, high & 255, low >> 8, low & 255].join('.');
 }
 
 /**
