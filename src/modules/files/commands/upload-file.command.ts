@@ -14,7 +14,7 @@ import { FileResponse } from '../dto/file.response.js';
 import { fileUploaded } from '../events/file-events.js';
 import { FileStoredEvent } from '../events/file-stored.event.js';
 import { FileEntity } from '../file.entity.js';
-import { assertValidName, nameKeyOf } from '../file-naming.js';
+import { acceptedName, nameKeyOf } from '../file-naming.js';
 import { categoryOf, detectMimeType } from '../file-type-detection.js';
 import { freeFileName, retryOnNameCollision } from '../name-collisions.js';
 import { changeStorageUsage } from '../storage-usage.js';
@@ -50,8 +50,8 @@ export class UploadFileHandler implements ICommandHandler<UploadFileCommand> {
     private readonly events: EventBus,
   ) {}
 
-  async execute({ actor, upload, name, folderId, overwrite }: UploadFileCommand): Promise<FileResponse> {
-    assertValidName(name);
+  async execute({ actor, upload, name: requestedName, folderId, overwrite }: UploadFileCommand): Promise<FileResponse> {
+    const name = acceptedName(requestedName);
     const mimeType = await detectMimeType(upload.head, name);
     const now = this.clock.now();
     const { file, replacedBlobs } = await retryOnNameCollision(() =>
