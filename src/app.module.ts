@@ -3,6 +3,7 @@ import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR, APP_PIPE } from '@nestjs/core';
 import type { Request } from 'express';
 import { TerminusModule } from '@nestjs/terminus';
 import { ThrottlerModule } from '@nestjs/throttler';
+import { FailedAuthentications } from './common/auth/failed-authentications.js';
 import { AuthenticationGuard } from './common/auth/authentication.guard.js';
 import { ScopeGuard } from './common/auth/scope.guard.js';
 import { ApiExceptionFilter } from './common/http/api-exception.filter.js';
@@ -74,6 +75,7 @@ export class AppModule {
       controllers: [HealthController],
       providers: [
         InstanceHeartbeat,
+        FailedAuthentications,
         // Guards run in this order: who is calling, how often, and may they do this.
         { provide: APP_GUARD, useClass: AuthenticationGuard },
         { provide: APP_GUARD, useClass: PlanRateLimitGuard },

@@ -22,7 +22,12 @@ export function RequireScope(scope: Scope | null, options: { elevated?: boolean 
     ApiResponse({ status: 400, description: 'invalid_request: malformed input; `details.fields` lists each problem.', type: ErrorEnvelopeDoc }),
     ApiResponse({ status: 401, description: 'authentication_failed: missing, malformed, unknown or revoked API key.', type: ErrorEnvelopeDoc }),
     ApiResponse({ status: 403, description: `permission_denied: the key lacks ${needs || 'the needed permission'}.`, type: ErrorEnvelopeDoc }),
-    ApiResponse({ status: 429, description: 'rate_limit_exceeded: the plan\'s requests per minute are used up; see Retry-After.', type: ErrorEnvelopeDoc }),
+    ApiResponse({
+      status: 429,
+      description:
+        'rate_limit_exceeded: the plan\'s requests per minute are used up, or this client address presented 30 invalid API keys this minute; see Retry-After.',
+      type: ErrorEnvelopeDoc,
+    }),
   );
 }
 

@@ -6,12 +6,17 @@ import { RecordKeyUseCommand } from '../../modules/accounts/commands/record-key-
 import { AuthenticateApiKeyQuery } from '../../modules/accounts/queries/authenticate-api-key.query.js';
 import { Clock } from '../clock.js';
 import { AuthenticationFailed } from '../errors/api-error.js';
+import { clientNetwork } from '../net/ip-address.js';
 import { ACCESS_METADATA, type AccessRule } from './access.decorator.js';
+import { FailedAuthentications } from './failed-authentications.js';
 
 const BEARER = /^Bearer ([A-Za-z0-9_-]{16,128})$/;
 const KEY_USE_RESOLUTION_MS = 60_000;
 
-/** Resolves `Authorization: Bearer <key>` to an Actor on every route that is not public. */
+/**
+ * Resolves `Authorization: Bearer <key>` to an Actor on every route that is not public. A client
+ * address that keeps presenting wrong keys is refused for the rest of the minute (FailedAuthentications).
+ */
 @Injectable()
 export class AuthenticationGuard implements CanActivate {
   private readonly logger = new Logger('Authentication');
@@ -21,6 +26,7 @@ export class AuthenticationGuard implements CanActivate {
     private readonly queries: QueryBus,
     private readonly commands: CommandBus,
     private readonly clock: Clock,
+    private readonly failures: FailedAuthentications,
   ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
@@ -29,10 +35,12 @@ export class AuthenticationGuard implements CanActivate {
     const request = context.switchToHttp().getRequest<Request>();
     const header = request.headers.authorization;
     if (!header) throw new AuthenticationFailed();
+    const client = clientNetwork(request.ip);
+    this.failures.assertAllowed(client);
     const match = BEARER.exec(header.trim());
-    if (!match) throw new AuthenticationFailed('The Authorization header must be "Bearer <API_KEY>".');
+    if (!match) throw await this.failures.record(client, new AuthenticationFailed('The Authorization header must be "Bearer <API_KEY>".'));
     const authentication = await this.queries.execute(new AuthenticateApiKeyQuery(match[1]));
-    if (!authentication) throw new AuthenticationFailed('The API key is not valid or has been revoked.');
+    if (!authentication) throw await this.failures.record(client, new AuthenticationFailed('The API key is not valid or has been revoked.'));
     request.actor = authentication.actor;
     const now = this.clock.now();
     if (!authentication.lastUsedAt || now.getTime() - authentication.lastUsedAt.getTime() > KEY_USE_RESOLUTION_MS) {

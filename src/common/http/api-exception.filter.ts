@@ -1,6 +1,7 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, HttpStatus, Logger } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { ApiError, ErrorCode } from '../errors/api-error.js';
+import { isClientGone } from './client-gone.js';
 import { ErrorEnvelope } from './envelope.js';
 
 const CODE_BY_STATUS: Record<number, ErrorCode> = {
@@ -28,6 +29,11 @@ export class ApiExceptionFilter implements ExceptionFilter {
     const http = host.switchToHttp();
     const request = http.getRequest<Request>();
     const response = http.getResponse<Response>();
+    if (isClientGone(exception, request, response)) {
+      this.logger.debug({ requestId: String(request.id ?? ''), method: request.method, path: request.path }, 'Client went away before the answer was complete');
+      response.destroy();
+      return;
+    }
     const { status, body, headers } = this.render(exception, request);
     if (response.headersSent) {
       // A stream failed after its first bytes: the only honest signal left is to cut the connection.

@@ -2,18 +2,19 @@ import { ExecutionContext, Injectable } from '@nestjs/common';
 import { ThrottlerGuard, ThrottlerRequest } from '@nestjs/throttler';
 import type { Request, Response } from 'express';
 import { RateLimitExceeded } from '../errors/api-error.js';
+import { clientNetwork } from '../net/ip-address.js';
 import type { WindowRecord } from './redis-throttler.storage.js';
 
 /**
- * The plan's requests-per-minute limit, counted per account across all its keys (per client IP
- * for public routes). Runs after authentication, so the actor's plan is known, and before scope
+ * The plan's requests-per-minute limit, counted per account across all its keys (per client
+ * address for public routes, an IPv6 client by its /64). Runs after authentication, so the actor's plan is known, and before scope
  * checks, so refused requests count too. Every counted response carries the X-RateLimit headers,
  * with X-RateLimit-Reset as a Unix time in seconds.
  */
 @Injectable()
 export class PlanRateLimitGuard extends ThrottlerGuard {
   protected override async getTracker(req: Request): Promise<string> {
-    return req.actor ? `account:${req.actor.accountId}` : `ip:${req.ip ?? 'unknown'}`;
+    return req.actor ? `account:${req.actor.accountId}` : `ip:${clientNetwork(req.ip)}`;
   }
 
   protected override generateKey(_context: ExecutionContext, tracker: string, name: string): string {

@@ -37,11 +37,16 @@ export class ApiKeysController {
 
   @Post()
   @RequireScope(null, { elevated: true })
-  @ApiOperation({ summary: 'Create an API key', description: 'The secret `api_key` is in this answer only; it is stored as a hash.' })
+  @ApiOperation({
+    summary: 'Create an API key',
+    description:
+      'The secret `api_key` is in this answer only; it is stored as a hash. A key can grant no more than it holds: ' +
+      'the new scopes must be a subset of the calling key\'s, and only an elevated key may grant `elevated: true`.',
+  })
   @ApiEnvelope(CreatedApiKeyResponse, { status: 201 })
-  @ApiErrors([400, 'invalid_request: name, scopes or elevated is malformed.'])
+  @ApiErrors([400, 'invalid_request: name, scopes or elevated is malformed.'], [403, 'permission_denied: a scope the calling key does not hold.'])
   create(@CurrentActor() actor: Actor, @Body() body: CreateApiKeyRequest): Promise<CreatedApiKeyResponse> {
-    return this.commands.execute(new CreateApiKeyCommand(actor.accountId, actor.userId, body.name, body.scopes, body.elevated ?? false));
+    return this.commands.execute(new CreateApiKeyCommand(actor.accountId, actor.userId, body.name, body.scopes, body.elevated ?? false, actor));
   }
 
   @Get()
@@ -56,9 +61,12 @@ export class ApiKeysController {
   @Delete(':key_id')
   @HttpCode(200)
   @RequireScope(null, { elevated: true })
-  @ApiOperation({ summary: 'Revoke an API key', description: 'The key stops authenticating at once.' })
+  @ApiOperation({
+    summary: 'Revoke an API key',
+    description: 'The key stops authenticating at once. A key may revoke only keys whose scopes are a subset of its own.',
+  })
   @ApiEnvelope(RevokedApiKeyResponse)
-  @ApiErrors([404, 'not_found: no live key with this id in the account.'])
+  @ApiErrors([403, 'permission_denied: the key holds a scope the calling key does not.'], [404, 'not_found: no live key with this id in the account.'])
   revoke(@CurrentActor() actor: Actor, @Param('key_id') keyId: string): Promise<RevokedApiKeyResponse> {
     return this.commands.execute(new RevokeApiKeyCommand(actor, keyId));
   }

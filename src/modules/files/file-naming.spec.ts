@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { firstFreeName, nameProblem, numberedName, splitName } from './file-naming.js';
+import { acceptedName, firstFreeName, nameKeyOf, nameProblem, numberedName, splitName } from './file-naming.js';
 
 describe('file naming', () => {
   it('accepts ordinary names and refuses the illegal ones', () => {
@@ -26,5 +26,24 @@ describe('file naming', () => {
     expect(firstFreeName('report.pdf', new Set())).toBe('report.pdf');
     expect(firstFreeName('Report.PDF', new Set(['report.pdf']))).toBe('Report (1).PDF');
     expect(firstFreeName('report.pdf', new Set(['report.pdf', 'report (1).pdf', 'report (3).pdf']))).toBe('report (2).pdf');
+  });
+
+  it('keys names case-insensitively without ever lengthening them', () => {
+    expect(nameKeyOf('Report.PDF')).toBe('report.pdf');
+    expect(nameKeyOf('ΣΊΣΥΦΟΣ')).toBe('σίσυφοσ');
+    const dotted = 'İ'.repeat(255);
+    expect(nameKeyOf(dotted)).toBe(dotted);
+    for (const name of [dotted, '😀'.repeat(255), 'ǅ'.repeat(255), 'ẞ'.repeat(255), 'Ω'.repeat(255)]) {
+      expect([...nameKeyOf(name)].length, name.slice(0, 2)).toBe([...name].length);
+    }
+    expect(nameKeyOf('Cafe\u0301.txt')).toBe(nameKeyOf('CAF\u00c9.TXT'));
+  });
+
+  it('accepts names in NFC, checking the length after composing', () => {
+    expect(acceptedName('cafe\u0301.txt')).toBe('caf\u00e9.txt');
+    expect(acceptedName('e\u0301'.repeat(255))).toBe('\u00e9'.repeat(255));
+    // U+0958 has no composed form: NFC writes it as two characters.
+    expect(() => acceptedName('\u0958'.repeat(128))).toThrow(/1 to 255/);
+    expect(() => acceptedName(42)).toThrow(/string/);
   });
 });

@@ -17,9 +17,28 @@ export function assertValidName(name: unknown, field = 'name'): asserts name is 
   if (problem) throw InvalidRequest.fields([{ field, message: problem }]);
 }
 
-/** Names collide and sort case-insensitively: this is the key they are compared by. */
+/**
+ * The name as stored: Unicode NFC, so the composed and decomposed forms of `café.txt` are one name.
+ * Checked after normalising, since NFC can lengthen a few characters.
+ */
+export function acceptedName(name: unknown, field = 'name'): string {
+  const normalized = typeof name === 'string' ? name.normalize('NFC') : name;
+  assertValidName(normalized, field);
+  return normalized;
+}
+
+/**
+ * Names collide and sort case-insensitively: this is the key they are compared by. Lower-cased one
+ * code point at a time, and a character whose lower case is longer (`İ` becomes `i̇`) is kept as it
+ * is, so the key has exactly as many characters as the name and always fits the name's column.
+ */
 export function nameKeyOf(name: string): string {
-  return name.toLowerCase();
+  let key = '';
+  for (const character of name.normalize('NFC')) {
+    const lower = character.toLowerCase();
+    key += lower.length === character.length ? lower : character;
+  }
+  return key;
 }
 
 /** `report.pdf` -> base `report`, extension `.pdf`; a leading dot (`.env`) is part of the base. */

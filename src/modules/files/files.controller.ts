@@ -54,7 +54,8 @@ export class FilesController {
     description:
       'Streams the file to storage while hashing it. The plan maximum size is enforced while streaming (and at once from Content-Length); ' +
       'quota is reserved atomically. A taken name gets a numbered suffix (`report (1).pdf`) unless overwrite=true replaces the same-named file ' +
-      '(same id and created_at, new modified_at). The type comes from the content, then the extension.',
+      '(same id and created_at, new modified_at); only its net change has to fit the quota (send overwrite and name before the file part). ' +
+      'The type comes from the content, then the extension.',
   })
   @ApiEnvelope(FileResponse)
   @ApiErrors(

@@ -20,15 +20,18 @@ function wholeBytes(n: number): number {
  * Adds `bytes` to the account's reserved storage if used + reserved + bytes still fits the quota.
  * One conditional UPDATE: atomic on PostgreSQL (the row lock re-checks the condition) and on SQLite
  * (transactions take turns), so concurrent uploads can never promise more than the quota.
+ * `credit` is storage the upload will free when it commits (the file an overwrite replaces), so only
+ * the net change has to fit.
  */
-export async function tryReserveStorage(tx: EntityManager, accountId: string, bytes: number): Promise<boolean> {
+export async function tryReserveStorage(tx: EntityManager, accountId: string, bytes: number, credit = 0): Promise<boolean> {
   const n = wholeBytes(bytes);
+  const freed = wholeBytes(credit);
   const result = await tx
     .createQueryBuilder()
     .update(AccountEntity)
     .set({ storageReserved: () => `storage_reserved + ${n}` })
     .where('id = :accountId', { accountId })
-    .andWhere(`storage_used + storage_reserved + ${n} <= ${STORAGE_LIMIT_SQL}`)
+    .andWhere(`storage_used + storage_reserved + ${n} <= ${STORAGE_LIMIT_SQL} + ${freed}`)
     .execute();
   return (result.affected ?? 0) > 0;
 }

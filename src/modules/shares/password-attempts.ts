@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import { ApiError, ServiceUnavailable } from '../../common/errors/api-error.js';
+import { clientNetwork } from '../../common/net/ip-address.js';
 import { AppConfig } from '../../config/app-config.js';
 import { REDIS } from '../../infra/redis/redis.module.js';
 
@@ -8,14 +9,24 @@ import { REDIS } from '../../infra/redis/redis.module.js';
 export const MAX_FAILED_PASSWORD_ATTEMPTS = 10;
 /** The lockout window, counted from the first wrong password. */
 export const PASSWORD_ATTEMPT_WINDOW_SECONDS = 15 * 60;
+/** Wrong passwords a link takes from all clients together before every further guess waits (back-off). */
+export const LINK_FREE_PASSWORD_FAILURES = 20;
+/** The back-off doubles with each wrong password past the free ones, from 1 s up to this. */
+export const LINK_MAX_BACKOFF_SECONDS = 60 * 60;
+/** A link's count of wrong passwords is forgotten this long after the last one. */
+const LINK_FAILURE_MEMORY_MS = 24 * 60 * 60 * 1000;
 
 export class TooManyPasswordAttempts extends ApiError {
-  constructor(retryAfterSeconds: number) {
+  constructor(retryAfterSeconds: number, scope: 'client' | 'link' = 'client') {
     super(
       429,
       'rate_limit_exceeded',
-      `Too many wrong passwords for this share link; retry in ${retryAfterSeconds} s.`,
-      { limit: MAX_FAILED_PASSWORD_ATTEMPTS, window_seconds: PASSWORD_ATTEMPT_WINDOW_SECONDS, retry_after: retryAfterSeconds },
+      scope === 'client'
+        ? `Too many wrong passwords for this share link; retry in ${retryAfterSeconds} s.`
+        : `This share link has had too many wrong passwords; it takes the next one in ${retryAfterSeconds} s.`,
+      scope === 'client'
+        ? { limit: MAX_FAILED_PASSWORD_ATTEMPTS, window_seconds: PASSWORD_ATTEMPT_WINDOW_SECONDS, retry_after: retryAfterSeconds }
+        : { retry_after: retryAfterSeconds },
       { 'Retry-After': String(retryAfterSeconds) },
     );
   }
@@ -36,12 +47,38 @@ if redis.call('EXISTS', KEYS[1]) == 1 and tonumber(redis.call('GET', KEYS[1])) >
 return 0
 `;
 
+/**
+ * Takes one attempt on a link from any client: refused while the link's back-off lasts ([-1, ms left]).
+ * Past the free failures every attempt starts a back-off that doubles each time, so however many
+ * addresses guess, the link takes about one guess per back-off. ARGV: now ms, free failures, max back-off ms, memory ms.
+ */
+const TAKE_LINK_ATTEMPT = `
+local now = tonumber(ARGV[1])
+local lockedUntil = tonumber(redis.call('HGET', KEYS[1], 'locked_until') or '0')
+if now < lockedUntil then return {-1, lockedUntil - now} end
+local used = redis.call('HINCRBY', KEYS[1], 'attempts', 1)
+local beyond = used - tonumber(ARGV[2])
+if beyond > 0 then
+  local backoff = math.min(1000 * 2 ^ math.min(beyond - 1, 30), tonumber(ARGV[3]))
+  redis.call('HSET', KEYS[1], 'locked_until', now + backoff)
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+return {used, 0}
+`;
+
+/** Gives a link attempt back (the password was right). */
+const RETURN_LINK_ATTEMPT = `
+if tonumber(redis.call('HGET', KEYS[1], 'attempts') or '0') > 0 then return redis.call('HINCRBY', KEYS[1], 'attempts', -1) end
+return 0
+`;
+
 /** Reads whether the client is locked out: [attempts used, ms left in the window]. */
 const READ_ATTEMPTS = `return {tonumber(redis.call('GET', KEYS[1]) or '0'), redis.call('PTTL', KEYS[1])}`;
 
 /**
- * Limits password guesses per (share link, client IP) in Redis, so every server process enforces
- * one limit. An attempt is taken atomically before the password is checked and given back when it
+ * Limits password guesses in Redis, so every server process enforces one limit: per (share link,
+ * client network: an IPv6 client by its /64) a fixed number per window, and per link, whatever the
+ * number of addresses, an increasing back-off once it has had its free wrong passwords. An attempt is taken atomically before the password is checked and given back when it
  * was right, so even parallel guesses cannot exceed the limit. Once the limit is reached the client
  * is refused, even with the right password, until the window ends. Unlike the request rate limit
  * this fails closed: without Redis a protected link answers 503 rather than allowing unlimited guesses.
@@ -56,7 +93,11 @@ export class PasswordAttempts {
   ) {}
 
   private key(shareId: string, clientIp: string): string {
-    return `${this.config.redisKeyPrefix}:share-password-failures:${shareId}:${clientIp}`;
+    return `${this.config.redisKeyPrefix}:share-password-failures:${shareId}:${clientNetwork(clientIp)}`;
+  }
+
+  private linkKey(shareId: string): string {
+    return `${this.config.redisKeyPrefix}:share-password-link:${shareId}`;
   }
 
   /** Throws TooManyPasswordAttempts while this client is locked out of this link (uses no attempt). */
@@ -71,11 +112,29 @@ export class PasswordAttempts {
       () => this.redis.eval(TAKE_ATTEMPT, 1, this.key(shareId, clientIp), MAX_FAILED_PASSWORD_ATTEMPTS, PASSWORD_ATTEMPT_WINDOW_SECONDS * 1000) as Promise<[number, number]>,
     );
     if (used < 0) throw new TooManyPasswordAttempts(retryAfter(ttl));
+    const [linkUsed, lockedMs] = await this.guard(
+      () =>
+        this.redis.eval(
+          TAKE_LINK_ATTEMPT,
+          1,
+          this.linkKey(shareId),
+          Date.now(),
+          LINK_FREE_PASSWORD_FAILURES,
+          LINK_MAX_BACKOFF_SECONDS * 1000,
+          LINK_FAILURE_MEMORY_MS,
+        ) as Promise<[number, number]>,
+    );
+    if (linkUsed < 0) {
+      // Refused before any check: this guess does not count against the client.
+      await this.guard(() => this.redis.eval(RETURN_ATTEMPT, 1, this.key(shareId, clientIp)));
+      throw new TooManyPasswordAttempts(Math.max(1, Math.ceil(lockedMs / 1000)), 'link');
+    }
   }
 
-  /** The attempt was the right password: it does not count against the client. */
+  /** The attempt was the right password: it counts neither against the client nor the link. */
   async giveBack(shareId: string, clientIp: string): Promise<void> {
     await this.guard(() => this.redis.eval(RETURN_ATTEMPT, 1, this.key(shareId, clientIp)));
+    await this.guard(() => this.redis.eval(RETURN_LINK_ATTEMPT, 1, this.linkKey(shareId)));
   }
 
   private async guard<T>(work: () => Promise<T>): Promise<T> {

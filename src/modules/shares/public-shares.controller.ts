@@ -22,7 +22,11 @@ const PUBLIC_ERRORS = [
   [401, 'password_required: the link has a password and it is missing or wrong (the same answer for both).'],
   [404, 'not_found: unknown, revoked or invalidated link (its file went to trash or was deleted).'],
   [410, 'share_expired: the link is past its expires_at.'],
-  [429, 'rate_limit_exceeded: too many wrong passwords from this client for this link (10 per 15 minutes), or too many requests from this IP; see Retry-After.'],
+  [
+    429,
+    'rate_limit_exceeded: too many wrong passwords from this client for this link (10 per 15 minutes; an IPv6 client counts by its /64), ' +
+      'the link is backing off after 20 wrong passwords from all clients (1 s doubling to 1 h), or too many requests from this address; see Retry-After.',
+  ],
 ] as const satisfies ReadonlyArray<[number, string]>;
 
 /**

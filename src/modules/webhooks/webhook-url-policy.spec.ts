@@ -18,7 +18,24 @@ describe('webhook url policy', () => {
     expect(isPublicAddress(address)).toBe(false);
   });
 
-  it.each(['93.184.216.34', '8.8.8.8', '172.32.0.1', '2606:4700:4700::1111', '::ffff:8.8.8.8'])('accepts %s', (address) => {
+  it.each([
+    // IPv4-compatible (deprecated ::/96), in both notations, whatever the IPv4 address
+    '::127.0.0.1', '::7f00:1', '::8.8.8.8', '::808:808', '0:0:0:0:0:0:127.0.0.1',
+    // IPv4-mapped and IPv4-translated, in every notation
+    '::ffff:10.0.0.1', '0:0:0:0:0:ffff:7f00:1', '::FFFF:127.0.0.1', '::ffff:0:127.0.0.1', '::ffff:0:808:808',
+    // NAT64: the well-known prefix carries the IPv4 address; local-use NAT64 is never public
+    '64:ff9b::127.0.0.1', '64:ff9b::7f00:1', '64:ff9b::a9fe:a9fe', '64:ff9b:1::7f00:1', '64:ff9b:1::808:808', '64:ff9b:1:2:3:4:808:808',
+    // 6to4 with a private IPv4 address inside
+    '2002:a00:1::', '2002:c0a8:101::1', '2002:a9fe:a9fe::1',
+    // Teredo, whatever it carries
+    '2001::1', '2001:0:4136:e378:8000:63bf:3fff:fdd2',
+    // zone ids and the rest
+    'fe80::1%eth0', '::1%1', '::', '0::0', 'not an address', '',
+  ])('refuses the IPv6 form %s', (address) => {
+    expect(isPublicAddress(address)).toBe(false);
+  });
+
+  it.each(['93.184.216.34', '8.8.8.8', '172.32.0.1', '2606:4700:4700::1111', '::ffff:8.8.8.8', '::ffff:808:808', '64:ff9b::8.8.8.8', '64:ff9b::808:808', '2002:808:808::1'])('accepts %s', (address) => {
     expect(isPublicAddress(address)).toBe(true);
   });
 
@@ -34,6 +51,9 @@ describe('webhook url policy', () => {
     expect(await checkWebhookUrl('https://[::1]:8443/hook', strict())).toMatch(/private, loopback/);
     expect(await checkWebhookUrl('https://[::ffff:10.0.0.1]/hook', strict())).toMatch(/private, loopback/);
     expect(await checkWebhookUrl('https://169.254.169.254/latest/meta-data', strict())).toMatch(/metadata/);
+    for (const host of ['[::127.0.0.1]', '[::ffff:7f00:1]', '[64:ff9b::7f00:1]', '[64:ff9b:1::7f00:1]', '[2002:7f00:1::1]', '[2001:0:4136:e378:8000:63bf:3fff:fdd2]']) {
+      expect(await checkWebhookUrl(`https://${host}/hook`, strict())).toMatch(/private, loopback/);
+    }
   });
 
   it('resolves host names and refuses one that resolves to any private address', async () => {
@@ -41,6 +61,9 @@ describe('webhook url policy', () => {
     expect(await checkWebhookUrl('https://hooks.example.com/x', strict(dns))).toBeNull();
     expect(await checkWebhookUrl('https://rebind.example.com/x', strict(dns))).toMatch(/must not resolve/);
     expect(await checkWebhookUrl('https://internal.example.com/x', strict(dns))).toMatch(/must not resolve/);
+    const nat64 = { 'nat64.example.com': ['64:ff9b::a00:5'], 'compat.example.com': ['::10.0.0.5'] };
+    expect(await checkWebhookUrl('https://nat64.example.com/x', strict(nat64))).toMatch(/must not resolve/);
+    expect(await checkWebhookUrl('https://compat.example.com/x', strict(nat64))).toMatch(/must not resolve/);
     expect(await checkWebhookUrl('https://nowhere.example.com/x', strict(dns))).toMatch(/could not be resolved/);
   });
 

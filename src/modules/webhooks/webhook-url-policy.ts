@@ -1,5 +1,7 @@
+import { lookup as dnsLookup, type LookupOptions } from 'node:dns';
 import { lookup } from 'node:dns/promises';
-import { BlockList, isIP } from 'node:net';
+import { BlockList, isIP, type LookupFunction } from 'node:net';
+import { ipv4Of, ipv6Words } from '../../common/net/ip-address.js';
 
 /**
  * Where webhook deliveries may go. Only public unicast addresses are allowed, so a webhook cannot be
@@ -26,8 +28,6 @@ for (const [net, prefix] of [
   BLOCKED.addSubnet(net, prefix, 'ipv4');
 }
 for (const [net, prefix] of [
-  ['::', 128],
-  ['::1', 128],
   ['100::', 64], // discard
   ['2001:db8::', 32], // documentation
   ['fc00::', 7], // unique local, including fd00:ec2::254 metadata
@@ -38,40 +38,51 @@ for (const [net, prefix] of [
   BLOCKED.addSubnet(net, prefix, 'ipv6');
 }
 
-/** The IPv4 address carried inside an IPv6 one (mapped, NAT64, 6to4, IPv4-compatible), if any. */
-function embeddedIpv4(address: string): string | null {
-  const lower = address.toLowerCase();
-  const dotted = /^(?:::ffff:|::ffff:0:|64:ff9b::|::)(\d+\.\d+\.\d+\.\d+)$/.exec(lower);
-  if (dotted) return dotted[1];
-  const hex = /^(?:::ffff:|64:ff9b::)([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(lower);
-  if (hex) {
-    const high = parseInt(hex[1], 16);
-    const low = parseInt(hex[2], 16);
-    return [high >> 8, high & 255, low >> 8, low & 255].join('.');
-  }
-  const sixToFour = /^2002:([0-9a-f]{1,4}):([0-9a-f]{1,4}):/.exec(lower);
-  if (sixToFour) {
-    const high = parseInt(sixToFour[1], 16);
-    const low = parseInt(sixToFour[2], 16);
-    return [high >> 8, high & 255, low >> 8, low & 255].join('.');
-  }
-  return null;
+/**
+ * The one address policy of webhooks, applied when a webhook is created and again on the address a
+ * delivery connects to. IPv6 forms that carry an IPv4 address are judged by that address (mapped,
+ * NAT64 well-known prefix, 6to4); forms whose target cannot be judged or is never a public host
+ * (IPv4-compatible, IPv4-translated and the rest of ::/64, local-use NAT64, Teredo) are refused outright.
+ */
+export function isPublicAddress(address: string): boolean {
+  const family = isIP(address.split('%')[0]);
+  if (family === 4) return !BLOCKED.check(address, 'ipv4');
+  if (family !== 6) return false;
+  const w = ipv6Words(address);
+  if (w.length !== 8 || w.some((word) => !(word >= 0 && word <= 0xffff))) return false;
+  const zeros = (from: number, to: number) => w.slice(from, to).every((word) => word === 0);
+  if (zeros(0, 5) && w[5] === 0xffff) return isPublicAddress(ipv4Of(w[6], w[7])); // ::ffff:0:0/96, IPv4-mapped
+  if (zeros(0, 4)) return false; // the rest of ::/64: unspecified, loopback, IPv4-compatible (deprecated), IPv4-translated
+  if (w[0] === 0x64 && w[1] === 0xff9b && zeros(2, 6)) return isPublicAddress(ipv4Of(w[6], w[7])); // NAT64 64:ff9b::/96
+  if (w[0] === 0x64 && w[1] === 0xff9b) return false; // local-use NAT64 64:ff9b:1::/48 and the rest of 64:ff9b::/32
+  if (w[0] === 0x2002) return isPublicAddress(ipv4Of(w[1], w[2])); // 6to4 2002::/16
+  if (w[0] === 0x2001 && w[1] === 0) return false; // Teredo 2001::/32: the real target is hidden in the tunnel
+  return !BLOCKED.check(address.split('%')[0], 'ipv6');
 }
 
-/** True when a delivery may connect to this IP address. */
-export function isPublicAddress(address: string): boolean {
-  const family = isIP(address);
-  if (family === 4) return !BLOCKED.check(address, 'ipv4');
-  if (family === 6) {
-    const inner = embeddedIpv4(address);
-    if (inner !== null) return isPublicAddress(inner);
-    return !BLOCKED.check(address, 'ipv6');
-  }
-  return false;
+/** Why a delivery may not connect to `address`, as an error, or null when it may. */
+export function refusedConnection(host: string, address: string): NodeJS.ErrnoException | null {
+  if (isPublicAddress(address)) return null;
+  return Object.assign(new Error(`connecting to ${host} (${address}) is not allowed: not a public address`), { code: 'EADDRNOTPUBLIC' });
 }
 
 /** Every refusal that WEBHOOK_ALLOW_PRIVATE_URLS lifts says so, for whoever tries a local receiver. */
 const LOCAL_RECEIVERS_HINT = '; WEBHOOK_ALLOW_PRIVATE_URLS=true allows http:// and local addresses for local development';
+
+/**
+ * A `lookup` for http(s) agents that resolves as usual and then applies the address policy to every
+ * address, so a DNS answer that changed since the webhook was created is caught before connecting.
+ */
+export const publicOnlyLookup = ((hostname: string, options: LookupOptions, callback: (...args: unknown[]) => void) => {
+  dnsLookup(hostname, { ...options, all: true }, (error, addresses) => {
+    if (error) return callback(error);
+    const refused = addresses.map((a) => refusedConnection(hostname, a.address)).find((e) => e !== null);
+    if (refused) return callback(refused);
+    if (addresses.length === 0) return callback(Object.assign(new Error(`${hostname} has no address`), { code: 'ENOTFOUND' }));
+    if (options.all) return callback(null, addresses);
+    callback(null, addresses[0].address, addresses[0].family);
+  });
+}) as unknown as LookupFunction;
 
 export type Resolver = (hostname: string) => Promise<string[]>;
 

@@ -240,6 +240,32 @@ describe('uploading files', () => {
       expect(listBlobs(t, `files/${small.accountId}`)).toHaveLength(3);
     });
 
+    it('lets an overwrite at full quota through when its net change fits, and refuses one that grows past it', async () => {
+      const full = await createAccount(t.app, { storageLimit: 1000 });
+      const original = await uploadOk(t, full.auth, Buffer.alloc(1000, 1), { name: 'report.bin' });
+
+      const smaller = await uploadOk(t, full.auth, Buffer.alloc(600, 2), { name: 'report.bin', overwrite: true });
+      expect(smaller.id).toBe(original.id);
+      expect(smaller.size).toBe(600);
+      expect((await account(full.accountId)).storageUsed).toBe(600);
+      await uploadOk(t, full.auth, Buffer.alloc(400, 3), { name: 'other.bin' });
+
+      const same = await uploadOk(t, full.auth, Buffer.alloc(600, 4), { name: 'report.bin', overwrite: true });
+      expect(same.md5_hash).toBe(createHash('md5').update(Buffer.alloc(600, 4)).digest('hex'));
+
+      const larger = await upload(t, full.auth, Buffer.alloc(601, 5), { name: 'report.bin', overwrite: true });
+      expect(larger.status).toBe(413);
+      expect(larger.body.error.code).toBe('storage_exceeded');
+      // Without overwrite the same name is a new file, which has no room.
+      const copy = await upload(t, full.auth, Buffer.alloc(10), { name: 'report.bin' });
+      expect(copy.status).toBe(413);
+      await expectNothingHeld(full.accountId);
+      const state = await account(full.accountId);
+      expect(state.storageUsed).toBe(1000);
+      const kept = await t.http().get(`/v1/files/${original.id}`).set(full.auth);
+      expect(kept.body.data).toMatchObject({ size: 600, md5_hash: same.md5_hash });
+    });
+
     it('announces storage.warning once per upward crossing of 80% and 90%', async () => {
       const small = await createAccount(t.app, { storageLimit: 1000 });
       await uploadOk(t, small.auth, Buffer.alloc(700), { name: 'a.bin' });

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bearer, createAccount, type TestAccount } from '../../support/accounts.js';
+import { bearer, createAccount, createKey, type TestAccount } from '../../support/accounts.js';
 import { startTestApp, type TestApp } from '../../support/test-app.js';
 
 describe('API keys over HTTP', () => {
@@ -47,5 +47,42 @@ describe('API keys over HTTP', () => {
     const res = await t.http().delete('/v1/api-keys/key_doesnotexist').set(owner.auth);
     expect(res.status).toBe(404);
     expect(res.body.error.code).toBe('not_found');
+  });
+
+  it('an elevated key with only read can neither grant itself more scopes nor revoke a stronger key', async () => {
+    const reader = await createKey(t.app, owner, ['read'], true);
+    const before = await t.http().get('/v1/api-keys').set(owner.auth);
+
+    const wider = await t.http().post('/v1/api-keys').set(reader.auth).send({ name: 'escalate', scopes: ['read', 'write', 'delete', 'share'], elevated: true });
+    expect(wider.status).toBe(403);
+    expect(wider.body.error.code).toBe('permission_denied');
+    expect(wider.body.error.details.missing_scopes).toEqual(['write', 'delete', 'share']);
+
+    const ownerKeyId = before.body.data.find((k: { elevated: boolean; scopes: string[] }) => k.scopes.length === 4 && k.elevated).id;
+    const revoke = await t.http().delete(`/v1/api-keys/${ownerKeyId}`).set(reader.auth);
+    expect(revoke.status).toBe(403);
+    expect(revoke.body.error.code).toBe('permission_denied');
+
+    // Nothing changed: the owner key still works and no key was added.
+    const after = await t.http().get('/v1/api-keys').set(owner.auth);
+    expect(after.status).toBe(200);
+    expect(after.body.pagination.total_items).toBe(before.body.pagination.total_items);
+  });
+
+  it('an elevated key may create and revoke keys within its own scopes, elevated ones included', async () => {
+    const keeper = await createKey(t.app, owner, ['read', 'share'], true);
+    const created = await t.http().post('/v1/api-keys').set(keeper.auth).send({ name: 'sharer', scopes: ['share'], elevated: true });
+    expect(created.status).toBe(201);
+    expect(created.body.data).toMatchObject({ scopes: ['share'], elevated: true });
+    const revoked = await t.http().delete(`/v1/api-keys/${created.body.data.id}`).set(keeper.auth);
+    expect(revoked.status).toBe(200);
+    expect((await t.http().get('/v1/user/info').set(bearer(created.body.data.api_key))).status).toBe(401);
+  });
+
+  it('a key without elevation cannot manage keys at all', async () => {
+    const plain = await createKey(t.app, owner, ['read', 'write', 'delete', 'share'], false);
+    const res = await t.http().post('/v1/api-keys').set(plain.auth).send({ name: 'x', scopes: ['read'] });
+    expect(res.status).toBe(403);
+    expect(res.body.error.code).toBe('permission_denied');
   });
 });

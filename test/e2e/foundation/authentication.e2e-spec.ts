@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, createAccount, createKey, type TestAccount } from '../../support/accounts.js';
 import { startTestApp, type TestApp } from '../../support/test-app.js';
+import { startOfFreshRateWindow } from '../../support/time.js';
 
 describe('authentication and scopes', () => {
   let t: TestApp;
@@ -76,5 +77,45 @@ describe('authentication and scopes', () => {
     expect(res.status).toBe(404);
     expect(res.body.error.code).toBe('not_found');
     expect((await t.http().get('/v1/user/info').set(bearer(key.apiKey))).status).toBe(200);
+  });
+});
+
+describe('failed authentication per client address', () => {
+  let t: TestApp;
+  let owner: TestAccount;
+  const badKey = (n: number) => `Bearer fss_wrongKey${String(n).padStart(33, '0')}`;
+
+  beforeAll(async () => {
+    // Behind a proxy the client address comes from X-Forwarded-For, so one test can be many clients.
+    t = await startTestApp({ TRUST_PROXY: 'true' });
+    owner = await createAccount(t.app, { plan: 'enterprise' });
+  });
+  afterAll(() => t.close());
+
+  const guess = (from: string, n: number) => t.http().get('/v1/user/info').set('X-Forwarded-For', from).set('Authorization', badKey(n));
+
+  it('answers 429 with Retry-After once an address has presented 30 wrong keys in a minute, whatever the /64 host part', async () => {
+    await startOfFreshRateWindow();
+    const hosts = ['2001:db8:5:6::1', '2001:db8:5:6::2', '2001:db8:5:6:ffff::9'];
+    for (let n = 0; n < 30; n++) expect((await guess(hosts[n % hosts.length], n)).status).toBe(401);
+    const refused = await guess('2001:db8:5:6:1234::1', 30);
+    expect(refused.status).toBe(429);
+    expect(refused.body.error).toMatchObject({ code: 'rate_limit_exceeded', details: { limit: 30, retry_after: expect.any(Number) } });
+    expect(Number(refused.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    expect(Number(refused.headers['retry-after'])).toBeLessThanOrEqual(60);
+    // A refused address is refused before any key is looked up, a valid one included.
+    const valid = await t.http().get('/v1/user/info').set('X-Forwarded-For', '2001:db8:5:6::1').set(owner.auth);
+    expect(valid.status).toBe(429);
+  });
+
+  it('counts other addresses, and valid keys, separately', async () => {
+    await startOfFreshRateWindow();
+    for (let n = 0; n < 30; n++) expect((await guess('198.51.100.7', n)).status).toBe(401);
+    expect((await guess('198.51.100.7', 99)).status).toBe(429);
+    expect((await guess('198.51.100.8', 99)).status).toBe(401);
+    expect((await guess('2001:db8:5:7::1', 99)).status).toBe(401);
+    for (let n = 0; n < 40; n++) {
+      expect((await t.http().get('/v1/user/info').set('X-Forwarded-For', '198.51.100.9').set(owner.auth)).status).toBe(200);
+    }
   });
 });

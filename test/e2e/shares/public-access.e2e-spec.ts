@@ -337,3 +337,70 @@ function binary(res: import('superagent').Response, callback: (err: Error | null
   stream.on('data', (chunk: Buffer) => chunks.push(chunk));
   stream.on('end', () => callback(null, Buffer.concat(chunks)));
 }
+
+describe('share password guesses from many addresses', () => {
+  let t: TestApp;
+  let owner: TestAccount;
+
+  beforeAll(async () => {
+    // Behind a proxy the client address comes from X-Forwarded-For, so one test can be many clients.
+    t = await startTestApp({ PUBLIC_RATE_LIMIT_PER_MINUTE: '100000', TRUST_PROXY: 'true' });
+    owner = await createAccount(t.app);
+  });
+  afterAll(() => t.close());
+
+  const protectedShare = async () => {
+    const file = await seedFile(t.app, owner, { content: CONTENT, mimeType: 'text/plain' });
+    return createShare(t, owner, { file_id: file.id, password: 'the right one' });
+  };
+  const guess = (path: string, from: string, password: string) => t.http().get(path).set('X-Forwarded-For', from).set('X-Share-Password', password);
+  /** Ends the link's current back-off, as waiting Retry-After seconds would. */
+  const endBackoff = async (shareId: string) => {
+    const redis = new Redis(TEST_REDIS_URL);
+    try {
+      await redis.hdel(`${t.config.redisKeyPrefix}:share-password-link:${shareId}`, 'locked_until');
+    } finally {
+      redis.disconnect();
+    }
+  };
+
+  it('backs a link off with a doubling delay after 20 wrong passwords, however many addresses guess', async () => {
+    const share = await protectedShare();
+    for (let i = 1; i <= 20; i++) expect((await guess(share.path, `203.0.113.${i}`, `guess ${i}`)).status, `guess ${i}`).toBe(401);
+    // The 21st is checked and starts a back-off of 1 s for everyone, the right password included.
+    expect((await guess(share.path, '203.0.113.21', 'guess 21')).status).toBe(401);
+    for (const [from, password] of [['203.0.113.22', 'guess 22'], ['198.51.100.1', 'the right one']]) {
+      const refused = await guess(share.path, from, password);
+      expect(refused.status).toBe(429);
+      expect(refused.body.error.code).toBe('rate_limit_exceeded');
+      expect(refused.headers['retry-after']).toBe('1');
+    }
+    // Each further wrong password doubles the wait: 2 s, then 4 s.
+    for (const expected of ['2', '4']) {
+      await endBackoff(share.id);
+      expect((await guess(share.path, '203.0.113.30', 'another guess')).status).toBe(401);
+      const refused = await guess(share.path, '203.0.113.31', 'yet another');
+      expect(refused.status).toBe(429);
+      expect(refused.headers['retry-after']).toBe(expected);
+    }
+    // Between back-offs the right password still opens the link, and it is not counted as a failure.
+    await endBackoff(share.id);
+    expect((await guess(share.path, '198.51.100.1', 'the right one')).status).toBe(200);
+  });
+
+  it('cannot be outpaced by parallel guesses from many addresses: 21 are checked, the rest wait', async () => {
+    const share = await protectedShare();
+    const answers = await Promise.all(Array.from({ length: 30 }, (_, i) => guess(share.path, `192.0.2.${i + 1}`, `parallel ${i}`)));
+    const statuses = answers.map((res) => res.status);
+    expect(statuses.filter((s) => s === 401)).toHaveLength(21);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(9);
+  });
+
+  it('counts an IPv6 client by its /64: new host parts of one network share its 10 attempts', async () => {
+    const share = await protectedShare();
+    for (let i = 1; i <= 10; i++) expect((await guess(share.path, `2001:db8:aa:bb::${i}`, `guess ${i}`)).status).toBe(401);
+    expect((await guess(share.path, '2001:db8:aa:bb:ffff::1', 'guess 11')).status).toBe(429);
+    // Another /64 is another client.
+    expect((await guess(share.path, '2001:db8:aa:cc::1', 'the right one')).status).toBe(200);
+  });
+});

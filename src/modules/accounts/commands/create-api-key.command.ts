@@ -1,4 +1,5 @@
 import { Command, CommandHandler, ICommandHandler } from '@nestjs/cqrs';
+import type { Actor } from '../../../common/auth/actor.js';
 import { NotFound } from '../../../common/errors/api-error.js';
 import { Clock } from '../../../common/clock.js';
 import { newId } from '../../../common/ids.js';
@@ -7,10 +8,14 @@ import { Transactions } from '../../../infra/database/transactions.js';
 import { AccountEntity } from '../account.entity.js';
 import { ApiKeyEntity } from '../api-key.entity.js';
 import { generateApiKey } from '../api-key-secret.js';
+import { assertKeyWithinPowers } from '../key-authority.js';
 import { CreatedApiKeyResponse } from '../dto/api-key.response.js';
 import { UserEntity } from '../user.entity.js';
 
-/** Issues a new API key for a user of the account (the account's first user when none is named). */
+/**
+ * Issues a new API key for a user of the account (the account's first user when none is named).
+ * `issuer` is the key asking for it over the API; null for the operator (command line).
+ */
 export class CreateApiKeyCommand extends Command<CreatedApiKeyResponse> {
   constructor(
     readonly accountId: string,
@@ -18,6 +23,7 @@ export class CreateApiKeyCommand extends Command<CreatedApiKeyResponse> {
     readonly name: string,
     readonly scopes: Scope[],
     readonly elevated: boolean,
+    readonly issuer: Actor | null = null,
   ) {
     super();
   }
@@ -30,7 +36,8 @@ export class CreateApiKeyHandler implements ICommandHandler<CreateApiKeyCommand>
     private readonly clock: Clock,
   ) {}
 
-  async execute({ accountId, userId, name, scopes, elevated }: CreateApiKeyCommand): Promise<CreatedApiKeyResponse> {
+  async execute({ accountId, userId, name, scopes, elevated, issuer }: CreateApiKeyCommand): Promise<CreatedApiKeyResponse> {
+    if (issuer) assertKeyWithinPowers(issuer, { scopes, elevated }, 'create');
     const secret = generateApiKey();
     return this.transactions.run(async (tx) => {
       const account = await tx.getRepository(AccountEntity).findOneBy({ id: accountId });

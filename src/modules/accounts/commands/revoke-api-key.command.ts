@@ -6,8 +6,9 @@ import { NotFound } from '../../../common/errors/api-error.js';
 import { Transactions } from '../../../infra/database/transactions.js';
 import { ApiKeyEntity } from '../api-key.entity.js';
 import { RevokedApiKeyResponse } from '../dto/api-key.response.js';
+import { assertKeyWithinPowers } from '../key-authority.js';
 
-/** Revokes a key of the caller's account; it stops authenticating at once. */
+/** Revokes a key of the caller's account, if no stronger than the caller's; it stops authenticating at once. */
 export class RevokeApiKeyCommand extends Command<RevokedApiKeyResponse> {
   constructor(
     readonly actor: Actor,
@@ -27,7 +28,12 @@ export class RevokeApiKeyHandler implements ICommandHandler<RevokeApiKeyCommand>
   async execute({ actor, keyId }: RevokeApiKeyCommand): Promise<RevokedApiKeyResponse> {
     const now = this.clock.now();
     return this.transactions.run(async (tx) => {
-      const result = await tx.getRepository(ApiKeyEntity).update({ id: keyId, accountId: actor.accountId, revokedAt: IsNull() }, { revokedAt: now });
+      const keys = tx.getRepository(ApiKeyEntity);
+      const live = { id: keyId, accountId: actor.accountId, revokedAt: IsNull() };
+      const key = await keys.findOneBy(live);
+      if (!key) throw new NotFound('API key', keyId);
+      assertKeyWithinPowers(actor, key, 'revoke');
+      const result = await keys.update(live, { revokedAt: now });
       if (!result.affected) throw new NotFound('API key', keyId);
       return Object.assign(new RevokedApiKeyResponse(), { id: keyId, revoked: true, revoked_at: now.toISOString() });
     });

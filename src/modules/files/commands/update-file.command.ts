@@ -7,7 +7,7 @@ import { UrlSigner } from '../../../infra/storage/url-signer.js';
 import { FolderEntity } from '../../folders/folder.entity.js';
 import { FileResponse } from '../dto/file.response.js';
 import { FileEntity } from '../file.entity.js';
-import { assertValidName, nameKeyOf } from '../file-naming.js';
+import { acceptedName, nameKeyOf } from '../file-naming.js';
 import { freeFileName, retryOnNameCollision } from '../name-collisions.js';
 import { sharedFileIds } from '../shared-files.js';
 
@@ -32,8 +32,8 @@ export class UpdateFileHandler implements ICommandHandler<UpdateFileCommand> {
     private readonly clock: Clock,
   ) {}
 
-  async execute({ actor, fileId, name, folderId }: UpdateFileCommand): Promise<FileResponse> {
-    if (name !== undefined) assertValidName(name);
+  async execute({ actor, fileId, name: requestedName, folderId }: UpdateFileCommand): Promise<FileResponse> {
+    const name = requestedName === undefined ? undefined : acceptedName(requestedName);
     const now = this.clock.now();
     return retryOnNameCollision(() =>
       this.transactions.run(async (tx) => {

@@ -3,7 +3,7 @@ import { IsNull } from 'typeorm';
 import { Command, CommandHandler, EventBus, type ICommandHandler } from '@nestjs/cqrs';
 import type { Actor } from '../../../common/auth/actor.js';
 import { Clock } from '../../../common/clock.js';
-import { InvalidRequest, NotFound } from '../../../common/errors/api-error.js';
+import { InvalidRequest, NotFound, StorageExceeded } from '../../../common/errors/api-error.js';
 import { newId } from '../../../common/ids.js';
 import { Transactions } from '../../../infra/database/transactions.js';
 import { Outbox } from '../../../infra/outbox/outbox.js';
@@ -14,7 +14,7 @@ import { FileResponse } from '../dto/file.response.js';
 import { fileUploaded } from '../events/file-events.js';
 import { FileStoredEvent } from '../events/file-stored.event.js';
 import { FileEntity } from '../file.entity.js';
-import { assertValidName, nameKeyOf } from '../file-naming.js';
+import { acceptedName, nameKeyOf } from '../file-naming.js';
 import { categoryOf, detectMimeType } from '../file-type-detection.js';
 import { freeFileName, retryOnNameCollision } from '../name-collisions.js';
 import { changeStorageUsage } from '../storage-usage.js';
@@ -50,8 +50,8 @@ export class UploadFileHandler implements ICommandHandler<UploadFileCommand> {
     private readonly events: EventBus,
   ) {}
 
-  async execute({ actor, upload, name, folderId, overwrite }: UploadFileCommand): Promise<FileResponse> {
-    assertValidName(name);
+  async execute({ actor, upload, name: requestedName, folderId, overwrite }: UploadFileCommand): Promise<FileResponse> {
+    const name = acceptedName(requestedName);
     const mimeType = await detectMimeType(upload.head, name);
     const now = this.clock.now();
     const { file, replacedBlobs } = await retryOnNameCollision(() =>
@@ -108,7 +108,11 @@ export class UploadFileHandler implements ICommandHandler<UploadFileCommand> {
             { id: upload.uploadId, fileId: IsNull() },
             { bytes: 0, fileId: file.id, obsoleteBlobKeys: replacedBlobs.length > 0 ? JSON.stringify(replacedBlobs) : null, updatedAt: now },
           );
-        await changeStorageUsage(tx, actor.accountId, { used: usedChange, reserved: reservation.affected ? -upload.reserved : 0 }, now);
+        const account = await changeStorageUsage(tx, actor.accountId, { used: usedChange, reserved: reservation.affected ? -upload.reserved : 0 }, now);
+        // Room lent by the file an overwrite meant to replace: refused if that file is no longer what this commit replaces.
+        if (upload.reservedAgainstReplaced && account.storageUsed + account.storageReserved > account.storageLimit) {
+          throw new StorageExceeded(account.storageUsed - usedChange, account.storageLimit, upload.size);
+        }
         await Outbox.record(tx, fileUploaded(file, now));
         return { file, replacedBlobs };
       }),

@@ -9,6 +9,8 @@ import { ServerInstance } from '../../../infra/instances/server-instance.js';
 import { Outbox } from '../../../infra/outbox/outbox.js';
 import { BlobStorage, blobKeys } from '../../../infra/storage/blob-storage.js';
 import { AccountEntity } from '../../accounts/account.entity.js';
+import { FileEntity } from '../file.entity.js';
+import { nameKeyOf } from '../file-naming.js';
 import { PLANS } from '../../accounts/plans.js';
 import { quotaExceeded } from '../events/file-events.js';
 import { SNIFF_BYTES } from '../file-type-detection.js';
@@ -30,6 +32,14 @@ export interface ReceivedUpload {
   head: Buffer;
   /** Quota held for this upload (>= size); handed over to storage_used when the file row commits. */
   reserved: number;
+  /** True when the reservation counted on the bytes of the file this upload overwrites (see OverwriteTarget). */
+  reservedAgainstReplaced: boolean;
+}
+
+/** The file an upload says (in form fields sent before the file part) it will overwrite. */
+export interface OverwriteTarget {
+  name: string;
+  folderId: string | null;
 }
 
 /**
@@ -53,8 +63,15 @@ export class UploadReceiver {
   /**
    * `sizeHint` is the request's Content-Length when known: an upper bound of the file size, tried
    * as the first reservation so that of several concurrent uploads the ones that fit whole get it.
+   * `overwriteTarget` is asked when the quota is full: an overwrite needs room only for its net change.
    */
-  async receive(actor: Actor, source: Readable, signal?: AbortSignal, sizeHint?: number): Promise<ReceivedUpload> {
+  async receive(
+    actor: Actor,
+    source: Readable,
+    signal?: AbortSignal,
+    sizeHint?: number,
+    overwriteTarget?: () => OverwriteTarget | null,
+  ): Promise<ReceivedUpload> {
     const uploadId = newId('upl');
     const tempKey = blobKeys.temp(uploadId);
     const now = this.clock.now();
@@ -69,6 +86,7 @@ export class UploadReceiver {
     let headLength = 0;
     let size = 0;
     let reserved = 0;
+    let reservedAgainstReplaced = false;
     let refusal = null as ApiError | null;
 
     const meter = new Transform({
@@ -85,13 +103,14 @@ export class UploadReceiver {
         }
         const passOn = () => {
           if (size <= reserved) return callback(null, chunk);
-          this.reserveMore(actor.accountId, uploadId, size - reserved, reserved === 0 ? (sizeHint ?? 0) : 0).then(
-            (granted) => {
+          this.reserveMore(actor.accountId, uploadId, size - reserved, reserved === 0 ? (sizeHint ?? 0) : 0, overwriteTarget?.() ?? null).then(
+            ({ granted, againstReplaced }) => {
               if (granted === 0) {
                 refusal = new StorageExceeded(0, 0, size);
                 return callback(refusal);
               }
               reserved += granted;
+              reservedAgainstReplaced ||= againstReplaced;
               callback(null, chunk);
             },
             (error: Error) => callback(error),
@@ -113,7 +132,7 @@ export class UploadReceiver {
       signal?.addEventListener('abort', () => meter.destroy(new Error('The client aborted the upload')), { once: true });
       source.pipe(meter);
       await this.storage.write(tempKey, meter);
-      return { uploadId, tempKey, size, md5: await hash.digest(), head: Buffer.concat(headChunks), reserved };
+      return { uploadId, tempKey, size, md5: await hash.digest(), head: Buffer.concat(headChunks), reserved, reservedAgainstReplaced };
     } catch (error) {
       hash.cancel();
       source.unpipe(meter);
@@ -128,22 +147,38 @@ export class UploadReceiver {
   /**
    * Reserves at least `needed` more bytes: a step ahead when the quota allows, else exactly what is
    * needed (so an upload that exactly fills the quota succeeds). 0 when even that does not fit.
+   * When the quota is full and the upload overwrites a file, the bytes that file frees count as room.
    */
-  private async reserveMore(accountId: string, uploadId: string, needed: number, whole: number): Promise<number> {
+  private async reserveMore(
+    accountId: string,
+    uploadId: string,
+    needed: number,
+    whole: number,
+    overwriteTarget: OverwriteTarget | null,
+  ): Promise<{ granted: number; againstReplaced: boolean }> {
     const attempts = [...(whole > needed ? [whole] : []), ...(needed < RESERVATION_STEP && whole < RESERVATION_STEP ? [RESERVATION_STEP] : []), needed];
     return this.transactions.run(async (tx) => {
+      const hold = async (bytes: number, credit: number) => {
+        if (!(await tryReserveStorage(tx, accountId, bytes, credit))) return false;
+        await tx
+          .createQueryBuilder()
+          .update(UploadReservationEntity)
+          .set({ bytes: () => `bytes + ${bytes}`, updatedAt: this.clock.now() })
+          .where('id = :uploadId', { uploadId })
+          .execute();
+        return true;
+      };
       for (const bytes of attempts) {
-        if (await tryReserveStorage(tx, accountId, bytes)) {
-          await tx
-            .createQueryBuilder()
-            .update(UploadReservationEntity)
-            .set({ bytes: () => `bytes + ${bytes}`, updatedAt: this.clock.now() })
-            .where('id = :uploadId', { uploadId })
-            .execute();
-          return bytes;
-        }
+        if (await hold(bytes, 0)) return { granted: bytes, againstReplaced: false };
       }
-      return 0;
+      if (overwriteTarget) {
+        const replaced = await tx.getRepository(FileEntity).findOne({
+          select: { id: true, size: true },
+          where: { accountId, folderKey: overwriteTarget.folderId ?? '', nameKey: nameKeyOf(overwriteTarget.name), state: 'active' },
+        });
+        if (replaced && (await hold(needed, replaced.size))) return { granted: needed, againstReplaced: true };
+      }
+      return { granted: 0, againstReplaced: false };
     });
   }
 

@@ -4,7 +4,7 @@ import multer, { MulterError, type StorageEngine } from 'multer';
 import { catchError, from, type Observable, switchMap, throwError } from 'rxjs';
 import { ApiError, FileTooLarge, InvalidRequest } from '../../../common/errors/api-error.js';
 import { PLANS } from '../../accounts/plans.js';
-import { type ReceivedUpload, UploadReceiver } from './upload-receiver.js';
+import { type OverwriteTarget, type ReceivedUpload, UploadReceiver } from './upload-receiver.js';
 
 /**
  * Multipart framing around the file (boundaries, part headers, the small fields) never takes more
@@ -67,7 +67,14 @@ export class UploadInterceptor implements NestInterceptor {
     await new Promise<void>((resolve, reject) => {
       const engine: StorageEngine = {
         _handleFile: (_req, file, callback) => {
-          this.receiver.receive(actor, file.stream, aborted.signal, Number.isFinite(declared) ? declared : undefined).then(
+          // Fields sent before the file part are known by now; an overwrite is judged by its net change.
+          const overwriteTarget = (): OverwriteTarget | null => {
+            const fields = (request.body ?? {}) as Record<string, unknown>;
+            if (fields.overwrite !== 'true' && fields.overwrite !== '1') return null;
+            const name = typeof fields.name === 'string' ? fields.name : file.originalname;
+            return { name, folderId: typeof fields.folder_id === 'string' ? fields.folder_id : null };
+          };
+          this.receiver.receive(actor, file.stream, aborted.signal, Number.isFinite(declared) ? declared : undefined, overwriteTarget).then(
             (received) => callback(null, received),
             (error: unknown) => {
               // Answer now; multer would otherwise read the whole remaining body before reporting.

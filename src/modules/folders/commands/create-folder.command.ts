@@ -6,7 +6,7 @@ import { newId } from '../../../common/ids.js';
 import { Transactions } from '../../../infra/database/transactions.js';
 import { Outbox } from '../../../infra/outbox/outbox.js';
 import { folderCreated } from '../../files/events/file-events.js';
-import { assertValidName, nameKeyOf } from '../../files/file-naming.js';
+import { acceptedName, nameKeyOf } from '../../files/file-naming.js';
 import { freeFolderName, retryOnNameCollision } from '../../files/name-collisions.js';
 import { FolderResponse } from '../dto/folder.dto.js';
 import { FolderEntity } from '../folder.entity.js';
@@ -29,8 +29,8 @@ export class CreateFolderHandler implements ICommandHandler<CreateFolderCommand>
     private readonly clock: Clock,
   ) {}
 
-  async execute({ actor, name, parentId }: CreateFolderCommand): Promise<FolderResponse> {
-    assertValidName(name);
+  async execute({ actor, name: requestedName, parentId }: CreateFolderCommand): Promise<FolderResponse> {
+    const name = acceptedName(requestedName);
     return retryOnNameCollision(() =>
       this.transactions.run(async (tx) => {
         if (parentId !== null) {

@@ -3,7 +3,7 @@ import type { Actor } from '../../../common/auth/actor.js';
 import { Clock } from '../../../common/clock.js';
 import { InvalidRequest, NotFound } from '../../../common/errors/api-error.js';
 import { Transactions } from '../../../infra/database/transactions.js';
-import { assertValidName, nameKeyOf } from '../../files/file-naming.js';
+import { acceptedName, nameKeyOf } from '../../files/file-naming.js';
 import { freeFolderName, retryOnNameCollision } from '../../files/name-collisions.js';
 import { FolderResponse } from '../dto/folder.dto.js';
 import { FolderEntity } from '../folder.entity.js';
@@ -28,8 +28,8 @@ export class UpdateFolderHandler implements ICommandHandler<UpdateFolderCommand>
     private readonly clock: Clock,
   ) {}
 
-  async execute({ actor, folderId, name, parentId }: UpdateFolderCommand): Promise<FolderResponse> {
-    if (name !== undefined) assertValidName(name);
+  async execute({ actor, folderId, name: requestedName, parentId }: UpdateFolderCommand): Promise<FolderResponse> {
+    const name = requestedName === undefined ? undefined : acceptedName(requestedName);
     return retryOnNameCollision(() =>
       this.transactions.run(async (tx) => {
         const folders = tx.getRepository(FolderEntity);

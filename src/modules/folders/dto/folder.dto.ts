@@ -25,7 +25,7 @@ export class FolderResponse {
 }
 
 export class CreateFolderRequest {
-  @ApiProperty({ description: '1 to 255 characters, no / \\ or NUL, not . or ..; a taken name gets a numbered suffix' })
+  @ApiProperty({ description: 'Stored in Unicode NFC; then 1 to 255 characters, no / \\ or NUL, not . or ..; a taken name gets a numbered suffix' })
   @IsString()
   name: string;
 

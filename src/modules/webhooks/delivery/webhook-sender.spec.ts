@@ -26,7 +26,8 @@ describe('webhook sender', () => {
   it('refuses at connect time to reach a private address, by IP literal or by a name that resolves to one', async () => {
     const strict = sender(false);
     try {
-      for (const url of [`https://127.0.0.1:${port}/x`, `https://localhost:${port}/x`, `https://[::1]:${port}/x`]) {
+      const loopbackForms = ['[::1]', '[::127.0.0.1]', '[::ffff:127.0.0.1]', '[::ffff:7f00:1]', '[64:ff9b::7f00:1]', '[64:ff9b:1::7f00:1]', '[2002:7f00:1::1]'];
+      for (const url of [`https://127.0.0.1:${port}/x`, `https://localhost:${port}/x`, ...loopbackForms.map((host) => `https://${host}:${port}/x`)]) {
         const result = await strict.send(delivery(url));
         expect(result.responseStatus).toBeNull();
         expect(result.error).toMatch(/not allowed/);

@@ -1,9 +1,10 @@
 import http from 'node:http';
 import https from 'node:https';
 import { Injectable, OnApplicationShutdown } from '@nestjs/common';
-import { RequestFilteringHttpAgent, RequestFilteringHttpsAgent } from 'request-filtering-agent';
+import { isIP } from 'node:net';
 import { AppConfig } from '../../../config/app-config.js';
 import { sign } from '../webhook-signature.js';
+import { publicOnlyLookup, refusedConnection } from '../webhook-url-policy.js';
 
 export const DELIVERY_TIMEOUT_MS = 30_000;
 export const USER_AGENT = 'Service-Webhook/1.0';
@@ -30,8 +31,9 @@ export function succeeded(result: AttemptResult): boolean {
 
 /**
  * Sends one delivery attempt. Redirects are never followed and a request gets 30 seconds in all. Unless
- * WEBHOOK_ALLOW_PRIVATE_URLS is on, the agents refuse to connect to a non-public address, checked on the
- * address actually connected to (so a DNS answer that changed since the webhook was created is caught too).
+ * WEBHOOK_ALLOW_PRIVATE_URLS is on, a delivery connects only to addresses the webhook url policy allows
+ * (the same policy as at creation), checked on the addresses resolved for this very connection (so a DNS
+ * answer that changed since the webhook was created is caught too).
  */
 @Injectable()
 export class WebhookSender implements OnApplicationShutdown {
@@ -39,14 +41,15 @@ export class WebhookSender implements OnApplicationShutdown {
   private readonly httpsAgent: https.Agent;
 
   constructor(private readonly config: AppConfig) {
-    const options = { keepAlive: true, maxSockets: 256, maxFreeSockets: 64, timeout: DELIVERY_TIMEOUT_MS };
-    if (config.webhookAllowPrivateUrls) {
-      this.httpAgent = new http.Agent(options);
-      this.httpsAgent = new https.Agent(options);
-    } else {
-      this.httpAgent = new RequestFilteringHttpAgent(options);
-      this.httpsAgent = new RequestFilteringHttpsAgent(options);
-    }
+    const options = {
+      keepAlive: true,
+      maxSockets: 256,
+      maxFreeSockets: 64,
+      timeout: DELIVERY_TIMEOUT_MS,
+      ...(config.webhookAllowPrivateUrls ? {} : { lookup: publicOnlyLookup }),
+    };
+    this.httpAgent = new http.Agent(options);
+    this.httpsAgent = new https.Agent(options);
   }
 
   onApplicationShutdown(): void {
@@ -72,6 +75,10 @@ export class WebhookSender implements OnApplicationShutdown {
     if (url.protocol !== 'https:' && !(url.protocol === 'http:' && this.config.webhookAllowPrivateUrls)) {
       return Promise.resolve(finish(null, 'the webhook url must use https'));
     }
+    // An address literal is never looked up, so the policy is applied to it here.
+    const literal = url.hostname.replace(/^\[|\]$/g, '');
+    const refused = !this.config.webhookAllowPrivateUrls && isIP(literal) ? refusedConnection(literal, literal) : null;
+    if (refused) return Promise.resolve(finish(null, refused.message));
     const body = Buffer.from(delivery.body, 'utf8');
     return new Promise((resolve) => {
       let settled = false;

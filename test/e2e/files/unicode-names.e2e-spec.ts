@@ -1,0 +1,92 @@
+import { DataSource } from 'typeorm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { UnicodeNames1764000000000 } from '../../../src/infra/database/migrations/1764000000000-unicode-names.js';
+import { FileEntity } from '../../../src/modules/files/file.entity.js';
+import { createAccount, type TestAccount } from '../../support/accounts.js';
+import { seedFile } from '../../support/files.js';
+import { startTestApp, type TestApp } from '../../support/test-app.js';
+import { upload, uploadOk } from '../../support/uploads.js';
+
+const DOTTED_I = 'İ'.repeat(128); // 128 characters that lower-case to 256
+const CAFE_NFC = 'caf\u00e9.txt';
+const CAFE_NFD = 'cafe\u0301.txt';
+
+describe('names in any Unicode form', () => {
+  let t: TestApp;
+  let owner: TestAccount;
+
+  beforeAll(async () => {
+    t = await startTestApp();
+    owner = await createAccount(t.app);
+  });
+  afterAll(() => t.close());
+
+  it('uploads, renames and lists a file named with 128 dotted capital I, and numbers a second one', async () => {
+    const file = await uploadOk(t, owner.auth, 'first', { name: DOTTED_I });
+    expect(file.name).toBe(DOTTED_I);
+    const second = await uploadOk(t, owner.auth, 'second', { name: DOTTED_I });
+    expect(second.name).toBe(`${DOTTED_I} (1)`);
+    const renamed = await t.http().patch(`/v1/files/${second.id}`).set(owner.auth).send({ name: `${DOTTED_I}.txt` });
+    expect(renamed.status).toBe(200);
+    expect(renamed.body.data.name).toBe(`${DOTTED_I}.txt`);
+    const found = await t.http().get('/v1/files').query({ search: 'İİ', sort: 'name_asc' }).set(owner.auth);
+    expect(found.body.data.map((f: { name: string }) => f.name)).toEqual([DOTTED_I, `${DOTTED_I}.txt`]);
+  });
+
+  it('creates and renames a folder named with 128 dotted capital I', async () => {
+    const created = await t.http().post('/v1/folders').set(owner.auth).send({ name: DOTTED_I });
+    expect(created.status).toBe(201);
+    const again = await t.http().post('/v1/folders').set(owner.auth).send({ name: DOTTED_I });
+    expect(again.body.data.name).toBe(`${DOTTED_I} (1)`);
+    const renamed = await t.http().patch(`/v1/folders/${again.body.data.id}`).set(owner.auth).send({ name: `x${DOTTED_I}` });
+    expect(renamed.status).toBe(200);
+    expect(renamed.body.data.name).toBe(`x${DOTTED_I}`);
+  });
+
+  it('stores composed and decomposed forms of one name as one name (NFC)', async () => {
+    const folder = await t.http().post('/v1/folders').set(owner.auth).send({ name: 'nfc' });
+    const folderId = folder.body.data.id;
+    const composed = await uploadOk(t, owner.auth, 'one', { name: CAFE_NFC, folderId });
+    const decomposed = await uploadOk(t, owner.auth, 'two', { name: CAFE_NFD, folderId });
+    expect(composed.name).toBe(CAFE_NFC);
+    expect(decomposed.name).toBe('caf\u00e9 (1).txt');
+    const replaced = await uploadOk(t, owner.auth, 'three', { name: CAFE_NFD.toUpperCase(), folderId, overwrite: true });
+    expect(replaced.id).toBe(composed.id);
+    const renamed = await t.http().patch(`/v1/files/${decomposed.id}`).set(owner.auth).send({ name: `x${CAFE_NFD}` });
+    expect(renamed.body.data.name).toBe(`xcaf\u00e9.txt`);
+    const found = await t.http().get('/v1/files').query({ folder_id: folderId, search: 'cafe\u0301' }).set(owner.auth);
+    expect(found.body.pagination.total_items).toBe(2);
+
+    const folderNfd = await t.http().post('/v1/folders').set(owner.auth).send({ name: 'Cafe\u0301', parent_id: folderId });
+    const folderNfc = await t.http().post('/v1/folders').set(owner.auth).send({ name: 'caf\u00e9', parent_id: folderId });
+    expect(folderNfd.body.data.name).toBe('Caf\u00e9');
+    expect(folderNfc.body.data.name).toBe('caf\u00e9 (1)');
+  });
+
+  it('refuses a name longer than 255 characters once composed, and changes nothing', async () => {
+    const res = await upload(t, owner.auth, 'x', { name: 'a'.repeat(256) });
+    expect(res.status).toBe(400);
+    expect(res.body.error.code).toBe('invalid_request');
+  });
+
+  it('rewrites existing names to NFC on migration, numbering a sibling that becomes a duplicate of a name already in NFC', async () => {
+    const account = await createAccount(t.app);
+    // Rows as the previous rules stored them: the name as given, the key its plain lower case.
+    const first = await seedFile(t.app, account, { name: 'Cafe\u0301.txt' });
+    const second = await seedFile(t.app, account, { name: 'CAF\u00c9.TXT' });
+    const dotted = await seedFile(t.app, account, { name: 'İstanbul.txt' });
+    const dataSource = t.app.get(DataSource);
+    const queryRunner = dataSource.createQueryRunner();
+    try {
+      await new UnicodeNames1764000000000().up(queryRunner);
+    } finally {
+      await queryRunner.release();
+    }
+    const rows = await dataSource.getRepository(FileEntity).find({ where: { accountId: account.accountId }, order: { createdAt: 'ASC', id: 'ASC' } });
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    // The name already in NFC keeps it; the one that had to change yields and takes the suffix.
+    expect(byId.get(second.id)).toMatchObject({ name: 'CAF\u00c9.TXT', nameKey: 'caf\u00e9.txt' });
+    expect(byId.get(first.id)).toMatchObject({ name: 'Caf\u00e9 (1).txt', nameKey: 'caf\u00e9 (1).txt' });
+    expect(byId.get(dotted.id)).toMatchObject({ name: 'İstanbul.txt', nameKey: 'İstanbul.txt' });
+  });
+});
