@@ -5,6 +5,7 @@ import { Logger } from 'nestjs-pino';
 import { DataSource } from 'typeorm';
 import { AppModule } from './app.module.js';
 import type { AppConfig } from './config/app-config.js';
+import { documentJsonBodyLimits, jsonBodyParser } from './common/http/request-body.js';
 
 export const API_DESCRIPTION = `
 Upload files into folders, list and search them, move them to a trash with a 30-day recovery window or delete them for good,
@@ -27,6 +28,7 @@ export async function createApp(config: AppConfig): Promise<NestExpressApplicati
   app.useLogger(app.get(Logger));
   app.disable('x-powered-by');
   app.set('trust proxy', config.trustProxy);
+  app.use(jsonBodyParser());
   // API keys travel in a header, never in cookies, so any origin may call the API from a browser.
   app.enableCors({
     origin: '*',
@@ -45,6 +47,7 @@ export async function createApp(config: AppConfig): Promise<NestExpressApplicati
       .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'An API key: Bearer <API_KEY>' }, 'api-key')
       .build(),
   );
+  documentJsonBodyLimits(document);
   SwaggerModule.setup('docs', app, document, {
     jsonDocumentUrl: 'docs-json',
     customSiteTitle: 'File Storage API',
