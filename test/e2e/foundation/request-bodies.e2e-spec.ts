@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createAccount, type TestAccount } from '../../support/accounts.js';
+import { createAccount, createKey, type TestAccount } from '../../support/accounts.js';
 import { seedFile } from '../../support/files.js';
 import { startTestApp, type TestApp } from '../../support/test-app.js';
 
@@ -109,6 +109,40 @@ describe('hostile JSON bodies', () => {
       for (const [method, operation] of Object.entries(methods)) {
         if (operation.requestBody && 'application/json' in operation.requestBody.content) expect(Object.keys(operation.responses), `${method} ${path}`).toContain('413');
       }
+    }
+  });
+});
+
+describe('a DELETE repeated', () => {
+  let t: TestApp;
+  let owner: TestAccount;
+
+  beforeAll(async () => {
+    t = await startTestApp({ RATE_LIMITS_ENABLED: 'false' });
+    owner = await createAccount(t.app);
+  });
+  afterAll(() => t.close());
+
+  it('answers 404 not_found the second time, on every DELETE route', async () => {
+    const file = await seedFile(t.app, owner);
+    const trashedForGood = await seedFile(t.app, owner);
+    const folder = (await t.http().post('/v1/folders').set(owner.auth).send({ name: 'to delete' }).expect(201)).body.data;
+    const share = (await t.http().post('/v1/shares').set(owner.auth).send({ file_id: (await seedFile(t.app, owner)).id }).expect(201)).body.data;
+    const webhook = (await t.http().post('/v1/webhooks').set(owner.auth).send({ url: 'http://127.0.0.1:9/hook', events: ['file.uploaded'] }).expect(201)).body.data;
+    const key = await createKey(t.app, owner, ['read']);
+    const routes = [
+      `/v1/files/${file.id}`,
+      `/v1/files/${trashedForGood.id}?permanent=true`,
+      `/v1/folders/${folder.id}`,
+      `/v1/shares/${share.id}`,
+      `/v1/webhooks/${webhook.id}`,
+      `/v1/api-keys/${key.id}`,
+    ];
+    for (const route of routes) {
+      await t.http().delete(route).set(owner.auth).expect(200);
+      const again = await t.http().delete(route).set(owner.auth);
+      expect(again.status, route).toBe(404);
+      expect(again.body, route).toEqual({ success: false, error: { code: 'not_found', message: expect.any(String) } });
     }
   });
 });
