@@ -59,17 +59,16 @@ export function jsonBodyParser(): RequestHandler {
   });
 }
 
-/** Every operation that takes a JSON body may also answer 413 for a body over the size limit; says so in OpenAPI. */
+/** Every operation that takes a JSON body may also answer 413 (body over the size limit) and 415 (a charset or encoding it cannot read). */
 export function documentJsonBodyLimits(document: OpenAPIObject): void {
   for (const methods of Object.values(document.paths)) {
     for (const operation of Object.values(methods)) {
       const content = (operation as { requestBody?: { content?: Record<string, unknown> } })?.requestBody?.content;
       const responses = (operation as { responses?: Record<string, unknown> })?.responses;
-      if (!content?.['application/json'] || !responses || responses['413']) continue;
-      responses['413'] = {
-        description: `The JSON body is larger than ${MAX_JSON_BODY_BYTES / 1024} KiB (invalid_request).`,
-        content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorEnvelopeDoc' } } },
-      };
+      if (!content?.['application/json'] || !responses) continue;
+      const envelope = { 'application/json': { schema: { $ref: '#/components/schemas/ErrorEnvelopeDoc' } } };
+      responses['413'] ??= { description: `invalid_request: the JSON body is larger than ${MAX_JSON_BODY_BYTES / 1024} KiB.`, content: envelope };
+      responses['415'] ??= { description: 'invalid_request: the body is in a charset or content encoding the service cannot read.', content: envelope };
     }
   }
 }

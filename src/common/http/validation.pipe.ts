@@ -31,11 +31,17 @@ export class ApiValidationPipe extends ValidationPipe {
   }
 
   override async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
+    // Custom parameters (the caller, the uploaded file) come from the service itself, not from the client.
+    if (metadata.type === 'custom') return super.transform(value, metadata);
+    const path = metadata.data ?? (metadata.type === 'body' ? '' : metadata.type);
     // PostgreSQL cannot store NUL in text, and no name, id or label of this API needs one.
-    const withNul = findNulCharacters(value, metadata.data ?? (metadata.type === 'body' ? '' : metadata.type));
+    const withNul = findNulCharacters(value, path);
     if (withNul.length > 0) {
       throw InvalidRequest.fields(withNul.map((field) => ({ field, message: 'must not contain NUL characters' })));
     }
+    // Whitelisting cannot see these: they name members every object inherits, and class-transformer would assign them.
+    const reserved = findReservedKeys(value, path);
+    if (reserved.length > 0) throw InvalidRequest.fields(reserved.map((field) => ({ field, message: 'is not allowed' })));
     if (metadata.type === 'body' && metadata.metatype) {
       const nulls = findForbiddenNulls(value, metadata.metatype, '');
       if (nulls.length > 0) throw InvalidRequest.fields(nulls.map((field) => ({ field, message: 'must not be null' })));
@@ -72,6 +78,16 @@ function findForbiddenNulls(value: unknown, metatype: Class, path: string): stri
     const nestedType = typeof documented?.type === 'function' && documented.type.prototype ? (documented.type as Class) : undefined;
     if (!nestedType || nestedType === String || nestedType === Number || nestedType === Boolean) return [];
     return Array.isArray(child) ? child.flatMap((item, i) => findForbiddenNulls(item, nestedType, `${field}[${i}]`)) : findForbiddenNulls(child, nestedType, field);
+  });
+}
+
+const RESERVED_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
+
+function findReservedKeys(value: unknown, path: string): string[] {
+  if (value === null || typeof value !== 'object') return [];
+  return Object.entries(value).flatMap(([key, child]) => {
+    const field = path ? `${path}.${key}` : key;
+    return RESERVED_KEYS.has(key) ? [field] : findReservedKeys(child, field);
   });
 }
 
