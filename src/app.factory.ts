@@ -6,6 +6,7 @@ import { DataSource } from 'typeorm';
 import { AppModule } from './app.module.js';
 import type { AppConfig } from './config/app-config.js';
 import { documentJsonBodyLimits, jsonBodyParser } from './common/http/request-body.js';
+import { applyHttpServerLimits } from './common/http/http-server-limits.js';
 
 export const API_DESCRIPTION = `
 Upload files into folders, list and search them, move them to a trash with a 30-day recovery window or delete them for good,
@@ -29,6 +30,7 @@ export async function createApp(config: AppConfig): Promise<NestExpressApplicati
   app.disable('x-powered-by');
   app.set('trust proxy', config.trustProxy);
   app.use(jsonBodyParser());
+  applyHttpServerLimits(app.getHttpServer(), config);
   // API keys travel in a header, never in cookies, so any origin may call the API from a browser.
   app.enableCors({
     origin: '*',
