@@ -1,6 +1,7 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, HttpStatus, Logger } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { ApiError, ErrorCode } from '../errors/api-error.js';
+import { isDatabaseContention } from '../../infra/database/transactions.js';
 import { ErrorEnvelope } from './envelope.js';
 import { MAX_JSON_BODY_BYTES, MAX_JSON_DEPTH } from './request-body.js';
 
@@ -64,6 +65,15 @@ export class ApiExceptionFilter implements ExceptionFilter {
         status: HttpStatus.SERVICE_UNAVAILABLE,
         headers: { 'Retry-After': '5' },
         body: envelope('service_unavailable', 'A dependency of the service is unavailable.', report.details ?? {}),
+      };
+    }
+    if (isDatabaseContention(exception)) {
+      // A busy database is a moment's wait for the client, not a fault.
+      this.logger.warn({ err: exception, method: request.method, url: request.originalUrl }, 'Database busy');
+      return {
+        status: HttpStatus.SERVICE_UNAVAILABLE,
+        headers: { 'Retry-After': '1' },
+        body: envelope('service_unavailable', 'The database is busy; retry in a moment.', { retry_after: 1 }),
       };
     }
     const requestId = String(request.id ?? '');
