@@ -6,7 +6,7 @@ import { startTestApp, type TestApp } from '../../support/test-app.js';
 const nestedArrays = (depth: number) => '['.repeat(depth) + ']'.repeat(depth);
 const nestedObjects = (depth: number) => '{"a":'.repeat(depth) + '1' + '}'.repeat(depth);
 
-describe('hostile JSON bodies', () => {
+describe('hostile JSON bodies, and repeated DELETEs', () => {
   let t: TestApp;
   let owner: TestAccount;
 
@@ -111,19 +111,8 @@ describe('hostile JSON bodies', () => {
       }
     }
   });
-});
 
-describe('a DELETE repeated', () => {
-  let t: TestApp;
-  let owner: TestAccount;
-
-  beforeAll(async () => {
-    t = await startTestApp({ RATE_LIMITS_ENABLED: 'false' });
-    owner = await createAccount(t.app);
-  });
-  afterAll(() => t.close());
-
-  it('answers 404 not_found the second time, on every DELETE route', async () => {
+  it('answers a repeated DELETE with 404 not_found, on every DELETE route', async () => {
     const file = await seedFile(t.app, owner);
     const trashedForGood = await seedFile(t.app, owner);
     const folder = (await t.http().post('/v1/folders').set(owner.auth).send({ name: 'to delete' }).expect(201)).body.data;
