@@ -5,6 +5,8 @@ import { Logger } from 'nestjs-pino';
 import { DataSource } from 'typeorm';
 import { AppModule } from './app.module.js';
 import type { AppConfig } from './config/app-config.js';
+import { documentJsonBodyLimits, jsonBodyParser } from './common/http/request-body.js';
+import { applyHttpServerLimits } from './common/http/http-server-limits.js';
 
 export const API_DESCRIPTION = `
 Upload files into folders, list and search them, move them to a trash with a 30-day recovery window or delete them for good,
@@ -27,6 +29,8 @@ export async function createApp(config: AppConfig): Promise<NestExpressApplicati
   app.useLogger(app.get(Logger));
   app.disable('x-powered-by');
   app.set('trust proxy', config.trustProxy);
+  app.use(jsonBodyParser());
+  applyHttpServerLimits(app.getHttpServer(), config);
   // API keys travel in a header, never in cookies, so any origin may call the API from a browser.
   app.enableCors({
     origin: '*',
@@ -54,6 +58,7 @@ export async function createApp(config: AppConfig): Promise<NestExpressApplicati
       )
       .build(),
   );
+  documentJsonBodyLimits(document);
   SwaggerModule.setup('docs', app, document, {
     jsonDocumentUrl: 'docs-json',
     customSiteTitle: 'File Storage API',

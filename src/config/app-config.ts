@@ -166,6 +166,12 @@ class EnvironmentVariables {
 
   @Transform(toNumber) @IsOptional() @IsInt() @Min(10) @Max(3_600_000)
   MEDIA_RETRY_DELAY_MS?: number;
+
+  @Transform(toNumber) @IsOptional() @IsInt() @Min(1) @Max(3600)
+  HTTP_IDLE_TIMEOUT_SECONDS?: number;
+
+  @Transform(toNumber) @IsOptional() @IsInt() @Min(1) @Max(3600)
+  HTTP_HEADERS_TIMEOUT_SECONDS?: number;
 }
 
 /** Where a development installation keeps the secrets it generated for itself, next to its data (relative to the working directory). */
@@ -222,6 +228,10 @@ export class AppConfig {
     /** First retry delay of a transiently failed job; each further retry waits twice as long. */
     retryDelayMs: number;
   };
+  /** A connection that sends or takes no bytes this long is closed; a slow transfer that keeps moving never is. */
+  readonly httpIdleTimeoutMs: number;
+  /** The whole request head (request line and headers) must arrive within this. */
+  readonly httpHeadersTimeoutMs: number;
 
   constructor(values: Omit<AppConfig, never>) {
     Object.assign(this, values);
@@ -362,5 +372,7 @@ export function loadConfig(env?: NodeJS.ProcessEnv): AppConfig {
       toolMemoryMb: raw.THUMBNAIL_TOOL_MEMORY_MB ?? 2048,
       retryDelayMs: raw.MEDIA_RETRY_DELAY_MS ?? 5_000,
     },
+    httpIdleTimeoutMs: (raw.HTTP_IDLE_TIMEOUT_SECONDS ?? 60) * 1000,
+    httpHeadersTimeoutMs: (raw.HTTP_HEADERS_TIMEOUT_SECONDS ?? 60) * 1000,
   });
 }

@@ -2,7 +2,9 @@ import { ArgumentsHost, Catch, ExceptionFilter, HttpException, HttpStatus, Logge
 import type { Request, Response } from 'express';
 import { ApiError, ErrorCode } from '../errors/api-error.js';
 import { isClientGone } from './client-gone.js';
+import { isDatabaseContention } from '../../infra/database/transactions.js';
 import { ErrorEnvelope } from './envelope.js';
+import { MAX_JSON_BODY_BYTES, MAX_JSON_DEPTH } from './request-body.js';
 
 const CODE_BY_STATUS: Record<number, ErrorCode> = {
   400: 'invalid_request',
@@ -52,6 +54,11 @@ export class ApiExceptionFilter implements ExceptionFilter {
         body: envelope(exception.code, exception.message, exception.details),
       };
     }
+    // The Express adapter wraps body-parser's errors in an HttpException; the original says what went wrong.
+    const bodyParserError = asBodyParserError(exception instanceof HttpException ? exception.cause : exception);
+    if (bodyParserError) {
+      return { status: bodyParserError.status, headers: {}, body: envelope('invalid_request', bodyParserError.message, bodyParserError.details) };
+    }
     if (exception instanceof HttpException && exception.getStatus() < 500) {
       const status = exception.getStatus();
       const code = CODE_BY_STATUS[status] ?? 'invalid_request';
@@ -66,9 +73,14 @@ export class ApiExceptionFilter implements ExceptionFilter {
         body: envelope('service_unavailable', 'A dependency of the service is unavailable.', report.details ?? {}),
       };
     }
-    const bodyParserError = asBodyParserError(exception);
-    if (bodyParserError) {
-      return { status: bodyParserError.status, headers: {}, body: envelope('invalid_request', bodyParserError.message) };
+    if (isDatabaseContention(exception)) {
+      // A busy database is a moment's wait for the client, not a fault.
+      this.logger.warn({ err: exception, method: request.method, url: request.originalUrl }, 'Database busy');
+      return {
+        status: HttpStatus.SERVICE_UNAVAILABLE,
+        headers: { 'Retry-After': '1' },
+        body: envelope('service_unavailable', 'The database is busy; retry in a moment.', { retry_after: 1 }),
+      };
     }
     const requestId = String(request.id ?? '');
     this.logger.error({ err: exception, requestId, method: request.method, url: request.originalUrl }, 'Unhandled error');
@@ -99,16 +111,22 @@ function describeHttpException(exception: HttpException, request: Request): stri
 }
 
 /** Errors raised by body-parser (malformed JSON, body too large, bad charset) carry a 4xx `status` and a `type`. */
-function asBodyParserError(exception: unknown): { status: number; message: string } | null {
+function asBodyParserError(exception: unknown): { status: number; message: string; details?: Record<string, unknown> } | null {
   if (typeof exception !== 'object' || exception === null) return null;
   const e = exception as { status?: unknown; type?: unknown; message?: unknown };
   if (typeof e.status !== 'number' || e.status < 400 || e.status >= 500 || typeof e.type !== 'string') return null;
   const messages: Record<string, string> = {
     'entity.parse.failed': 'The request body is not valid JSON.',
-    'entity.too.large': 'The request body is too large.',
+    'entity.too.large': `The request body is larger than ${MAX_JSON_BODY_BYTES} bytes.`,
+    'entity.too.deep': `The request body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels.`,
+    'querystring.parse.rangeError': 'The form body nests deeper or holds more fields than allowed.',
     'encoding.unsupported': 'The request body encoding is not supported.',
     'charset.unsupported': 'The request body charset is not supported.',
     'request.aborted': 'The request was aborted.',
   };
-  return { status: e.status, message: messages[e.type] ?? 'The request body could not be read.' };
+  const details: Record<string, Record<string, unknown>> = {
+    'entity.too.large': { max_bytes: MAX_JSON_BODY_BYTES },
+    'entity.too.deep': { max_depth: MAX_JSON_DEPTH },
+  };
+  return { status: e.status, message: messages[e.type] ?? 'The request body could not be read.', details: details[e.type] };
 }

@@ -14,7 +14,7 @@ export class ErrorBodyDoc {
     example: 'invalid_request',
     description:
       'invalid_request (400), authentication_failed (401), permission_denied (403), not_found (404), rate_limit_exceeded (429), ' +
-      'file_too_large and storage_exceeded (413), share_expired (410), password_required (401), file_infected (403), internal_error (500)',
+      'file_too_large and storage_exceeded (413), share_expired (410), password_required (401), file_infected (403), service_unavailable (503, with Retry-After), internal_error (500)',
   })
   code: string;
 

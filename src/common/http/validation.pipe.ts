@@ -1,4 +1,6 @@
 import { ArgumentMetadata, ValidationError, ValidationPipe } from '@nestjs/common';
+import { DECORATORS } from '@nestjs/swagger';
+import { getMetadataStorage } from 'class-validator';
 import { FieldProblem, InvalidRequest } from '../errors/api-error.js';
 
 function flatten(errors: ValidationError[], parent = ''): FieldProblem[] {
@@ -29,10 +31,20 @@ export class ApiValidationPipe extends ValidationPipe {
   }
 
   override async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
+    // Custom parameters (the caller, the uploaded file) come from the service itself, not from the client.
+    if (metadata.type === 'custom') return super.transform(value, metadata);
+    const path = metadata.data ?? (metadata.type === 'body' ? '' : metadata.type);
     // PostgreSQL cannot store NUL in text, and no name, id or label of this API needs one.
-    const withNul = findNulCharacters(value, metadata.data ?? (metadata.type === 'body' ? '' : metadata.type));
+    const withNul = findNulCharacters(value, path);
     if (withNul.length > 0) {
       throw InvalidRequest.fields(withNul.map((field) => ({ field, message: 'must not contain NUL characters' })));
+    }
+    // Whitelisting cannot see these: they name members every object inherits, and class-transformer would assign them.
+    const reserved = findReservedKeys(value, path);
+    if (reserved.length > 0) throw InvalidRequest.fields(reserved.map((field) => ({ field, message: 'is not allowed' })));
+    if (metadata.type === 'body' && metadata.metatype) {
+      const nulls = findForbiddenNulls(value, metadata.metatype, '');
+      if (nulls.length > 0) throw InvalidRequest.fields(nulls.map((field) => ({ field, message: 'must not be null' })));
     }
     if (metadata.type === 'query' && value !== null && typeof value === 'object') {
       const repeated = Object.entries(value).filter(([, v]) => Array.isArray(v));
@@ -42,6 +54,41 @@ export class ApiValidationPipe extends ValidationPipe {
     }
     return super.transform(value, metadata);
   }
+}
+
+type Class = abstract new (...args: never[]) => unknown;
+interface DocumentedProperty {
+  nullable?: boolean;
+  type?: unknown;
+}
+
+/**
+ * `@IsOptional()` lets `null` through, but only the fields documented `nullable: true` in OpenAPI may be null
+ * (e.g. `folder_id: null` moves a file to the root); the OpenAPI document is the one list of them. Nested
+ * request objects are followed through their documented type.
+ */
+function findForbiddenNulls(value: unknown, metatype: Class, path: string): string[] {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return [];
+  const validated = new Set(getMetadataStorage().getTargetValidationMetadatas(metatype as never, '', true, false).map((m) => m.propertyName));
+  return Object.entries(value).flatMap(([key, child]) => {
+    const field = path ? `${path}.${key}` : key;
+    const documented = Reflect.getMetadata(DECORATORS.API_MODEL_PROPERTIES, metatype.prototype as object, key) as DocumentedProperty | undefined;
+    if (!documented && !validated.has(key)) return []; // an unknown field: refused as "is not allowed"
+    if (child === null) return documented?.nullable === true ? [] : [field];
+    const nestedType = typeof documented?.type === 'function' && documented.type.prototype ? (documented.type as Class) : undefined;
+    if (!nestedType || nestedType === String || nestedType === Number || nestedType === Boolean) return [];
+    return Array.isArray(child) ? child.flatMap((item, i) => findForbiddenNulls(item, nestedType, `${field}[${i}]`)) : findForbiddenNulls(child, nestedType, field);
+  });
+}
+
+const RESERVED_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
+
+function findReservedKeys(value: unknown, path: string): string[] {
+  if (value === null || typeof value !== 'object') return [];
+  return Object.entries(value).flatMap(([key, child]) => {
+    const field = path ? `${path}.${key}` : key;
+    return RESERVED_KEYS.has(key) ? [field] : findReservedKeys(child, field);
+  });
 }
 
 function findNulCharacters(value: unknown, path: string, depth = 0): string[] {

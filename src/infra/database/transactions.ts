@@ -16,10 +16,39 @@ export class Transactions {
     return this.dataSource.options.type === 'better-sqlite3';
   }
 
-  run<T>(work: (tx: EntityManager) => Promise<T>): Promise<T> {
+  /**
+   * Runs `work` in a transaction, again (after a short, growing pause) when the database refused it for
+   * contention alone: on SQLite another process (the CLI) committed between this transaction's read and
+   * its write, which the busy timeout cannot wait out; on PostgreSQL a serialization failure or deadlock.
+   * Still refused after the last attempt, the error reaches the client as 503 with Retry-After.
+   */
+  async run<T>(work: (tx: EntityManager) => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.once(work);
+      } catch (error) {
+        if (attempt >= TRANSACTION_ATTEMPTS || !isDatabaseContention(error)) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 10 * 2 ** attempt * (0.5 + Math.random())));
+      }
+    }
+  }
+
+  private once<T>(work: (tx: EntityManager) => Promise<T>): Promise<T> {
     if (!this.isSqlite) return this.dataSource.transaction(work);
     const result = this.queue.then(() => this.dataSource.transaction(work));
     this.queue = result.catch(() => undefined);
     return result;
   }
+}
+
+const TRANSACTION_ATTEMPTS = 5;
+
+/** SQLite: busy or locked (another process holds the write lock); PostgreSQL: serialization failure, deadlock, lock not available. */
+const CONTENTION_CODES = new Set(['SQLITE_BUSY', 'SQLITE_BUSY_SNAPSHOT', 'SQLITE_BUSY_RECOVERY', 'SQLITE_LOCKED', '40001', '40P01', '55P03']);
+
+/** True when the database refused a statement only because of concurrent work, so the same work may succeed later. */
+export function isDatabaseContention(error: unknown): boolean {
+  const e = error as { code?: unknown; driverError?: { code?: unknown } } | null;
+  const code = e?.driverError?.code ?? e?.code;
+  return typeof code === 'string' && CONTENTION_CODES.has(code);
 }

@@ -53,7 +53,7 @@ export class SharesController {
   @Delete(':share_id')
   @HttpCode(200)
   @RequireScope('share')
-  @ApiOperation({ summary: 'Revoke a share link', description: 'The link answers 404 at once. Revoking a revoked link answers the original revocation.' })
+  @ApiOperation({ summary: 'Revoke a share link', description: 'The link answers 404 at once. Revoking a revoked link answers 404, like every repeated DELETE.' })
   @ApiEnvelope(RevokedShareResponse)
   @ApiErrors([404, 'not_found: no share link with this id in the account.'])
   revoke(@CurrentActor() actor: Actor, @Param('share_id') shareId: string): Promise<RevokedShareResponse> {

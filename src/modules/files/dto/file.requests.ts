@@ -33,11 +33,11 @@ export class UploadFileRequest {
   name?: string;
 
   @ApiPropertyOptional({ description: 'Target folder; default the root' })
-  @IsOptional() @IsString() @MaxLength(100)
+  @IsOptional() @IsString() @Matches(ID_SHAPE, { message: 'must be a folder id' })
   folder_id?: string;
 
   @ApiPropertyOptional({ enum: ['true', 'false'], default: 'false', description: 'Replace a same-named file in the folder instead of taking a numbered name' })
-  @IsOptional() @IsString()
+  @IsOptional() @IsIn(['true', 'false'])
   overwrite?: string;
 }
 
@@ -53,7 +53,7 @@ export class UpdateFileRequest {
   name?: string;
 
   @ApiPropertyOptional({ type: String, nullable: true, description: 'Folder to move to; null moves to the root; omitted leaves it' })
-  @ValidateIf((_, value) => value !== null) @IsOptional() @IsString() @MaxLength(100)
+  @ValidateIf((_, value) => value !== null) @IsOptional() @IsString() @Matches(ID_SHAPE, { message: 'must be a folder id' })
   folder_id?: string | null;
 }
 

@@ -128,6 +128,9 @@ export class UploadReceiver {
     meter.on('error', () => undefined);
     try {
       source.on('error', (error) => meter.destroy(error));
+      // The source may have failed while the reservation was written (a multipart body cut short); its
+      // 'error' is gone by now, and piping a destroyed stream would wait forever.
+      if (source.destroyed && !source.readableEnded) meter.destroy(source.errored ?? new Error('The upload ended before its bytes were read'));
       // A client that goes away mid-upload must not leave the write waiting forever.
       signal?.addEventListener('abort', () => meter.destroy(new Error('The client aborted the upload')), { once: true });
       source.pipe(meter);

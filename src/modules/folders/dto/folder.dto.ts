@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsIn, IsOptional, IsString, MaxLength, ValidateIf } from 'class-validator';
+import { IsIn, IsOptional, IsString, Matches, MaxLength, ValidateIf } from 'class-validator';
+import { ID_SHAPE } from '../../files/dto/file.requests.js';
 import { PageRequest } from '../../../common/http/pagination.request.js';
 import type { FolderEntity } from '../folder.entity.js';
 
@@ -30,7 +31,7 @@ export class CreateFolderRequest {
   name: string;
 
   @ApiPropertyOptional({ type: String, nullable: true, description: 'Parent folder; omitted or null for the root' })
-  @ValidateIf((_, value) => value !== null) @IsOptional() @IsString() @MaxLength(100)
+  @ValidateIf((_, value) => value !== null) @IsOptional() @IsString() @Matches(ID_SHAPE, { message: 'must be a folder id' })
   parent_id?: string | null;
 }
 
@@ -39,7 +40,7 @@ export class UpdateFolderRequest {
   name?: string;
 
   @ApiPropertyOptional({ type: String, nullable: true, description: 'New parent; null moves it to the root; omitted leaves it' })
-  @ValidateIf((_, value) => value !== null) @IsOptional() @IsString() @MaxLength(100)
+  @ValidateIf((_, value) => value !== null) @IsOptional() @IsString() @Matches(ID_SHAPE, { message: 'must be a folder id' })
   parent_id?: string | null;
 }
 

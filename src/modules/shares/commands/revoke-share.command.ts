@@ -9,8 +9,8 @@ import { ShareEntity } from '../share.entity.js';
 import { ID_SHAPE } from '../share-token.js';
 
 /**
- * Revokes a link of the caller's account: it answers 404 from now on. Revoking an already revoked
- * link is a no-op that answers the original revocation time, so a retried DELETE is safe.
+ * Revokes a link of the caller's account: it answers 404 from now on. Like every DELETE of the API, a
+ * second call finds nothing left to revoke and answers 404.
  */
 export class RevokeShareCommand extends Command<RevokedShareResponse> {
   constructor(
@@ -32,11 +32,9 @@ export class RevokeShareHandler implements ICommandHandler<RevokeShareCommand> {
     if (!ID_SHAPE.test(shareId)) throw new NotFound('Share link');
     const now = this.clock.now();
     return this.transactions.run(async (tx) => {
-      const shares = tx.getRepository(ShareEntity);
-      await shares.update({ id: shareId, accountId: actor.accountId, revokedAt: IsNull() }, { revokedAt: now });
-      const share = await shares.findOneBy({ id: shareId, accountId: actor.accountId });
-      if (!share?.revokedAt) throw new NotFound('share', shareId);
-      return Object.assign(new RevokedShareResponse(), { id: share.id, revoked: true, revoked_at: share.revokedAt.toISOString() });
+      const result = await tx.getRepository(ShareEntity).update({ id: shareId, accountId: actor.accountId, revokedAt: IsNull() }, { revokedAt: now });
+      if (!result.affected) throw new NotFound('share', shareId);
+      return Object.assign(new RevokedShareResponse(), { id: shareId, revoked: true, revoked_at: now.toISOString() });
     });
   }
 }

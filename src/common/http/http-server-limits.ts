@@ -1,0 +1,60 @@
+import type { Server } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { AppConfig } from '../../config/app-config.js';
+import type { ErrorEnvelope } from './envelope.js';
+
+/**
+ * Time limits of the HTTP server, and the answers Node's HTTP layer gives on its own, in our envelope.
+ *
+ * Node's default `requestTimeout` (300 s) cuts off any request body that takes longer in total, so a 5 GB
+ * upload would need 17 MB/s. Instead a connection is closed only when it goes idle: no bytes in either
+ * direction for `httpIdleTimeoutMs`. A slow upload or download that keeps moving runs as long as it needs.
+ * The request head still has its own deadline (`httpHeadersTimeoutMs`) against clients that trickle headers.
+ */
+export function applyHttpServerLimits(server: Server, config: AppConfig): void {
+  server.requestTimeout = 0;
+  server.headersTimeout = config.httpHeadersTimeoutMs;
+  server.setTimeout(config.httpIdleTimeoutMs, (socket) => closeIdle(socket));
+  server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => {
+    const [status, message] = describeClientError(error.code);
+    answerAndClose(socket, status, message);
+  });
+}
+
+function describeClientError(code: string | undefined): [number, string] {
+  switch (code) {
+    case 'ERR_HTTP_REQUEST_TIMEOUT':
+      return [408, 'The request took too long to arrive.'];
+    case 'HPE_HEADER_OVERFLOW':
+      return [431, 'The request headers are too large.'];
+    case 'HPE_URI_TOO_LONG':
+      return [414, 'The request URL is too long.'];
+    default:
+      return [400, 'The request is not valid HTTP.'];
+  }
+}
+
+const REASONS: Record<number, string> = { 400: 'Bad Request', 408: 'Request Timeout', 414: 'URI Too Long', 431: 'Request Header Fields Too Large' };
+
+/** The response a connection is busy with, if any (Node keeps it on the socket). */
+type HttpSocket = Duplex & { _httpMessage?: { headersSent?: boolean } | null };
+
+/** An idle connection: answered 408 while its request is still being read, otherwise simply closed. */
+function closeIdle(socket: HttpSocket): void {
+  const response = socket._httpMessage;
+  // Between requests (keep-alive) nobody waits for an answer; mid-download the answer has begun and can only be cut.
+  if (!response || response.headersSent) return void socket.destroy();
+  answerAndClose(socket, 408, 'The connection was idle too long: no bytes moved.');
+}
+
+/** Writes a complete JSON error answer straight to the socket (Node has no response object here) and closes it. */
+function answerAndClose(socket: Duplex, status: number, message: string): void {
+  if (!socket.writable) return void socket.destroy();
+  const body: ErrorEnvelope = { success: false, error: { code: 'invalid_request', message } };
+  const json = JSON.stringify(body);
+  socket.end(
+    `HTTP/1.1 ${status} ${REASONS[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(json)}\r\nConnection: close\r\n\r\n${json}`,
+  );
+  // A client still sending would keep a half-closed socket open; it gets a moment to read the answer.
+  setTimeout(() => socket.destroy(), 1000).unref();
+}

@@ -1,0 +1,74 @@
+import type { OpenAPIObject } from '@nestjs/swagger';
+import express, { type RequestHandler } from 'express';
+
+/** The largest JSON body any route accepts: a bulk delete of 1,000 ids needs about 40 KiB. */
+export const MAX_JSON_BODY_BYTES = 100 * 1024;
+/** The deepest nesting of arrays and objects a JSON body may have; no request of this API nests deeper than 3. */
+export const MAX_JSON_DEPTH = 32;
+
+/** A body-parser error: the exception filter answers it 400 invalid_request, like malformed JSON. */
+export class JsonTooDeep extends Error {
+  readonly status = 400;
+  readonly type = 'entity.too.deep';
+
+  constructor() {
+    super('The JSON body nests too deep.');
+  }
+}
+
+/**
+ * True when the JSON text opens more than `maxDepth` arrays or objects inside each other. One pass over the
+ * characters, outside strings; the text need not be valid JSON (the parser judges that afterwards).
+ */
+export function nestsDeeperThan(text: string, maxDepth: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c /* \ */) i++;
+      else if (c === 0x22 /* " */) inString = false;
+    } else if (c === 0x22) {
+      inString = true;
+    } else if (c === 0x5b /* [ */ || c === 0x7b /* { */) {
+      if (++depth > maxDepth) return true;
+    } else if (c === 0x5d /* ] */ || c === 0x7d /* } */) {
+      depth--;
+    }
+  }
+  return false;
+}
+
+/**
+ * The one JSON body parser of the application. The depth is checked on the raw text, before parsing, so a
+ * body nested thousands deep never reaches class-transformer or class-validator (both recurse and would
+ * overflow the stack). Registered before Nest's default parser, which then stays out.
+ */
+export function jsonBodyParser(): RequestHandler {
+  return express.json({
+    limit: MAX_JSON_BODY_BYTES,
+    verify: (_req, _res, body, encoding) => {
+      let text: string;
+      try {
+        text = new TextDecoder(encoding || 'utf-8').decode(body);
+      } catch {
+        return; // an encoding the decoder does not know: the parser refuses it with its own 415
+      }
+      if (nestsDeeperThan(text, MAX_JSON_DEPTH)) throw new JsonTooDeep();
+    },
+  });
+}
+
+/** Every operation that takes a JSON body may also answer 413 (body over the size limit) and 415 (a charset or encoding it cannot read). */
+export function documentJsonBodyLimits(document: OpenAPIObject): void {
+  for (const methods of Object.values(document.paths)) {
+    for (const operation of Object.values(methods)) {
+      const content = (operation as { requestBody?: { content?: Record<string, unknown> } })?.requestBody?.content;
+      const responses = (operation as { responses?: Record<string, unknown> })?.responses;
+      if (!content?.['application/json'] || !responses) continue;
+      const envelope = { 'application/json': { schema: { $ref: '#/components/schemas/ErrorEnvelopeDoc' } } };
+      responses['413'] ??= { description: `invalid_request: the JSON body is larger than ${MAX_JSON_BODY_BYTES / 1024} KiB.`, content: envelope };
+      responses['415'] ??= { description: 'invalid_request: the body is in a charset or content encoding the service cannot read.', content: envelope };
+    }
+  }
+}

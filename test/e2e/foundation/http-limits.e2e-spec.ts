@@ -1,0 +1,87 @@
+import { request as httpRequest } from 'node:http';
+import { connect } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { createAccount, type TestAccount } from '../../support/accounts.js';
+import { storageOf } from '../../support/files.js';
+import { rawUpload } from '../../support/uploads.js';
+import { startTestApp, type TestApp } from '../../support/test-app.js';
+
+/** Sends raw bytes on a fresh connection and returns everything the server writes before closing it. */
+function rawExchange(baseUrl: string, bytes: string): Promise<string> {
+  const url = new URL(baseUrl);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(url.port), url.hostname, () => socket.write(bytes));
+    let answer = '';
+    socket.on('data', (chunk) => (answer += chunk));
+    socket.on('close', () => resolve(answer));
+    socket.on('error', reject);
+    socket.setTimeout(20_000, () => socket.destroy(new Error('no answer within 20 s')));
+  });
+}
+
+function parseAnswer(raw: string): { status: number; headers: string; body: any } {
+  const [head, body] = raw.split('\r\n\r\n');
+  return { status: Number(head.split(' ')[1]), headers: head, body: JSON.parse(body) };
+}
+
+describe('answers of the HTTP layer itself', () => {
+  let t: TestApp;
+  let owner: TestAccount;
+  const IDLE_SECONDS = 2;
+
+  beforeAll(async () => {
+    t = await startTestApp({ HTTP_IDLE_TIMEOUT_SECONDS: String(IDLE_SECONDS), HTTP_HEADERS_TIMEOUT_SECONDS: '1' });
+    owner = await createAccount(t.app);
+  });
+  afterAll(() => t.close());
+
+  it.each([
+    ['a malformed request line', 'GARBAGE\r\n\r\n', 400],
+    ['a request line with a bad method', 'G@T /v1/files HTTP/1.1\r\nHost: x\r\n\r\n', 400],
+    ['headers over 16 KiB', `GET /health HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 431],
+  ])('answers %s with the JSON error envelope', async (_label, bytes, status) => {
+    const answer = parseAnswer(await rawExchange(t.baseUrl, bytes));
+    expect(answer.status).toBe(status);
+    expect(answer.headers).toMatch(/content-type: application\/json/i);
+    expect(answer.body).toEqual({ success: false, error: { code: 'invalid_request', message: expect.any(String) } });
+  });
+
+  it('lets a slow upload that keeps moving run longer than the idle and header time limits', async () => {
+    const boundary = 'slowupload';
+    const head = `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="slow.txt"\r\n\r\n`;
+    const tail = `\r\n--${boundary}--\r\n`;
+    const pieces = 12;
+    const url = new URL(`${t.baseUrl}/v1/files/upload`);
+    const started = Date.now();
+    const res = await new Promise<{ status: number; body: any }>((resolve, reject) => {
+      const req = httpRequest({ host: url.hostname, port: url.port, path: url.pathname, method: 'POST', headers: { ...owner.auth, 'Content-Type': `multipart/form-data; boundary=${boundary}` } });
+      req.on('response', (response) => {
+        let text = '';
+        response.on('data', (c) => (text += c));
+        response.on('end', () => resolve({ status: response.statusCode ?? 0, body: JSON.parse(text) }));
+      });
+      req.on('error', reject);
+      req.write(head);
+      let sent = 0;
+      // One piece every 500 ms: never idle for the 2 s limit, yet 6 s in all.
+      const timer = setInterval(() => {
+        req.write(`piece ${sent}\n`);
+        if (++sent === pieces) {
+          clearInterval(timer);
+          req.end(tail);
+        }
+      }, 500);
+    });
+    expect(Date.now() - started).toBeGreaterThan(IDLE_SECONDS * 1000 * 2);
+    expect(res.status).toBe(200);
+    expect(res.body.data).toMatchObject({ name: 'slow.txt', size: Array.from({ length: pieces }, (_, i) => `piece ${i}\n`).join('').length });
+  }, 60_000);
+
+  it('answers an upload that goes idle with 408 in the envelope and gives its reservation back', async () => {
+    const before = await storageOf(t.app, owner.accountId);
+    const res = await rawUpload(t, owner.auth, { fileSize: 4 * 1024 * 1024, holdAfter: 1024 * 1024 });
+    expect(res.status).toBe(408);
+    expect(res.body).toEqual({ success: false, error: { code: 'invalid_request', message: expect.stringContaining('idle') } });
+    await vi.waitFor(async () => expect(await storageOf(t.app, owner.accountId)).toEqual(before), { timeout: 10_000, interval: 200 });
+  }, 60_000);
+});

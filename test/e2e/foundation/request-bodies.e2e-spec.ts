@@ -1,0 +1,137 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createAccount, createKey, type TestAccount } from '../../support/accounts.js';
+import { seedFile } from '../../support/files.js';
+import { startTestApp, type TestApp } from '../../support/test-app.js';
+
+const nestedArrays = (depth: number) => '['.repeat(depth) + ']'.repeat(depth);
+const nestedObjects = (depth: number) => '{"a":'.repeat(depth) + '1' + '}'.repeat(depth);
+
+describe('hostile JSON bodies, and repeated DELETEs', () => {
+  let t: TestApp;
+  let owner: TestAccount;
+
+  beforeAll(async () => {
+    t = await startTestApp({ RATE_LIMITS_ENABLED: 'false' });
+    owner = await createAccount(t.app);
+  });
+  afterAll(() => t.close());
+
+  const postRaw = (path: string, body: string, method: 'post' | 'patch' = 'post') =>
+    t.http()[method](path).set(owner.auth).set('Content-Type', 'application/json').send(body);
+
+  it.each([
+    ['a field nested 5,000 arrays deep', '/v1/files/bulk-delete', `{"file_ids": ${nestedArrays(5_000)}}`],
+    ['a field nested 3,000 objects deep', '/v1/folders', `{"name": ${nestedObjects(3_000)}}`],
+    ['a whole body nested 10,000 deep', '/v1/api-keys', `{"name": "k", "scopes": ["read"], "x": ${nestedArrays(10_000)}}`],
+    ['a body that is itself 10,000 arrays deep', '/v1/shares', nestedArrays(10_000)],
+  ])('refuses %s with 400 invalid_request before it is transformed', async (_label, path, body) => {
+    const res = await postRaw(path, body);
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({
+      success: false,
+      error: { code: 'invalid_request', message: expect.stringContaining('deeper than 32'), details: { max_depth: 32 } },
+    });
+  });
+
+  it('counts brackets inside strings as text, not as nesting', async () => {
+    const res = await postRaw('/v1/folders', JSON.stringify({ name: `${'['.repeat(100)}{` }));
+    expect(res.status).toBe(201);
+    expect(res.body.data.name).toBe(`${'['.repeat(100)}{`);
+  });
+
+  it('names malformed JSON as such', async () => {
+    const res = await postRaw('/v1/folders', '{"name": ');
+    expect(res.status).toBe(400);
+    expect(res.body.error).toEqual({ code: 'invalid_request', message: 'The request body is not valid JSON.' });
+  });
+
+  it.each([
+    ['PATCH /v1/webhooks/{id} events', 'webhook', { events: null }, 'events'],
+    ['PATCH /v1/webhooks/{id} active', 'webhook', { active: null }, 'active'],
+    ['POST /v1/shares password', 'share', { password: null }, 'password'],
+    ['POST /v1/shares expires_in', 'share', { expires_in: null }, 'expires_in'],
+    ['POST /v1/api-keys elevated', 'key', { name: 'k', scopes: ['read'], elevated: null }, 'elevated'],
+    ['PATCH /v1/files/{id} name', 'file', { name: null }, 'name'],
+  ])('refuses null for %s, which is not nullable, with details.fields, and changes nothing', async (_label, target, body, field) => {
+    const file = await seedFile(t.app, owner, { name: `null-${field}.txt` });
+    const webhook = (await t.http().post('/v1/webhooks').set(owner.auth).send({ url: 'http://127.0.0.1:9/hook', events: ['file.uploaded'] }).expect(201)).body.data;
+    const request = {
+      webhook: () => t.http().patch(`/v1/webhooks/${webhook.id}`).send(body),
+      share: () => t.http().post('/v1/shares').send({ file_id: file.id, ...body }),
+      key: () => t.http().post('/v1/api-keys').send(body),
+      file: () => t.http().patch(`/v1/files/${file.id}`).send(body),
+    }[target as 'webhook' | 'share' | 'key' | 'file'];
+    const keysBefore = (await t.http().get('/v1/api-keys').set(owner.auth).expect(200)).body.data.length;
+
+    const res = await request().set(owner.auth);
+    expect(res.status).toBe(400);
+    expect(res.body.error.code).toBe('invalid_request');
+    expect(res.body.error.details.fields).toEqual([{ field, message: 'must not be null' }]);
+
+    const after = (await t.http().get(`/v1/webhooks/${webhook.id}`).set(owner.auth).expect(200)).body.data;
+    expect(after).toMatchObject({ events: ['file.uploaded'], active: true });
+    expect((await t.http().get(`/v1/shares?file_id=${file.id}`).set(owner.auth).expect(200)).body.data).toEqual([]);
+    expect((await t.http().get('/v1/api-keys').set(owner.auth).expect(200)).body.data.length).toBe(keysBefore);
+    expect((await t.http().get(`/v1/files/${file.id}`).set(owner.auth).expect(200)).body.data.name).toBe(`null-${field}.txt`);
+    await t.http().delete(`/v1/webhooks/${webhook.id}`).set(owner.auth).expect(200);
+  });
+
+  it('keeps null meaning "the root" where it is documented: moving a file or folder, creating a folder', async () => {
+    const parent = (await t.http().post('/v1/folders').set(owner.auth).send({ name: 'parent', parent_id: null }).expect(201)).body.data;
+    expect(parent.parent_id).toBeNull();
+    const child = (await t.http().post('/v1/folders').set(owner.auth).send({ name: 'child', parent_id: parent.id }).expect(201)).body.data;
+    const moved = await t.http().patch(`/v1/folders/${child.id}`).set(owner.auth).send({ parent_id: null }).expect(200);
+    expect(moved.body.data.parent_id).toBeNull();
+    const file = await seedFile(t.app, owner, { folderId: parent.id });
+    const movedFile = await t.http().patch(`/v1/files/${file.id}`).set(owner.auth).send({ folder_id: null }).expect(200);
+    expect(movedFile.body.data.folder_id).toBeNull();
+  });
+
+  it('documents nullable: true in OpenAPI on exactly the request fields that accept null', async () => {
+    const doc = (await t.http().get('/docs-json').expect(200)).body;
+    const requestSchemas = new Set<string>();
+    for (const methods of Object.values(doc.paths) as Array<Record<string, { requestBody?: { content: Record<string, { schema: { $ref?: string } }> } }>>) {
+      for (const operation of Object.values(methods)) {
+        for (const media of Object.values(operation.requestBody?.content ?? {})) if (media.schema.$ref) requestSchemas.add(media.schema.$ref.split('/').pop()!);
+      }
+    }
+    const nullable = [...requestSchemas].flatMap((name) =>
+      Object.entries(doc.components.schemas[name].properties ?? {})
+        .filter(([, property]) => (property as { nullable?: boolean }).nullable)
+        .map(([property]) => `${name}.${property}`),
+    );
+    expect(nullable.sort()).toEqual(['CreateFolderRequest.parent_id', 'UpdateFileRequest.folder_id', 'UpdateFolderRequest.parent_id']);
+  });
+
+  it('documents 413 for a JSON body over the size limit on every route that takes one', async () => {
+    const doc = (await t.http().get('/docs-json').expect(200)).body;
+    for (const [path, methods] of Object.entries(doc.paths) as Array<[string, Record<string, { requestBody?: { content: object }; responses: object }>]>) {
+      for (const [method, operation] of Object.entries(methods)) {
+        if (operation.requestBody && 'application/json' in operation.requestBody.content) expect(Object.keys(operation.responses), `${method} ${path}`).toContain('413');
+      }
+    }
+  });
+
+  it('answers a repeated DELETE with 404 not_found, on every DELETE route', async () => {
+    const file = await seedFile(t.app, owner);
+    const trashedForGood = await seedFile(t.app, owner);
+    const folder = (await t.http().post('/v1/folders').set(owner.auth).send({ name: 'to delete' }).expect(201)).body.data;
+    const share = (await t.http().post('/v1/shares').set(owner.auth).send({ file_id: (await seedFile(t.app, owner)).id }).expect(201)).body.data;
+    const webhook = (await t.http().post('/v1/webhooks').set(owner.auth).send({ url: 'http://127.0.0.1:9/hook', events: ['file.uploaded'] }).expect(201)).body.data;
+    const key = await createKey(t.app, owner, ['read']);
+    const routes = [
+      `/v1/files/${file.id}`,
+      `/v1/files/${trashedForGood.id}?permanent=true`,
+      `/v1/folders/${folder.id}`,
+      `/v1/shares/${share.id}`,
+      `/v1/webhooks/${webhook.id}`,
+      `/v1/api-keys/${key.id}`,
+    ];
+    for (const route of routes) {
+      await t.http().delete(route).set(owner.auth).expect(200);
+      const again = await t.http().delete(route).set(owner.auth);
+      expect(again.status, route).toBe(404);
+      expect(again.body, route).toEqual({ success: false, error: { code: 'not_found', message: expect.any(String) } });
+    }
+  });
+});
