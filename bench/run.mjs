@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// npm run bench [-- --quick] [--db sqlite|postgres] [--only upload,download,listing,webhooks,purge]
+// npm run bench [-- --quick] [--db sqlite|postgres] [--only upload,download,listing,webhooks,purge,cli,memory]
 //                [--runs N] [--connections N] [--purge-via job|cli] [--server-env NAME=VALUE ...]
 // Benchmarks the built service (dist/) as a real server process against real Redis and the chosen
 // database, side by side with baselines; prints one table and writes JSON to bench/results/.
@@ -12,7 +12,9 @@ import { createEnvironment } from './lib/environment.mjs';
 import { NotAvailable } from './lib/measure.mjs';
 import { DIST, killAllChildren, ROOT } from './lib/processes.mjs';
 import { printTable } from './lib/table.mjs';
+import { cliScenario } from './scenarios/cli.mjs';
 import { downloadScenario } from './scenarios/download.mjs';
+import { memoryScenario } from './scenarios/memory.mjs';
 import { listingScenario } from './scenarios/listing.mjs';
 import { purgeScenario } from './scenarios/purge.mjs';
 import { uploadScenario } from './scenarios/upload.mjs';
@@ -24,6 +26,8 @@ const SCENARIOS = {
   listing: { title: '3 listing', run: listingScenario, needsServer: true },
   webhooks: { title: '4 webhooks', run: webhooksScenario, needsServer: true },
   purge: { title: '5 purge', run: purgeScenario, needsServer: false },
+  cli: { title: '6 cli', run: cliScenario, needsServer: false },
+  memory: { title: '7 memory', run: memoryScenario, needsServer: false },
 };
 
 const { values: args } = parseArgs({

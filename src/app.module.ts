@@ -27,6 +27,7 @@ import { FilesModule } from './modules/files/files.module.js';
 import { FoldersModule } from './modules/folders/folders.module.js';
 import { TrashModule, TrashScheduleModule } from './modules/trash/trash.module.js';
 import { MediaWorkersModule } from './modules/media/media-workers.module.js';
+import { ScanningModule } from './modules/media/scanning/scanning.module.js';
 import { PLANS } from './modules/accounts/plans.js';
 import { SharesModule } from './modules/shares/shares.module.js';
 import { WebhookDeliveryModule } from './modules/webhooks/webhook-delivery.module.js';
@@ -44,6 +45,7 @@ export class AppModule {
       imports: [
         CoreModule.register(config),
         StorageModule,
+        ScanningModule,
         QueueModule,
         TerminusModule.forRoot({ errorLogStyle: 'json' }),
         ThrottlerModule.forRootAsync({
@@ -91,7 +93,7 @@ export class AppModule {
   static forCli(config: AppConfig, cliProviders: Type[]): DynamicModule {
     return {
       module: AppModule,
-      imports: [CoreModule.register(config), StorageModule, ...DOMAIN_MODULES],
+      imports: [CoreModule.register(config), StorageModule, ScanningModule, ...DOMAIN_MODULES],
       providers: cliProviders,
     };
   }

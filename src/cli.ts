@@ -1,25 +1,47 @@
 import 'reflect-metadata';
+import type { Type } from '@nestjs/common';
 import { CommandFactory } from 'nest-commander';
 import { DataSource } from 'typeorm';
-import { AppModule } from './app.module.js';
-import { DB_CLI } from './cli/db.cli.js';
+import { CliCoreModule } from './cli/cli-core.module.js';
 import { fail } from './cli/cli-output.js';
 import { ApiError } from './common/errors/api-error.js';
 import { ConfigurationError, loadConfig } from './config/app-config.js';
-import { ACCOUNTS_CLI } from './modules/accounts/cli/accounts.cli.js';
-import { TRASH_CLI } from './modules/trash/cli/trash.cli.js';
+
+/**
+ * Each command group's module, loaded only when its command runs: a command boots the database and its own
+ * module, never the server's graph (queues, media probes, schedulers), so it answers in well under a second.
+ */
+const COMMAND_MODULES: Record<string, () => Promise<Type>> = {
+  accounts: async () => (await import('./modules/accounts/cli/accounts-cli.module.js')).AccountsCliModule,
+  keys: async () => (await import('./modules/accounts/cli/keys-cli.module.js')).KeysCliModule,
+  trash: async () => (await import('./modules/trash/cli/trash-cli.module.js')).TrashCliModule,
+  db: async () => (await import('./cli/db-cli.module.js')).DbCliModule,
+};
+
+const HELP_SHOWN = new Set(['commander.helpDisplayed', 'commander.help']);
+
+/** The modules for this invocation: the named group's, or all of them (for help and unknown commands). */
+async function commandModules(group: string | undefined): Promise<Type[]> {
+  const loaders = group && Object.hasOwn(COMMAND_MODULES, group) ? [COMMAND_MODULES[group]] : Object.values(COMMAND_MODULES);
+  return [...new Set(await Promise.all(loaders.map((load) => load())))];
+}
 
 /** Operator commands; same configuration as the server. Every command prints one JSON object on stdout. */
 async function main(): Promise<void> {
   const config = loadConfig();
-  const app = await CommandFactory.createWithoutRunning(AppModule.forCli(config, [...DB_CLI, ...ACCOUNTS_CLI, ...TRASH_CLI]), {
-    logger: false,
-    errorHandler: (error) => fail(error.message.replace(/^error: /, '')),
-    serviceErrorHandler: (error) => fail(error instanceof ApiError ? error.message : String(error), error instanceof ApiError ? error.code : 'internal_error'),
-  });
+  const group = process.argv[2];
+  const app = await CommandFactory.createWithoutRunning(
+    { module: class Cli {}, imports: [CliCoreModule.register(config), ...(await commandModules(group))] },
+    {
+      logger: false,
+      // Commander reports a shown help text as an error too; that one is a success.
+      errorHandler: (error) => (HELP_SHOWN.has((error as { code?: string }).code ?? '') ? process.exit(0) : fail(error.message.replace(/^error: /, ''))),
+      serviceErrorHandler: (error) => fail(error instanceof ApiError ? error.message : String(error), error instanceof ApiError ? error.code : 'internal_error'),
+    },
+  );
   // Every command may run on a fresh database, so the schema is brought up to date first
   // (`db migrate` does that itself, and reports what it applied).
-  if (process.argv[2] !== 'db') await app.get(DataSource).runMigrations({ transaction: 'each' });
+  if (group !== 'db') await app.get(DataSource).runMigrations({ transaction: 'each' });
   await CommandFactory.runApplication(app);
   await app.close();
 }

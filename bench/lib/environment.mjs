@@ -6,6 +6,9 @@ import pg from 'pg';
 import Redis from 'ioredis';
 import { DIST, freePort, runNode, startNode } from './processes.mjs';
 
+/** As `npm run start:prod` and the Dockerfile run the service. */
+export const START_PROD_FLAGS = ['--max-semi-space-size=1', '--expose-gc'];
+
 const POSTGRES_ADMIN_URL = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 
@@ -48,14 +51,13 @@ export async function createEnvironment(db, label, overrides = {}) {
     storageDir: env.STORAGE_DIR,
     server: null,
     /** Starts dist/main.js on a free port; the server is the process whose memory is measured. */
-    async startServer(extra = {}) {
+    async startServer(extra = {}, { nodeFlags = START_PROD_FLAGS } = {}) {
       const port = await freePort();
       const url = `http://127.0.0.1:${port}`;
       const server = await startNode(resolve(DIST, 'main.js'), [], { ...env, ...extra, PORT: String(port), PUBLIC_BASE_URL: url }, {
         readyText: 'listening on',
         name: 'dist/main.js',
-        // As `npm run start:prod` and the Dockerfile run the service.
-        nodeFlags: ['--max-semi-space-size=1', '--expose-gc'],
+        nodeFlags,
       });
       environment.server = { ...server, url, port };
       return environment.server;

@@ -180,6 +180,9 @@ export const DEVELOPMENT_SECRETS_FILE = 'data/development-secrets.json';
 const GENERATED_SECRETS = ['URL_SIGNING_SECRET', 'SECRETS_ENCRYPTION_KEY'] as const;
 type GeneratedSecret = (typeof GENERATED_SECRETS)[number];
 
+/** Where Debian's clamav-daemon listens; used when neither CLAMAV_SOCKET nor CLAMAV_HOST is set. */
+export const DEBIAN_CLAMD_SOCKET = '/run/clamav/clamd.ctl';
+
 export type DatabaseConfig =
   | { kind: 'sqlite'; path: string }
   | { kind: 'postgres'; url: string };
@@ -215,8 +218,11 @@ export class AppConfig {
   /** Express `trust proxy`: which proxies' X-Forwarded-For to believe for the client IP. */
   readonly trustProxy: boolean | number | string;
   readonly logLevel: string;
-  /** clamd's address; null means no scanner is configured and files are marked scan_status skipped. */
-  readonly clamav: (({ socket: string } | { host: string; port: number }) & { timeoutMs: number; maxStreamBytes: number }) | null;
+  /**
+   * clamd's address: CLAMAV_SOCKET or CLAMAV_HOST (`configured`), else Debian's default socket, used only when a
+   * clamd listens there at start-up (see virus-scanner.provider.ts).
+   */
+  readonly clamav: ({ socket: string } | { host: string; port: number }) & { configured: boolean; timeoutMs: number; maxStreamBytes: number };
   readonly media: {
     ffmpegPath: string;
     pdftoppmPath: string;
@@ -354,14 +360,13 @@ export function loadConfig(env?: NodeJS.ProcessEnv): AppConfig {
     rateLimitsEnabled: raw.RATE_LIMITS_ENABLED !== 'false',
     trustProxy: parseTrustProxy(raw.TRUST_PROXY),
     logLevel: raw.LOG_LEVEL ?? (nodeEnv === 'test' ? 'silent' : 'info'),
-    clamav: raw.CLAMAV_SOCKET || raw.CLAMAV_HOST
-      ? {
-          ...(raw.CLAMAV_SOCKET ? { socket: raw.CLAMAV_SOCKET } : { host: raw.CLAMAV_HOST!, port: raw.CLAMAV_PORT ?? 3310 }),
-          timeoutMs: raw.CLAMAV_TIMEOUT_MS ?? 120_000,
-          // clamd's own default StreamMaxLength.
-          maxStreamBytes: raw.CLAMAV_MAX_STREAM_BYTES ?? 25 * 1024 * 1024,
-        }
-      : null,
+    clamav: {
+      ...(raw.CLAMAV_SOCKET || !raw.CLAMAV_HOST ? { socket: raw.CLAMAV_SOCKET ?? DEBIAN_CLAMD_SOCKET } : { host: raw.CLAMAV_HOST, port: raw.CLAMAV_PORT ?? 3310 }),
+      configured: Boolean(raw.CLAMAV_SOCKET || raw.CLAMAV_HOST),
+      timeoutMs: raw.CLAMAV_TIMEOUT_MS ?? 120_000,
+      // clamd's own default StreamMaxLength.
+      maxStreamBytes: raw.CLAMAV_MAX_STREAM_BYTES ?? 25 * 1024 * 1024,
+    },
     media: {
       ffmpegPath: raw.FFMPEG_PATH ?? 'ffmpeg',
       pdftoppmPath: raw.PDFTOPPM_PATH ?? 'pdftoppm',

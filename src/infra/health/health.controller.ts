@@ -5,7 +5,7 @@ import { SkipThrottle } from '@nestjs/throttler';
 import { Redis } from 'ioredis';
 import { Public } from '../../common/auth/access.decorator.js';
 import { REDIS } from '../redis/redis.module.js';
-import { VirusScanner } from '../../modules/media/scanning/virus-scanner.js';
+import { scanningOf, VirusScanner } from '../../modules/media/scanning/virus-scanner.js';
 import { MediaTools } from '../../modules/media/thumbnails/media-tools.js';
 
 @ApiTags('Operations')
@@ -28,7 +28,9 @@ export class HealthController {
     summary: 'Liveness and dependencies',
     description:
       'Checks the database and Redis; 503 when one is down. `media` reports the optional thumbnail tools (ffmpeg, pdftoppm) and the virus ' +
-      'scanner (clamd): always "up", because without them uploads and downloads still work; what is missing is named in its details.',
+      'scanner (clamd): always "up", because without them uploads and downloads still work; what is missing is named in its details. ' +
+      '`media.virus_scanner.scanning` is "active" while clamd answers and "unavailable" otherwise: then new uploads are not scanned now ' +
+      '(with no scanner set or found they are marked `scan_status` "skipped"; with one set, they wait as "pending").',
   })
   check() {
     return this.health.check([() => this.database.pingCheck('database', { timeout: 2000 }), () => this.pingRedis(), () => this.checkMedia()]);
@@ -38,7 +40,7 @@ export class HealthController {
   private async checkMedia() {
     const [tools, scanner] = await Promise.all([this.mediaTools.status(), this.scanner.check()]);
     const degraded = !tools.ffmpeg.available || !tools.pdftoppm.available || !scanner.configured || scanner.reachable === false;
-    return this.indicators.check('media').up({ degraded, ffmpeg: tools.ffmpeg, pdftoppm: tools.pdftoppm, virus_scanner: scanner });
+    return this.indicators.check('media').up({ degraded, ffmpeg: tools.ffmpeg, pdftoppm: tools.pdftoppm, virus_scanner: { scanning: scanningOf(scanner), ...scanner } });
   }
 
   private async pingRedis() {

@@ -2,9 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { ConfigurationError, loadConfig } from '../../config/app-config.js';
 
 describe('media configuration', () => {
-  it('has no scanner and the documented media defaults when nothing is set', () => {
+  it("looks for clamd at Debian's default socket, and has the documented media defaults, when nothing is set", () => {
     const config = loadConfig({});
-    expect(config.clamav).toBeNull();
+    expect(config.clamav).toEqual({ socket: '/run/clamav/clamd.ctl', configured: false, timeoutMs: 120_000, maxStreamBytes: 25 * 1024 * 1024 });
     expect(config.media).toEqual({
       ffmpegPath: 'ffmpeg',
       pdftoppmPath: 'pdftoppm',
@@ -18,11 +18,12 @@ describe('media configuration', () => {
   });
 
   it('talks to clamd over TCP (port 3310 unless given) or a UNIX socket, the socket winning', () => {
-    const defaults = { timeoutMs: 120_000, maxStreamBytes: 25 * 1024 * 1024 };
+    const defaults = { configured: true, timeoutMs: 120_000, maxStreamBytes: 25 * 1024 * 1024 };
     expect(loadConfig({ CLAMAV_HOST: 'clamav' }).clamav).toEqual({ host: 'clamav', port: 3310, ...defaults });
     expect(loadConfig({ CLAMAV_HOST: '10.0.0.5', CLAMAV_PORT: '3311', CLAMAV_TIMEOUT_MS: '5000', CLAMAV_MAX_STREAM_BYTES: '104857600' }).clamav).toEqual({
       host: '10.0.0.5',
       port: 3311,
+      configured: true,
       timeoutMs: 5000,
       maxStreamBytes: 104_857_600,
     });

@@ -34,7 +34,9 @@ export class MediaStartup implements OnApplicationBootstrap {
       }
     }
     const scanner = await this.scanner.check();
-    if (!scanner.configured) this.logger.warn('No virus scanner configured (CLAMAV_HOST or CLAMAV_SOCKET): uploads are marked scan_status "skipped"');
+    if (!scanner.configured) {
+      this.logger.warn(`VIRUS SCANNING IS OFF: ${scanner.error}. Uploads are NOT scanned (scan_status "skipped"); install clamav-daemon or set CLAMAV_SOCKET or CLAMAV_HOST`);
+    }
     else if (!scanner.reachable) this.logger.warn(`Virus scanner not reachable, scans will retry: ${scanner.error}`);
   }
 }

@@ -9,7 +9,6 @@ import { ScheduleMediaWorkHandler } from './commands/schedule-media-work.command
 import { ScheduleMediaWorkOnFileStored } from './events/file-stored.handler.js';
 import { FileMediaEntity } from './file-media.entity.js';
 import { GetFileMediaHandler } from './queries/get-file-media.query.js';
-import { virusScannerProvider } from './scanning/virus-scanner.provider.js';
 import { MediaTools } from './thumbnails/media-tools.js';
 import { ThumbnailRenderer } from './thumbnails/thumbnail-renderer.js';
 
@@ -29,8 +28,7 @@ import { ThumbnailRenderer } from './thumbnails/thumbnail-renderer.js';
     GetFileMediaHandler,
     ThumbnailRenderer,
     MediaTools,
-    virusScannerProvider,
   ],
-  exports: [MediaTools, virusScannerProvider],
+  exports: [MediaTools],
 })
 export class MediaModule {}

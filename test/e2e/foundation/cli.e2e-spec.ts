@@ -48,6 +48,36 @@ describe('command line (dist/cli.js)', () => {
     }
   });
 
+  it('runs 20 commands side by side on one database, each printing its JSON', async () => {
+    const migrated = await runNode('cli.js', ['db', 'migrate'], environment.env);
+    expect(migrated.code, migrated.stderr).toBe(0);
+    const owner = JSON.parse((await runNode('cli.js', ['accounts', 'create', '--name', 'Owner', '--plan', 'free'], environment.env)).stdout);
+
+    // A command boots only the database and its own module. The deadline only guards against a hang or a lock
+    // that is never released; how fast 20 commands finish is measured by `npm run bench -- --only cli`.
+    const commands = Array.from({ length: 20 }, (_, i) =>
+      i % 2 === 0
+        ? ['accounts', 'create', '--name', `Parallel ${i}`, '--plan', 'free']
+        : ['keys', 'create', '--account', owner.account_id, '--scopes', 'read', '--name', `parallel ${i}`],
+    );
+    const results = await Promise.all(commands.map((args) => runNode('cli.js', args, environment.env, 120_000)));
+
+    for (const [i, result] of results.entries()) {
+      expect(result.code, result.stderr).toBe(0);
+      const printed = JSON.parse(result.stdout);
+      if (i % 2 === 0) expect(printed).toEqual({ account_id: expect.stringMatching(/^acc_/), user_id: expect.stringMatching(/^usr_/), api_key: expect.any(String) });
+      else expect(printed).toEqual({ id: expect.stringMatching(/^key_/), api_key: expect.any(String), scopes: ['read'], elevated: false });
+    }
+    expect(new Set(results.map((r) => JSON.parse(r.stdout).api_key)).size).toBe(20);
+  }, 180_000);
+
+  it('prints its help and exits 0 with --help', async () => {
+    const help = await runNode('cli.js', ['--help'], environment.env);
+    expect(help.code, help.stderr).toBe(0);
+    expect(help.stdout).toContain('accounts');
+    expect(help.stdout).toContain('trash');
+  });
+
   it.each([
     [['accounts', 'create', '--name', 'Bob', '--plan', 'gold'], 'plan'],
     [['accounts', 'create', '--name', 'Bob', '--plan', 'free', '--storage-limit', '-5'], 'storage-limit'],

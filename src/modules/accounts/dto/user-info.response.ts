@@ -1,6 +1,7 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { PLAN_NAMES, type PlanName } from '../plans.js';
 import { SCOPES, type Scope } from '../../../common/auth/scopes.js';
+import type { Scanning } from '../../media/scanning/virus-scanner.js';
 
 export class StorageUsage {
   @ApiProperty({ example: 1048576, description: 'Bytes held by active and trashed files.' }) used: number;
@@ -29,4 +30,11 @@ export class UserInfoResponse {
   @ApiProperty({ type: StorageUsage }) storage: StorageUsage;
   @ApiProperty({ type: PlanLimits }) limits: PlanLimits;
   @ApiProperty({ type: CallingKey }) key: CallingKey;
+  @ApiProperty({
+    enum: ['active', 'unavailable'],
+    description:
+      'Whether new uploads are being virus-scanned now. "unavailable": no scanner answers, so files are not scanned ' +
+      '(marked `scan_status` "skipped" when none is set up, or left "pending" until a configured one is back).',
+  })
+  scanning: Scanning;
 }

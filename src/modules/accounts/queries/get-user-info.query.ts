@@ -3,6 +3,7 @@ import { InjectRepository } from '@nestjs/typeorm';
 import { Repository } from 'typeorm';
 import type { Actor } from '../../../common/auth/actor.js';
 import { NotFound } from '../../../common/errors/api-error.js';
+import { ScanningStatus } from '../../media/scanning/scanning-status.js';
 import { AccountEntity } from '../account.entity.js';
 import { UserInfoResponse } from '../dto/user-info.response.js';
 import { UserEntity } from '../user.entity.js';
@@ -18,12 +19,14 @@ export class GetUserInfoHandler implements IQueryHandler<GetUserInfoQuery> {
   constructor(
     @InjectRepository(AccountEntity) private readonly accounts: Repository<AccountEntity>,
     @InjectRepository(UserEntity) private readonly users: Repository<UserEntity>,
+    private readonly scanning: ScanningStatus,
   ) {}
 
   async execute({ actor }: GetUserInfoQuery): Promise<UserInfoResponse> {
-    const [account, user] = await Promise.all([
+    const [account, user, scanning] = await Promise.all([
       this.accounts.findOneBy({ id: actor.accountId }),
       this.users.findOneBy({ id: actor.userId }),
+      this.scanning.current(),
     ]);
     if (!account || !user) throw new NotFound('user', actor.userId);
     const limit = account.storageLimit;
@@ -42,6 +45,7 @@ export class GetUserInfoHandler implements IQueryHandler<GetUserInfoQuery> {
       },
       limits: { requests_per_minute: account.planLimits.requestsPerMinute, max_file_size: account.planLimits.maxFileSize },
       key: { id: actor.keyId, scopes: actor.scopes, elevated: actor.elevated },
+      scanning,
     };
   }
 }

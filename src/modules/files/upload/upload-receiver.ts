@@ -2,7 +2,7 @@ import { Transform, type Readable, type TransformCallback } from 'node:stream';
 import { Injectable, Logger } from '@nestjs/common';
 import type { Actor } from '../../../common/auth/actor.js';
 import { Clock } from '../../../common/clock.js';
-import { ApiError, FileTooLarge, StorageExceeded } from '../../../common/errors/api-error.js';
+import { ApiError, StorageExceeded } from '../../../common/errors/api-error.js';
 import { newId } from '../../../common/ids.js';
 import { Transactions } from '../../../infra/database/transactions.js';
 import { ServerInstance } from '../../../infra/instances/server-instance.js';
@@ -11,12 +11,12 @@ import { BlobStorage, blobKeys } from '../../../infra/storage/blob-storage.js';
 import { AccountEntity } from '../../accounts/account.entity.js';
 import { FileEntity } from '../file.entity.js';
 import { nameKeyOf } from '../file-naming.js';
-import { PLANS } from '../../accounts/plans.js';
 import { quotaExceeded } from '../events/file-events.js';
 import { SNIFF_BYTES } from '../file-type-detection.js';
 import { tryReserveStorage } from '../storage-usage.js';
 import { UploadHasher } from './upload-hasher.js';
 import { UploadReservationEntity } from './upload-reservation.entity.js';
+import { UploadSizeLimit } from './upload-size-limit.js';
 import { releaseSpentChunks } from './spent-chunks.js';
 
 /** Quota is reserved ahead of the bytes in steps this big, so a large upload costs few database round trips. */
@@ -80,7 +80,7 @@ export class UploadReceiver {
         .getRepository(UploadReservationEntity)
         .insert({ id: uploadId, accountId: actor.accountId, bytes: 0, tempKey, createdAt: now, updatedAt: now, instanceId: this.instance.id }),
     );
-    const maxSize = PLANS[actor.plan].maxFileSize;
+    const sizeLimit = new UploadSizeLimit(actor.plan);
     const hash = this.hasher.start();
     const headChunks: Buffer[] = [];
     let headLength = 0;
@@ -93,8 +93,9 @@ export class UploadReceiver {
       transform: (chunk: Buffer, _encoding, callback: TransformCallback) => {
         size += chunk.length;
         releaseSpentChunks(chunk.length);
-        if (size > maxSize) {
-          refusal = new FileTooLarge(size, maxSize, actor.plan);
+        const tooLarge = sizeLimit.check(size);
+        if (tooLarge) {
+          refusal = tooLarge;
           return callback(refusal);
         }
         if (headLength < SNIFF_BYTES) {
@@ -140,7 +141,7 @@ export class UploadReceiver {
       hash.cancel();
       source.unpipe(meter);
       await this.release(uploadId, tempKey);
-      if (refusal instanceof StorageExceeded) throw await this.quotaRefusal(actor, source, size, maxSize);
+      if (refusal instanceof StorageExceeded) throw await this.quotaRefusal(actor, source, size, sizeLimit);
       // Let the parser run on to the end of the request (bytes dropped) while the refusal is answered.
       source.resume();
       throw refusal ?? error;
@@ -190,24 +191,25 @@ export class UploadReceiver {
    * never stored) to learn it, up to the plan's maximum. Then user.quota_exceeded is recorded in
    * its own transaction, since the upload itself changes nothing.
    */
-  private async quotaRefusal(actor: Actor, source: Readable, sizeSoFar: number, maxSize: number): Promise<ApiError> {
+  private async quotaRefusal(actor: Actor, source: Readable, sizeSoFar: number, sizeLimit: UploadSizeLimit): Promise<ApiError> {
     let size = sizeSoFar;
-    const tooLarge = await new Promise<boolean>((resolve) => {
-      if (source.readableEnded || source.destroyed) return resolve(false);
+    const tooLarge = await new Promise<ApiError | null>((resolve) => {
+      if (source.readableEnded || source.destroyed) return resolve(null);
       const onData = (chunk: Buffer) => {
         size += chunk.length;
-        if (size > maxSize) {
+        const refusal = sizeLimit.check(size);
+        if (refusal) {
           source.off('data', onData);
-          resolve(true);
+          resolve(refusal);
         }
       };
       source.on('data', onData);
-      source.once('end', () => resolve(false));
-      source.once('error', () => resolve(false));
-      source.once('close', () => resolve(false));
+      source.once('end', () => resolve(null));
+      source.once('error', () => resolve(null));
+      source.once('close', () => resolve(null));
       source.resume();
     });
-    if (tooLarge) return new FileTooLarge(size, maxSize, actor.plan);
+    if (tooLarge) return tooLarge;
     const now = this.clock.now();
     return this.transactions.run(async (tx) => {
       const account = await tx.getRepository(AccountEntity).findOneByOrFail({ id: actor.accountId });

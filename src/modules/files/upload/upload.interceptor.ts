@@ -2,9 +2,9 @@ import { type CallHandler, type ExecutionContext, Injectable, type NestIntercept
 import type { Request, Response } from 'express';
 import multer, { MulterError, type StorageEngine } from 'multer';
 import { catchError, from, type Observable, switchMap, throwError } from 'rxjs';
-import { ApiError, FileTooLarge, InvalidRequest } from '../../../common/errors/api-error.js';
-import { PLANS } from '../../accounts/plans.js';
+import { ApiError, InvalidRequest } from '../../../common/errors/api-error.js';
 import { type OverwriteTarget, type ReceivedUpload, UploadReceiver } from './upload-receiver.js';
+import { UploadSizeLimit } from './upload-size-limit.js';
 
 /**
  * Multipart framing around the file (boundaries, part headers, the small fields) never takes more
@@ -54,11 +54,11 @@ export class UploadInterceptor implements NestInterceptor {
   private async receive(request: Request, response: Response): Promise<void> {
     const actor = request.actor;
     if (!actor) throw new Error('UploadInterceptor needs an authenticated route');
-    const maxSize = PLANS[actor.plan].maxFileSize;
     const declared = Number(request.headers['content-length']);
-    if (Number.isFinite(declared) && declared > maxSize + MULTIPART_ALLOWANCE) {
+    const tooLarge = new UploadSizeLimit(actor.plan).checkDeclared(declared, MULTIPART_ALLOWANCE);
+    if (tooLarge) {
       closeAfterAnswer(request, response);
-      throw new FileTooLarge(declared, maxSize, actor.plan);
+      throw tooLarge;
     }
     const aborted = new AbortController();
     request.on('close', () => {

@@ -6,7 +6,11 @@ export type ScanVerdict =
   /** The bytes were not examined; `reason` says why (no scanner configured, too large for the scanner). */
   | { result: 'skipped'; reason: string };
 
+/** What clients and operators are told: are new uploads being scanned right now? */
+export type Scanning = 'active' | 'unavailable';
+
 export interface ScannerHealth {
+  /** False when no scanner was set and none was found at Debian's default socket: nothing is scanned. */
   configured: boolean;
   /** Where the scanner listens (tcp://host:port or unix:/path); absent when none is configured. */
   address?: string;
@@ -35,14 +39,22 @@ export class ScannerUnavailableError extends Error {
   }
 }
 
-/** Used when no CLAMAV_HOST or CLAMAV_SOCKET is set: every file is marked skipped, and says so. */
+export function scanningOf(health: ScannerHealth): Scanning {
+  return health.reachable ? 'active' : 'unavailable';
+}
+
+/** Used when no scanner was set and none listens at Debian's default socket: every file is marked skipped, and says why. */
 export class UnconfiguredVirusScanner extends VirusScanner {
+  constructor(private readonly reason: string) {
+    super();
+  }
+
   async scan(content: Readable): Promise<ScanVerdict> {
     content.destroy();
-    return { result: 'skipped', reason: 'no virus scanner is configured (set CLAMAV_HOST or CLAMAV_SOCKET)' };
+    return { result: 'skipped', reason: this.reason };
   }
 
   async check(): Promise<ScannerHealth> {
-    return { configured: false };
+    return { configured: false, reachable: false, error: this.reason };
   }
 }
