@@ -28,6 +28,7 @@ import { TrashModule, TrashScheduleModule } from './modules/trash/trash.module.j
 import { MediaWorkersModule } from './modules/media/media-workers.module.js';
 import { PLANS } from './modules/accounts/plans.js';
 import { SharesModule } from './modules/shares/shares.module.js';
+import { UploadsModule } from './modules/uploads/uploads.module.js';
 import { WebhookDeliveryModule } from './modules/webhooks/webhook-delivery.module.js';
 import { WebhooksModule } from './modules/webhooks/webhooks.module.js';
 
@@ -63,6 +64,8 @@ export class AppModule {
           }),
         }),
         ...DOMAIN_MODULES,
+        // Resumable uploads (tus) are an HTTP protocol: the server has them, the CLI does not.
+        UploadsModule,
         MetricsModule,
         WebhookDeliveryModule,
         ...(config.admin ? [QueueDashboardModule.register(config.admin)] : []),

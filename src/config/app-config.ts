@@ -73,6 +73,9 @@ class EnvironmentVariables {
   @Transform(toNumber) @IsOptional() @IsNumber({ allowNaN: false, allowInfinity: false }) @Min(0.000001) @Max(3650)
   TRASH_RETENTION_DAYS?: number;
 
+  @Transform(toNumber) @IsOptional() @IsNumber({ allowNaN: false, allowInfinity: false }) @Min(1) @Max(30 * 86_400)
+  TUS_UPLOAD_EXPIRY?: number;
+
   @Transform(emptyToUndefined) @IsOptional() @Matches(/^(\S+\s+){4,5}\S+$/, { message: 'TRASH_PURGE_CRON must be a cron expression with 5 or 6 fields' })
   TRASH_PURGE_CRON?: string;
 
@@ -172,6 +175,8 @@ export class AppConfig {
   };
   readonly urlSigningSecret: string;
   readonly trashRetentionDays: number;
+  /** How long a resumable upload may sit idle before the expiry job removes it. */
+  readonly resumableUploadExpiryMs: number;
   readonly trashPurgeCron: string;
   readonly webhookAllowPrivateUrls: boolean;
   readonly webhookDeliveryConcurrency: number;
@@ -259,6 +264,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     // A random per-process secret in development means download links die with the process, which is the safe default.
     urlSigningSecret: raw.URL_SIGNING_SECRET || randomBytes(32).toString('hex'),
     trashRetentionDays: raw.TRASH_RETENTION_DAYS ?? 30,
+    resumableUploadExpiryMs: (raw.TUS_UPLOAD_EXPIRY ?? 86_400) * 1000,
     trashPurgeCron: raw.TRASH_PURGE_CRON ?? '*/10 * * * *',
     webhookAllowPrivateUrls: raw.WEBHOOK_ALLOW_PRIVATE_URLS === 'true',
     webhookDeliveryConcurrency: raw.WEBHOOK_DELIVERY_CONCURRENCY ?? 100,

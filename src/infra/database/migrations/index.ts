@@ -5,6 +5,7 @@ import { UploadReservations1763800000000 } from './1763800000000-upload-reservat
 import { FileMedia1763810000000 } from './1763810000000-file-media.js';
 import { FileListingVersions1763910000000 } from './1763910000000-file-listing-versions.js';
 import { ServerInstances1763950000000 } from './1763950000000-server-instances.js';
+import { ResumableUploads1764200000000 } from './1764200000000-resumable-uploads.js';
 
 /** Every migration, oldest first. */
 export const MIGRATIONS = [
@@ -15,4 +16,5 @@ export const MIGRATIONS = [
   FileMedia1763810000000,
   FileListingVersions1763910000000,
   ServerInstances1763950000000,
+  ResumableUploads1764200000000,
 ];
