@@ -1,15 +1,12 @@
 import { Command, CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
 import type { Actor } from '../../../common/auth/actor.js';
 import { Clock } from '../../../common/clock.js';
-import { FileTooLarge, NotFound, StorageExceeded } from '../../../common/errors/api-error.js';
+import { FileTooLarge, NotFound } from '../../../common/errors/api-error.js';
 import { AppConfig } from '../../../config/app-config.js';
 import { Transactions } from '../../../infra/database/transactions.js';
-import { Outbox } from '../../../infra/outbox/outbox.js';
 import { blobKeys } from '../../../infra/storage/blob-storage.js';
-import { AccountEntity } from '../../accounts/account.entity.js';
 import { PLANS } from '../../accounts/plans.js';
-import { quotaExceeded } from '../../files/events/file-events.js';
-import { tryReserveStorage } from '../../files/storage-usage.js';
+import { refuseOverQuota, tryReserveStorage } from '../../files/storage-usage.js';
 import { UploadReservationEntity } from '../../files/upload/upload-reservation.entity.js';
 import { FolderEntity } from '../../folders/folder.entity.js';
 import { ResumableUploadEntity } from '../resumable-upload.entity.js';
@@ -78,18 +75,7 @@ export class CreateResumableUploadHandler implements ICommandHandler<CreateResum
       return upload;
     });
     if (created) return created;
-    throw await this.quotaRefusal(actor, reserve);
-  }
-
-  /** Recorded in its own transaction, as the multipart upload does: the refused upload changes nothing else. */
-  private async quotaRefusal(actor: Actor, required: number): Promise<StorageExceeded> {
-    const now = this.clock.now();
-    return this.transactions.run(async (tx) => {
-      const account = await tx.getRepository(AccountEntity).findOneByOrFail({ id: actor.accountId });
-      const current = account.storageUsed + account.storageReserved;
-      const limit = account.storageLimit;
-      await Outbox.record(tx, quotaExceeded(actor.accountId, now, { used: current, limit, overage: current + required - limit }));
-      return new StorageExceeded(current, limit, required);
-    });
+    // Recorded in its own transaction, as the multipart upload does: the refused upload changes nothing else.
+    throw await this.transactions.run((tx) => refuseOverQuota(tx, actor.accountId, reserve, this.clock.now()));
   }
 }
