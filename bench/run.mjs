@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// npm run bench [-- --quick] [--db sqlite|postgres] [--only upload,download,listing,webhooks,purge]
+// npm run bench [-- --quick] [--db sqlite|postgres] [--only upload,download,listing,webhooks,purge,tus]
 //                [--runs N] [--connections N] [--purge-via job|cli] [--server-env NAME=VALUE ...]
 // Benchmarks the built service (dist/) as a real server process against real Redis and the chosen
 // database, side by side with baselines; prints one table and writes JSON to bench/results/.
@@ -15,6 +15,7 @@ import { printTable } from './lib/table.mjs';
 import { downloadScenario } from './scenarios/download.mjs';
 import { listingScenario } from './scenarios/listing.mjs';
 import { purgeScenario } from './scenarios/purge.mjs';
+import { tusScenario } from './scenarios/tus.mjs';
 import { uploadScenario } from './scenarios/upload.mjs';
 import { webhooksScenario } from './scenarios/webhooks.mjs';
 
@@ -24,6 +25,7 @@ const SCENARIOS = {
   listing: { title: '3 listing', run: listingScenario, needsServer: true },
   webhooks: { title: '4 webhooks', run: webhooksScenario, needsServer: true },
   purge: { title: '5 purge', run: purgeScenario, needsServer: false },
+  tus: { title: '6 resumable upload (tus)', run: tusScenario, needsServer: true },
 };
 
 const { values: args } = parseArgs({
