@@ -1,4 +1,4 @@
-import { Controller, Delete, Head, Options, Patch, Post, Req, Res } from '@nestjs/common';
+import { applyDecorators, Controller, Delete, Head, Options, Patch, Post, Req, Res } from '@nestjs/common';
 import { ApiExcludeEndpoint, ApiHeader, ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { SkipThrottle } from '@nestjs/throttler';
 import type { Request, Response } from 'express';
@@ -7,7 +7,10 @@ import { type Actor, CurrentActor } from '../../common/auth/actor.js';
 import { ApiErrors } from '../../common/http/openapi.js';
 import { FILE_ID_HEADER, TusProtocol } from './tus-protocol.js';
 
-const TUS_RESUMABLE = ApiHeader({ name: 'Tus-Resumable', required: true, description: 'The protocol version: `1.0.0`.' });
+const TUS_RESUMABLE = applyDecorators(
+  ApiHeader({ name: 'Tus-Resumable', required: true, description: 'The protocol version: `1.0.0`.' }),
+  ApiErrors([412, 'invalid_request: the Tus-Resumable header is missing.']),
+);
 const UPLOAD_ID = ApiParam({ name: 'id', description: 'The upload id (`upl_...`), the last segment of the creation answer\'s Location.' });
 
 /**
@@ -56,7 +59,7 @@ export class UploadsController {
     description: `Answers \`Upload-Offset\` (bytes received), \`Upload-Length\`, \`Upload-Metadata\` and \`Upload-Expires\`; once complete also \`${FILE_ID_HEADER}\`.`,
   })
   @ApiResponse({ status: 200, description: 'The upload\'s state, in headers.' })
-  @ApiErrors([404, 'not_found: no such upload of this account (or it expired or was terminated).'])
+  @ApiErrors([404, 'not_found: no such upload of this account (or it was terminated).'], [410, 'not_found: the upload expired.'])
   offset(@CurrentActor() actor: Actor, @Req() request: Request, @Res() response: Response): Promise<void> {
     return this.tus.handle(actor, request, response);
   }
@@ -79,7 +82,8 @@ export class UploadsController {
   })
   @ApiResponse({ status: 204, description: 'Stored; `Upload-Offset` is the new offset.' })
   @ApiErrors(
-    [404, 'not_found: no such upload of this account (or it expired or was terminated).'],
+    [404, 'not_found: no such upload of this account (or it was terminated).'],
+    [410, 'not_found: the upload expired.'],
     [409, 'conflict: Upload-Offset is not the upload\'s offset (ask HEAD).'],
     [413, 'file_too_large: more bytes than Upload-Length or the plan allows.'],
     [423, 'conflict: another request is writing to this upload; retry.'],

@@ -186,7 +186,8 @@ describe('bad-input fuzzing from the OpenAPI document', () => {
     );
     expect(operations.length).toBeGreaterThan(3);
     for (const { path, method, operation } of operations) {
-      if (path === '/health' || path.startsWith('/docs')) continue;
+      // A HEAD answer has no body to carry an envelope (tus HEAD /v1/uploads/{id}).
+      if (path === '/health' || path.startsWith('/docs') || method === 'head') continue;
       const parameters = operation.parameters ?? [];
       const pathParams = parameters.filter((p) => p.in === 'path');
       const content = operation.requestBody?.content ?? {};
