@@ -45,6 +45,7 @@ export class UploadsController {
   @ApiErrors(
     [404, 'not_found: folder_id names no active folder.'],
     [413, 'file_too_large (details file_size, max_size, plan) or storage_exceeded (details current_usage, storage_limit, required_space).'],
+    [503, 'service_unavailable: resumable uploads need STORAGE_DRIVER=local for now; use POST /v1/files/upload.'],
   )
   create(@CurrentActor() actor: Actor, @Req() request: Request, @Res() response: Response): Promise<void> {
     return this.tus.handle(actor, request, response);

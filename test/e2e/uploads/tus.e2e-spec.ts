@@ -253,4 +253,24 @@ describe('resumable uploads (tus 1.0) with tus-js-client', () => {
       expect((await fetch(url, { method: 'HEAD', headers: { ...account.auth, 'Tus-Resumable': '1.0.0' } })).status).toBe(404);
     });
   });
+
+  describe('on the S3 storage driver', () => {
+    let s3: TestApp;
+    beforeAll(async () => {
+      // Never contacted: the uploads answer before any storage call.
+      s3 = await startTestApp({ STORAGE_DRIVER: 's3', S3_BUCKET: 'unused', S3_ENDPOINT: 'http://127.0.0.1:9', S3_FORCE_PATH_STYLE: 'true' });
+    });
+    afterAll(() => s3.close());
+
+    it('answers 503 service_unavailable, pointing to the multipart upload, and reserves nothing', async () => {
+      const account = await createAccount(s3.app);
+      const res = await fetch(`${s3.baseUrl}/v1/uploads`, {
+        method: 'POST',
+        headers: { ...account.auth, 'Tus-Resumable': '1.0.0', 'Upload-Length': '10', 'Upload-Metadata': metadataHeader({ filename: 'a' }) },
+      });
+      expect(res.status).toBe(503);
+      expect(await res.json()).toMatchObject({ success: false, error: { code: 'service_unavailable' } });
+      expect(await storageOf(s3.app, account.accountId)).toMatchObject({ reserved: 0 });
+    });
+  });
 });
