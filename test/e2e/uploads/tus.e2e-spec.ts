@@ -4,6 +4,7 @@ import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OutboxEventEntity } from '../../../src/infra/outbox/outbox-event.entity.js';
 import { FileEntity } from '../../../src/modules/files/file.entity.js';
+import { UploadSweeper } from '../../../src/modules/files/upload/upload-sweeper.js';
 import { ResumableUploadExpiry } from '../../../src/modules/uploads/resumable-upload-expiry.js';
 import { createAccount, createKey, type TestAccount } from '../../support/accounts.js';
 import { storageOf } from '../../support/files.js';
@@ -155,6 +156,17 @@ describe('resumable uploads (tus 1.0) with tus-js-client', () => {
     })() });
     expect(multipart.status).toBe(413);
     expect(await storageOf(t.app, tight.accountId)).toMatchObject({ used: 0, reserved: 6 * MiB });
+  });
+
+  it('is left alone by the multipart upload sweeper, however long it idles, and still completes', async () => {
+    const account = await createAccount(t.app);
+    const content = randomBytes(3 * MiB);
+    const url = await tusUploadUntil(t.baseUrl, account.auth, content, MiB, { chunkSize: MiB });
+    // Everything counts as stale to this sweep: a multipart reservation this old would be released.
+    await t.app.get(UploadSweeper).sweep(0);
+    expect((await storageOf(t.app, account.accountId)).reserved).toBe(3 * MiB);
+    const { fileId } = await tusUpload(t.baseUrl, account.auth, content, { uploadUrl: url, chunkSize: MiB });
+    expect(await getFile(fileId, account.auth)).toMatchObject({ md5_hash: md5(content) });
   });
 
   it('terminates an upload: bytes deleted, quota given back, the upload gone', async () => {
