@@ -25,7 +25,7 @@ describe('resumable uploads across server processes (built server, real processe
     return server;
   };
   const fileOf = async (server: ServerProcess, id: string) =>
-    (await fetch(`${server.baseUrl}/v1/files/${id}`, { headers: owner.auth }).then((r) => r.json())).data;
+    (await fetch(`${server.baseUrl}/v1/files/${id}`, { headers: owner.auth }).then((r) => r.json() as Promise<{ data: Record<string, unknown> }>)).data;
   const offsetOf = async (url: string) =>
     Number((await fetch(url, { method: 'HEAD', headers: { ...owner.auth, 'Tus-Resumable': '1.0.0' } })).headers.get('upload-offset'));
 

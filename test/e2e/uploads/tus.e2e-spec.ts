@@ -44,7 +44,7 @@ describe('resumable uploads (tus 1.0) with tus-js-client', () => {
       body,
     });
   const head = (auth: Record<string, string>, url: string) => fetch(url, { method: 'HEAD', headers: { ...auth, 'Tus-Resumable': '1.0.0' } });
-  const getFile = async (id: string, auth = owner.auth) => (await fetch(`${t.baseUrl}/v1/files/${id}`, { headers: auth }).then((r) => r.json())).data;
+  const getFile = async (id: string, auth = owner.auth) => (await fetch(`${t.baseUrl}/v1/files/${id}`, { headers: auth }).then((r) => r.json() as Promise<{ data: Record<string, unknown> }>)).data;
   /** The upload URL a creation answered (Location is relative). */
   const locationOf = (created: Response) => new URL(created.headers.get('location')!, t.baseUrl).toString();
   const events = async (accountId: string, name: string) =>
@@ -57,9 +57,9 @@ describe('resumable uploads (tus 1.0) with tus-js-client', () => {
   afterAll(() => t.close());
 
   it('uploads in chunks into a file, as the multipart upload would: MD5, detected type, quota, file.uploaded', async () => {
-    const folder = (await fetch(`${t.baseUrl}/v1/folders`, { method: 'POST', headers: { ...owner.auth, 'Content-Type': 'application/json' }, body: JSON.stringify({ name: 'Pictures' }) }).then((r) => r.json())).data;
+    const folder = (await fetch(`${t.baseUrl}/v1/folders`, { method: 'POST', headers: { ...owner.auth, 'Content-Type': 'application/json' }, body: JSON.stringify({ name: 'Pictures' }) }).then((r) => r.json() as Promise<{ data: Record<string, unknown> }>)).data;
     const content = Buffer.concat([PNG, randomBytes(3 * MiB + 123)]);
-    const { fileId } = await tusUpload(t.baseUrl, owner.auth, content, { chunkSize: MiB, metadata: { filename: 'photo.bin', name: 'holiday.png', folder_id: folder.id } });
+    const { fileId } = await tusUpload(t.baseUrl, owner.auth, content, { chunkSize: MiB, metadata: { filename: 'photo.bin', name: 'holiday.png', folder_id: String(folder.id) } });
     const file = await getFile(fileId);
     expect(file).toMatchObject({ id: fileId, name: 'holiday.png', folder_id: folder.id, size: content.length, md5_hash: md5(content), type: 'image/png', category: 'image' });
     expect(await storageOf(t.app, owner.accountId)).toMatchObject({ reserved: 0 });
