@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// npm run bench [-- --quick] [--db sqlite|postgres] [--only upload,download,listing,webhooks,purge,cli,memory]
+// npm run bench [-- --quick] [--db sqlite|postgres] [--only upload,download,listing,webhooks,purge,cli,memory,tus]
 //                [--runs N] [--connections N] [--purge-via job|cli] [--server-env NAME=VALUE ...]
 // Benchmarks the built service (dist/) as a real server process against real Redis and the chosen
 // database, side by side with baselines; prints one table and writes JSON to bench/results/.
@@ -17,6 +17,7 @@ import { downloadScenario } from './scenarios/download.mjs';
 import { memoryScenario } from './scenarios/memory.mjs';
 import { listingScenario } from './scenarios/listing.mjs';
 import { purgeScenario } from './scenarios/purge.mjs';
+import { tusScenario } from './scenarios/tus.mjs';
 import { uploadScenario } from './scenarios/upload.mjs';
 import { webhooksScenario } from './scenarios/webhooks.mjs';
 
@@ -28,6 +29,7 @@ const SCENARIOS = {
   purge: { title: '5 purge', run: purgeScenario, needsServer: false },
   cli: { title: '6 cli', run: cliScenario, needsServer: false },
   memory: { title: '7 memory', run: memoryScenario, needsServer: false },
+  tus: { title: '8 resumable upload (tus)', run: tusScenario, needsServer: true },
 };
 
 const { values: args } = parseArgs({

@@ -1,5 +1,6 @@
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
+import type { Request } from 'express';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import { Logger } from 'nestjs-pino';
 import { DataSource } from 'typeorm';
@@ -7,6 +8,7 @@ import { AppModule } from './app.module.js';
 import type { AppConfig } from './config/app-config.js';
 import { documentJsonBodyLimits, jsonBodyParser } from './common/http/request-body.js';
 import { applyHttpServerLimits } from './common/http/http-server-limits.js';
+import { isTusDiscovery, TUS_REQUEST_HEADERS, TUS_RESPONSE_HEADERS } from './modules/uploads/tus-protocol.js';
 
 export const API_DESCRIPTION = `
 Upload files into folders, list and search them, move them to a trash with a 30-day recovery window or delete them for good,
@@ -32,12 +34,14 @@ export async function createApp(config: AppConfig): Promise<NestExpressApplicati
   app.use(jsonBodyParser());
   applyHttpServerLimits(app.getHttpServer(), config);
   // API keys travel in a header, never in cookies, so any origin may call the API from a browser.
-  app.enableCors({
+  const cors = {
     origin: '*',
-    allowedHeaders: ['Authorization', 'Content-Type', 'Range', 'If-None-Match', 'If-Range', 'X-Request-Id', 'X-Share-Password'],
-    exposedHeaders: ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'Retry-After', 'X-Request-Id', 'ETag', 'Content-Range', 'Content-Disposition'],
+    allowedHeaders: ['Authorization', 'Content-Type', 'Range', 'If-None-Match', 'If-Range', 'X-Request-Id', 'X-Share-Password', ...TUS_REQUEST_HEADERS],
+    exposedHeaders: ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'Retry-After', 'X-Request-Id', 'ETag', 'Content-Range', 'Content-Disposition', ...TUS_RESPONSE_HEADERS],
     maxAge: 600,
-  });
+  };
+  // A tus OPTIONS that is not a preflight is protocol discovery: it goes on to the uploads controller.
+  app.enableCors((req: Request, done) => done(null, { ...cors, preflightContinue: isTusDiscovery(req) }));
   await app.get(DataSource).runMigrations({ transaction: 'each' });
 
   const document = SwaggerModule.createDocument(

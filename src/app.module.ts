@@ -30,6 +30,7 @@ import { MediaWorkersModule } from './modules/media/media-workers.module.js';
 import { ScanningModule } from './modules/media/scanning/scanning.module.js';
 import { PLANS } from './modules/accounts/plans.js';
 import { SharesModule } from './modules/shares/shares.module.js';
+import { UploadsModule } from './modules/uploads/uploads.module.js';
 import { WebhookDeliveryModule } from './modules/webhooks/webhook-delivery.module.js';
 import { WebhooksModule } from './modules/webhooks/webhooks.module.js';
 
@@ -66,6 +67,8 @@ export class AppModule {
           }),
         }),
         ...DOMAIN_MODULES,
+        // Resumable uploads (tus) are an HTTP protocol: the server has them, the CLI does not.
+        UploadsModule,
         MetricsModule,
         WebhookDeliveryModule,
         ...(config.admin ? [QueueDashboardModule.register(config.admin)] : []),

@@ -68,12 +68,12 @@ export function uploadMultipart(url, filePath, size, { headers = {}, fileName = 
   });
 }
 
-/** Streams a file as the raw request body (the pipe baseline and tus PATCH). */
-export function uploadRaw(url, method, filePath, size, headers = {}) {
-  return streamBody(url, method, filePath, { headers: { 'content-length': size, ...headers } });
+/** Streams a file (or the `range` {start, end} of it, inclusive) as the raw request body (the pipe baseline and tus PATCH). */
+export function uploadRaw(url, method, filePath, size, headers = {}, range = undefined) {
+  return streamBody(url, method, filePath, { headers: { 'content-length': size, ...headers }, range });
 }
 
-function streamBody(url, method, filePath, { headers, preamble, epilogue }) {
+function streamBody(url, method, filePath, { headers, preamble, epilogue, range }) {
   return new Promise((resolve, reject) => {
     const started = performance.now();
     const req = httpRequest(url, { method, agent: false, headers }, (res) => {
@@ -94,7 +94,7 @@ function streamBody(url, method, filePath, { headers, preamble, epilogue }) {
     });
     req.on('error', reject);
     if (preamble) req.write(preamble);
-    const source = createReadStream(filePath, { highWaterMark: 1024 * 1024 });
+    const source = createReadStream(filePath, { highWaterMark: 1024 * 1024, ...range });
     source.on('error', reject);
     source.pipe(req, { end: false });
     source.on('end', () => req.end(epilogue));

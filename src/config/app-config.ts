@@ -89,6 +89,9 @@ class EnvironmentVariables {
   @Transform(toNumber) @IsOptional() @IsNumber({ allowNaN: false, allowInfinity: false }) @Min(0.000001) @Max(3650)
   TRASH_RETENTION_DAYS?: number;
 
+  @Transform(toNumber) @IsOptional() @IsNumber({ allowNaN: false, allowInfinity: false }) @Min(1) @Max(30 * 86_400)
+  TUS_UPLOAD_EXPIRY?: number;
+
   @Transform(emptyToUndefined) @IsOptional() @Matches(/^(\S+\s+){4,5}\S+$/, { message: 'TRASH_PURGE_CRON must be a cron expression with 5 or 6 fields' })
   TRASH_PURGE_CRON?: string;
 
@@ -202,6 +205,8 @@ export class AppConfig {
   };
   readonly urlSigningSecret: string;
   readonly trashRetentionDays: number;
+  /** How long a resumable upload may sit idle before the expiry job removes it. */
+  readonly resumableUploadExpiryMs: number;
   readonly trashPurgeCron: string;
   readonly webhookAllowPrivateUrls: boolean;
   readonly webhookDeliveryConcurrency: number;
@@ -349,6 +354,7 @@ export function loadConfig(env?: NodeJS.ProcessEnv): AppConfig {
     },
     urlSigningSecret: secret('URL_SIGNING_SECRET'),
     trashRetentionDays: raw.TRASH_RETENTION_DAYS ?? 30,
+    resumableUploadExpiryMs: (raw.TUS_UPLOAD_EXPIRY ?? 86_400) * 1000,
     trashPurgeCron: raw.TRASH_PURGE_CRON ?? '*/10 * * * *',
     webhookAllowPrivateUrls: raw.WEBHOOK_ALLOW_PRIVATE_URLS === 'true',
     webhookDeliveryConcurrency: raw.WEBHOOK_DELIVERY_CONCURRENCY ?? 100,

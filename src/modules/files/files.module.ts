@@ -38,6 +38,6 @@ import { UploadSweeper } from './upload/upload-sweeper.js';
     GetFileHandler,
     GetFileBlobHandler,
   ],
-  exports: [UploadSweeper],
+  exports: [UploadSweeper, UploadReceiver],
 })
 export class FilesModule {}

@@ -2,7 +2,8 @@ import type { EntityManager } from 'typeorm';
 import { Outbox } from '../../infra/outbox/outbox.js';
 import { AccountEntity } from '../accounts/account.entity.js';
 import { PLANS } from '../accounts/plans.js';
-import { storageWarning } from './events/file-events.js';
+import { StorageExceeded } from '../../common/errors/api-error.js';
+import { quotaExceeded, storageWarning } from './events/file-events.js';
 
 /** The account's quota in SQL: its own limit when set, else its plan's. */
 export const STORAGE_LIMIT_SQL =
@@ -68,4 +69,16 @@ export async function changeStorageUsage(
     await Outbox.record(tx, ...crossed.map((threshold) => storageWarning(accountId, now, { used: account.storageUsed, limit, percentage, threshold })));
   }
   return account;
+}
+
+/**
+ * The refusal of an upload of `required` bytes that does not fit: records user.quota_exceeded
+ * (overage = used + reserved + required - limit) and answers storage_exceeded with the same figures.
+ */
+export async function refuseOverQuota(tx: EntityManager, accountId: string, required: number, now: Date): Promise<StorageExceeded> {
+  const account = await tx.getRepository(AccountEntity).findOneByOrFail({ id: accountId });
+  const current = account.storageUsed + account.storageReserved;
+  const limit = account.storageLimit;
+  await Outbox.record(tx, quotaExceeded(accountId, now, { used: current, limit, overage: current + required - limit }));
+  return new StorageExceeded(current, limit, required);
 }

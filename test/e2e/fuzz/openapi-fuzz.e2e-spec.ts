@@ -517,7 +517,8 @@ describe('bad-input fuzzing from the OpenAPI document', () => {
     const started = Date.now();
     const operations = Object.entries(doc.paths).flatMap(([path, methods]) => Object.entries(methods).map(([method, operation]) => ({ path, method, operation })));
     // Routes that take no input at all have nothing to break, and any call of them is valid (DELETE /v1/trash empties the trash).
-    const fuzzable = operations.filter(({ path, operation }) => path !== '/health' && ((operation.parameters ?? []).length > 0 || operation.requestBody));
+    // A HEAD answer has no body to carry an envelope (tus HEAD /v1/uploads/{id}).
+    const fuzzable = operations.filter(({ path, method, operation }) => path !== '/health' && method !== 'head' && ((operation.parameters ?? []).length > 0 || operation.requestBody));
     expect(fuzzable.length).toBeGreaterThan(20);
     // FUZZ_OPERATION="POST /v1/files/upload" narrows a reproduction to one operation.
     const only = process.env.FUZZ_OPERATION;

@@ -6,6 +6,7 @@ import { FileMedia1763810000000 } from './1763810000000-file-media.js';
 import { FileListingVersions1763910000000 } from './1763910000000-file-listing-versions.js';
 import { ServerInstances1763950000000 } from './1763950000000-server-instances.js';
 import { UnicodeNames1764000000000 } from './1764000000000-unicode-names.js';
+import { ResumableUploads1764200000000 } from './1764200000000-resumable-uploads.js';
 
 /** Every migration, oldest first. */
 export const MIGRATIONS = [
@@ -17,4 +18,5 @@ export const MIGRATIONS = [
   FileListingVersions1763910000000,
   ServerInstances1763950000000,
   UnicodeNames1764000000000,
+  ResumableUploads1764200000000,
 ];

@@ -1,6 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { Interval, Timeout } from '@nestjs/schedule';
-import type { EntityManager } from 'typeorm';
+import { Brackets, type EntityManager } from 'typeorm';
 import { Clock } from '../../../common/clock.js';
 import { AppConfig } from '../../../config/app-config.js';
 import { Transactions } from '../../../infra/database/transactions.js';
@@ -78,8 +78,15 @@ export class UploadSweeper {
         .getRepository(UploadReservationEntity)
         .createQueryBuilder('r')
         .leftJoin('server_instances', 'i', 'i.id = r.instance_id')
-        .where('r.updated_at < :staleBefore', { staleBefore })
-        .orWhere('(r.instance_id IS NOT NULL AND (i.id IS NULL OR i.heartbeat_at < :deadBefore))', { deadBefore })
+        .where(
+          new Brackets((abandonedOrHung) =>
+            abandonedOrHung
+              .where('r.updated_at < :staleBefore', { staleBefore })
+              .orWhere('(r.instance_id IS NOT NULL AND (i.id IS NULL OR i.heartbeat_at < :deadBefore))', { deadBefore }),
+          ),
+        )
+        // A resumable upload outlives its requests and processes until it expires (modules/uploads); once its file commits it is swept as any.
+        .andWhere('(r.file_id IS NOT NULL OR NOT EXISTS (SELECT 1 FROM resumable_uploads ru WHERE ru.id = r.id))')
         .getMany(),
     );
     for (const reservation of abandoned) {

@@ -1,0 +1,150 @@
+import { HttpStatus, Injectable } from '@nestjs/common';
+import { CommandBus } from '@nestjs/cqrs';
+import { Server, type ServerOptions } from '@tus/server';
+import type { Request, Response } from 'express';
+import type { Actor } from '../../common/auth/actor.js';
+import { ApiError, type ErrorCode, NotFound } from '../../common/errors/api-error.js';
+import { ApiExceptionFilter } from '../../common/http/api-exception.filter.js';
+import { newId } from '../../common/ids.js';
+import { AppConfig } from '../../config/app-config.js';
+import { Transactions } from '../../infra/database/transactions.js';
+import { PLANS } from '../accounts/plans.js';
+import { CompleteResumableUploadCommand } from './commands/complete-resumable-upload.command.js';
+import { CreateResumableUploadCommand } from './commands/create-resumable-upload.command.js';
+import { RedisUploadLocker } from './redis-upload-locker.js';
+import { ResumableUploadEntity } from './resumable-upload.entity.js';
+import { ResumableUploadStore } from './resumable-upload.store.js';
+import { tusActor, tusRequests } from './tus-request.js';
+
+export const UPLOADS_PATH = '/v1/uploads';
+
+/** Names the file a completed upload became, on its last PATCH (or POST) and on HEAD afterwards. */
+export const FILE_ID_HEADER = 'X-File-Id';
+
+/** Request headers of the tus protocol a browser must be allowed to send (CORS). */
+export const TUS_REQUEST_HEADERS = [
+  'Tus-Resumable',
+  'Upload-Length',
+  'Upload-Defer-Length',
+  'Upload-Metadata',
+  'Upload-Offset',
+  'Upload-Concat',
+  'X-HTTP-Method-Override',
+  'X-Requested-With',
+];
+/** Response headers of the tus protocol a browser script must be able to read (CORS). */
+export const TUS_RESPONSE_HEADERS = ['Location', 'Tus-Resumable', 'Tus-Version', 'Tus-Extension', 'Tus-Max-Size', 'Upload-Offset', 'Upload-Length', 'Upload-Expires', 'Upload-Metadata', FILE_ID_HEADER];
+/** Our own headers that tus answers carry too, exposed next to the protocol's. */
+const OUR_RESPONSE_HEADERS = ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'Retry-After', 'X-Request-Id', 'WWW-Authenticate'];
+
+/** An OPTIONS request to the uploads that is not a CORS preflight: tus protocol discovery. */
+export function isTusDiscovery(request: Request): boolean {
+  return request.method === 'OPTIONS' && request.path.startsWith(UPLOADS_PATH) && !request.headers['access-control-request-method'];
+}
+
+/** @tus/server's errors, as our error codes. */
+const CODE_BY_TUS_STATUS: Record<number, ErrorCode> = { 404: 'not_found', 410: 'not_found', 409: 'conflict', 423: 'conflict', 413: 'file_too_large' };
+
+/**
+ * The tus 1.0 protocol at /v1/uploads: @tus/server with our store, our cross-process lock and
+ * hooks that run our commands. Creation checks and reserves like the multipart upload; the last
+ * byte commits through the multipart upload's own commit. Errors leave as our JSON envelope.
+ */
+@Injectable()
+export class TusProtocol {
+  private readonly server: EnvelopedTusServer;
+  private readonly errors = new ApiExceptionFilter();
+
+  constructor(
+    commands: CommandBus,
+    store: ResumableUploadStore,
+    locker: RedisUploadLocker,
+    private readonly transactions: Transactions,
+    private readonly config: AppConfig,
+  ) {
+    const options: ServerOptions & { datastore: ResumableUploadStore } = {
+      path: UPLOADS_PATH,
+      datastore: store,
+      locker,
+      // Relative (`/v1/uploads/<id>`): clients resolve it against the address they used, whatever proxy is in between.
+      relativeLocation: true,
+      namingFunction: () => newId('upl'),
+      // Creation checks Upload-Length itself (with our error); later requests are held to the plan (deferred lengths).
+      maxSize: (req) => {
+        const actor = tusRequests.getStore()?.actor;
+        return req.method === 'POST' || !actor ? 0 : PLANS[actor.plan].maxFileSize;
+      },
+      exposedHeaders: [...TUS_RESPONSE_HEADERS, ...OUR_RESPONSE_HEADERS],
+      onIncomingRequest: async (req, uploadId) => {
+        if (req.method === 'POST') return;
+        const upload = await this.assertOwnUpload(tusActor(), uploadId);
+        if (upload.fileId) tusRequests.getStore()?.response.setHeader(FILE_ID_HEADER, upload.fileId);
+      },
+      onUploadCreate: async (_req, upload) => {
+        await commands.execute(new CreateResumableUploadCommand(tusActor(), upload.id, upload.size ?? null, upload.metadata));
+        return {};
+      },
+      onUploadFinish: async (_req, upload) => {
+        const fileId = await commands.execute(new CompleteResumableUploadCommand(tusActor(), upload.id));
+        return { headers: { [FILE_ID_HEADER]: fileId } };
+      },
+      onResponseError: (_req, error) => this.renderError(error),
+    };
+    this.server = new EnvelopedTusServer(options, (error) => this.renderError(error));
+  }
+
+  /** Handles one tus request; the guards have authenticated `actor` (null for OPTIONS). */
+  async handle(actor: Actor | null, request: Request, response: Response): Promise<void> {
+    // The store writes to local disk; on S3 the bytes would not be where the commit looks for them.
+    if (this.config.storage.driver !== 'local') {
+      throw new ApiError(HttpStatus.SERVICE_UNAVAILABLE, 'service_unavailable', 'Resumable uploads need STORAGE_DRIVER=local for now; use POST /v1/files/upload.');
+    }
+    return tusRequests.run({ actor, request, response }, () => this.server.handle(request, response));
+  }
+
+  /** The caller's upload, or not_found: another account's upload does not exist for them. */
+  async assertOwnUpload(actor: Actor, uploadId: string): Promise<ResumableUploadEntity> {
+    const upload = await this.transactions.run((tx) => tx.getRepository(ResumableUploadEntity).findOneBy({ id: uploadId, accountId: actor.accountId }));
+    if (!upload) throw new NotFound('upload', uploadId);
+    return upload;
+  }
+
+  /** Our envelope for whatever a tus request failed with: our ApiErrors, @tus/server's `{status_code, body}`, or a bug. */
+  private renderError(error: Error | { status_code: number; body: string }): { status_code: number; body: string } {
+    const context = tusRequests.getStore();
+    if (!context) return { status_code: HttpStatus.INTERNAL_SERVER_ERROR, body: 'internal_error\n' };
+    const known = error instanceof ApiError ? error : asApiError(error);
+    const { status, body, headers } = this.errors.render(known ?? error, context.request);
+    for (const [name, value] of Object.entries(headers)) context.response.setHeader(name, value);
+    return { status_code: status, body: JSON.stringify(body) };
+  }
+}
+
+/**
+ * @tus/server answering every error with our JSON envelope: those that went through
+ * onResponseError already are, and the few it answers by itself (a missing Tus-Resumable, an
+ * invalid header) are wrapped here; either way the body is declared as JSON.
+ */
+class EnvelopedTusServer extends Server {
+  constructor(
+    options: ConstructorParameters<typeof Server>[0],
+    private readonly renderError: (error: { status_code: number; body: string }) => { status_code: number; body: string },
+  ) {
+    super(options);
+  }
+
+  override async write(context: Parameters<Server['write']>[0], headers: Headers, status: number, body = ''): ReturnType<Server['write']> {
+    if (status < 400) return super.write(context, headers, status, body);
+    const enveloped = body.startsWith('{') ? body : this.renderError({ status_code: status, body }).body;
+    headers.set('Content-Type', 'application/json; charset=utf-8');
+    return super.write(context, headers, status, enveloped);
+  }
+}
+
+/** @tus/server's protocol errors carry a status and a plain-text body. */
+function asApiError(error: unknown): ApiError | null {
+  if (typeof error !== 'object' || error === null || !('status_code' in error) || !('body' in error)) return null;
+  const { status_code: status, body } = error as { status_code: number; body: string };
+  if (status >= 500) return null;
+  return new ApiError(status, CODE_BY_TUS_STATUS[status] ?? 'invalid_request', String(body).trim().replace(/\.?$/, '.'));
+}

@@ -1,0 +1,32 @@
+import { describe, expect, it } from 'vitest';
+import { ApiError } from '../../common/errors/api-error.js';
+import { resumableUploadTarget } from './upload-metadata.js';
+
+const refusal = (metadata: Record<string, string | null> | undefined) => {
+  try {
+    resumableUploadTarget(metadata);
+  } catch (error) {
+    return error instanceof ApiError ? { status: error.status, details: error.details } : error;
+  }
+  throw new Error('accepted');
+};
+
+describe('resumableUploadTarget', () => {
+  it('takes filename, lets name override it, and reads folder_id and overwrite', () => {
+    expect(resumableUploadTarget({ filename: 'a.txt' })).toEqual({ name: 'a.txt', folderId: null, overwrite: false });
+    expect(resumableUploadTarget({ filename: 'a.txt', name: 'b.txt', folder_id: 'fld_1', overwrite: 'true', filetype: 'text/plain' })).toEqual({
+      name: 'b.txt',
+      folderId: 'fld_1',
+      overwrite: true,
+    });
+  });
+
+  it('refuses a missing filename, a bad name, an empty folder_id and a bad overwrite with the field named', () => {
+    expect(refusal(undefined)).toMatchObject({ status: 400, details: { fields: [{ field: 'filename' }] } });
+    expect(refusal({ filename: null })).toMatchObject({ status: 400, details: { fields: [{ field: 'filename' }] } });
+    expect(refusal({ filename: 'a/b' })).toMatchObject({ status: 400, details: { fields: [{ field: 'filename' }] } });
+    expect(refusal({ filename: 'a', name: '..' })).toMatchObject({ status: 400, details: { fields: [{ field: 'name' }] } });
+    expect(refusal({ filename: 'a', folder_id: '' })).toMatchObject({ status: 400, details: { fields: [{ field: 'folder_id' }] } });
+    expect(refusal({ filename: 'a', overwrite: 'yes' })).toMatchObject({ status: 400, details: { fields: [{ field: 'overwrite' }] } });
+  });
+});

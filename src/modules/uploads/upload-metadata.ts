@@ -1,0 +1,27 @@
+import { InvalidRequest } from '../../common/errors/api-error.js';
+import { parseOverwrite } from '../files/commands/upload-file.command.js';
+import { assertValidName } from '../files/file-naming.js';
+
+/** What a resumable upload's `Upload-Metadata` asks for, with the multipart upload's rules. */
+export interface ResumableUploadTarget {
+  name: string;
+  folderId: string | null;
+  overwrite: boolean;
+}
+
+/**
+ * Reads `filename` (required), `name` (overrides it), `folder_id` and `overwrite` from the parsed
+ * Upload-Metadata. Other keys (tus clients add `filetype`, `relativePath`...) are kept for HEAD but
+ * mean nothing here: the type is detected from the content, as for multipart uploads.
+ */
+export function resumableUploadTarget(metadata: Record<string, string | null> | undefined): ResumableUploadTarget {
+  const filename = metadata?.filename;
+  if (filename === undefined || filename === null || filename === '') {
+    throw InvalidRequest.fields([{ field: 'filename', message: 'Upload-Metadata must carry filename' }]);
+  }
+  const name = metadata?.name ?? filename;
+  assertValidName(name, metadata?.name != null ? 'name' : 'filename');
+  const folderId = metadata?.folder_id;
+  if (folderId === '') throw InvalidRequest.fields([{ field: 'folder_id', message: 'must not be empty; omit it for the root' }]);
+  return { name, folderId: folderId ?? null, overwrite: parseOverwrite(metadata?.overwrite ?? undefined) };
+}

@@ -1,0 +1,118 @@
+import { applyDecorators, Controller, Delete, Head, Options, Patch, Post, Req, Res } from '@nestjs/common';
+import { ApiExcludeEndpoint, ApiHeader, ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { SkipThrottle } from '@nestjs/throttler';
+import type { Request, Response } from 'express';
+import { Public, RequireScope } from '../../common/auth/access.decorator.js';
+import { type Actor, CurrentActor } from '../../common/auth/actor.js';
+import { ApiErrors } from '../../common/http/openapi.js';
+import { FILE_ID_HEADER, TusProtocol } from './tus-protocol.js';
+
+const TUS_RESUMABLE = applyDecorators(
+  ApiHeader({ name: 'Tus-Resumable', required: true, description: 'The protocol version: `1.0.0`.' }),
+  ApiErrors([412, 'invalid_request: the Tus-Resumable header is missing.']),
+);
+const UPLOAD_ID = ApiParam({ name: 'id', description: 'The upload id (`upl_...`), the last segment of the creation answer\'s Location.' });
+
+/**
+ * Resumable uploads (tus 1.0.0): the guards authenticate and count the request as for any route,
+ * then @tus/server (TusProtocol) speaks the protocol on the raw request, whose body no parser has read.
+ */
+@ApiTags('Resumable uploads')
+@Controller('v1/uploads')
+export class UploadsController {
+  constructor(private readonly tus: TusProtocol) {}
+
+  @Post()
+  @RequireScope('write')
+  @TUS_RESUMABLE
+  @ApiHeader({ name: 'Upload-Length', required: false, description: 'The file size in bytes; or send `Upload-Defer-Length: 1` and declare it on a later PATCH.' })
+  @ApiHeader({ name: 'Upload-Defer-Length', required: false, description: '`1` when the size is not known yet.' })
+  @ApiHeader({
+    name: 'Upload-Metadata',
+    required: true,
+    description:
+      'Comma-separated `key base64(value)` pairs: `filename` (required), `name` (the file name to use instead), `folder_id` (default: root), ' +
+      '`overwrite` (`true`/`false`). Other keys are kept and echoed by HEAD.',
+  })
+  @ApiOperation({
+    summary: 'Create a resumable upload (tus creation, creation-with-upload)',
+    description:
+      'Checks the metadata, the plan\'s maximum size and the quota as POST /v1/files/upload does, and reserves `Upload-Length` bytes of quota at once. ' +
+      'Answers 201 with `Location` (the upload URL) and `Upload-Expires`. A body (`Content-Type: application/offset+octet-stream`) is the first chunk; ' +
+      `when it completes the upload, \`${FILE_ID_HEADER}\` names the file.`,
+  })
+  @ApiResponse({ status: 201, description: 'Created; `Location` is the upload URL.' })
+  @ApiErrors(
+    [404, 'not_found: folder_id names no active folder.'],
+    [413, 'file_too_large (details file_size, max_size, plan) or storage_exceeded (details current_usage, storage_limit, required_space).'],
+    [503, 'service_unavailable: resumable uploads need STORAGE_DRIVER=local for now; use POST /v1/files/upload.'],
+  )
+  create(@CurrentActor() actor: Actor, @Req() request: Request, @Res() response: Response): Promise<void> {
+    return this.tus.handle(actor, request, response);
+  }
+
+  @Head(':id')
+  @RequireScope('write')
+  @TUS_RESUMABLE
+  @UPLOAD_ID
+  @ApiOperation({
+    summary: 'Where to resume an upload (tus core)',
+    description: `Answers \`Upload-Offset\` (bytes received), \`Upload-Length\`, \`Upload-Metadata\` and \`Upload-Expires\`; once complete also \`${FILE_ID_HEADER}\`.`,
+  })
+  @ApiResponse({ status: 200, description: 'The upload\'s state, in headers.' })
+  @ApiErrors([404, 'not_found: no such upload of this account (or it was terminated).'], [410, 'not_found: the upload expired.'])
+  offset(@CurrentActor() actor: Actor, @Req() request: Request, @Res() response: Response): Promise<void> {
+    return this.tus.handle(actor, request, response);
+  }
+
+  @Patch(':id')
+  @RequireScope('write')
+  // The upload's creation counted; its chunks do not, so the plan's largest file completes in 8 MiB chunks on every plan.
+  @SkipThrottle()
+  @TUS_RESUMABLE
+  @UPLOAD_ID
+  @ApiHeader({ name: 'Upload-Offset', required: true, description: 'Where this chunk starts: the offset HEAD answered.' })
+  @ApiHeader({ name: 'Content-Type', required: true, description: '`application/offset+octet-stream`; the body is the raw bytes.' })
+  @ApiHeader({ name: 'Upload-Length', required: false, description: 'Declares the size of an upload created with Upload-Defer-Length.' })
+  @ApiOperation({
+    summary: 'Send a chunk (tus core)',
+    description:
+      'Appends the body at `Upload-Offset`; answers 204 with the new `Upload-Offset`. The chunk that completes the upload commits the file as a multipart upload does ' +
+      `(MD5, type detection, numbered suffix or overwrite, file.uploaded, scan and thumbnail) and the answer names it in \`${FILE_ID_HEADER}\`. ` +
+      'Not counted against the rate limit. A second request to the same upload while one is writing waits up to 3 s, then gets 423.',
+  })
+  @ApiResponse({ status: 204, description: 'Stored; `Upload-Offset` is the new offset.' })
+  @ApiErrors(
+    [404, 'not_found: no such upload of this account (or it was terminated).'],
+    [410, 'not_found: the upload expired.'],
+    [409, 'conflict: Upload-Offset is not the upload\'s offset (ask HEAD).'],
+    [413, 'file_too_large: more bytes than Upload-Length or the plan allows.'],
+    [423, 'conflict: another request is writing to this upload; retry.'],
+  )
+  append(@CurrentActor() actor: Actor, @Req() request: Request, @Res() response: Response): Promise<void> {
+    return this.tus.handle(actor, request, response);
+  }
+
+  @Delete(':id')
+  @RequireScope('write')
+  @TUS_RESUMABLE
+  @UPLOAD_ID
+  @ApiOperation({
+    summary: 'Terminate an upload (tus termination)',
+    description: 'Deletes the bytes received and gives the reserved quota back; answers 204. A completed upload\'s file is not touched.',
+  })
+  @ApiResponse({ status: 204, description: 'Terminated.' })
+  @ApiErrors([404, 'not_found: no such upload of this account.'])
+  terminate(@CurrentActor() actor: Actor, @Req() request: Request, @Res() response: Response): Promise<void> {
+    return this.tus.handle(actor, request, response);
+  }
+
+  /** Protocol discovery (Tus-Version, Tus-Extension); CORS preflights are answered before routing. */
+  @Options()
+  @Public({ takesInput: false })
+  @SkipThrottle()
+  @ApiExcludeEndpoint()
+  discover(@Req() request: Request, @Res() response: Response): Promise<void> {
+    return this.tus.handle(null, request, response);
+  }
+}
