@@ -28,7 +28,7 @@ import { TrashModule, TrashScheduleModule } from './modules/trash/trash.module.j
 import { MediaWorkersModule } from './modules/media/media-workers.module.js';
 import { PLANS } from './modules/accounts/plans.js';
 import { SharesModule } from './modules/shares/shares.module.js';
-import { WebhookDeliveryModule } from './modules/webhooks/webhook-delivery.module.js';
+import { WebhookDeliveryModule } from './modules/webhooks/delivery/webhook-delivery.module.js';
 import { WebhooksModule } from './modules/webhooks/webhooks.module.js';
 
 /** The domain modules, shared by the HTTP server and the CLI. */

@@ -5,7 +5,7 @@ import { DeleteWebhookHandler } from './commands/delete-webhook.command.js';
 import { RedeliverHandler } from './commands/redeliver.command.js';
 import { SendTestEventHandler } from './commands/send-test-event.command.js';
 import { UpdateWebhookHandler } from './commands/update-webhook.command.js';
-import { DeliverySignal } from './delivery-signal.js';
+import { DeliverySignal } from './delivery/delivery-signal.js';
 import { GetDeliveryHandler } from './queries/get-delivery.query.js';
 import { GetWebhookHandler } from './queries/get-webhook.query.js';
 import { ListDeliveriesHandler } from './queries/list-deliveries.query.js';

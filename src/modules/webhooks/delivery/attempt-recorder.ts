@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
 import { Transactions } from '../../../infra/database/transactions.js';
-import { type FinishedAttempt, type RecordedAttempt, RecordDeliveryAttemptsCommand } from '../commands/record-delivery-attempts.command.js';
+import { type FinishedAttempt, type RecordedAttempt, RecordDeliveryAttemptsCommand } from './record-delivery-attempts.command.js';
 
 /** Attempts written in one transaction at most. */
 const MAX_BATCH = 500;

@@ -6,7 +6,7 @@ import { Repository } from 'typeorm';
 import { AppConfig } from '../../../config/app-config.js';
 import { Metrics } from '../../../infra/observability/metrics.js';
 import { QUEUES } from '../../../infra/queue/queue-names.js';
-import { DELIVERY_BACKOFF, retryDelayMs } from '../delivery-schedule.js';
+import { DELIVERY_BACKOFF, retryDelayMs } from './delivery-schedule.js';
 import { WebhookSecretBox } from '../webhook-secret-box.js';
 import { WebhookEntity } from '../webhook.entity.js';
 import { AttemptRecorder } from './attempt-recorder.js';

@@ -3,7 +3,7 @@ import https from 'node:https';
 import { Injectable, OnApplicationShutdown } from '@nestjs/common';
 import { RequestFilteringHttpAgent, RequestFilteringHttpsAgent } from 'request-filtering-agent';
 import { AppConfig } from '../../../config/app-config.js';
-import { sign } from '../webhook-signature.js';
+import { sign } from './webhook-signature.js';
 
 export const DELIVERY_TIMEOUT_MS = 30_000;
 export const USER_AGENT = 'Service-Webhook/1.0';

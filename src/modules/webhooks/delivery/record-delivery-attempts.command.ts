@@ -2,10 +2,10 @@ import { Command, CommandHandler, ICommandHandler } from '@nestjs/cqrs';
 import type { EntityManager } from 'typeorm';
 import { Clock } from '../../../common/clock.js';
 import { Transactions } from '../../../infra/database/transactions.js';
-import { FAILING_WEBHOOK_DISABLE_AFTER_MS, MAX_ATTEMPTS, retryDelayMs } from '../delivery-schedule.js';
-import { type AttemptResult, succeeded } from '../delivery/webhook-sender.js';
+import { FAILING_WEBHOOK_DISABLE_AFTER_MS, MAX_ATTEMPTS, retryDelayMs } from './delivery-schedule.js';
+import { type AttemptResult, succeeded } from './webhook-sender.js';
 import type { DeliveryAttempt, DeliveryStatus } from '../webhook-delivery.entity.js';
-import { jsonRows } from '../json-rows.js';
+import { jsonRows } from './json-rows.js';
 import { WebhookEntity } from '../webhook.entity.js';
 
 /** One finished attempt, with the delivery as it was read when the attempt started. */

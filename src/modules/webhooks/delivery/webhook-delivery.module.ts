@@ -1,0 +1,19 @@
+import { Module } from '@nestjs/common';
+import { RecordDeliveryAttemptsHandler } from './record-delivery-attempts.command.js';
+import { AttemptRecorder } from './attempt-recorder.js';
+import { DeliverWebhookProcessor } from './deliver-webhook.processor.js';
+import { DeliveryDispatcher } from './delivery-dispatcher.js';
+import { DeliveryReader } from './delivery-reader.js';
+import { OutboxCommitSubscriber } from './outbox-commit.subscriber.js';
+import { WebhookSender } from './webhook-sender.js';
+import { WebhooksModule } from '../webhooks.module.js';
+
+/**
+ * The moving parts of delivery: the outbox relay and the BullMQ worker. Server only (AppModule.forServer),
+ * so a CLI command never starts consuming the queue.
+ */
+@Module({
+  imports: [WebhooksModule],
+  providers: [WebhookSender, DeliveryDispatcher, DeliverWebhookProcessor, OutboxCommitSubscriber, RecordDeliveryAttemptsHandler, AttemptRecorder, DeliveryReader],
+})
+export class WebhookDeliveryModule {}
