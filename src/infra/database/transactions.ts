@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, EntityManager } from 'typeorm';
+import { type SqlDialect, sqlDialect } from './sql-dialect.js';
 
 /**
  * Runs units of work in a database transaction. SQLite has one connection, and TypeORM refuses a
@@ -12,12 +13,12 @@ export class Transactions {
 
   constructor(readonly dataSource: DataSource) {}
 
-  get isSqlite(): boolean {
-    return this.dataSource.options.type === 'better-sqlite3';
+  get dialect(): SqlDialect {
+    return sqlDialect(this.dataSource);
   }
 
   run<T>(work: (tx: EntityManager) => Promise<T>): Promise<T> {
-    if (!this.isSqlite) return this.dataSource.transaction(work);
+    if (this.dialect.concurrentTransactions) return this.dataSource.transaction(work);
     const result = this.queue.then(() => this.dataSource.transaction(work));
     this.queue = result.catch(() => undefined);
     return result;

@@ -17,7 +17,6 @@ import { WebhooksController } from './webhooks.controller.js';
 
 /** Webhook configuration and delivery logs. Delivering (outbox relay and queue worker) is WebhookDeliveryModule, server only. */
 @Module({
-  // The outbox entity is registered here because this module relays it; other modules only insert into it.
   imports: [TypeOrmModule.forFeature([WebhookEntity, WebhookDeliveryEntity])],
   controllers: [WebhooksController],
   providers: [

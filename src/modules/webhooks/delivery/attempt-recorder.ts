@@ -30,7 +30,7 @@ export class AttemptRecorder {
     private readonly commands: CommandBus,
     transactions: Transactions,
   ) {
-    this.maxWriters = transactions.isSqlite ? 1 : 4;
+    this.maxWriters = transactions.dialect.concurrentTransactions ? 4 : 1;
   }
 
   record(attempt: FinishedAttempt): Promise<RecordedAttempt> {

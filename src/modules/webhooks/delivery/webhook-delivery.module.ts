@@ -3,7 +3,12 @@ import { RecordDeliveryAttemptsHandler } from './record-delivery-attempts.comman
 import { AttemptRecorder } from './attempt-recorder.js';
 import { DeliverWebhookProcessor } from './deliver-webhook.processor.js';
 import { DeliveryDispatcher } from './delivery-dispatcher.js';
+import { DeliveryQueuer } from './delivery-queuer.js';
 import { DeliveryReader } from './delivery-reader.js';
+import { DeliveryTargets } from './delivery-targets.js';
+import { DevelopmentKeyWarning } from './development-key-warning.js';
+import { OutboxRelay } from './outbox-relay.js';
+import { WebhookDeliveryRepository } from './webhook-delivery.repository.js';
 import { OutboxCommitSubscriber } from './outbox-commit.subscriber.js';
 import { WebhookSender } from './webhook-sender.js';
 import { WebhooksModule } from '../webhooks.module.js';
@@ -14,6 +19,19 @@ import { WebhooksModule } from '../webhooks.module.js';
  */
 @Module({
   imports: [WebhooksModule],
-  providers: [WebhookSender, DeliveryDispatcher, DeliverWebhookProcessor, OutboxCommitSubscriber, RecordDeliveryAttemptsHandler, AttemptRecorder, DeliveryReader],
+  providers: [
+    DevelopmentKeyWarning,
+    WebhookDeliveryRepository,
+    DeliveryTargets,
+    OutboxRelay,
+    DeliveryQueuer,
+    DeliveryDispatcher,
+    OutboxCommitSubscriber,
+    DeliveryReader,
+    WebhookSender,
+    AttemptRecorder,
+    RecordDeliveryAttemptsHandler,
+    DeliverWebhookProcessor,
+  ],
 })
 export class WebhookDeliveryModule {}
