@@ -14,6 +14,11 @@ export class SqlDialect {
     return new SqlParameters(!this.sqlite);
   }
 
+  /** The placeholder of the `n`th positional parameter (from 1), for a statement written once and run often. */
+  parameter(n: number): string {
+    return this.sqlite ? '?' : `$${n}`;
+  }
+
   /**
    * A FROM item `v` that turns one JSON array parameter into rows, so a batch of any size is one
    * statement with one parameter: json_each on SQLite, jsonb_to_recordset on PostgreSQL.

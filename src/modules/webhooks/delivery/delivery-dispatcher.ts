@@ -67,7 +67,7 @@ export class DeliveryDispatcher implements OnApplicationBootstrap, OnApplication
         this.warn('Could not relay webhook events; retrying', error);
       }
       if (!more && !this.nudged && this.running) await this.sleep(POLL_MS);
-      // better-sqlite3 answers synchronously, so without this a busy loop would never let I/O run.
+      // SQLite's driver answers synchronously, so without this a busy loop would never let I/O run.
       else await new Promise((resolve) => setImmediate(resolve));
     }
   }
