@@ -1,6 +1,8 @@
+import type { Logger } from '@nestjs/common';
 import { type DeleteQueryBuilder, type EntityManager, In, IsNull } from 'typeorm';
 import { sqlDialect } from '../../infra/database/sql-dialect.js';
 import { Outbox } from '../../infra/outbox/outbox.js';
+import type { BlobStorage } from '../../infra/storage/blob-storage.js';
 import { ShareEntity } from '../shares/share.entity.js';
 import { fileDeleted } from './events/file-events.js';
 import { FileEntity } from './file.entity.js';
@@ -103,4 +105,20 @@ async function deleteReturning<T>(tx: EntityManager, query: DeleteQueryBuilder<F
 /** Every blob a file holds (content and thumbnail). */
 export function blobsOf(file: FileEntity): string[] {
   return [file.blobKey, file.thumbnailKey].filter((key): key is string => !!key);
+}
+
+/** Unlinks in flight at once: enough to keep the storage busy (libuv's threads, S3 round trips), few enough not to crowd other requests. */
+const BLOB_DELETES_IN_FLIGHT = 16;
+
+/** Removes the blobs of permanently deleted files, after their rows are gone; a failure only leaves an orphan. */
+export async function deleteBlobs(storage: BlobStorage, files: FileEntity[], logger: Logger): Promise<void> {
+  const keys = files.flatMap(blobsOf);
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < keys.length) {
+      const key = keys[next++];
+      await storage.delete(key).catch((error: unknown) => logger.warn({ err: error, key }, 'Could not delete a blob'));
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(BLOB_DELETES_IN_FLIGHT, keys.length) }, worker));
 }
