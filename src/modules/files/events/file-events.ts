@@ -3,7 +3,7 @@ import { domainEvent } from '../../../infra/outbox/outbox.js';
 import type { FolderEntity } from '../../folders/folder.entity.js';
 import type { FileEntity } from '../file.entity.js';
 
-/** Outbox payloads, nested as the specification's event table reads (decisions.md "Webhooks"). */
+/** Outbox payloads, nested as the specification's event table reads (docs/files.md, "Events"). */
 
 export function fileUploaded(file: FileEntity, at: Date): DomainEvent {
   return domainEvent('file.uploaded', file.accountId, at, {

@@ -57,7 +57,7 @@ export class ListFilesHandler implements IQueryHandler<ListFilesQuery> {
     const searchKey = request.search ? nameKeyOf(request.search) : '';
     const filter = (params: SqlParameters) =>
       `f.account_id = ${params.add(actor.accountId)} AND f.state = 'active' AND f.folder_key = ${params.add(folderKey)}` +
-      // Quarantined files leave listings (decisions.md "Files").
+      // Quarantined files leave listings (docs/files.md, "Decisions where the specification is silent").
       " AND f.scan_status <> 'infected'" +
       (request.type ? ` AND f.category = ${params.add(request.type)}` : '') +
       (searchKey ? ` AND f.name_key LIKE ${params.add(`%${escapeLike(searchKey)}%`)} ESCAPE '\\'` : '');
