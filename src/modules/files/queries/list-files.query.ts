@@ -12,7 +12,7 @@ import { FileResponse, type FileRow } from '../dto/file.response.js';
 import type { ListFilesRequest } from '../dto/file.requests.js';
 import { FileEntity } from '../file.entity.js';
 import { escapeLike, nameKeyOf } from '../file-naming.js';
-import { liveShareExistsSql } from '../shared-files.js';
+import { liveShareExistsSql } from '../../shares/live-shares.js';
 import { ListingTotals } from './listing-totals.js';
 
 const SORT_COLUMNS = { created: 'f.created_at', modified: 'f.modified_at', name: 'f.name_key', size: 'f.size' } as const;
