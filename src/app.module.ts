@@ -31,7 +31,7 @@ import { ScanningModule } from './modules/media/scanning/scanning.module.js';
 import { PLANS } from './modules/accounts/plans.js';
 import { SharesModule } from './modules/shares/shares.module.js';
 import { UploadsModule } from './modules/uploads/uploads.module.js';
-import { WebhookDeliveryModule } from './modules/webhooks/webhook-delivery.module.js';
+import { WebhookDeliveryModule } from './modules/webhooks/delivery/webhook-delivery.module.js';
 import { WebhooksModule } from './modules/webhooks/webhooks.module.js';
 
 /** The domain modules, shared by the HTTP server and the CLI. */

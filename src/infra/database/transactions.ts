@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, EntityManager } from 'typeorm';
+import { type SqlDialect, sqlDialect } from './sql-dialect.js';
 
 /**
  * SQLite's `BEGIN` defers the write lock to the first write; a transaction that read first and then finds
@@ -20,8 +21,8 @@ export class Transactions {
 
   constructor(readonly dataSource: DataSource) {}
 
-  get isSqlite(): boolean {
-    return this.dataSource.options.type === 'better-sqlite3';
+  get dialect(): SqlDialect {
+    return sqlDialect(this.dataSource);
   }
 
   /**
@@ -42,7 +43,7 @@ export class Transactions {
   }
 
   private once<T>(work: (tx: EntityManager) => Promise<T>): Promise<T> {
-    if (!this.isSqlite) return this.dataSource.transaction(work);
+    if (this.dialect.concurrentTransactions) return this.dataSource.transaction(work);
     const result = this.queue.then(() =>
       this.dataSource.transaction(async (tx) => {
         await tx.query(TAKE_WRITE_LOCK);

@@ -13,7 +13,7 @@ export interface Plan {
   storageLimit: number;
 }
 
-/** Limits per plan; MB/GB in the specification are binary (decisions.md). */
+/** Limits per plan; MB/GB in the specification are binary (README, "API conventions"). */
 export const PLANS: Record<PlanName, Plan> = {
   free: { name: 'free', requestsPerMinute: 60, maxFileSize: 100 * MiB, storageLimit: 10 * GiB },
   pro: { name: 'pro', requestsPerMinute: 300, maxFileSize: 5 * GiB, storageLimit: 1 * TiB },

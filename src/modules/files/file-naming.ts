@@ -2,7 +2,7 @@ import { InvalidRequest } from '../../common/errors/api-error.js';
 
 export const MAX_NAME_LENGTH = 255;
 
-/** Why a file or folder name is refused, or null when it is acceptable (decisions.md "Files"). */
+/** Why a file or folder name is refused, or null when it is acceptable (docs/files.md, "Upload"). */
 export function nameProblem(name: unknown): string | null {
   if (typeof name !== 'string') return 'must be a string';
   const length = [...name].length;

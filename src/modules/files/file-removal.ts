@@ -1,5 +1,8 @@
+import type { Logger } from '@nestjs/common';
 import { type DeleteQueryBuilder, type EntityManager, In, IsNull } from 'typeorm';
+import { sqlDialect } from '../../infra/database/sql-dialect.js';
 import { Outbox } from '../../infra/outbox/outbox.js';
+import type { BlobStorage } from '../../infra/storage/blob-storage.js';
 import { ShareEntity } from '../shares/share.entity.js';
 import { fileDeleted } from './events/file-events.js';
 import { FileEntity } from './file.entity.js';
@@ -66,7 +69,8 @@ export async function deleteFilesPermanently(
   for (let i = 0; i < files.length; i += IDS_PER_STATEMENT) {
     const ids = files.slice(i, i + IDS_PER_STATEMENT).map((f) => f.id);
     const query = tx.createQueryBuilder().delete().from(FileEntity).where('id IN (:...ids)', { ids });
-    const column = lookedUpByIdOnly(tx);
+    // The conditions check the rows found by id: SQLite must not walk idx_files_purge (every trashed row) instead.
+    const column = (name: string) => sqlDialect(tx).notIndexed(name);
     if (condition.state !== 'any') query.andWhere(`${column('state')} = :state`, { state: condition.state });
     if (condition.expiredBy) query.andWhere(`${column('recoverable_until')} <= :expiredBy`, { expiredBy: condition.expiredBy.toISOString() });
     for (const row of await deleteReturning<{ id: string }>(tx, query, 'id')) goneIds.add(row.id);
@@ -82,16 +86,6 @@ export async function deleteFilesPermanently(
   for (const [accountId, freed] of freedByAccount) await changeStorageUsage(tx, accountId, { used: -freed }, now);
   await Outbox.record(tx, ...deleted.map((file) => fileDeleted(file, deletedBy, now, true)));
   return deleted;
-}
-
-/**
- * The conditions of a delete by ids are checks on the rows found by id, not a way to find them. SQLite
- * keeps no statistics, so given `state = ?` it walks idx_files_purge (every trashed row of every
- * account) for each statement instead of looking the ids up: a unary `+` takes a column out of its
- * index choice. PostgreSQL plans from statistics (primary key) and has no `+` for text.
- */
-function lookedUpByIdOnly(tx: EntityManager): (column: string) => string {
-  return tx.connection.options.type === 'better-sqlite3' ? (column) => `+${column}` : (column) => column;
 }
 
 /** Well below the bound-parameter limits of SQLite (32,766) and PostgreSQL (65,535). */
@@ -111,4 +105,20 @@ async function deleteReturning<T>(tx: EntityManager, query: DeleteQueryBuilder<F
 /** Every blob a file holds (content and thumbnail). */
 export function blobsOf(file: FileEntity): string[] {
   return [file.blobKey, file.thumbnailKey].filter((key): key is string => !!key);
+}
+
+/** Unlinks in flight at once: enough to keep the storage busy (libuv's threads, S3 round trips), few enough not to crowd other requests. */
+const BLOB_DELETES_IN_FLIGHT = 16;
+
+/** Removes the blobs of permanently deleted files, after their rows are gone; a failure only leaves an orphan. */
+export async function deleteBlobs(storage: BlobStorage, files: FileEntity[], logger: Logger): Promise<void> {
+  const keys = files.flatMap(blobsOf);
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < keys.length) {
+      const key = keys[next++];
+      await storage.delete(key).catch((error: unknown) => logger.warn({ err: error, key }, 'Could not delete a blob'));
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(BLOB_DELETES_IN_FLIGHT, keys.length) }, worker));
 }

@@ -60,7 +60,7 @@ export async function detectMimeType(head: Buffer, name: string): Promise<string
   return byName ?? 'application/octet-stream';
 }
 
-/** The category of a MIME type (decisions.md "Files"). */
+/** The category of a MIME type (docs/files.md, "Upload"). */
 export function categoryOf(mimeType: string): FileCategory {
   const type = mimeType.toLowerCase().split(';')[0].trim();
   if (type.startsWith('image/')) return 'image';

@@ -4,7 +4,7 @@ import { ApiBody, ApiConsumes, ApiOperation, ApiParam, ApiProduces, ApiResponse,
 import type { Request, Response } from 'express';
 import { Public, RequireScope } from '../../common/auth/access.decorator.js';
 import { type Actor, CurrentActor } from '../../common/auth/actor.js';
-import { InvalidRequest, NotFound } from '../../common/errors/api-error.js';
+import { InvalidRequest } from '../../common/errors/api-error.js';
 import { ApiEnvelope, ApiErrors } from '../../common/http/openapi.js';
 import { sendBlob } from '../../infra/storage/blob-response.js';
 import { BlobStorage } from '../../infra/storage/blob-storage.js';
@@ -179,11 +179,6 @@ export class FileDownloadsController {
 
   private async send(kind: BlobKind, fileId: string, query: SignedUrlRequest, request: Request, response: Response): Promise<void> {
     const blob = await this.queries.execute(new GetFileBlobQuery(fileId, kind, query.expires, query.signature));
-    if (blob.size < 0) {
-      const stat = await this.storage.stat(blob.key);
-      if (!stat) throw new NotFound('thumbnail of file', fileId);
-      blob.size = stat.size;
-    }
     await sendBlob(request, response, this.storage, blob);
   }
 }

@@ -1,6 +1,5 @@
-import type { EntityManager } from 'typeorm';
+import type { EntityManager, EntityTarget } from 'typeorm';
 import { ApiError } from '../../common/errors/api-error.js';
-import { FolderEntity } from '../folders/folder.entity.js';
 import { FileEntity } from './file.entity.js';
 import { escapeLike, firstFreeName, nameKeyOf, splitName } from './file-naming.js';
 
@@ -30,26 +29,28 @@ function likePrefix(name: string): string {
   return `${escapeLike(nameKeyOf(splitName(name).base))}%`;
 }
 
-/** The name a file takes in a folder: `name` when free among active files, else `name (n).ext`. */
-export async function freeFileName(tx: EntityManager, accountId: string, folderKey: string, name: string, exceptId?: string): Promise<string> {
+/** Where an item's siblings are: its table, and the column holding the key of the folder they share. */
+export interface SiblingsOf {
+  entity: EntityTarget<{ id: string; nameKey: string }>;
+  parentColumn: 'folder_key' | 'parent_key';
+}
+
+/**
+ * The name an item takes among the active siblings under `parentKey` (`exceptId` being the item
+ * itself): `name` when free, else `name (n).ext`.
+ */
+export async function freeName(tx: EntityManager, siblingsOf: SiblingsOf, accountId: string, parentKey: string, name: string, exceptId?: string): Promise<string> {
   const siblings = await tx
-    .getRepository(FileEntity)
+    .getRepository(siblingsOf.entity)
     .createQueryBuilder('f')
     .select(['f.id', 'f.nameKey'])
-    .where('f.account_id = :accountId AND f.folder_key = :folderKey AND f.state = :state', { accountId, folderKey, state: 'active' })
+    .where(`f.account_id = :accountId AND f.${siblingsOf.parentColumn} = :parentKey AND f.state = :state`, { accountId, parentKey, state: 'active' })
     .andWhere("f.name_key LIKE :prefix ESCAPE '\\'", { prefix: likePrefix(name) })
     .getMany();
   return firstFreeName(name, new Set(siblings.filter((f) => f.id !== exceptId).map((f) => f.nameKey)));
 }
 
-/** The name a folder takes among its siblings, the same way. */
-export async function freeFolderName(tx: EntityManager, accountId: string, parentKey: string, name: string, exceptId?: string): Promise<string> {
-  const siblings = await tx
-    .getRepository(FolderEntity)
-    .createQueryBuilder('f')
-    .select(['f.id', 'f.nameKey'])
-    .where('f.account_id = :accountId AND f.parent_key = :parentKey AND f.state = :state', { accountId, parentKey, state: 'active' })
-    .andWhere("f.name_key LIKE :prefix ESCAPE '\\'", { prefix: likePrefix(name) })
-    .getMany();
-  return firstFreeName(name, new Set(siblings.filter((f) => f.id !== exceptId).map((f) => f.nameKey)));
+/** The name a file takes in a folder. */
+export function freeFileName(tx: EntityManager, accountId: string, folderKey: string, name: string, exceptId?: string): Promise<string> {
+  return freeName(tx, { entity: FileEntity, parentColumn: 'folder_key' }, accountId, folderKey, name, exceptId);
 }

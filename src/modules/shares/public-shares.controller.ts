@@ -14,7 +14,7 @@ import { PublicShareResponse } from './dto/public-share.response.js';
 import { ShareDownloadForm } from './dto/share-download.form.js';
 import { FindPublicShareQuery } from './queries/find-public-share.query.js';
 import type { UsableShare } from './share-lookup.js';
-import { renderSharePage, SHARE_PAGE_HEADERS, type SharePage } from './share-page.js';
+import { problemPage, sendSharePage } from './share-page.js';
 
 const PASSWORD_HEADER = 'x-share-password';
 
@@ -60,14 +60,14 @@ export class PublicSharesController {
     response.vary('Accept');
     if (!wantsHtml(request)) {
       const granted = await this.access(token, passwordFrom(request), 'view', request);
-      response.status(200).json(successEnvelope(publicMetadata(`${this.config.publicBaseUrl}/s/${token}/download`, granted)));
+      response.status(200).json(successEnvelope(PublicShareResponse.from(granted, `${this.config.publicBaseUrl}/s/${token}/download`)));
       return;
     }
     await this.asPage(response, async () => {
       const { share } = await this.queries.execute(new FindPublicShareQuery(token));
-      if (share.passwordHash !== null) return sendPage(response, 200, { kind: 'password', downloadPath: this.downloadPath(token), error: null });
+      if (share.passwordHash !== null) return sendSharePage(response, 200, { kind: 'password', downloadPath: this.downloadPath(token), error: null });
       const { file } = await this.access(token, undefined, 'view', request);
-      sendPage(response, 200, { kind: 'file', downloadPath: this.downloadPath(token), name: file.name, size: file.size, mimeType: file.mimeType, expiresAt: share.expiresAt });
+      sendSharePage(response, 200, { kind: 'file', downloadPath: this.downloadPath(token), name: file.name, size: file.size, mimeType: file.mimeType, expiresAt: share.expiresAt });
     });
   }
 
@@ -142,10 +142,10 @@ export class PublicSharesController {
       if (!(error instanceof ApiError) || response.headersSent) throw error;
       for (const [name, value] of Object.entries(error.headers)) response.setHeader(name, value);
       if (error.code === 'password_required' && token !== undefined) {
-        sendPage(response, 401, { kind: 'password', downloadPath: this.downloadPath(token), error: passwordGiven ? 'That password is not right. Try again.' : 'This file needs a password.' });
+        sendSharePage(response, 401, { kind: 'password', downloadPath: this.downloadPath(token), error: passwordGiven ? 'That password is not right. Try again.' : 'This file needs a password.' });
         return;
       }
-      sendPage(response, error.status, problemPage(error));
+      sendSharePage(response, error.status, problemPage(error));
     }
   }
 }
@@ -163,33 +163,4 @@ function passwordFrom(request: Request): string | undefined {
   if (typeof value !== 'string' || value === '') return undefined;
   const utf8 = Buffer.from(value, 'latin1').toString('utf8');
   return utf8.includes('\uFFFD') ? value : utf8;
-}
-
-function publicMetadata(downloadPath: string, { share, file }: UsableShare): PublicShareResponse {
-  return Object.assign(new PublicShareResponse(), {
-    file: { name: file.name, size: file.size, type: file.mimeType },
-    expires_at: share.expiresAt?.toISOString() ?? null,
-    password_protected: share.passwordHash !== null,
-    download_url: downloadPath,
-  });
-}
-
-function sendPage(response: Response, status: number, page: SharePage): void {
-  response.status(status).set(SHARE_PAGE_HEADERS).send(renderSharePage(page));
-}
-
-function problemPage(error: ApiError): SharePage {
-  const titles: Partial<Record<ApiError['code'], string>> = {
-    not_found: 'Link not found',
-    share_expired: 'Link expired',
-    file_infected: 'File unavailable',
-    rate_limit_exceeded: 'Too many attempts',
-    service_unavailable: 'Temporarily unavailable',
-  };
-  const messages: Partial<Record<ApiError['code'], string>> = {
-    not_found: 'This share link does not exist or is no longer available.',
-    share_expired: 'This share link has expired. Ask the owner for a new one.',
-    file_infected: 'This file was found to contain malware and cannot be downloaded.',
-  };
-  return { kind: 'problem', title: titles[error.code] ?? 'Something went wrong', message: messages[error.code] ?? error.message };
 }

@@ -1,4 +1,6 @@
 import { createHash } from 'node:crypto';
+import type { Response } from 'express';
+import type { ApiError } from '../../common/errors/api-error.js';
 
 /**
  * The page a browser sees at /s/{token}: no scripts at all, one fixed stylesheet allowed by its
@@ -77,6 +79,28 @@ ${body}
 </body>
 </html>
 `;
+}
+
+/** Sends a page with the headers that keep it inert (no scripts, no framing, no referrer). */
+export function sendSharePage(response: Response, status: number, page: SharePage): void {
+  response.status(status).set(SHARE_PAGE_HEADERS).send(renderSharePage(page));
+}
+
+/** The page a browser gets for a refused visit: a title and a message a visitor understands. */
+export function problemPage(error: ApiError): SharePage {
+  const titles: Partial<Record<ApiError['code'], string>> = {
+    not_found: 'Link not found',
+    share_expired: 'Link expired',
+    file_infected: 'File unavailable',
+    rate_limit_exceeded: 'Too many attempts',
+    service_unavailable: 'Temporarily unavailable',
+  };
+  const messages: Partial<Record<ApiError['code'], string>> = {
+    not_found: 'This share link does not exist or is no longer available.',
+    share_expired: 'This share link has expired. Ask the owner for a new one.',
+    file_infected: 'This file was found to contain malware and cannot be downloaded.',
+  };
+  return { kind: 'problem', title: titles[error.code] ?? 'Something went wrong', message: messages[error.code] ?? error.message };
 }
 
 export function escapeHtml(value: string): string {

@@ -32,7 +32,7 @@ export class ShareEntity {
     return this.expiresAt !== null && this.expiresAt.getTime() <= now.getTime();
   }
 
-  /** What `is_shared` on a file counts: neither withdrawn nor expired. */
+  /** Whether the link works, as `liveShareCondition` (live-shares.ts) says in SQL: neither withdrawn nor expired. */
   isActive(now: Date): boolean {
     return !this.isWithdrawn() && !this.hasExpired(now);
   }

@@ -46,13 +46,9 @@ export class WebhookDeliveryEntity {
   @Column({ type: 'text', name: 'attempt_log', transformer: jsonArray }) attemptLog: DeliveryAttempt[];
   /** When the current series was handed to the queue; null means it still has to be (e.g. Redis was down). */
   @Column({ ...TIMESTAMP_COLUMN, name: 'queued_at', nullable: true }) queuedAt: Date | null;
-
-  /** The BullMQ job id of the current series: the delivery id itself, then `<id>-r<series>` for redeliveries. */
-  get jobId(): string {
-    return deliveryJobId(this.id, this.series);
-  }
 }
 
+/** The BullMQ job id of a delivery series: the delivery id itself, then `<id>-r<series>` for redeliveries. */
 export function deliveryJobId(deliveryId: string, series: number): string {
   return series === 1 ? deliveryId : `${deliveryId}-r${series}`;
 }

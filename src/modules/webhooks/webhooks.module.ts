@@ -5,7 +5,7 @@ import { DeleteWebhookHandler } from './commands/delete-webhook.command.js';
 import { RedeliverHandler } from './commands/redeliver.command.js';
 import { SendTestEventHandler } from './commands/send-test-event.command.js';
 import { UpdateWebhookHandler } from './commands/update-webhook.command.js';
-import { DeliverySignal } from './delivery-signal.js';
+import { DeliverySignal } from './delivery/delivery-signal.js';
 import { GetDeliveryHandler } from './queries/get-delivery.query.js';
 import { GetWebhookHandler } from './queries/get-webhook.query.js';
 import { ListDeliveriesHandler } from './queries/list-deliveries.query.js';
@@ -17,7 +17,6 @@ import { WebhooksController } from './webhooks.controller.js';
 
 /** Webhook configuration and delivery logs. Delivering (outbox relay and queue worker) is WebhookDeliveryModule, server only. */
 @Module({
-  // The outbox entity is registered here because this module relays it; other modules only insert into it.
   imports: [TypeOrmModule.forFeature([WebhookEntity, WebhookDeliveryEntity])],
   controllers: [WebhooksController],
   providers: [

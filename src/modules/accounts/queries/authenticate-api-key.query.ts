@@ -3,6 +3,7 @@ import { InjectRepository } from '@nestjs/typeorm';
 import { Repository } from 'typeorm';
 import type { Actor } from '../../../common/auth/actor.js';
 import type { Scope } from '../../../common/auth/scopes.js';
+import { sqlDialect } from '../../../infra/database/sql-dialect.js';
 import type { PlanName } from '../plans.js';
 import { ApiKeyEntity } from '../api-key.entity.js';
 import { hashApiKey } from '../api-key-secret.js';
@@ -37,7 +38,7 @@ export class AuthenticateApiKeyHandler implements IQueryHandler<AuthenticateApiK
   private readonly sql: string;
 
   constructor(@InjectRepository(ApiKeyEntity) private readonly keys: Repository<ApiKeyEntity>) {
-    const placeholder = keys.manager.connection.options.type === 'postgres' ? '$1' : '?';
+    const placeholder = sqlDialect(keys.manager).parameter(1);
     this.sql =
       'SELECT k.id, k.user_id, k.scopes, k.elevated, k.last_used_at, a.id AS account_id, a.plan ' +
       `FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.key_hash = ${placeholder} AND k.revoked_at IS NULL`;

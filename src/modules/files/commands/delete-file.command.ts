@@ -8,7 +8,7 @@ import { Transactions } from '../../../infra/database/transactions.js';
 import { BlobStorage } from '../../../infra/storage/blob-storage.js';
 import { DeletedFileResponse } from '../dto/file-removal.responses.js';
 import { FileEntity } from '../file.entity.js';
-import { blobsOf, deleteFilesPermanently, moveFilesToTrash } from '../file-removal.js';
+import { deleteBlobs, deleteFilesPermanently, moveFilesToTrash } from '../file-removal.js';
 
 export class DeleteFileCommand extends Command<DeletedFileResponse> {
   constructor(
@@ -56,20 +56,4 @@ export class DeleteFileHandler implements ICommandHandler<DeleteFileCommand> {
     await deleteBlobs(this.storage, [deleted], this.logger);
     return DeletedFileResponse.from(deleted, now, null);
   }
-}
-
-/** Unlinks in flight at once: enough to keep the storage busy (libuv's threads, S3 round trips), few enough not to crowd other requests. */
-const BLOB_DELETES_IN_FLIGHT = 16;
-
-/** Removes the blobs of permanently deleted files, after their rows are gone; a failure only leaves an orphan. */
-export async function deleteBlobs(storage: BlobStorage, files: FileEntity[], logger: Logger): Promise<void> {
-  const keys = files.flatMap(blobsOf);
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < keys.length) {
-      const key = keys[next++];
-      await storage.delete(key).catch((error: unknown) => logger.warn({ err: error, key }, 'Could not delete a blob'));
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(BLOB_DELETES_IN_FLIGHT, keys.length) }, worker));
 }

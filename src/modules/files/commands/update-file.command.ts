@@ -9,7 +9,7 @@ import { FileResponse } from '../dto/file.response.js';
 import { FileEntity } from '../file.entity.js';
 import { acceptedName, nameKeyOf } from '../file-naming.js';
 import { freeFileName, retryOnNameCollision } from '../name-collisions.js';
-import { sharedFileIds } from '../shared-files.js';
+import { sharedFileIds } from '../../shares/live-shares.js';
 
 export class UpdateFileCommand extends Command<FileResponse> {
   /** `folderId`: undefined leaves the file where it is, null moves it to the root. */

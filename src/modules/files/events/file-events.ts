@@ -1,9 +1,8 @@
 import type { DomainEvent } from '../../../infra/outbox/domain-event.js';
 import { domainEvent } from '../../../infra/outbox/outbox.js';
-import type { FolderEntity } from '../../folders/folder.entity.js';
 import type { FileEntity } from '../file.entity.js';
 
-/** Outbox payloads, nested as the specification's event table reads (decisions.md "Webhooks"). */
+/** Outbox payloads, nested as the specification's event table reads (docs/files.md, "Events"). */
 
 export function fileUploaded(file: FileEntity, at: Date): DomainEvent {
   return domainEvent('file.uploaded', file.accountId, at, {
@@ -22,12 +21,6 @@ export function fileUploaded(file: FileEntity, at: Date): DomainEvent {
 export function fileDeleted(file: FileEntity, deletedBy: string, deletedAt: Date, permanent: boolean): DomainEvent {
   return domainEvent('file.deleted', file.accountId, deletedAt, {
     file: { id: file.id, name: file.name, deleted_by: deletedBy, deleted_at: deletedAt.toISOString(), permanent },
-  });
-}
-
-export function folderCreated(folder: FolderEntity): DomainEvent {
-  return domainEvent('folder.created', folder.accountId, folder.createdAt, {
-    folder: { id: folder.id, name: folder.name, parent_id: folder.parentId, created_by: folder.createdBy },
   });
 }
 

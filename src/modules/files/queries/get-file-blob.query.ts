@@ -5,6 +5,7 @@ import { Repository } from 'typeorm';
 import { Clock } from '../../../common/clock.js';
 import { FileInfected, NotFound, PermissionDenied } from '../../../common/errors/api-error.js';
 import type { BlobDescription } from '../../../infra/storage/blob-response.js';
+import { BlobStorage } from '../../../infra/storage/blob-storage.js';
 import { UrlSigner } from '../../../infra/storage/url-signer.js';
 import { downloadPath, thumbnailPath } from '../dto/file.response.js';
 import { FileEntity } from '../file.entity.js';
@@ -33,6 +34,7 @@ export class GetFileBlobHandler implements IQueryHandler<GetFileBlobQuery> {
     @InjectRepository(FileEntity) private readonly files: Repository<FileEntity>,
     private readonly signer: UrlSigner,
     private readonly clock: Clock,
+    private readonly storage: BlobStorage,
   ) {}
 
   async execute({ fileId, kind, expires, signature }: GetFileBlobQuery): Promise<BlobDescription> {
@@ -47,10 +49,13 @@ export class GetFileBlobHandler implements IQueryHandler<GetFileBlobQuery> {
       return { key: file.blobKey, size: file.size, md5: file.md5, contentType: file.mimeType, fileName: file.name, modifiedAt: file.modifiedAt, disposition: 'attachment' };
     }
     if (!file.thumbnailKey) throw new NotFound('thumbnail of file', fileId);
+    // The row keeps no thumbnail size: the blob tells it.
+    const stat = await this.storage.stat(file.thumbnailKey);
+    if (!stat) throw new NotFound('thumbnail of file', fileId);
     const base = file.name.includes('.') ? file.name.slice(0, file.name.lastIndexOf('.')) : file.name;
     return {
       key: file.thumbnailKey,
-      size: -1, // filled in from storage by the controller
+      size: stat.size,
       // The thumbnail key changes with every version, so its hash is a sound strong ETag.
       md5: createHash('md5').update(file.thumbnailKey).digest('hex'),
       contentType: 'image/webp',

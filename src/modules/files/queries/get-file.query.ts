@@ -7,7 +7,7 @@ import { NotFound } from '../../../common/errors/api-error.js';
 import { UrlSigner } from '../../../infra/storage/url-signer.js';
 import { FileResponse } from '../dto/file.response.js';
 import { FileEntity } from '../file.entity.js';
-import { sharedFileIds } from '../shared-files.js';
+import { sharedFileIds } from '../../shares/live-shares.js';
 
 export class GetFileQuery extends Query<FileResponse> {
   constructor(

@@ -5,13 +5,14 @@ import type { Actor } from '../../../common/auth/actor.js';
 import { Clock } from '../../../common/clock.js';
 import { NotFound } from '../../../common/errors/api-error.js';
 import { Page, Pagination } from '../../../common/http/envelope.js';
+import { type SqlDialect, sqlDialect, type SqlParameters } from '../../../infra/database/sql-dialect.js';
 import { UrlSigner } from '../../../infra/storage/url-signer.js';
 import { FolderEntity } from '../../folders/folder.entity.js';
 import { FileResponse, type FileRow } from '../dto/file.response.js';
 import type { ListFilesRequest } from '../dto/file.requests.js';
 import { FileEntity } from '../file.entity.js';
 import { escapeLike, nameKeyOf } from '../file-naming.js';
-import { liveShareExistsSql } from '../shared-files.js';
+import { liveShareExistsSql } from '../../shares/live-shares.js';
 import { ListingTotals } from './listing-totals.js';
 
 const SORT_COLUMNS = { created: 'f.created_at', modified: 'f.modified_at', name: 'f.name_key', size: 'f.size' } as const;
@@ -34,7 +35,7 @@ export class ListFilesQuery extends Query<Page<FileResponse>> {
  */
 @QueryHandler(ListFilesQuery)
 export class ListFilesHandler implements IQueryHandler<ListFilesQuery> {
-  private readonly numberedParameters: boolean;
+  private readonly dialect: SqlDialect;
 
   constructor(
     @InjectRepository(FileEntity) private readonly files: Repository<FileEntity>,
@@ -43,7 +44,7 @@ export class ListFilesHandler implements IQueryHandler<ListFilesQuery> {
     private readonly signer: UrlSigner,
     private readonly clock: Clock,
   ) {
-    this.numberedParameters = files.manager.connection.options.type === 'postgres';
+    this.dialect = sqlDialect(files.manager);
   }
 
   async execute({ actor, request }: ListFilesQuery): Promise<Page<FileResponse>> {
@@ -56,21 +57,21 @@ export class ListFilesHandler implements IQueryHandler<ListFilesQuery> {
     const searchKey = request.search ? nameKeyOf(request.search) : '';
     const filter = (params: SqlParameters) =>
       `f.account_id = ${params.add(actor.accountId)} AND f.state = 'active' AND f.folder_key = ${params.add(folderKey)}` +
-      // Quarantined files leave listings (decisions.md "Files").
+      // Quarantined files leave listings (docs/files.md, "Decisions where the specification is silent").
       " AND f.scan_status <> 'infected'" +
       (request.type ? ` AND f.category = ${params.add(request.type)}` : '') +
       (searchKey ? ` AND f.name_key LIKE ${params.add(`%${escapeLike(searchKey)}%`)} ESCAPE '\\'` : '');
 
     const total = await this.totals.total(actor.accountId, `${folderKey}\u0000${request.type ?? ''}\u0000${searchKey}`, async () => {
       // COUNT(*) rather than COUNT(DISTINCT id): served from idx_files_folder_count alone.
-      const params = new SqlParameters(this.numberedParameters);
+      const params = this.dialect.parameters();
       const rows: { count: string | number }[] = await this.files.query(`SELECT COUNT(*) AS count FROM files f WHERE ${filter(params)}`, params.values);
       return Number(rows[0]?.count ?? 0);
     });
 
     const [key, direction] = request.sort.split('_') as [keyof typeof SORT_COLUMNS, 'asc' | 'desc'];
     const order = direction === 'asc' ? 'ASC' : 'DESC';
-    const params = new SqlParameters(this.numberedParameters);
+    const params = this.dialect.parameters();
     const nowParameter = params.add(now.toISOString());
     // The page first, then is_shared for its rows only (never for the rows an OFFSET skips).
     const page =
@@ -84,17 +85,5 @@ export class ListFilesHandler implements IQueryHandler<ListFilesQuery> {
       rows.map((row) => FileResponse.fromRow(row, this.signer, now, { isShared: Number(row.is_shared) === 1 })),
       Pagination.of(request.page, request.per_page, total),
     );
-  }
-}
-
-/** Positional parameters in the order they appear in the SQL: `?` on SQLite, `$n` on PostgreSQL. */
-class SqlParameters {
-  readonly values: unknown[] = [];
-
-  constructor(private readonly numbered: boolean) {}
-
-  add(value: unknown): string {
-    this.values.push(value);
-    return this.numbered ? `$${this.values.length}` : '?';
   }
 }

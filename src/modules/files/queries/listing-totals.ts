@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
+import { sqlDialect } from '../../../infra/database/sql-dialect.js';
 
 /** Enough for every folder and filter in use at once on a busy server; a total is a few dozen bytes. */
 const MAX_TOTALS = 10_000;
@@ -17,8 +18,7 @@ export class ListingTotals {
   private readonly versionSql: string;
 
   constructor(private readonly dataSource: DataSource) {
-    const placeholder = dataSource.options.type === 'postgres' ? '$1' : '?';
-    this.versionSql = `SELECT version FROM file_listing_versions WHERE account_id = ${placeholder}`;
+    this.versionSql = `SELECT version FROM file_listing_versions WHERE account_id = ${sqlDialect(dataSource).parameter(1)}`;
   }
 
   /**

@@ -5,9 +5,10 @@ import { NotFound } from '../../../common/errors/api-error.js';
 import { newId } from '../../../common/ids.js';
 import { Transactions } from '../../../infra/database/transactions.js';
 import { Outbox } from '../../../infra/outbox/outbox.js';
-import { folderCreated } from '../../files/events/file-events.js';
+import { folderCreated } from '../events/folder-events.js';
 import { acceptedName, nameKeyOf } from '../../files/file-naming.js';
-import { freeFolderName, retryOnNameCollision } from '../../files/name-collisions.js';
+import { retryOnNameCollision } from '../../files/name-collisions.js';
+import { freeFolderName } from '../folder-naming.js';
 import { FolderResponse } from '../dto/folder.dto.js';
 import { FolderEntity } from '../folder.entity.js';
 

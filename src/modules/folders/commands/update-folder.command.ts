@@ -4,7 +4,8 @@ import { Clock } from '../../../common/clock.js';
 import { InvalidRequest, NotFound } from '../../../common/errors/api-error.js';
 import { Transactions } from '../../../infra/database/transactions.js';
 import { acceptedName, nameKeyOf } from '../../files/file-naming.js';
-import { freeFolderName, retryOnNameCollision } from '../../files/name-collisions.js';
+import { retryOnNameCollision } from '../../files/name-collisions.js';
+import { freeFolderName } from '../folder-naming.js';
 import { FolderResponse } from '../dto/folder.dto.js';
 import { FolderEntity } from '../folder.entity.js';
 

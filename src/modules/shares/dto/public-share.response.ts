@@ -1,4 +1,5 @@
 import { ApiProperty } from '@nestjs/swagger';
+import type { UsableShare } from '../share-lookup.js';
 
 export class PublicSharedFile {
   @ApiProperty({ example: 'report.pdf' }) name: string;
@@ -13,4 +14,13 @@ export class PublicShareResponse {
   @ApiProperty({ example: false }) password_protected: boolean;
   @ApiProperty({ example: 'https://files.example.com/s/5mR1m2q0aWJ0Xk9yQm5hVGhHc2ZqS2tQZ3RlM3dYcA/download', description: 'Where to download the file (send the password again).' })
   download_url: string;
+
+  static from({ share, file }: UsableShare, downloadUrl: string): PublicShareResponse {
+    return Object.assign(new PublicShareResponse(), {
+      file: { name: file.name, size: file.size, type: file.mimeType },
+      expires_at: share.expiresAt?.toISOString() ?? null,
+      password_protected: share.passwordHash !== null,
+      download_url: downloadUrl,
+    });
+  }
 }

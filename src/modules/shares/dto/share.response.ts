@@ -1,7 +1,7 @@
 import { ApiProperty } from '@nestjs/swagger';
 import type { ShareEntity } from '../share.entity.js';
 
-/** The share record of decisions.md, as POST /v1/shares answers it. */
+/** The share record of docs/shares.md, as POST /v1/shares answers it. */
 export class ShareResponse {
   @ApiProperty({ example: 'shr_0193a5b2c4d67e8f9a0b1c2d3e4f5a6b' }) id: string;
   @ApiProperty({ example: 'https://files.example.com/s/5mR1m2q0aWJ0Xk9yQm5hVGhHc2ZqS2tQZ3RlM3dYcA', description: 'Public link: PUBLIC_BASE_URL/s/{token}.' })

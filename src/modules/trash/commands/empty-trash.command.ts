@@ -4,9 +4,8 @@ import type { Actor } from '../../../common/auth/actor.js';
 import { Clock } from '../../../common/clock.js';
 import { Transactions } from '../../../infra/database/transactions.js';
 import { BlobStorage } from '../../../infra/storage/blob-storage.js';
-import { deleteBlobs } from '../../files/commands/delete-file.command.js';
 import { FileEntity } from '../../files/file.entity.js';
-import { deleteFilesPermanently } from '../../files/file-removal.js';
+import { deleteBlobs, deleteFilesPermanently } from '../../files/file-removal.js';
 import { EmptiedTrashResponse } from '../dto/trash.dto.js';
 
 export const PURGE_BATCH = 200;

@@ -4,9 +4,8 @@ import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { Clock } from '../../../common/clock.js';
 import { Transactions } from '../../../infra/database/transactions.js';
 import { BlobStorage } from '../../../infra/storage/blob-storage.js';
-import { deleteBlobs } from '../../files/commands/delete-file.command.js';
 import { FileEntity } from '../../files/file.entity.js';
-import { deleteFilesPermanently } from '../../files/file-removal.js';
+import { deleteBlobs, deleteFilesPermanently } from '../../files/file-removal.js';
 import { PURGE_BATCH } from './empty-trash.command.js';
 
 export interface PurgeResult {

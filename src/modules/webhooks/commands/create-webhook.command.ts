@@ -39,10 +39,8 @@ export class CreateWebhookHandler implements ICommandHandler<CreateWebhookComman
     if (problem) throw InvalidRequest.fields([{ field: 'url', message: problem }]);
     const secret = request.secret ?? generateWebhookSecret();
     return this.transactions.run(async (tx) => {
-      // On PostgreSQL the account row lock makes the count-then-insert below safe against a concurrent create.
-      if (!this.transactions.isSqlite) {
-        await tx.getRepository(AccountEntity).findOne({ where: { id: actor.accountId }, lock: { mode: 'pessimistic_write' } });
-      }
+      // The account row lock makes the count-then-insert below safe against a concurrent create.
+      await tx.getRepository(AccountEntity).findOne({ where: { id: actor.accountId }, ...this.transactions.dialect.lockForUpdate<AccountEntity>() });
       const existing = await tx.getRepository(WebhookEntity).countBy({ accountId: actor.accountId });
       if (existing >= MAX_WEBHOOKS_PER_ACCOUNT) {
         throw new InvalidRequest(`An account may have at most ${MAX_WEBHOOKS_PER_ACCOUNT} webhooks; delete one first.`, {

@@ -3,7 +3,7 @@ import type { Actor } from '../../../common/auth/actor.js';
 import { Clock } from '../../../common/clock.js';
 import { ApiError, NotFound } from '../../../common/errors/api-error.js';
 import { Transactions } from '../../../infra/database/transactions.js';
-import { DeliverySignal } from '../delivery-signal.js';
+import { DeliverySignal } from '../delivery/delivery-signal.js';
 import { DeliveryResponse } from '../dto/delivery.response.js';
 import { WebhookDeliveryEntity } from '../webhook-delivery.entity.js';
 import { WebhookEntity } from '../webhook.entity.js';

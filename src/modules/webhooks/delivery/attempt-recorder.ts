@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
 import { Transactions } from '../../../infra/database/transactions.js';
-import { type FinishedAttempt, type RecordedAttempt, RecordDeliveryAttemptsCommand } from '../commands/record-delivery-attempts.command.js';
+import { type FinishedAttempt, type RecordedAttempt, RecordDeliveryAttemptsCommand } from './record-delivery-attempts.command.js';
 
 /** Attempts written in one transaction at most. */
 const MAX_BATCH = 500;
@@ -30,7 +30,7 @@ export class AttemptRecorder {
     private readonly commands: CommandBus,
     transactions: Transactions,
   ) {
-    this.maxWriters = transactions.isSqlite ? 1 : 4;
+    this.maxWriters = transactions.dialect.concurrentTransactions ? 4 : 1;
   }
 
   record(attempt: FinishedAttempt): Promise<RecordedAttempt> {

@@ -1,16 +1,13 @@
 import { Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { OnWorkerEvent, Processor, WorkerHost } from '@nestjs/bullmq';
-import { InjectRepository } from '@nestjs/typeorm';
 import { DelayedError, type Job } from 'bullmq';
-import { Repository } from 'typeorm';
 import { AppConfig } from '../../../config/app-config.js';
 import { Metrics } from '../../../infra/observability/metrics.js';
 import { QUEUES } from '../../../infra/queue/queue-names.js';
-import { DELIVERY_BACKOFF, retryDelayMs } from '../delivery-schedule.js';
-import { WebhookSecretBox } from '../webhook-secret-box.js';
-import { WebhookEntity } from '../webhook.entity.js';
+import { DELIVERY_BACKOFF, retryDelayMs } from './delivery-schedule.js';
 import { AttemptRecorder } from './attempt-recorder.js';
 import { DeliveryReader } from './delivery-reader.js';
+import { DeliveryTargets } from './delivery-targets.js';
 import { succeeded, WebhookSender } from './webhook-sender.js';
 import { WebhookSlots } from './webhook-slots.js';
 
@@ -38,21 +35,15 @@ export class DeliverWebhookProcessor extends WorkerHost implements OnApplication
   private readonly logger = new Logger('WebhookDelivery');
   /** One webhook may use all but a quarter of the worker's slots; the rest stay free for the others. */
   private readonly slots: WebhookSlots;
-  /**
-   * Url and opened secret per webhook. Neither can change after creation (PATCH takes only events and
-   * active), and a deleted webhook takes its deliveries with it, so an entry never goes stale.
-   */
-  private readonly targets = new Map<string, { url: string; secret: string | null }>();
   private lastRedisWarning = 0;
 
   constructor(
     private readonly config: AppConfig,
     private readonly recorder: AttemptRecorder,
     private readonly sender: WebhookSender,
-    private readonly secrets: WebhookSecretBox,
+    private readonly targets: DeliveryTargets,
     private readonly metrics: Metrics,
     private readonly reader: DeliveryReader,
-    @InjectRepository(WebhookEntity) private readonly webhooks: Repository<WebhookEntity>,
   ) {
     super();
     const concurrency = config.webhookDeliveryConcurrency;
@@ -63,30 +54,12 @@ export class DeliverWebhookProcessor extends WorkerHost implements OnApplication
     this.worker.concurrency = this.config.webhookDeliveryConcurrency;
   }
 
-  private async target(webhookId: string): Promise<{ url: string; secret: string | null } | null> {
-    const known = this.targets.get(webhookId);
-    if (known) return known;
-    const webhook = await this.webhooks.findOneBy({ id: webhookId });
-    if (!webhook) return null;
-    if (this.targets.size >= 10_000) this.targets.clear();
-    let secret: string | null = null;
-    try {
-      secret = this.secrets.open(webhook.secretSealed);
-    } catch (error) {
-      this.logger.error({ err: error, webhookId }, 'Webhook secret cannot be decrypted; its deliveries fail');
-      return { url: webhook.url, secret: null };
-    }
-    const target = { url: webhook.url, secret };
-    this.targets.set(webhookId, target);
-    return target;
-  }
-
   async process(job: Job<DeliveryJob>, token?: string): Promise<string> {
     const { deliveryId, series } = job.data;
     const delivery = await this.reader.read(deliveryId);
     if (!delivery || delivery.series !== series || delivery.status !== 'pending') return 'skipped';
     const webhookId = delivery.webhookId;
-    const target = await this.target(webhookId);
+    const target = await this.targets.of(webhookId);
     if (!target) return 'skipped';
 
     if (!(await this.slots.acquire(webhookId))) {

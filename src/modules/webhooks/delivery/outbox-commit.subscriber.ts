@@ -1,7 +1,7 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
 import { DataSource, type EntitySubscriberInterface, type TransactionCommitEvent, type TransactionRollbackEvent } from 'typeorm';
 import { takeOutboxRecorded } from '../../../infra/outbox/outbox.js';
-import { DeliverySignal } from '../delivery-signal.js';
+import { DeliverySignal } from './delivery-signal.js';
 
 /** Wakes the dispatcher right after a transaction that wrote outbox events commits. */
 @Injectable()

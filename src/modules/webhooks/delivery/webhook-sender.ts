@@ -3,7 +3,7 @@ import https from 'node:https';
 import { Injectable, OnApplicationShutdown } from '@nestjs/common';
 import { isIP } from 'node:net';
 import { AppConfig } from '../../../config/app-config.js';
-import { sign } from '../webhook-signature.js';
+import { sign } from './webhook-signature.js';
 import { publicOnlyLookup, refusedConnection } from '../webhook-url-policy.js';
 
 export const DELIVERY_TIMEOUT_MS = 30_000;

@@ -1,6 +1,6 @@
-import { newId } from '../../common/ids.js';
-import type { WebhookDeliveryEntity } from './webhook-delivery.entity.js';
-import type { WebhookEntity } from './webhook.entity.js';
+import { newId } from '../../../common/ids.js';
+import type { WebhookDeliveryEntity } from '../webhook-delivery.entity.js';
+import type { WebhookEntity } from '../webhook.entity.js';
 import { buildDeliveryBody } from './webhook-signature.js';
 
 export interface DeliverableEvent {

@@ -13,7 +13,7 @@ export interface WebhookEnvelope {
 }
 
 /**
- * The delivery body, built in two steps (decisions.md): the in-body `signature` signs the JSON of the
+ * The delivery body, built in two steps (docs/webhooks.md, "Verifying the signature"): the in-body `signature` signs the JSON of the
  * envelope without it; the `X-Service-Signature` header then signs the exact bytes of this body.
  * Keys are in the order event, timestamp, webhook_id, data, signature.
  */

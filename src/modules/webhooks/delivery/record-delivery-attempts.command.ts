@@ -2,10 +2,10 @@ import { Command, CommandHandler, ICommandHandler } from '@nestjs/cqrs';
 import type { EntityManager } from 'typeorm';
 import { Clock } from '../../../common/clock.js';
 import { Transactions } from '../../../infra/database/transactions.js';
-import { FAILING_WEBHOOK_DISABLE_AFTER_MS, MAX_ATTEMPTS, retryDelayMs } from '../delivery-schedule.js';
-import { type AttemptResult, succeeded } from '../delivery/webhook-sender.js';
+import { FAILING_WEBHOOK_DISABLE_AFTER_MS, MAX_ATTEMPTS, retryDelayMs } from './delivery-schedule.js';
+import { type AttemptResult, succeeded } from './webhook-sender.js';
 import type { DeliveryAttempt, DeliveryStatus } from '../webhook-delivery.entity.js';
-import { jsonRows } from '../json-rows.js';
+import { type AttemptChange, WebhookDeliveryRepository } from './webhook-delivery.repository.js';
 import { WebhookEntity } from '../webhook.entity.js';
 
 /** One finished attempt, with the delivery as it was read when the attempt started. */
@@ -41,18 +41,18 @@ export class RecordDeliveryAttemptsHandler implements ICommandHandler<RecordDeli
   constructor(
     private readonly transactions: Transactions,
     private readonly clock: Clock,
+    private readonly deliveries: WebhookDeliveryRepository,
   ) {}
 
   async execute({ attempts }: RecordDeliveryAttemptsCommand): Promise<RecordedAttempt[]> {
     if (attempts.length === 0) return [];
     const now = this.clock.now();
     const changes = this.changesOf(attempts, now);
-    if (!this.transactions.isSqlite && attempts.every((a) => succeeded(a.result))) {
+    if (this.transactions.dialect.writableCte && attempts.every((a) => succeeded(a.result))) {
       const written = new Set(await this.recordSuccesses(changes));
       return changes.map((change) => ({ recorded: written.has(change.id), status: written.has(change.id) ? change.status : null, webhookDisabled: false }));
     }
     return this.transactions.run(async (tx) => {
-      // Conditional on the attempt count read before the attempt, so two workers finishing the same attempt cannot both log it.
       const written = new Set(await this.updateDeliveries(tx, changes));
       const recorded = attempts.filter((a) => written.has(a.delivery.id));
       const disabled = await this.trackFailureStreaks(tx, recorded, now);
@@ -65,7 +65,7 @@ export class RecordDeliveryAttemptsHandler implements ICommandHandler<RecordDeli
   }
 
   /** Each attempt as the new values of its delivery row (and the attempt count it must still have). */
-  private changesOf(attempts: FinishedAttempt[], now: Date) {
+  private changesOf(attempts: FinishedAttempt[], now: Date): AttemptChange[] {
     return attempts.map(({ delivery, attemptInSeries, result }) => {
       const status: DeliveryStatus = succeeded(result) ? 'succeeded' : attemptInSeries >= MAX_ATTEMPTS ? 'failed' : 'pending';
       const logged: DeliveryAttempt = {
@@ -78,64 +78,43 @@ export class RecordDeliveryAttemptsHandler implements ICommandHandler<RecordDeli
       return {
         id: delivery.id,
         series: delivery.series,
-        prev_attempts: delivery.attempts,
+        previousAttempts: delivery.attempts,
         status,
         attempts: delivery.attempts + 1,
-        last_attempt_at: result.startedAt.toISOString(),
-        next_attempt_at: status === 'pending' ? new Date(now.getTime() + retryDelayMs(attemptInSeries)).toISOString() : null,
-        response_status: result.responseStatus,
+        lastAttemptAt: result.startedAt,
+        nextAttemptAt: status === 'pending' ? new Date(now.getTime() + retryDelayMs(attemptInSeries)) : null,
+        responseStatus: result.responseStatus,
         error: result.error,
-        attempt_log: JSON.stringify([...delivery.attemptLog, logged]),
+        attemptLog: [...delivery.attemptLog, logged],
       };
     });
   }
 
   /** One statement for the whole batch; answers the ids of the deliveries it changed. */
-  private async updateDeliveries(tx: EntityManager, changes: object[]): Promise<string[]> {
+  private async updateDeliveries(tx: EntityManager, changes: AttemptChange[]): Promise<string[]> {
+    const update = this.deliveries.attemptsUpdate(tx, changes);
     // A structured result, because the drivers shape a plain UPDATE ... RETURNING answer differently.
-    const result = await tx.queryRunner!.query(`${this.deliveriesUpdate()} RETURNING webhook_deliveries.id`, [JSON.stringify(changes)], true);
+    const result = await tx.queryRunner!.query(`${update.sql} RETURNING webhook_deliveries.id`, update.parameters, true);
     return (result.records as Array<{ id: string }>).map((row) => row.id);
   }
 
   /**
-   * PostgreSQL, a batch of successes only: the log and the end of each webhook's failure streak in one
-   * statement, atomic by itself, so one round trip instead of a transaction of four. Webhook rows are
-   * locked in id order, as in trackFailureStreaks.
+   * A batch of successes only, where a WITH clause may write (PostgreSQL): the log and the end of each
+   * webhook's failure streak in one statement, atomic by itself, so one round trip instead of a
+   * transaction of four. Webhook rows are locked in id order, as in trackFailureStreaks.
    */
-  private async recordSuccesses(changes: object[]): Promise<string[]> {
+  private async recordSuccesses(changes: AttemptChange[]): Promise<string[]> {
+    const update = this.deliveries.attemptsUpdate(this.transactions.dataSource.manager, changes);
     const rows: Array<{ id: string }> = await this.transactions.dataSource.query(
-      `WITH updated AS (${this.deliveriesUpdate()} RETURNING webhook_deliveries.id, webhook_deliveries.webhook_id),
+      `WITH updated AS (${update.sql} RETURNING webhook_deliveries.id, webhook_deliveries.webhook_id),
        streaks_ended AS (
          UPDATE webhooks SET failing_since = NULL
          WHERE id IN (SELECT id FROM webhooks WHERE id IN (SELECT webhook_id FROM updated) AND failing_since IS NOT NULL ORDER BY id FOR UPDATE)
        )
        SELECT id FROM updated`,
-      [JSON.stringify(changes)],
+      update.parameters,
     );
     return rows.map((row) => row.id);
-  }
-
-  /** The UPDATE of a batch's delivery rows from its JSON parameter, without RETURNING. */
-  private deliveriesUpdate(): string {
-    const set = `status = v.status, attempts = v.attempts, last_attempt_at = v.last_attempt_at, next_attempt_at = v.next_attempt_at,
-      response_status = v.response_status, error = v.error, attempt_log = v.attempt_log`;
-    // On SQLite the unary plus keeps the status index out of it: the plan must look each row up by id,
-    // not scan every pending delivery for each one of the batch.
-    const matches = `webhook_deliveries.id = v.id AND webhook_deliveries.series = v.series
-      AND webhook_deliveries.attempts = v.prev_attempts AND ${this.transactions.isSqlite ? '+' : ''}webhook_deliveries.status = 'pending'`;
-    const rows = jsonRows(this.transactions.isSqlite, {
-      id: 'varchar',
-      series: 'integer',
-      prev_attempts: 'integer',
-      status: 'varchar',
-      attempts: 'integer',
-      last_attempt_at: 'varchar',
-      next_attempt_at: 'varchar',
-      response_status: 'integer',
-      error: 'varchar',
-      attempt_log: 'text',
-    });
-    return `UPDATE webhook_deliveries SET ${set} FROM ${rows} WHERE ${matches}`;
   }
 
   /**

@@ -1,0 +1,129 @@
+import type { DataSource, EntityManager, EntityTarget, FindOneOptions } from 'typeorm';
+
+export type JsonColumnType = 'varchar' | 'integer' | 'text';
+
+/**
+ * Every difference between SQLite and PostgreSQL that hand-written SQL runs into, in one place, so
+ * modules never ask which database they run on: `sqlDialect(manager).parameters()` and so on.
+ */
+export class SqlDialect {
+  constructor(private readonly sqlite: boolean) {}
+
+  /** Positional parameters, numbered in the order they are added: `?` on SQLite, `$n` on PostgreSQL. */
+  parameters(): SqlParameters {
+    return new SqlParameters(!this.sqlite);
+  }
+
+  /** The placeholder of the `n`th positional parameter (from 1), for a statement written once and run often. */
+  parameter(n: number): string {
+    return this.sqlite ? '?' : `$${n}`;
+  }
+
+  /**
+   * A FROM item `v` that turns one JSON array parameter into rows, so a batch of any size is one
+   * statement with one parameter: json_each on SQLite, jsonb_to_recordset on PostgreSQL.
+   */
+  jsonRows(placeholder: string, columns: Record<string, JsonColumnType>): string {
+    const names = Object.keys(columns);
+    if (this.sqlite) return `(SELECT ${names.map((name) => `value->>'${name}' AS ${name}`).join(', ')} FROM json_each(${placeholder})) AS v`;
+    return `jsonb_to_recordset(${placeholder}::jsonb) AS v(${names.map((name) => `${name} ${columns[name]}`).join(', ')})`;
+  }
+
+  /** A FROM item with one text column `value` per element of a JSON array of strings. */
+  jsonValues(placeholder: string): string {
+    return this.sqlite ? `json_each(${placeholder})` : `jsonb_array_elements_text(${placeholder}::jsonb)`;
+  }
+
+  /**
+   * INSERT of the rows of a JSON array parameter, skipping rows that would break a unique constraint.
+   * `WHERE true` is SQLite's: without it, ON CONFLICT after INSERT ... SELECT is read as a join clause.
+   */
+  insertJsonRowsIgnoringConflicts(table: string, placeholder: string, columns: Record<string, JsonColumnType>): string {
+    const names = Object.keys(columns);
+    return (
+      `INSERT INTO ${table} (${names.join(', ')}) ` +
+      `SELECT ${names.map((name) => `v.${name}`).join(', ')} FROM ${this.jsonRows(placeholder, columns)} WHERE true ON CONFLICT DO NOTHING`
+    );
+  }
+
+  /**
+   * Appended to a SELECT that claims rows for this transaction: PostgreSQL locks them and skips rows
+   * another transaction holds; SQLite transactions take turns (Transactions), so it needs nothing.
+   */
+  get claimRows(): string {
+    return this.sqlite ? '' : ' FOR UPDATE SKIP LOCKED';
+  }
+
+  /**
+   * Find options that lock the row found until the transaction ends (SELECT ... FOR UPDATE) on
+   * PostgreSQL; SQLite has no row locks, and its transactions already take turns.
+   */
+  lockForUpdate<T>(): Pick<FindOneOptions<T>, 'lock'> {
+    return this.sqlite ? {} : { lock: { mode: 'pessimistic_write' } };
+  }
+
+  /**
+   * A column in a condition that must check rows found another way (by primary key), not choose an
+   * index. SQLite keeps no statistics, so given `status = 'pending'` it may walk a whole index (every
+   * pending row) for each row of a batch; a unary `+` takes the column out of its index choice.
+   * PostgreSQL plans from statistics and has no `+` for text.
+   */
+  notIndexed(column: string): string {
+    return this.sqlite ? `+${column}` : column;
+  }
+
+  /** Whether transactions run at the same time (PostgreSQL, one connection each) or take turns (SQLite). */
+  get concurrentTransactions(): boolean {
+    return !this.sqlite;
+  }
+
+  /** Whether a WITH clause may hold UPDATE ... RETURNING (PostgreSQL), so dependent writes are one statement. */
+  get writableCte(): boolean {
+    return !this.sqlite;
+  }
+}
+
+const SQLITE = new SqlDialect(true);
+const POSTGRES = new SqlDialect(false);
+
+/** The dialect of the database behind a data source or entity manager. */
+export function sqlDialect(source: DataSource | EntityManager): SqlDialect {
+  const options = 'connection' in source ? source.connection.options : source.options;
+  return options.type === 'better-sqlite3' ? SQLITE : POSTGRES;
+}
+
+/** Positional parameters in the order they appear in the SQL. */
+export class SqlParameters {
+  readonly values: unknown[] = [];
+
+  constructor(private readonly numbered: boolean) {}
+
+  /** Adds a value and answers its placeholder. */
+  add(value: unknown): string {
+    this.values.push(value);
+    return this.numbered ? `$${this.values.length}` : '?';
+  }
+}
+
+/**
+ * Columns of an entity as JSON rows for `jsonRows`: names and types come from the entity's column
+ * decorators (the one place a table's columns are written), values through their transformers.
+ */
+export function entityJsonColumns<T>(manager: EntityManager, entity: EntityTarget<T>, properties: Array<keyof T & string>) {
+  const metadata = manager.connection.getMetadata(entity);
+  const columns = properties.map((property) => {
+    const column = metadata.findColumnWithPropertyName(property);
+    if (!column) throw new Error(`${metadata.name} has no column ${property}`);
+    return column;
+  });
+  return {
+    types: Object.fromEntries(columns.map((column) => [column.databaseName, jsonColumnType(column.type)])) as Record<string, JsonColumnType>,
+    row: (value: Partial<T>): Record<string, unknown> =>
+      Object.fromEntries(columns.map((column) => [column.databaseName, column.getEntityValue(value, true) ?? null])),
+  };
+}
+
+function jsonColumnType(type: unknown): JsonColumnType {
+  if (type === 'integer' || type === 'text' || type === 'varchar') return type;
+  throw new Error(`column type ${String(type)} has no JSON row type`);
+}

@@ -1,0 +1,61 @@
+import { InjectQueue } from '@nestjs/bullmq';
+import { Injectable } from '@nestjs/common';
+import type { Queue } from 'bullmq';
+import { Clock } from '../../../common/clock.js';
+import { QUEUES } from '../../../infra/queue/queue-names.js';
+import { deliveryJobId } from '../webhook-delivery.entity.js';
+import type { DeliveryJob } from './deliver-webhook.processor.js';
+import { DELIVERY_BACKOFF, MAX_ATTEMPTS } from './delivery-schedule.js';
+import { WebhookDeliveryRepository } from './webhook-delivery.repository.js';
+
+const ENQUEUE_TIMEOUT_MS = 5_000;
+/** A pending delivery this long past its due time has lost its job (e.g. Redis restarted without persistence). */
+const STALE_AFTER_MS = 2 * 60_000;
+
+/**
+ * Hands delivery rows to BullMQ: each series not yet queued becomes a job whose id is derived from the
+ * delivery (so adding it twice is a no-op), and the row is marked queued only after Redis took the job.
+ */
+@Injectable()
+export class DeliveryQueuer {
+  constructor(
+    private readonly clock: Clock,
+    private readonly deliveries: WebhookDeliveryRepository,
+    @InjectQueue(QUEUES.webhookDeliveries) private readonly queue: Queue<DeliveryJob>,
+  ) {}
+
+  /** Queues up to `batch` unqueued deliveries; answers how many it queued. */
+  async queuePending(batch: number): Promise<number> {
+    // ioredis would hold commands while disconnected; better to leave the rows for a later pass.
+    const client = (await this.queue.backend.client) as unknown as { status: string };
+    if (client.status !== 'ready') return 0;
+    const pending = await this.deliveries.unqueued(batch);
+    if (pending.length === 0) return 0;
+    const jobs = pending.map((delivery) => ({
+      name: 'deliver',
+      data: { deliveryId: delivery.id, series: delivery.series },
+      opts: { jobId: deliveryJobId(delivery.id, delivery.series), attempts: MAX_ATTEMPTS, backoff: { type: DELIVERY_BACKOFF } },
+    }));
+    await withTimeout(this.queue.addBulk(jobs), ENQUEUE_TIMEOUT_MS, 'queueing deliveries in Redis');
+    await this.deliveries.markQueued(pending, this.clock.now());
+    return pending.length;
+  }
+
+  /**
+   * Safety net for jobs Redis lost: a delivery still pending long after its attempt was due is marked
+   * unqueued again, so queuePending re-adds its job (a no-op in BullMQ while the job still exists).
+   */
+  requeueStale(): Promise<number> {
+    return this.deliveries.markStaleUnqueued(new Date(this.clock.now().getTime() - STALE_AFTER_MS));
+  }
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout;
+  return Promise.race([
+    promise,
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`${what} took longer than ${ms} ms`)), ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
+}

@@ -1,0 +1,35 @@
+import { Module } from '@nestjs/common';
+import { RecordDeliveryAttemptsHandler } from './record-delivery-attempts.command.js';
+import { AttemptRecorder } from './attempt-recorder.js';
+import { DeliverWebhookProcessor } from './deliver-webhook.processor.js';
+import { DeliveryDispatcher } from './delivery-dispatcher.js';
+import { DeliveryQueuer } from './delivery-queuer.js';
+import { DeliveryReader } from './delivery-reader.js';
+import { DeliveryTargets } from './delivery-targets.js';
+import { OutboxRelay } from './outbox-relay.js';
+import { WebhookDeliveryRepository } from './webhook-delivery.repository.js';
+import { OutboxCommitSubscriber } from './outbox-commit.subscriber.js';
+import { WebhookSender } from './webhook-sender.js';
+import { WebhooksModule } from '../webhooks.module.js';
+
+/**
+ * The moving parts of delivery: the outbox relay and the BullMQ worker. Server only (AppModule.forServer),
+ * so a CLI command never starts consuming the queue.
+ */
+@Module({
+  imports: [WebhooksModule],
+  providers: [
+    WebhookDeliveryRepository,
+    DeliveryTargets,
+    OutboxRelay,
+    DeliveryQueuer,
+    DeliveryDispatcher,
+    OutboxCommitSubscriber,
+    DeliveryReader,
+    WebhookSender,
+    AttemptRecorder,
+    RecordDeliveryAttemptsHandler,
+    DeliverWebhookProcessor,
+  ],
+})
+export class WebhookDeliveryModule {}
