@@ -1,10 +1,12 @@
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
-import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
+import type { INestApplication } from '@nestjs/common';
+import { DocumentBuilder, type OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import { Logger } from 'nestjs-pino';
 import { DataSource } from 'typeorm';
 import { AppModule } from './app.module.js';
-import type { AppConfig } from './config/app-config.js';
+import { API_VERSION, completeOpenApiDocument } from './common/http/openapi.js';
+import { type AppConfig, loadConfig } from './config/app-config.js';
 
 export const API_DESCRIPTION = `
 Upload files into folders, list and search them, move them to a trash with a 30-day recovery window or delete them for good,
@@ -26,6 +28,8 @@ export async function createApp(config: AppConfig): Promise<NestExpressApplicati
   const app = await NestFactory.create<NestExpressApplication>(AppModule.forServer(config), { bufferLogs: true });
   app.useLogger(app.get(Logger));
   app.disable('x-powered-by');
+  // No weak ETags on JSON answers: ETag is the MD5 of a file's content, sent by downloads only.
+  app.set('etag', false);
   app.set('trust proxy', config.trustProxy);
   // API keys travel in a header, never in cookies, so any origin may call the API from a browser.
   app.enableCors({
@@ -36,19 +40,42 @@ export async function createApp(config: AppConfig): Promise<NestExpressApplicati
   });
   await app.get(DataSource).runMigrations({ transaction: 'each' });
 
-  const document = SwaggerModule.createDocument(
-    app,
-    new DocumentBuilder()
-      .setTitle('File Storage API')
-      .setDescription(API_DESCRIPTION)
-      .setVersion('1.0')
-      .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'An API key: Bearer <API_KEY>' }, 'api-key')
-      .build(),
-  );
-  SwaggerModule.setup('docs', app, document, {
+  SwaggerModule.setup('docs', app, openApiDocument(app), {
     jsonDocumentUrl: 'docs-json',
     customSiteTitle: 'File Storage API',
     swaggerOptions: { persistAuthorization: true, displayRequestDuration: true },
   });
   return app;
+}
+
+/**
+ * The OpenAPI document of the application's routes. Needs no database or Redis: `npm run openapi`
+ * builds it from an application created in preview mode.
+ */
+export function openApiDocument(app: INestApplication): OpenAPIObject {
+  return completeOpenApiDocument(
+    SwaggerModule.createDocument(
+      app,
+      new DocumentBuilder()
+        .setTitle('File Storage API')
+        .setDescription(API_DESCRIPTION)
+        .setVersion(API_VERSION)
+        .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'An API key: Bearer <API_KEY>' }, 'api-key')
+        .build(),
+    ),
+  );
+}
+
+/**
+ * The document as `npm run openapi` writes it to openapi.json: built from the application in
+ * preview mode (nothing connects to the database or Redis) with a neutral configuration.
+ */
+export async function generateOpenApiDocument(): Promise<OpenAPIObject> {
+  const config = loadConfig({ NODE_ENV: 'development', DATABASE_URL: 'sqlite::memory:', LOG_LEVEL: 'silent' });
+  const app = await NestFactory.create(AppModule.forServer(config), { preview: true, logger: false, abortOnError: false });
+  try {
+    return openApiDocument(app);
+  } finally {
+    await app.close();
+  }
 }

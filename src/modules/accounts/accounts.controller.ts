@@ -20,7 +20,7 @@ export class UserController {
 
   @Get('info')
   @RequireScope('read')
-  @ApiOperation({ summary: 'Account information', description: 'The calling user, the account, its plan, storage use and limits, and the calling key.' })
+  @ApiOperation({ operationId: 'getUserInfo', summary: 'Account information', description: 'The calling user, the account, its plan, storage use and limits, and the calling key.' })
   @ApiEnvelope(UserInfoResponse)
   userInfo(@CurrentActor() actor: Actor): Promise<UserInfoResponse> {
     return this.queries.execute(new GetUserInfoQuery(actor));
@@ -37,7 +37,7 @@ export class ApiKeysController {
 
   @Post()
   @RequireScope(null, { elevated: true })
-  @ApiOperation({ summary: 'Create an API key', description: 'The secret `api_key` is in this answer only; it is stored as a hash.' })
+  @ApiOperation({ operationId: 'createApiKey', summary: 'Create an API key', description: 'The secret `api_key` is in this answer only; it is stored as a hash.' })
   @ApiEnvelope(CreatedApiKeyResponse, { status: 201 })
   @ApiErrors([400, 'invalid_request: name, scopes or elevated is malformed.'])
   create(@CurrentActor() actor: Actor, @Body() body: CreateApiKeyRequest): Promise<CreatedApiKeyResponse> {
@@ -46,7 +46,7 @@ export class ApiKeysController {
 
   @Get()
   @RequireScope(null, { elevated: true })
-  @ApiOperation({ summary: 'List API keys', description: 'Live keys of the account, newest first, without secrets.' })
+  @ApiOperation({ operationId: 'listApiKeys', summary: 'List API keys', description: 'Live keys of the account, newest first, without secrets.' })
   @ApiEnvelope(ApiKeyResponse, { list: true })
   @ApiErrors([400, 'invalid_request: bad page or per_page.'])
   list(@CurrentActor() actor: Actor, @Query() page: PageRequest) {
@@ -56,7 +56,7 @@ export class ApiKeysController {
   @Delete(':key_id')
   @HttpCode(200)
   @RequireScope(null, { elevated: true })
-  @ApiOperation({ summary: 'Revoke an API key', description: 'The key stops authenticating at once.' })
+  @ApiOperation({ operationId: 'revokeApiKey', summary: 'Revoke an API key', description: 'The key stops authenticating at once.' })
   @ApiEnvelope(RevokedApiKeyResponse)
   @ApiErrors([404, 'not_found: no live key with this id in the account.'])
   revoke(@CurrentActor() actor: Actor, @Param('key_id') keyId: string): Promise<RevokedApiKeyResponse> {
