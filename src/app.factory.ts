@@ -34,8 +34,8 @@ export async function createApp(config: AppConfig): Promise<NestExpressApplicati
   // API keys travel in a header, never in cookies, so any origin may call the API from a browser.
   app.enableCors({
     origin: '*',
-    allowedHeaders: ['Authorization', 'Content-Type', 'Range', 'If-None-Match', 'If-Range', 'X-Request-Id', 'X-Share-Password'],
-    exposedHeaders: ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'Retry-After', 'X-Request-Id', 'ETag', 'Content-Range', 'Content-Disposition'],
+    allowedHeaders: ['Authorization', 'Content-Type', 'Range', 'If-None-Match', 'If-Range', 'X-Request-Id', 'X-Share-Password', 'Idempotency-Key'],
+    exposedHeaders: ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'Retry-After', 'X-Request-Id', 'ETag', 'Content-Range', 'Content-Disposition', 'Idempotent-Replayed'],
     maxAge: 600,
   });
   await app.get(DataSource).runMigrations({ transaction: 'each' });

@@ -1,7 +1,8 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, HttpStatus, Logger } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { ApiError, ErrorCode } from '../errors/api-error.js';
-import { ErrorEnvelope } from './envelope.js';
+import { IdempotentReplay } from '../idempotency/idempotency.interceptor.js';
+import { ErrorEnvelope, SuccessEnvelope } from './envelope.js';
 
 const CODE_BY_STATUS: Record<number, ErrorCode> = {
   400: 'invalid_request',
@@ -38,7 +39,11 @@ export class ApiExceptionFilter implements ExceptionFilter {
     response.status(status).json(body);
   }
 
-  render(exception: unknown, request: Request): { status: number; body: ErrorEnvelope; headers: Record<string, string> } {
+  render(exception: unknown, request: Request): { status: number; body: ErrorEnvelope | SuccessEnvelope<unknown>; headers: Record<string, string> } {
+    // A retried request's stored answer: thrown so it skips the handler, sent as it was first sent.
+    if (exception instanceof IdempotentReplay) {
+      return { status: exception.status, headers: exception.headers, body: exception.body as ErrorEnvelope | SuccessEnvelope<unknown> };
+    }
     if (exception instanceof ApiError) {
       return {
         status: exception.status,

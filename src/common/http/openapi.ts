@@ -81,7 +81,7 @@ export const ERROR_CODES_BY_STATUS: Record<number, ErrorCode[]> = {
 type HeaderObject = { description: string; required?: boolean; schema: { type: 'string' | 'integer' } };
 type Reference = { $ref: string };
 type ResponseObject = { description: string; headers?: Record<string, HeaderObject | Reference>; content?: Record<string, { schema?: Schema }> };
-type OperationObject = { security?: unknown[]; requestBody?: unknown; responses: Record<string, ResponseObject> };
+type OperationObject = { security?: unknown[]; requestBody?: unknown; parameters?: unknown[]; responses: Record<string, ResponseObject> };
 
 const HEADERS: Record<string, HeaderObject> = {
   'X-Request-Id': {
@@ -92,11 +92,24 @@ const HEADERS: Record<string, HeaderObject> = {
   'X-RateLimit-Remaining': { description: 'Requests left in the current window.', schema: { type: 'integer' } },
   'X-RateLimit-Reset': { description: 'Unix time in seconds at which the window resets.', schema: { type: 'integer' } },
   'Retry-After': { description: 'Seconds to wait before retrying.', required: true, schema: { type: 'integer' } },
+  'Retry-After-When-In-Use': { description: 'Seconds to wait before retrying; sent with idempotency_key_in_use.', schema: { type: 'integer' } },
+  'Idempotent-Replayed': { description: '`true` on an answer replayed for a retry with the same Idempotency-Key.', schema: { type: 'string' } },
   'WWW-Authenticate': { description: 'Bearer: the route takes an API key.', required: true, schema: { type: 'string' } },
   ETag: { description: 'The file\'s MD5 in quotes; send it back in If-None-Match (304) or If-Range.', required: true, schema: { type: 'string' } },
   'Content-Disposition': { description: '`attachment` (or `inline` for thumbnails) with the file name, RFC 6266/5987 encoded.', required: true, schema: { type: 'string' } },
   'Content-Range': { description: '`bytes start-end/size` for a partial answer, `bytes */size` for an unsatisfiable range.', required: true, schema: { type: 'string' } },
 };
+
+const IDEMPOTENCY_KEY_PARAMETER = {
+  name: 'Idempotency-Key',
+  in: 'header',
+  required: false,
+  description:
+    'Makes a retry safe: the first complete answer (any status below 500) is stored per account and key for 24 hours and replayed, with ' +
+    '`Idempotent-Replayed: true`, for a retry of the same request. 1 to 255 printable ASCII characters, e.g. a UUID.',
+  schema: { type: 'string', minLength: 1, maxLength: 255 },
+};
+const IN_USE = 'idempotency_key_in_use: a request with this Idempotency-Key is still running; retry after Retry-After.';
 
 /** Headers of an answer that streams a file's bytes: `@ApiResponse({ status: 200, headers: blobHeaders(200) })`. */
 export function blobHeaders(status: 200 | 206 | 304): Record<string, Reference> {
@@ -117,9 +130,15 @@ export function completeOpenApiDocument(document: OpenAPIObject): OpenAPIObject 
   const header = (name: string): Reference => ({ $ref: `#/components/headers/${name}` });
   Object.values(schemas).forEach(allowNullInNullableEnums);
   for (const methods of Object.values(document.paths)) {
-    for (const operation of Object.values(methods as Record<string, OperationObject>)) {
+    for (const [method, operation] of Object.entries(methods as Record<string, OperationObject>)) {
       if (!operation || typeof operation !== 'object' || !('responses' in operation)) continue;
       const responses = operation.responses;
+      const idempotent = method === 'post' && Boolean(operation.security);
+      if (idempotent) {
+        operation.parameters = [...(operation.parameters ?? []), IDEMPOTENCY_KEY_PARAMETER];
+        responses['409'] = { description: [responses['409']?.description, IN_USE].filter(Boolean).join('\n\n') };
+        responses['422'] ??= { description: 'idempotency_key_reused: the Idempotency-Key was used for a different request.' };
+      }
       responses['500'] ??= { description: 'internal_error: an unexpected failure; details.request_id identifies it in the logs.' };
       responses['503'] ??= { description: 'service_unavailable: a dependency (database, Redis) is unavailable for a moment; see Retry-After.' };
       if (operation.requestBody && !responses['413']) responses['413'] = { description: 'invalid_request: the request body is too large.' };
@@ -129,6 +148,8 @@ export function completeOpenApiDocument(document: OpenAPIObject): OpenAPIObject 
         // Authentication runs before the rate limit, so a 401 of a key route has not been counted.
         if (code !== 401 || !operation.security) for (const name of RATE_LIMIT_HEADERS) headers[name] = header(name);
         if (code === 429 || code === 503) headers['Retry-After'] = header('Retry-After');
+        if (code === 409 && idempotent) headers['Retry-After'] = header('Retry-After-When-In-Use');
+        if (idempotent && code < 500) headers['Idempotent-Replayed'] = header('Idempotent-Replayed');
         if (code === 401 && operation.security) headers['WWW-Authenticate'] = header('WWW-Authenticate');
         if (code === 416) Object.assign(headers, { ETag: header('ETag'), 'Content-Range': header('Content-Range') });
         response.headers = { ...headers, ...response.headers };
