@@ -145,7 +145,7 @@ if (!Test.prototype.__contractChecked) {
   };
 }
 
-// fetch: the answer is checked before the caller sees it; a JSON body is read from a clone.
+// fetch: the answer is checked before the caller sees it.
 const originalFetch = globalThis.fetch as typeof fetch & { __contractChecked?: boolean };
 if (!originalFetch.__contractChecked) {
   const checkedFetch = async (input: Parameters<typeof fetch>[0], init?: Parameters<typeof fetch>[1]): Promise<Response> => {
@@ -154,18 +154,24 @@ if (!originalFetch.__contractChecked) {
     const url = input instanceof Request ? input.url : String(input);
     const contentType = response.headers.get('content-type') ?? '';
     const isJson = contentType.split(';')[0].trim().toLowerCase() === 'application/json' && method.toUpperCase() !== 'HEAD';
+    if (!isJson) {
+      const problems = contractViolations({ method, url, status: response.status, headers: Object.fromEntries(response.headers), contentType, body: undefined });
+      if (problems.length > 0) throw new ContractViolation(problems);
+      return response;
+    }
+    // Read whole and handed back as a new Response: a JSON answer is small, and a tee'd clone slows every request.
+    const text = await response.text();
     let body: unknown;
-    if (isJson) {
-      const text = await response.clone().text();
-      try {
-        body = JSON.parse(text);
-      } catch {
-        body = text;
-      }
+    try {
+      body = JSON.parse(text);
+    } catch {
+      body = text;
     }
     const problems = contractViolations({ method, url, status: response.status, headers: Object.fromEntries(response.headers), contentType, body });
     if (problems.length > 0) throw new ContractViolation(problems);
-    return response;
+    const copy = new Response(text, { status: response.status, statusText: response.statusText, headers: response.headers });
+    Object.defineProperty(copy, 'url', { value: response.url });
+    return copy;
   };
   (checkedFetch as typeof originalFetch).__contractChecked = true;
   globalThis.fetch = checkedFetch as typeof fetch;
