@@ -1,13 +1,15 @@
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
+import type { INestApplication } from '@nestjs/common';
 import type { Request } from 'express';
-import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
+import { DocumentBuilder, type OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import { Logger } from 'nestjs-pino';
 import { DataSource } from 'typeorm';
 import { AppModule } from './app.module.js';
-import type { AppConfig } from './config/app-config.js';
+import { API_VERSION, completeOpenApiDocument } from './common/http/openapi.js';
 import { documentJsonBodyLimits, jsonBodyParser } from './common/http/request-body.js';
 import { applyHttpServerLimits } from './common/http/http-server-limits.js';
+import { type AppConfig, loadConfig } from './config/app-config.js';
 import { isTusDiscovery, TUS_REQUEST_HEADERS, TUS_RESPONSE_HEADERS } from './modules/uploads/tus-protocol.js';
 
 export const API_DESCRIPTION = `
@@ -30,43 +32,69 @@ export async function createApp(config: AppConfig): Promise<NestExpressApplicati
   const app = await NestFactory.create<NestExpressApplication>(AppModule.forServer(config), { bufferLogs: true });
   app.useLogger(app.get(Logger));
   app.disable('x-powered-by');
+  // No weak ETags on JSON answers: ETag is the MD5 of a file's content, sent by downloads only.
+  app.set('etag', false);
   app.set('trust proxy', config.trustProxy);
   app.use(jsonBodyParser());
   applyHttpServerLimits(app.getHttpServer(), config);
   // API keys travel in a header, never in cookies, so any origin may call the API from a browser.
   const cors = {
     origin: '*',
-    allowedHeaders: ['Authorization', 'Content-Type', 'Range', 'If-None-Match', 'If-Range', 'X-Request-Id', 'X-Share-Password', ...TUS_REQUEST_HEADERS],
-    exposedHeaders: ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'Retry-After', 'X-Request-Id', 'ETag', 'Content-Range', 'Content-Disposition', ...TUS_RESPONSE_HEADERS],
+    allowedHeaders: ['Authorization', 'Content-Type', 'Range', 'If-None-Match', 'If-Range', 'X-Request-Id', 'X-Share-Password', 'Idempotency-Key', ...TUS_REQUEST_HEADERS],
+    exposedHeaders: ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'Retry-After', 'X-Request-Id', 'ETag', 'Content-Range', 'Content-Disposition', 'Idempotent-Replayed', ...TUS_RESPONSE_HEADERS],
     maxAge: 600,
   };
   // A tus OPTIONS that is not a preflight is protocol discovery: it goes on to the uploads controller.
   app.enableCors((req: Request, done) => done(null, { ...cors, preflightContinue: isTusDiscovery(req) }));
   await app.get(DataSource).runMigrations({ transaction: 'each' });
 
-  const document = SwaggerModule.createDocument(
-    app,
-    new DocumentBuilder()
-      .setTitle('File Storage API')
-      .setDescription(API_DESCRIPTION)
-      .setVersion('1.0')
-      // bearerFormat is set because Nest's default for it is "JWT", and keys are opaque strings.
-      .addBearerAuth(
-        {
-          type: 'http',
-          scheme: 'bearer',
-          bearerFormat: 'fss_…',
-          description: 'An API key, sent as `Authorization: Bearer <API_KEY>`: an opaque `fss_` string (not a JWT), made by `cli accounts create` or `POST /v1/api-keys`.',
-        },
-        'api-key',
-      )
-      .build(),
-  );
-  documentJsonBodyLimits(document);
-  SwaggerModule.setup('docs', app, document, {
+  SwaggerModule.setup('docs', app, openApiDocument(app), {
     jsonDocumentUrl: 'docs-json',
     customSiteTitle: 'File Storage API',
     swaggerOptions: { persistAuthorization: true, displayRequestDuration: true },
   });
   return app;
+}
+
+/**
+ * The OpenAPI document of the application's routes. Needs no database or Redis: `npm run openapi`
+ * builds it from an application created in preview mode.
+ */
+export function openApiDocument(app: INestApplication): OpenAPIObject {
+  const document = completeOpenApiDocument(
+    SwaggerModule.createDocument(
+      app,
+      new DocumentBuilder()
+        .setTitle('File Storage API')
+        .setDescription(API_DESCRIPTION)
+        .setVersion(API_VERSION)
+        // bearerFormat is set because Nest's default for it is "JWT", and keys are opaque strings.
+        .addBearerAuth(
+          {
+            type: 'http',
+            scheme: 'bearer',
+            bearerFormat: 'fss_…',
+            description: 'An API key, sent as `Authorization: Bearer <API_KEY>`: an opaque `fss_` string (not a JWT), made by `cli accounts create` or `POST /v1/api-keys`.',
+          },
+          'api-key',
+        )
+        .build(),
+    ),
+  );
+  documentJsonBodyLimits(document);
+  return document;
+}
+
+/**
+ * The document as `npm run openapi` writes it to openapi.json: built from the application in
+ * preview mode (nothing connects to the database or Redis) with a neutral configuration.
+ */
+export async function generateOpenApiDocument(): Promise<OpenAPIObject> {
+  const config = loadConfig({ NODE_ENV: 'development', DATABASE_URL: 'sqlite::memory:', LOG_LEVEL: 'silent' });
+  const app = await NestFactory.create(AppModule.forServer(config), { preview: true, logger: false, abortOnError: false });
+  try {
+    return openApiDocument(app);
+  } finally {
+    await app.close();
+  }
 }

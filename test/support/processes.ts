@@ -1,5 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { type AddressInfo, createServer } from 'node:net';
+// Every answer a test receives is checked against openapi.json (see contract.ts).
+import './contract.js';
 import { resolve } from 'node:path';
 
 export const DIST = resolve(process.cwd(), 'dist');

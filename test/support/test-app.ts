@@ -7,6 +7,8 @@ import pg from 'pg';
 import request from 'supertest';
 import { createApp } from '../../src/app.factory.js';
 import { type AppConfig, loadConfig } from '../../src/config/app-config.js';
+// Every answer a test receives is checked against openapi.json (see contract.ts).
+import './contract.js';
 
 export type TestDatabase = 'sqlite' | 'postgres';
 

@@ -12,6 +12,8 @@ export type ErrorCode =
   | 'password_required'
   | 'file_infected'
   | 'conflict'
+  | 'idempotency_key_in_use'
+  | 'idempotency_key_reused'
   | 'service_unavailable'
   | 'internal_error';
 

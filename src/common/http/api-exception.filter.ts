@@ -3,8 +3,9 @@ import type { Request, Response } from 'express';
 import { ApiError, ErrorCode } from '../errors/api-error.js';
 import { isClientGone } from './client-gone.js';
 import { isDatabaseContention } from '../../infra/database/transactions.js';
-import { ErrorEnvelope } from './envelope.js';
 import { MAX_JSON_BODY_BYTES, MAX_JSON_DEPTH } from './request-body.js';
+import { IdempotentReplay } from '../idempotency/idempotency.interceptor.js';
+import { ErrorEnvelope, SuccessEnvelope } from './envelope.js';
 
 const CODE_BY_STATUS: Record<number, ErrorCode> = {
   400: 'invalid_request',
@@ -46,7 +47,11 @@ export class ApiExceptionFilter implements ExceptionFilter {
     response.status(status).json(body);
   }
 
-  render(exception: unknown, request: Request): { status: number; body: ErrorEnvelope; headers: Record<string, string> } {
+  render(exception: unknown, request: Request): { status: number; body: ErrorEnvelope | SuccessEnvelope<unknown>; headers: Record<string, string> } {
+    // A retried request's stored answer: thrown so it skips the handler, sent as it was first sent.
+    if (exception instanceof IdempotentReplay) {
+      return { status: exception.status, headers: exception.headers, body: exception.body as ErrorEnvelope | SuccessEnvelope<unknown> };
+    }
     if (exception instanceof ApiError) {
       return {
         status: exception.status,

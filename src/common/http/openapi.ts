@@ -1,8 +1,12 @@
 import { applyDecorators, Type } from '@nestjs/common';
-import { ApiExtraModels, ApiProperty, ApiPropertyOptional, ApiResponse, ApiResponseSchemaHost, getSchemaPath } from '@nestjs/swagger';
+import { ApiExtraModels, ApiProperty, ApiPropertyOptional, ApiResponse, ApiResponseSchemaHost, getSchemaPath, type OpenAPIObject } from '@nestjs/swagger';
+import type { ErrorCode } from '../errors/api-error.js';
+import { Pagination } from './envelope.js';
 
 type Schema = ApiResponseSchemaHost['schema'];
-import { Pagination } from './envelope.js';
+
+/** The interface version: the newest entry of CHANGELOG.md; the JavaScript client carries the same number. */
+export const API_VERSION = '1.1.0';
 
 export class FieldProblemDoc {
   @ApiProperty({ example: 'per_page' }) field: string;
@@ -37,14 +41,18 @@ export class ErrorEnvelopeDoc {
 /** Documents a success answer as `{success: true, data: <model>}` (or a list with pagination). */
 export function ApiEnvelope(model: Type<unknown> | null, options: { status?: number; description?: string; list?: boolean } = {}) {
   const data: Schema = model === null ? { type: 'object' } : options.list ? { type: 'array', items: { $ref: getSchemaPath(model) } } : { $ref: getSchemaPath(model) };
-  const properties: Record<string, Schema> = { success: { type: 'boolean', example: true }, data };
-  if (options.list) properties.pagination = { $ref: getSchemaPath(Pagination) };
+  const properties: Record<string, Schema> = { success: { type: 'boolean', enum: [true] }, data };
+  const required = ['success', 'data'];
+  if (options.list) {
+    properties.pagination = { $ref: getSchemaPath(Pagination) };
+    required.push('pagination');
+  }
   return applyDecorators(
     ApiExtraModels(...([model, Pagination].filter(Boolean) as Type<unknown>[])),
     ApiResponse({
       status: options.status ?? 200,
       description: options.description ?? 'Success',
-      schema: { type: 'object', required: ['success', 'data'], properties },
+      schema: { type: 'object', required, properties },
     }),
   );
 }
@@ -52,4 +60,140 @@ export function ApiEnvelope(model: Type<unknown> | null, options: { status?: num
 /** Documents error answers of a route with the error envelope. */
 export function ApiErrors(...answers: Array<[status: number, description: string]>) {
   return applyDecorators(...answers.map(([status, description]) => ApiResponse({ status, description, type: ErrorEnvelopeDoc })));
+}
+
+/** The error codes each status can carry; the document narrows every error answer's `code` to them. */
+export const ERROR_CODES_BY_STATUS: Record<number, ErrorCode[]> = {
+  400: ['invalid_request'],
+  401: ['authentication_failed', 'password_required'],
+  403: ['permission_denied', 'file_infected'],
+  404: ['not_found'],
+  409: ['conflict', 'idempotency_key_in_use'],
+  410: ['share_expired'],
+  413: ['file_too_large', 'storage_exceeded', 'invalid_request'],
+  416: ['invalid_request'],
+  422: ['idempotency_key_reused'],
+  429: ['rate_limit_exceeded'],
+  500: ['internal_error'],
+  503: ['service_unavailable'],
+};
+
+type HeaderObject = { description: string; required?: boolean; schema: { type: 'string' | 'integer' } };
+type Reference = { $ref: string };
+type ResponseObject = { description: string; headers?: Record<string, HeaderObject | Reference>; content?: Record<string, { schema?: Schema }> };
+type OperationObject = { security?: unknown[]; requestBody?: unknown; parameters?: unknown[]; responses: Record<string, ResponseObject> };
+
+const HEADERS: Record<string, HeaderObject> = {
+  'X-Request-Id': {
+    description: 'The request id (the caller\'s X-Request-Id when it is sane); quote it when reporting a problem. Absent only when the body could not be parsed.',
+    schema: { type: 'string' },
+  },
+  'X-RateLimit-Limit': { description: 'Requests allowed in the current one-minute window (per account, or per client IP on public routes).', schema: { type: 'integer' } },
+  'X-RateLimit-Remaining': { description: 'Requests left in the current window.', schema: { type: 'integer' } },
+  'X-RateLimit-Reset': { description: 'Unix time in seconds at which the window resets.', schema: { type: 'integer' } },
+  'Retry-After': { description: 'Seconds to wait before retrying.', required: true, schema: { type: 'integer' } },
+  'Retry-After-When-In-Use': { description: 'Seconds to wait before retrying; sent with idempotency_key_in_use.', schema: { type: 'integer' } },
+  'Idempotent-Replayed': { description: '`true` on an answer replayed for a retry with the same Idempotency-Key.', schema: { type: 'string' } },
+  'WWW-Authenticate': { description: 'Bearer: the route takes an API key.', required: true, schema: { type: 'string' } },
+  ETag: { description: 'The file\'s MD5 in quotes; send it back in If-None-Match (304) or If-Range.', required: true, schema: { type: 'string' } },
+  'Content-Disposition': { description: '`attachment` (or `inline` for thumbnails) with the file name, RFC 6266/5987 encoded.', required: true, schema: { type: 'string' } },
+  'Content-Range': { description: '`bytes start-end/size` for a partial answer, `bytes */size` for an unsatisfiable range.', required: true, schema: { type: 'string' } },
+};
+
+const IDEMPOTENCY_KEY_PARAMETER = {
+  name: 'Idempotency-Key',
+  in: 'header',
+  required: false,
+  description:
+    'Makes a retry safe: the first complete answer (any status below 500) is stored per account and key for 24 hours and replayed, with ' +
+    '`Idempotent-Replayed: true`, for a retry of the same request. 1 to 255 printable ASCII characters, e.g. a UUID.',
+  schema: { type: 'string', minLength: 1, maxLength: 255 },
+};
+const IN_USE = 'idempotency_key_in_use: a request with this Idempotency-Key is still running; retry after Retry-After.';
+
+/** Headers of an answer that streams a file's bytes: `@ApiResponse({ status: 200, headers: blobHeaders(200) })`. */
+export function blobHeaders(status: 200 | 206 | 304): Record<string, Reference> {
+  const names = status === 304 ? ['ETag'] : status === 206 ? ['ETag', 'Content-Disposition', 'Content-Range'] : ['ETag', 'Content-Disposition'];
+  return Object.fromEntries(names.map((name) => [name, { $ref: `#/components/headers/${name}` }]));
+}
+const RATE_LIMIT_HEADERS = ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset'];
+
+/**
+ * What decorators cannot say once per route: every answer's common headers (request id, rate
+ * limits, Retry-After), the error envelope narrowed to each status's codes, and the answers any
+ * route can give (500, 503; 413 for a JSON body over the limit). Applied to the generated document.
+ */
+export function completeOpenApiDocument(document: OpenAPIObject): OpenAPIObject {
+  const components = (document.components ??= {});
+  components.headers = { ...components.headers, ...HEADERS };
+  const schemas = (components.schemas ??= {});
+  const header = (name: string): Reference => ({ $ref: `#/components/headers/${name}` });
+  Object.values(schemas).forEach(allowNullInNullableEnums);
+  for (const methods of Object.values(document.paths)) {
+    for (const [method, operation] of Object.entries(methods as Record<string, OperationObject>)) {
+      if (!operation || typeof operation !== 'object' || !('responses' in operation)) continue;
+      const responses = operation.responses;
+      const idempotent = method === 'post' && Boolean(operation.security);
+      if (idempotent) {
+        operation.parameters = [...(operation.parameters ?? []), IDEMPOTENCY_KEY_PARAMETER];
+        responses['409'] = { description: [responses['409']?.description, IN_USE].filter(Boolean).join('\n\n') };
+        responses['422'] ??= { description: 'idempotency_key_reused: the Idempotency-Key was used for a different request.' };
+      }
+      responses['500'] ??= { description: 'internal_error: an unexpected failure; details.request_id identifies it in the logs.' };
+      responses['503'] ??= { description: 'service_unavailable: a dependency (database, Redis) is unavailable for a moment; see Retry-After.' };
+      if (operation.requestBody && !responses['413']) responses['413'] = { description: 'invalid_request: the request body is too large.' };
+      for (const [status, response] of Object.entries(responses)) {
+        const code = Number(status);
+        const headers: Record<string, Reference> = { 'X-Request-Id': header('X-Request-Id') };
+        // Authentication runs before the rate limit, so a 401 of a key route has not been counted.
+        if (code !== 401 || !operation.security) for (const name of RATE_LIMIT_HEADERS) headers[name] = header(name);
+        if (code === 429 || code === 503) headers['Retry-After'] = header('Retry-After');
+        if (code === 409 && idempotent) headers['Retry-After'] = header('Retry-After-When-In-Use');
+        if (idempotent && code < 500) headers['Idempotent-Replayed'] = header('Idempotent-Replayed');
+        if (code === 401 && operation.security) headers['WWW-Authenticate'] = header('WWW-Authenticate');
+        if (code === 416) Object.assign(headers, { ETag: header('ETag'), 'Content-Range': header('Content-Range') });
+        response.headers = { ...headers, ...response.headers };
+        if (code >= 400) {
+          const name = `ErrorEnvelope${status}`;
+          schemas[name] ??= errorEnvelopeSchema(ERROR_CODES_BY_STATUS[code] ?? ['invalid_request']);
+          response.content = { 'application/json': { schema: { $ref: `#/components/schemas/${name}` } } };
+        }
+      }
+    }
+  }
+  return document;
+}
+
+/** OpenAPI 3.0: a nullable enum must list null among its values, or validators and generated clients reject null. */
+function allowNullInNullableEnums(schema: unknown): void {
+  if (Array.isArray(schema)) return schema.forEach(allowNullInNullableEnums);
+  if (schema === null || typeof schema !== 'object') return;
+  const node = schema as { nullable?: boolean; enum?: unknown[] };
+  if (node.nullable && Array.isArray(node.enum) && !node.enum.includes(null)) node.enum = [...node.enum, null];
+  Object.values(node).forEach(allowNullInNullableEnums);
+}
+
+function errorEnvelopeSchema(codes: ErrorCode[]): Schema {
+  return {
+    type: 'object',
+    description: `The error envelope; \`code\` is one of ${codes.join(', ')}.`,
+    required: ['success', 'error'],
+    properties: {
+      success: { type: 'boolean', enum: [false] },
+      error: {
+        type: 'object',
+        required: ['code', 'message'],
+        properties: {
+          code: { type: 'string', enum: codes },
+          message: { type: 'string' },
+          details: { type: 'object', additionalProperties: true, description: 'Machine-readable specifics, e.g. `fields` (list of {field, message}) for validation failures.' },
+        },
+      },
+    },
+  };
+}
+
+/** openapi.json's exact text: two-space JSON and a final newline, so regenerating an unchanged document changes no byte. */
+export function serializeOpenApiDocument(document: OpenAPIObject): string {
+  return `${JSON.stringify(document, null, 2)}\n`;
 }

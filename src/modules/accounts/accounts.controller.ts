@@ -20,7 +20,7 @@ export class UserController {
 
   @Get('info')
   @RequireScope('read')
-  @ApiOperation({ summary: 'Account information', description: 'The calling user, the account, its plan, storage use and limits, and the calling key.' })
+  @ApiOperation({ operationId: 'getUserInfo', summary: 'Account information', description: 'The calling user, the account, its plan, storage use and limits, and the calling key.' })
   @ApiEnvelope(UserInfoResponse)
   userInfo(@CurrentActor() actor: Actor): Promise<UserInfoResponse> {
     return this.queries.execute(new GetUserInfoQuery(actor));
@@ -38,6 +38,7 @@ export class ApiKeysController {
   @Post()
   @RequireScope(null, { elevated: true })
   @ApiOperation({
+    operationId: 'createApiKey',
     summary: 'Create an API key',
     description:
       'The secret `api_key` is in this answer only; it is stored as a hash. A key can grant no more than it holds: ' +
@@ -51,7 +52,7 @@ export class ApiKeysController {
 
   @Get()
   @RequireScope(null, { elevated: true })
-  @ApiOperation({ summary: 'List API keys', description: 'Live keys of the account, newest first, without secrets.' })
+  @ApiOperation({ operationId: 'listApiKeys', summary: 'List API keys', description: 'Live keys of the account, newest first, without secrets.' })
   @ApiEnvelope(ApiKeyResponse, { list: true })
   @ApiErrors([400, 'invalid_request: bad page or per_page.'])
   list(@CurrentActor() actor: Actor, @Query() page: PageRequest) {
@@ -62,6 +63,7 @@ export class ApiKeysController {
   @HttpCode(200)
   @RequireScope(null, { elevated: true })
   @ApiOperation({
+    operationId: 'revokeApiKey',
     summary: 'Revoke an API key',
     description: 'The key stops authenticating at once. A key may revoke only keys whose scopes are a subset of its own.',
   })

@@ -5,7 +5,7 @@ import type { Request, Response } from 'express';
 import { Public, RequireScope } from '../../common/auth/access.decorator.js';
 import { type Actor, CurrentActor } from '../../common/auth/actor.js';
 import { InvalidRequest } from '../../common/errors/api-error.js';
-import { ApiEnvelope, ApiErrors } from '../../common/http/openapi.js';
+import { ApiEnvelope, ApiErrors, blobHeaders } from '../../common/http/openapi.js';
 import { sendBlob } from '../../infra/storage/blob-response.js';
 import { BlobStorage } from '../../infra/storage/blob-storage.js';
 import { BulkDeleteFilesCommand } from './commands/bulk-delete-files.command.js';
@@ -32,6 +32,7 @@ export class FilesController {
   @Get()
   @RequireScope('read')
   @ApiOperation({
+    operationId: 'listFiles',
     summary: 'List files',
     description:
       'Active files of one folder (the root when folder_id is omitted), one page. `search` is a case-insensitive substring of the name; ' +
@@ -50,6 +51,7 @@ export class FilesController {
   @ApiConsumes('multipart/form-data')
   @ApiBody({ type: UploadFileForm })
   @ApiOperation({
+    operationId: 'uploadFile',
     summary: 'Upload a file',
     description:
       'Streams the file to storage while hashing it. The plan maximum size is enforced while streaming (and at once from Content-Length); ' +
@@ -74,6 +76,7 @@ export class FilesController {
   @HttpCode(200)
   @RequireScope('delete')
   @ApiOperation({
+    operationId: 'bulkDeleteFiles',
     summary: 'Move several files to the trash',
     description: 'Ids are processed in order; each one that cannot be deleted is listed in `failed` (a repeated id fails the second time). total = deleted_count + failed_count.',
   })
@@ -85,7 +88,7 @@ export class FilesController {
 
   @Get(':file_id')
   @RequireScope('read')
-  @ApiOperation({ summary: 'Get a file', description: 'One active file, with is_shared and md5_hash.' })
+  @ApiOperation({ operationId: 'getFile', summary: 'Get a file', description: 'One active file, with is_shared and md5_hash.' })
   @ApiEnvelope(FileResponse)
   @ApiErrors([404, 'not_found: no active file with this id in the account.'])
   get(@CurrentActor() actor: Actor, @Param('file_id') fileId: string): Promise<FileResponse> {
@@ -94,7 +97,7 @@ export class FilesController {
 
   @Patch(':file_id')
   @RequireScope('write')
-  @ApiOperation({ summary: 'Rename and/or move a file', description: '`folder_id: null` moves it to the root. A name taken in the target folder gets a numbered suffix. modified_at is updated.' })
+  @ApiOperation({ operationId: 'updateFile', summary: 'Rename and/or move a file', description: '`folder_id: null` moves it to the root. A name taken in the target folder gets a numbered suffix. modified_at is updated.' })
   @ApiEnvelope(FileResponse)
   @ApiErrors([400, 'invalid_request: an illegal name.'], [404, 'not_found: no such active file or target folder.'])
   update(@CurrentActor() actor: Actor, @Param('file_id') fileId: string, @Body() body: UpdateFileRequest): Promise<FileResponse> {
@@ -105,6 +108,7 @@ export class FilesController {
   @HttpCode(200)
   @RequireScope('delete')
   @ApiOperation({
+    operationId: 'deleteFile',
     summary: 'Delete a file',
     description:
       'Moves the file to the trash (recoverable until deleted_at + TRASH_RETENTION_DAYS); its share links stop working at once. ' +
@@ -120,6 +124,7 @@ export class FilesController {
   @HttpCode(200)
   @RequireScope('write')
   @ApiOperation({
+    operationId: 'restoreFile',
     summary: 'Restore a file from the trash',
     description: 'Back into its folder, or the root when that folder is gone (folder_id null). A taken name gets a numbered suffix. Share links are not restored.',
   })
@@ -142,6 +147,7 @@ export class FileDownloadsController {
   @Get(':file_id/download')
   @Public()
   @ApiOperation({
+    operationId: 'downloadFile',
     summary: 'Download a file (signed link)',
     description:
       'The `download_url` of a File object: no API key needed, valid one hour. Supports Range (206, 416), ETag (the MD5) with If-None-Match (304), ' +
@@ -149,9 +155,9 @@ export class FileDownloadsController {
   })
   @ApiParam({ name: 'file_id' })
   @ApiProduces('application/octet-stream')
-  @ApiResponse({ status: 200, description: 'The bytes' })
-  @ApiResponse({ status: 206, description: 'The requested byte range' })
-  @ApiResponse({ status: 304, description: 'Not modified (If-None-Match matched the ETag)' })
+  @ApiResponse({ status: 200, description: 'The bytes', headers: blobHeaders(200) })
+  @ApiResponse({ status: 206, description: 'The requested byte range', headers: blobHeaders(206) })
+  @ApiResponse({ status: 304, description: 'Not modified (If-None-Match matched the ETag)', headers: blobHeaders(304) })
   @ApiErrors(
     [403, 'permission_denied: the signature is wrong or the link expired; file_infected: the file is quarantined.'],
     [404, 'not_found: the file is gone or in the trash.'],
@@ -164,10 +170,10 @@ export class FileDownloadsController {
 
   @Get(':file_id/thumbnail')
   @Public()
-  @ApiOperation({ summary: 'A file thumbnail (signed link)', description: 'The `thumbnail_url` of a File object: a WebP image, inline, signed like downloads.' })
+  @ApiOperation({ operationId: 'getFileThumbnail', summary: 'A file thumbnail (signed link)', description: 'The `thumbnail_url` of a File object: a WebP image, inline, signed like downloads.' })
   @ApiParam({ name: 'file_id' })
   @ApiProduces('image/webp')
-  @ApiResponse({ status: 200, description: 'The thumbnail' })
+  @ApiResponse({ status: 200, description: 'The thumbnail', headers: blobHeaders(200) })
   @ApiErrors(
     [403, 'permission_denied: the signature is wrong or the link expired; file_infected: the file is quarantined.'],
     [404, 'not_found: no such active file or it has no thumbnail.'],

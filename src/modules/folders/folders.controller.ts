@@ -20,7 +20,7 @@ export class FoldersController {
 
   @Post()
   @RequireScope('write')
-  @ApiOperation({ summary: 'Create a folder', description: 'In parent_id, or the root. A sibling name taken (case-insensitively) gets a numbered suffix: `Photos (1)`. Emits folder.created.' })
+  @ApiOperation({ operationId: 'createFolder', summary: 'Create a folder', description: 'In parent_id, or the root. A sibling name taken (case-insensitively) gets a numbered suffix: `Photos (1)`. Emits folder.created.' })
   @ApiEnvelope(FolderResponse, { status: 201 })
   @ApiErrors([400, 'invalid_request: an illegal name.'], [404, 'not_found: parent_id names no active folder.'])
   create(@CurrentActor() actor: Actor, @Body() body: CreateFolderRequest): Promise<FolderResponse> {
@@ -29,7 +29,7 @@ export class FoldersController {
 
   @Get()
   @RequireScope('read')
-  @ApiOperation({ summary: 'List folders', description: 'Subfolders of parent_id (the root when omitted), paginated like files; sort name_asc by default.' })
+  @ApiOperation({ operationId: 'listFolders', summary: 'List folders', description: 'Subfolders of parent_id (the root when omitted), paginated like files; sort name_asc by default.' })
   @ApiEnvelope(FolderResponse, { list: true })
   @ApiErrors([400, 'invalid_request: bad page, per_page, sort or a repeated parameter.'], [404, 'not_found: no such active parent folder.'])
   list(@CurrentActor() actor: Actor, @Query() request: ListFoldersRequest) {
@@ -38,7 +38,7 @@ export class FoldersController {
 
   @Patch(':folder_id')
   @RequireScope('write')
-  @ApiOperation({ summary: 'Rename and/or move a folder', description: '`parent_id: null` moves it to the root. A folder cannot move into itself or a descendant.' })
+  @ApiOperation({ operationId: 'updateFolder', summary: 'Rename and/or move a folder', description: '`parent_id: null` moves it to the root. A folder cannot move into itself or a descendant.' })
   @ApiEnvelope(FolderResponse)
   @ApiErrors([400, 'invalid_request: an illegal name, or a move into itself or a descendant.'], [404, 'not_found: no such active folder or parent.'])
   update(@CurrentActor() actor: Actor, @Param('folder_id') folderId: string, @Body() body: UpdateFolderRequest): Promise<FolderResponse> {
@@ -48,7 +48,7 @@ export class FoldersController {
   @Delete(':folder_id')
   @HttpCode(200)
   @RequireScope('delete')
-  @ApiOperation({ summary: 'Delete a folder', description: 'Moves the folder and everything in it, recursively, to the trash. Its files can be restored (into the root) within the recovery window.' })
+  @ApiOperation({ operationId: 'deleteFolder', summary: 'Delete a folder', description: 'Moves the folder and everything in it, recursively, to the trash. Its files can be restored (into the root) within the recovery window.' })
   @ApiEnvelope(DeletedFolderResponse)
   @ApiErrors([404, 'not_found: no such active folder.'])
   delete(@CurrentActor() actor: Actor, @Param('folder_id') folderId: string): Promise<DeletedFolderResponse> {

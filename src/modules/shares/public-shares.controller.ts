@@ -5,7 +5,7 @@ import type { Request, Response } from 'express';
 import { Public } from '../../common/auth/access.decorator.js';
 import { ApiError } from '../../common/errors/api-error.js';
 import { successEnvelope } from '../../common/http/envelope.js';
-import { ApiEnvelope, ApiErrors } from '../../common/http/openapi.js';
+import { ApiEnvelope, ApiErrors, blobHeaders } from '../../common/http/openapi.js';
 import { AppConfig } from '../../config/app-config.js';
 import { BlobStorage } from '../../infra/storage/blob-storage.js';
 import { sendBlob } from '../../infra/storage/blob-response.js';
@@ -46,6 +46,7 @@ export class PublicSharesController {
 
   @Get(':token')
   @ApiOperation({
+    operationId: 'openShare',
     summary: 'Open a share link',
     description:
       'JSON: the shared file\'s public metadata (counts a `view` and emits `share.accessed`). A browser (Accept: text/html) gets a page ' +
@@ -73,6 +74,7 @@ export class PublicSharesController {
 
   @Get(':token/download')
   @ApiOperation({
+    operationId: 'downloadShare',
     summary: 'Download through a share link',
     description:
       'Streams the file (Range, If-Range, ETag/If-None-Match and HEAD supported). Counts a `download` and emits `share.accessed` (HEAD is not counted).',
@@ -81,8 +83,9 @@ export class PublicSharesController {
   @ApiHeader({ name: 'X-Share-Password', required: false, description: 'The link password, when it has one.' })
   @ApiHeader({ name: 'Range', required: false, description: 'One byte range, e.g. bytes=0-1023.' })
   @ApiProduces('application/octet-stream')
-  @ApiResponse({ status: 200, description: 'The file\'s bytes.' })
-  @ApiResponse({ status: 206, description: 'The requested byte range.' })
+  @ApiResponse({ status: 200, description: 'The file\'s bytes.', headers: blobHeaders(200) })
+  @ApiResponse({ status: 206, description: 'The requested byte range.', headers: blobHeaders(206) })
+  @ApiResponse({ status: 304, description: 'Not modified (If-None-Match matched the ETag).', headers: blobHeaders(304) })
   @ApiErrors(...PUBLIC_ERRORS, [403, 'file_infected: the file is quarantined.'], [416, 'invalid_request: the range is not satisfiable.'])
   async download(@Param('token') token: string, @Req() request: Request, @Res() response: Response): Promise<void> {
     await this.sendFile(token, passwordFrom(request), request, response);
@@ -91,13 +94,14 @@ export class PublicSharesController {
   @Post(':token/download')
   @HttpCode(200)
   @ApiOperation({
+    operationId: 'downloadShareWithForm',
     summary: 'Download through a share link with a form',
     description: 'What the share page\'s password form submits: the password in the body (or X-Share-Password), so it never appears in a URL.',
   })
   @ApiParam({ name: 'token', description: 'The token from the share url.' })
   @ApiConsumes('application/x-www-form-urlencoded', 'application/json')
   @ApiProduces('application/octet-stream', 'text/html')
-  @ApiResponse({ status: 200, description: 'The file\'s bytes.' })
+  @ApiResponse({ status: 200, description: 'The file\'s bytes.', headers: blobHeaders(200) })
   @ApiErrors(...PUBLIC_ERRORS, [400, 'invalid_request: unexpected form fields.'], [403, 'file_infected: the file is quarantined.'])
   async downloadWithForm(@Param('token') token: string, @Body() form: ShareDownloadForm, @Req() request: Request, @Res() response: Response): Promise<void> {
     await this.sendFile(token, form.password || passwordFrom(request), request, response);

@@ -23,6 +23,7 @@ export class SharesController {
   @Post()
   @RequireScope('share')
   @ApiOperation({
+    operationId: 'createShare',
     summary: 'Create a share link',
     description:
       'A public link (`url`) to an active file. With `password`, visitors must send it in `X-Share-Password`; with `expires_in` ' +
@@ -41,6 +42,7 @@ export class SharesController {
   @Get()
   @RequireScope('read')
   @ApiOperation({
+    operationId: 'listShares',
     summary: 'List share links',
     description: 'The account\'s links, newest first, including revoked, invalidated and expired ones with their analytics; `active` says whether a link works now.',
   })
@@ -53,7 +55,7 @@ export class SharesController {
   @Delete(':share_id')
   @HttpCode(200)
   @RequireScope('share')
-  @ApiOperation({ summary: 'Revoke a share link', description: 'The link answers 404 at once. Revoking a revoked link answers 404, like every repeated DELETE.' })
+  @ApiOperation({ operationId: 'revokeShare', summary: 'Revoke a share link', description: 'The link answers 404 at once. Revoking a revoked link answers 404, like every repeated DELETE.' })
   @ApiEnvelope(RevokedShareResponse)
   @ApiErrors([404, 'not_found: no share link with this id in the account.'])
   revoke(@CurrentActor() actor: Actor, @Param('share_id') shareId: string): Promise<RevokedShareResponse> {

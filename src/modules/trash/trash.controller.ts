@@ -18,7 +18,7 @@ export class TrashController {
 
   @Get()
   @RequireScope('read')
-  @ApiOperation({ summary: 'List the trash', description: 'Trashed files, sorted by deleted_desc (default) or deleted_asc, ties broken by id; `search` matches names case-insensitively.' })
+  @ApiOperation({ operationId: 'listTrash', summary: 'List the trash', description: 'Trashed files, sorted by deleted_desc (default) or deleted_asc, ties broken by id; `search` matches names case-insensitively.' })
   @ApiEnvelope(TrashedFileResponse, { list: true })
   @ApiErrors([400, 'invalid_request: bad page, per_page, sort or a repeated parameter.'])
   list(@CurrentActor() actor: Actor, @Query() request: ListTrashRequest) {
@@ -28,7 +28,7 @@ export class TrashController {
   @Delete()
   @HttpCode(200)
   @RequireScope('delete', { elevated: true })
-  @ApiOperation({ summary: 'Empty the trash', description: 'Permanently deletes every trashed file and frees its storage (elevated key).' })
+  @ApiOperation({ operationId: 'emptyTrash', summary: 'Empty the trash', description: 'Permanently deletes every trashed file and frees its storage (elevated key).' })
   @ApiEnvelope(EmptiedTrashResponse)
   @ApiErrors([400, 'invalid_request: unexpected parameters.'])
   empty(@CurrentActor() actor: Actor): Promise<EmptiedTrashResponse> {

@@ -33,6 +33,7 @@ export class WebhooksController {
 
   @Post()
   @ApiOperation({
+    operationId: 'createWebhook',
     summary: 'Create a webhook',
     description:
       'Registers an https endpoint for some of the seven events. The `secret` (generated when omitted) is in this answer only. ' +
@@ -45,7 +46,7 @@ export class WebhooksController {
   }
 
   @Get()
-  @ApiOperation({ summary: 'List webhooks', description: 'Oldest first, without secrets; `disabled_reason` says when the service turned one off.' })
+  @ApiOperation({ operationId: 'listWebhooks', summary: 'List webhooks', description: 'Oldest first, without secrets; `disabled_reason` says when the service turned one off.' })
   @ApiEnvelope(WebhookResponse, { list: true })
   @ApiErrors([400, 'invalid_request: bad page or per_page.'])
   list(@CurrentActor() actor: Actor, @Query() page: PageRequest) {
@@ -53,7 +54,7 @@ export class WebhooksController {
   }
 
   @Get(':webhook_id')
-  @ApiOperation({ summary: 'Get a webhook' })
+  @ApiOperation({ operationId: 'getWebhook', summary: 'Get a webhook' })
   @ApiEnvelope(WebhookResponse)
   @ApiErrors(NOT_FOUND)
   get(@CurrentActor() actor: Actor, @Param('webhook_id') webhookId: string): Promise<WebhookResponse> {
@@ -61,7 +62,7 @@ export class WebhooksController {
   }
 
   @Patch(':webhook_id')
-  @ApiOperation({ summary: 'Update a webhook', description: 'Replaces `events` and/or sets `active`. Activating clears an automatic deactivation.' })
+  @ApiOperation({ operationId: 'updateWebhook', summary: 'Update a webhook', description: 'Replaces `events` and/or sets `active`. Activating clears an automatic deactivation.' })
   @ApiEnvelope(WebhookResponse)
   @ApiErrors([400, 'invalid_request: unknown event names, or neither events nor active given.'], NOT_FOUND)
   update(@CurrentActor() actor: Actor, @Param('webhook_id') webhookId: string, @Body() body: UpdateWebhookRequest): Promise<WebhookResponse> {
@@ -70,7 +71,7 @@ export class WebhooksController {
 
   @Delete(':webhook_id')
   @HttpCode(200)
-  @ApiOperation({ summary: 'Delete a webhook', description: 'Deletes the webhook and its delivery log; attempts still queued are dropped.' })
+  @ApiOperation({ operationId: 'deleteWebhook', summary: 'Delete a webhook', description: 'Deletes the webhook and its delivery log; attempts still queued are dropped.' })
   @ApiEnvelope(DeletedWebhookResponse)
   @ApiErrors(NOT_FOUND)
   delete(@CurrentActor() actor: Actor, @Param('webhook_id') webhookId: string): Promise<DeletedWebhookResponse> {
@@ -80,6 +81,7 @@ export class WebhooksController {
   @Post(':webhook_id/test')
   @HttpCode(202)
   @ApiOperation({
+    operationId: 'testWebhook',
     summary: 'Send a test event',
     description: 'Queues a `webhook.test` event with `data: {message}` to this webhook (also when it is inactive) and answers the delivery record.',
   })
@@ -90,7 +92,7 @@ export class WebhooksController {
   }
 
   @Get(':webhook_id/deliveries')
-  @ApiOperation({ summary: 'Delivery log', description: 'Deliveries of this webhook, newest first, each with its attempts.' })
+  @ApiOperation({ operationId: 'listWebhookDeliveries', summary: 'Delivery log', description: 'Deliveries of this webhook, newest first, each with its attempts.' })
   @ApiEnvelope(DeliveryResponse, { list: true })
   @ApiErrors([400, 'invalid_request: bad page, per_page or status.'], NOT_FOUND)
   deliveries(@CurrentActor() actor: Actor, @Param('webhook_id') webhookId: string, @Query() request: ListDeliveriesRequest) {
@@ -98,7 +100,7 @@ export class WebhooksController {
   }
 
   @Get(':webhook_id/deliveries/:delivery_id')
-  @ApiOperation({ summary: 'One delivery' })
+  @ApiOperation({ operationId: 'getWebhookDelivery', summary: 'One delivery' })
   @ApiEnvelope(DeliveryResponse)
   @ApiErrors([404, 'not_found: no such webhook or delivery in this account.'])
   delivery(@CurrentActor() actor: Actor, @Param('webhook_id') webhookId: string, @Param('delivery_id') deliveryId: string): Promise<DeliveryResponse> {
@@ -108,6 +110,7 @@ export class WebhooksController {
   @Post(':webhook_id/deliveries/:delivery_id/redeliver')
   @HttpCode(202)
   @ApiOperation({
+    operationId: 'redeliverWebhookDelivery',
     summary: 'Redeliver',
     description: 'Starts a new series of up to three attempts for a delivery that succeeded or failed, with the same delivery id and body.',
   })

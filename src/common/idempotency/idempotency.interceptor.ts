@@ -1,0 +1,188 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { CallHandler, ExecutionContext, Inject, Injectable, NestInterceptor } from '@nestjs/common';
+import type { Request, Response } from 'express';
+import { Redis } from 'ioredis';
+import { from, Observable, switchMap } from 'rxjs';
+import { AppConfig } from '../../config/app-config.js';
+import { REDIS } from '../../infra/redis/redis.module.js';
+import { ApiError, InvalidRequest, ServiceUnavailable } from '../errors/api-error.js';
+
+export const IDEMPOTENCY_HEADER = 'idempotency-key';
+/** A replayed answer says so, as Stripe's does. */
+export const REPLAYED_HEADER = 'Idempotent-Replayed';
+/** How long a complete answer is replayed. */
+const ANSWER_TTL_SECONDS = 24 * 60 * 60;
+/** A running request's lock expires this long after its last heartbeat, so a crashed process frees the key. */
+export const LOCK_TTL_MS = 10_000;
+const HEARTBEAT_MS = 3_000;
+/** 1 to 255 printable ASCII characters (the IETF httpapi draft's key is an sf-string). */
+const VALID_KEY = /^[\x20-\x7E]{1,255}$/;
+/** Headers worth replaying; the rest (rate limits, request id, date) describe the new request. */
+const REPLAYED_HEADERS = ['content-type', 'location', 'www-authenticate', 'retry-after'];
+
+interface RunningRecord {
+  state: 'running';
+  fingerprint: string;
+  owner: string;
+}
+interface CompleteRecord {
+  state: 'complete';
+  fingerprint: string;
+  status: number;
+  headers: Record<string, string>;
+  body: unknown;
+}
+
+/** A stored answer, sent again by the exception filter exactly as it was first sent. */
+export class IdempotentReplay {
+  constructor(
+    readonly status: number,
+    readonly headers: Record<string, string>,
+    readonly body: unknown,
+  ) {}
+}
+
+/**
+ * Idempotency-Key on every authenticated POST: the first complete answer (any status below 500) is
+ * stored per account and key for 24 hours in Redis, shared by every server process, and replayed for
+ * a retry of the same request. The same key on a different request answers 422
+ * idempotency_key_reused; a retry while the first is still running answers 409
+ * idempotency_key_in_use. A running request holds a lock that it renews; if its process dies the
+ * lock lapses and the key can be used again.
+ *
+ * The request fingerprint is the method, path, query and, for JSON, the body. A multipart upload's
+ * file is not read for it (the body is streamed to storage after this point): an upload is identified
+ * by its query, Content-Type without the boundary and Content-Length.
+ */
+@Injectable()
+export class IdempotencyInterceptor implements NestInterceptor {
+  constructor(
+    @Inject(REDIS) private readonly redis: Redis,
+    private readonly config: AppConfig,
+  ) {}
+
+  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
+    const request = context.switchToHttp().getRequest<Request>();
+    const response = context.switchToHttp().getResponse<Response>();
+    const given = request.headers[IDEMPOTENCY_HEADER];
+    if (request.method !== 'POST' || !request.actor || given === undefined) return next.handle();
+    const key = Array.isArray(given) ? null : given;
+    if (key === null || !VALID_KEY.test(key)) {
+      throw InvalidRequest.fields([{ field: 'Idempotency-Key', message: 'must be 1 to 255 printable ASCII characters, sent once' }]);
+    }
+    const redisKey = `${this.config.redisKeyPrefix}:idempotency:${request.actor.accountId}:${createHash('sha256').update(key).digest('hex')}`;
+    const fingerprint = fingerprintOf(request);
+    const claimed = this.claim(redisKey, fingerprint).catch((error: unknown) => {
+      if (error instanceof ApiError || error instanceof IdempotentReplay) throw error;
+      // Without Redis the key cannot be honoured; running the request anyway could do it twice.
+      throw new ServiceUnavailable('Idempotency keys are unavailable for a moment; retry shortly.');
+    });
+    return from(claimed).pipe(
+      switchMap((owner) => {
+        this.recordAnswer(redisKey, fingerprint, owner, response);
+        return next.handle();
+      }),
+    );
+  }
+
+  /** Takes the key for this request, or throws the replay, the reuse or the in-use answer. */
+  private async claim(redisKey: string, fingerprint: string): Promise<string> {
+    const owner = randomUUID();
+    const running: RunningRecord = { state: 'running', fingerprint, owner };
+    const taken = await this.redis.set(redisKey, JSON.stringify(running), 'PX', LOCK_TTL_MS, 'NX');
+    if (taken === 'OK') return owner;
+    const stored = await this.redis.get(redisKey);
+    // The holder finished and its answer was not kept (a 5xx or a dropped connection) in between: try once more.
+    if (stored === null) return this.claimOnce(redisKey, running);
+    const record = JSON.parse(stored) as RunningRecord | CompleteRecord;
+    if (record.fingerprint !== fingerprint) {
+      throw new ApiError(422, 'idempotency_key_reused', 'This Idempotency-Key was used for a different request; use a new key for a new request.');
+    }
+    if (record.state === 'running') {
+      throw keyInUse();
+    }
+    throw new IdempotentReplay(record.status, { ...record.headers, [REPLAYED_HEADER]: 'true' }, record.body);
+  }
+
+  private async claimOnce(redisKey: string, running: RunningRecord): Promise<string> {
+    const taken = await this.redis.set(redisKey, JSON.stringify(running), 'PX', LOCK_TTL_MS, 'NX');
+    if (taken !== 'OK') {
+      throw keyInUse();
+    }
+    return running.owner;
+  }
+
+  /** Renews the lock while the request runs; stores the answer once it is complete, or frees the key. */
+  private recordAnswer(redisKey: string, fingerprint: string, owner: string, response: Response): void {
+    const heartbeat = setInterval(() => {
+      this.redis.eval(RENEW_IF_OWNER, 1, redisKey, owner, String(LOCK_TTL_MS)).catch(() => undefined);
+    }, HEARTBEAT_MS);
+    heartbeat.unref();
+    let body: unknown;
+    const json = response.json.bind(response);
+    response.json = (value: unknown) => {
+      body = value;
+      return json(value);
+    };
+    const settle = (complete: boolean) => {
+      clearInterval(heartbeat);
+      if (complete && response.statusCode < 500 && body !== undefined) {
+        const headers: Record<string, string> = {};
+        for (const name of REPLAYED_HEADERS) {
+          const value = response.getHeader(name);
+          if (value !== undefined) headers[name] = String(value);
+        }
+        const record: CompleteRecord = { state: 'complete', fingerprint, status: response.statusCode, headers, body };
+        this.redis.eval(STORE_IF_OWNER, 1, redisKey, owner, JSON.stringify(record), String(ANSWER_TTL_SECONDS)).catch(() => undefined);
+      } else {
+        this.redis.eval(DELETE_IF_OWNER, 1, redisKey, owner).catch(() => undefined);
+      }
+    };
+    response.once('finish', () => settle(true));
+    response.once('close', () => {
+      if (!response.writableFinished) settle(false);
+    });
+  }
+}
+
+function keyInUse(): ApiError {
+  return new ApiError(409, 'idempotency_key_in_use', 'A request with this Idempotency-Key is still being processed; retry once it has finished.', undefined, {
+    'Retry-After': '1',
+  });
+}
+
+function fingerprintOf(request: Request): string {
+  const hash = createHash('sha256').update(`${request.method} ${request.originalUrl}\n`);
+  const contentType = (request.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
+  if (contentType === 'multipart/form-data') {
+    hash.update(`multipart ${request.headers['content-length'] ?? 'chunked'}`);
+  } else {
+    hash.update(`${contentType}\n${canonicalJson(request.body ?? null)}`);
+  }
+  return hash.digest('hex');
+}
+
+/** JSON with object keys sorted, so `{a, b}` and `{b, a}` are the same request. */
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    return `{${Object.keys(value)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`)
+      .join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}
+
+const RENEW_IF_OWNER = `
+local v = redis.call('GET', KEYS[1])
+if v and cjson.decode(v).owner == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 0`;
+const STORE_IF_OWNER = `
+local v = redis.call('GET', KEYS[1])
+if v and cjson.decode(v).owner == ARGV[1] then return redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3]) end
+return 0`;
+const DELETE_IF_OWNER = `
+local v = redis.call('GET', KEYS[1])
+if v and cjson.decode(v).owner == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0`;

@@ -1,0 +1,39 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createAccount, type TestAccount } from '../../support/accounts.js';
+import { contractViolations, type ReceivedResponse } from '../../support/contract.js';
+import { startTestApp, type TestApp } from '../../support/test-app.js';
+
+/** The contract check that every spec's requests pass through refuses what the document does not say. */
+describe('the OpenAPI contract check', () => {
+  let t: TestApp;
+  let owner: TestAccount;
+  let listing: ReceivedResponse;
+
+  beforeAll(async () => {
+    t = await startTestApp();
+    owner = await createAccount(t.app);
+    const res = await t.http().get('/v1/files').set(owner.auth).expect(200);
+    listing = { method: 'GET', url: '/v1/files', status: res.status, headers: res.headers, contentType: res.headers['content-type'], body: res.body };
+  });
+  afterAll(() => t.close());
+
+  it('accepts a real answer as the service sends it', () => {
+    expect(contractViolations(listing)).toEqual([]);
+  });
+
+  it('refuses an undocumented status, field or header, and a missing required field', () => {
+    expect(contractViolations({ ...listing, status: 418 })).toEqual([expect.stringContaining('status 418 is not documented')]);
+    const body = listing.body as { pagination: Record<string, unknown> };
+    expect(contractViolations({ ...listing, body: { ...body, cursor: 'x' } })).toEqual([expect.stringContaining('must NOT have additional properties (cursor)')]);
+    expect(contractViolations({ ...listing, body: { success: true, data: [] } })).toEqual([expect.stringContaining("must have required property 'pagination'")]);
+    expect(contractViolations({ ...listing, headers: { ...listing.headers, location: '/v1/files/x' } })).toEqual([expect.stringContaining('header location is not documented')]);
+  });
+
+  it('refuses an error code its status does not document', async () => {
+    const res = await t.http().get('/v1/files/file_missing').set(owner.auth).expect(404);
+    const answer = { method: 'GET', url: '/v1/files/file_missing', status: 404, headers: res.headers, contentType: res.headers['content-type'], body: res.body };
+    expect(contractViolations(answer)).toEqual([]);
+    const wrong = { ...answer, body: { success: false, error: { code: 'conflict', message: 'x' } } };
+    expect(contractViolations(wrong)).toEqual([expect.stringContaining('/error/code must be equal to one of the allowed values')]);
+  });
+});

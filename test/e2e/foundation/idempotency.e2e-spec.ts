@@ -1,0 +1,117 @@
+import { NestFactory } from '@nestjs/core';
+import type { INestApplicationContext } from '@nestjs/common';
+import request from 'supertest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AppModule } from '../../../src/app.module.js';
+import { loadConfig } from '../../../src/config/app-config.js';
+import { createAccount, type TestAccount } from '../../support/accounts.js';
+import { freePort, type ServerProcess, startServerProcess } from '../../support/processes.js';
+import { createTestEnvironment, type TestEnvironment } from '../../support/test-app.js';
+import { eventually } from '../../support/time.js';
+import { rawUpload, upload } from '../../support/uploads.js';
+
+const MiB = 1024 * 1024;
+
+describe('Idempotency-Key on POST, across two server processes', () => {
+  let environment: TestEnvironment;
+  let context: INestApplicationContext;
+  let first: ServerProcess;
+  let second: ServerProcess;
+  let owner: TestAccount;
+
+  beforeAll(async () => {
+    environment = await createTestEnvironment();
+    first = await startServerProcess(environment.env, await freePort());
+    second = await startServerProcess(environment.env, await freePort());
+    context = await NestFactory.createApplicationContext(AppModule.forCli(loadConfig(environment.env), []), { logger: false });
+    owner = await createAccount(context);
+  });
+  afterAll(async () => {
+    await first?.stop('SIGKILL');
+    await second?.stop('SIGKILL');
+    await context?.close();
+    await environment?.dispose();
+  });
+
+  const withKey = (key: string) => ({ ...owner.auth, 'Idempotency-Key': key });
+
+  async function namesInRoot(): Promise<string[]> {
+    const res = await request(first.baseUrl).get('/v1/files?per_page=100').set(owner.auth).expect(200);
+    return res.body.data.map((f: { name: string }) => f.name).sort();
+  }
+
+  it('replays a retried upload with the same key: the same file, no "report (1).pdf"', async () => {
+    const key = 'upload-report-1';
+    const original = await upload(first, withKey(key), 'quarterly numbers', { name: 'report.pdf' });
+    expect(original.status).toBe(200);
+    expect(original.headers.get('idempotent-replayed')).toBeNull();
+    const retried = await upload(second, withKey(key), 'quarterly numbers', { name: 'report.pdf' });
+    expect(retried.status).toBe(200);
+    expect(retried.headers.get('idempotent-replayed')).toBe('true');
+    expect(retried.body).toEqual(original.body);
+    expect(await namesInRoot()).toEqual(['report.pdf']);
+    // Without a key, the same upload is a new file.
+    const again = await upload(first, owner.auth, 'quarterly numbers', { name: 'report.pdf' });
+    expect(again.body.data.name).toBe('report (1).pdf');
+  });
+
+  it('replays status, headers and body of a JSON POST, errors included, and keeps keys per account', async () => {
+    const created = await request(first.baseUrl).post('/v1/folders').set(withKey('folder-a')).send({ name: 'Invoices' }).expect(201);
+    const replayed = await request(second.baseUrl).post('/v1/folders').set(withKey('folder-a')).send({ name: 'Invoices' }).expect(201);
+    expect(replayed.headers['idempotent-replayed']).toBe('true');
+    expect(replayed.body).toEqual(created.body);
+    const folders = await request(first.baseUrl).get('/v1/folders').set(owner.auth).expect(200);
+    expect(folders.body.data.map((f: { name: string }) => f.name)).toEqual(['Invoices']);
+
+    const missing = await request(first.baseUrl).post('/v1/files/file_nothere/restore').set(withKey('restore-a')).expect(404);
+    const missingAgain = await request(second.baseUrl).post('/v1/files/file_nothere/restore').set(withKey('restore-a')).expect(404);
+    expect(missingAgain.body).toEqual(missing.body);
+
+    // Another account's identical key is its own.
+    const other = await createAccount(context);
+    const theirs = await request(first.baseUrl).post('/v1/folders').set({ ...other.auth, 'Idempotency-Key': 'folder-a' }).send({ name: 'Invoices' }).expect(201);
+    expect(theirs.headers['idempotent-replayed']).toBeUndefined();
+    expect(theirs.body.data.id).not.toBe(created.body.data.id);
+  });
+
+  it('answers 422 idempotency_key_reused for the same key on a different request, changing nothing', async () => {
+    await request(first.baseUrl).post('/v1/folders').set(withKey('folder-b')).send({ name: 'Receipts' }).expect(201);
+    const reused = await request(second.baseUrl).post('/v1/folders').set(withKey('folder-b')).send({ name: 'Other' }).expect(422);
+    expect(reused.body.error.code).toBe('idempotency_key_reused');
+    const elsewhere = await request(second.baseUrl).post('/v1/files/bulk-delete').set(withKey('folder-b')).send({ file_ids: ['file_x'] }).expect(422);
+    expect(elsewhere.body.error.code).toBe('idempotency_key_reused');
+    const folders = await request(first.baseUrl).get('/v1/folders?per_page=100').set(owner.auth).expect(200);
+    expect(folders.body.data.map((f: { name: string }) => f.name)).not.toContain('Other');
+  });
+
+  it('refuses a bad key with 400: empty, longer than 255 characters, or with a control character', async () => {
+    for (const key of ['', 'k'.repeat(256), 'tab\there']) {
+      const res = await request(first.baseUrl).post('/v1/folders').set(withKey(key)).send({ name: `bad-${key.length}` }).expect(400);
+      expect(res.body.error.code).toBe('invalid_request');
+      expect(res.body.error.details.fields[0].field).toBe('Idempotency-Key');
+    }
+    await request(first.baseUrl).post('/v1/folders').set(withKey('k'.repeat(255))).send({ name: 'longest key' }).expect(201);
+    const folders = await request(first.baseUrl).get('/v1/folders?per_page=100').set(owner.auth).expect(200);
+    expect(folders.body.data.map((f: { name: string }) => f.name).filter((n: string) => n.startsWith('bad-'))).toEqual([]);
+  });
+
+  it('answers 409 idempotency_key_in_use to a retry on the other process while the first upload still runs', async () => {
+    const key = 'slow-upload';
+    const running = rawUpload(first, withKey(key), { fileSize: 4 * MiB, declaredLength: 4 * MiB + 400, holdAfter: MiB, filename: 'slow.bin' });
+    // The same request again on the other process (same multipart length), answered before its body is read.
+    const retry = await eventually(async () => {
+      const res = await rawUpload(second, withKey(key), { fileSize: 4 * MiB, declaredLength: 4 * MiB + 400, filename: 'slow.bin' });
+      return res.status === 409 ? res : null;
+    }, 20_000, 'the in-use answer');
+    expect(retry.body.error.code).toBe('idempotency_key_in_use');
+    // The first process dies mid-upload: its lock lapses and the key is usable again.
+    await first.stop('SIGKILL');
+    await running;
+    const after = await eventually(async () => {
+      const res = await upload(second, withKey(key), 'after the crash', { name: 'slow.bin' });
+      return res.status === 200 ? res : null;
+    }, 30_000, 'the key to be usable after the crash');
+    expect(after.headers.get('idempotent-replayed')).toBeNull();
+    first = await startServerProcess(environment.env, await freePort());
+  });
+});
