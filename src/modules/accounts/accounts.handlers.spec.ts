@@ -9,6 +9,8 @@ import { ApiError } from '../../common/errors/api-error.js';
 import { dataSourceOptions } from '../../infra/database/data-source-options.js';
 import { Transactions } from '../../infra/database/transactions.js';
 import { AccountEntity } from './account.entity.js';
+import { ScanningStatus } from '../media/scanning/scanning-status.js';
+import { UnconfiguredVirusScanner } from '../media/scanning/virus-scanner.js';
 import { AccountsModule } from './accounts.module.js';
 import { CreateAccountCommand } from './commands/create-account.command.js';
 import { CreateApiKeyCommand } from './commands/create-api-key.command.js';
@@ -24,8 +26,14 @@ class FixedClock extends Clock {
   }
 }
 
+// The user-info answer reports scanning; these handler tests run without a scanner.
+const noScanner = new ScanningStatus(new UnconfiguredVirusScanner('no scanner in handler tests'));
+
 @Global()
-@Module({ providers: [{ provide: Clock, useClass: FixedClock }, Transactions], exports: [Clock, Transactions] })
+@Module({
+  providers: [{ provide: Clock, useClass: FixedClock }, Transactions, { provide: ScanningStatus, useValue: noScanner }],
+  exports: [Clock, Transactions, ScanningStatus],
+})
 class TestCoreModule {}
 
 describe('accounts command and query handlers (in-memory SQLite, real migrations)', () => {

@@ -35,6 +35,7 @@ export class UploadsController {
       '`overwrite` (`true`/`false`). Other keys are kept and echoed by HEAD.',
   })
   @ApiOperation({
+    operationId: 'createUpload',
     summary: 'Create a resumable upload (tus creation, creation-with-upload)',
     description:
       'Checks the metadata, the plan\'s maximum size and the quota as POST /v1/files/upload does, and reserves `Upload-Length` bytes of quota at once. ' +
@@ -56,6 +57,7 @@ export class UploadsController {
   @TUS_RESUMABLE
   @UPLOAD_ID
   @ApiOperation({
+    operationId: 'getUploadOffset',
     summary: 'Where to resume an upload (tus core)',
     description: `Answers \`Upload-Offset\` (bytes received), \`Upload-Length\`, \`Upload-Metadata\` and \`Upload-Expires\`; once complete also \`${FILE_ID_HEADER}\`.`,
   })
@@ -75,6 +77,7 @@ export class UploadsController {
   @ApiHeader({ name: 'Content-Type', required: true, description: '`application/offset+octet-stream`; the body is the raw bytes.' })
   @ApiHeader({ name: 'Upload-Length', required: false, description: 'Declares the size of an upload created with Upload-Defer-Length.' })
   @ApiOperation({
+    operationId: 'appendToUpload',
     summary: 'Send a chunk (tus core)',
     description:
       'Appends the body at `Upload-Offset`; answers 204 with the new `Upload-Offset`. The chunk that completes the upload commits the file as a multipart upload does ' +
@@ -98,6 +101,7 @@ export class UploadsController {
   @TUS_RESUMABLE
   @UPLOAD_ID
   @ApiOperation({
+    operationId: 'terminateUpload',
     summary: 'Terminate an upload (tus termination)',
     description: 'Deletes the bytes received and gives the reserved quota back; answers 204. A completed upload\'s file is not touched.',
   })
