@@ -17,6 +17,15 @@ const UPLOAD_ID = ApiParam({ name: 'id', description: 'The upload id (`upl_...`)
  * Resumable uploads (tus 1.0.0): the guards authenticate and count the request as for any route,
  * then @tus/server (TusProtocol) speaks the protocol on the raw request, whose body no parser has read.
  */
+/** The tus headers our answers carry, documented once for every tus route. */
+const TUS_ANSWER_HEADERS = {
+  'Tus-Resumable': { description: 'Always `1.0.0`.', schema: { type: 'string' } },
+  'Upload-Offset': { description: 'Bytes received so far.', schema: { type: 'integer' } },
+  'Upload-Length': { description: 'The declared size, once known.', schema: { type: 'integer' } },
+  'Upload-Expires': { description: 'When an idle upload is removed (RFC 9110 date).', schema: { type: 'string' } },
+  [FILE_ID_HEADER]: { description: 'The id of the file the completed upload became.', schema: { type: 'string' } },
+};
+
 @ApiTags('Resumable uploads')
 @Controller('v1/uploads')
 export class UploadsController {
@@ -42,7 +51,14 @@ export class UploadsController {
       'Answers 201 with `Location` (the upload URL) and `Upload-Expires`. A body (`Content-Type: application/offset+octet-stream`) is the first chunk; ' +
       `when it completes the upload, \`${FILE_ID_HEADER}\` names the file.`,
   })
-  @ApiResponse({ status: 201, description: 'Created; `Location` is the upload URL.' })
+  @ApiResponse({
+    status: 201,
+    description: 'Created; `Location` is the upload URL.',
+    headers: {
+      Location: { description: 'The upload URL, relative to the API origin (`/v1/uploads/{id}`).', required: true, schema: { type: 'string' } },
+      ...TUS_ANSWER_HEADERS,
+    },
+  })
   @ApiErrors(
     [404, 'not_found: folder_id names no active folder.'],
     [413, 'file_too_large (details file_size, max_size, plan) or storage_exceeded (details current_usage, storage_limit, required_space).'],
@@ -61,7 +77,7 @@ export class UploadsController {
     summary: 'Where to resume an upload (tus core)',
     description: `Answers \`Upload-Offset\` (bytes received), \`Upload-Length\`, \`Upload-Metadata\` and \`Upload-Expires\`; once complete also \`${FILE_ID_HEADER}\`.`,
   })
-  @ApiResponse({ status: 200, description: 'The upload\'s state, in headers.' })
+  @ApiResponse({ status: 200, description: 'The upload\'s state, in headers.', headers: TUS_ANSWER_HEADERS })
   @ApiErrors([404, 'not_found: no such upload of this account (or it was terminated).'], [410, 'not_found: the upload expired.'])
   offset(@CurrentActor() actor: Actor, @Req() request: Request, @Res() response: Response): Promise<void> {
     return this.tus.handle(actor, request, response);
@@ -84,7 +100,7 @@ export class UploadsController {
       `(MD5, type detection, numbered suffix or overwrite, file.uploaded, scan and thumbnail) and the answer names it in \`${FILE_ID_HEADER}\`. ` +
       'Not counted against the rate limit. A second request to the same upload while one is writing waits up to 3 s, then gets 423.',
   })
-  @ApiResponse({ status: 204, description: 'Stored; `Upload-Offset` is the new offset.' })
+  @ApiResponse({ status: 204, description: 'Stored; `Upload-Offset` is the new offset.', headers: TUS_ANSWER_HEADERS })
   @ApiErrors(
     [404, 'not_found: no such upload of this account (or it was terminated).'],
     [410, 'not_found: the upload expired.'],
