@@ -69,10 +69,11 @@ export const ERROR_CODES_BY_STATUS: Record<number, ErrorCode[]> = {
   403: ['permission_denied', 'file_infected'],
   404: ['not_found'],
   409: ['conflict', 'idempotency_key_in_use'],
-  410: ['share_expired'],
+  410: ['share_expired', 'not_found'],
   413: ['file_too_large', 'storage_exceeded', 'invalid_request'],
   416: ['invalid_request'],
   422: ['idempotency_key_reused'],
+  423: ['conflict'],
   429: ['rate_limit_exceeded'],
   500: ['internal_error'],
   503: ['service_unavailable'],
@@ -92,6 +93,7 @@ const HEADERS: Record<string, HeaderObject> = {
   'X-RateLimit-Remaining': { description: 'Requests left in the current window.', schema: { type: 'integer' } },
   'X-RateLimit-Reset': { description: 'Unix time in seconds at which the window resets.', schema: { type: 'integer' } },
   'Retry-After': { description: 'Seconds to wait before retrying.', required: true, schema: { type: 'integer' } },
+  'Retry-After-When-Busy': { description: 'Seconds to wait before retrying, when the condition is passing (a busy database, Redis reconnecting).', schema: { type: 'integer' } },
   'Retry-After-When-In-Use': { description: 'Seconds to wait before retrying; sent with idempotency_key_in_use.', schema: { type: 'integer' } },
   'Idempotent-Replayed': { description: '`true` on an answer replayed for a retry with the same Idempotency-Key.', schema: { type: 'string' } },
   'WWW-Authenticate': { description: 'Bearer: the route takes an API key.', required: true, schema: { type: 'string' } },
@@ -147,7 +149,8 @@ export function completeOpenApiDocument(document: OpenAPIObject): OpenAPIObject 
         const headers: Record<string, Reference> = { 'X-Request-Id': header('X-Request-Id') };
         // Authentication runs before the rate limit, so a 401 of a key route has not been counted.
         if (code !== 401 || !operation.security) for (const name of RATE_LIMIT_HEADERS) headers[name] = header(name);
-        if (code === 429 || code === 503) headers['Retry-After'] = header('Retry-After');
+        if (code === 429) headers['Retry-After'] = header('Retry-After');
+        if (code === 503) headers['Retry-After'] = header('Retry-After-When-Busy');
         if (code === 409 && idempotent) headers['Retry-After'] = header('Retry-After-When-In-Use');
         if (idempotent && code < 500) headers['Idempotent-Replayed'] = header('Idempotent-Replayed');
         if (code === 401 && operation.security) headers['WWW-Authenticate'] = header('WWW-Authenticate');
