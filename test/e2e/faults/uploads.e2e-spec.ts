@@ -1,8 +1,9 @@
 import { DataSource } from 'typeorm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { FileEntity } from '../../../src/modules/files/file.entity.js';
-import { createAccount, type TestAccount } from '../../support/accounts.js';
+import type { TestAccount } from '../../support/accounts.js';
 import { startTestAppWithOwnRedis, type TestAppWithOwnRedis } from '../../support/redis-server.js';
+import { useTestApp } from '../../support/app-fixture.js';
 import { storageOf } from '../../support/files.js';
 import { eventually } from '../../support/time.js';
 import { listBlobs, rawUpload, uploadOk } from '../../support/uploads.js';
@@ -13,11 +14,7 @@ describe('uploads under faults', () => {
   let t: TestAppWithOwnRedis;
   let owner: TestAccount;
 
-  beforeAll(async () => {
-    t = await startTestAppWithOwnRedis();
-    owner = await createAccount(t.app);
-  });
-  afterAll(() => t?.close());
+  useTestApp((started) => ({ t, owner } = started), { start: startTestAppWithOwnRedis });
 
   it('100 uploads aborted by the client at random points leave storage and disk as they were', async () => {
     await uploadOk(t, owner.auth, 'a file that stays', { name: 'keeper.txt' });

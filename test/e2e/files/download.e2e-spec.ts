@@ -1,11 +1,12 @@
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { DataSource } from 'typeorm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { BlobStorage } from '../../../src/infra/storage/blob-storage.js';
 import { FileEntity } from '../../../src/modules/files/file.entity.js';
-import { createAccount, type TestAccount } from '../../support/accounts.js';
-import { startTestApp, type TestApp } from '../../support/test-app.js';
+import type { TestAccount } from '../../support/accounts.js';
+import type { TestApp } from '../../support/test-app.js';
+import { useTestApp } from '../../support/app-fixture.js';
 import { onTestServer, uploadOk } from '../../support/uploads.js';
 
 describe('signed downloads', () => {
@@ -15,12 +16,10 @@ describe('signed downloads', () => {
   const content = Buffer.from(Array.from({ length: 1000 }, (_, i) => i % 251));
   const md5 = createHash('md5').update(content).digest('hex');
 
+  useTestApp((started) => ({ t, owner } = started));
   beforeAll(async () => {
-    t = await startTestApp();
-    owner = await createAccount(t.app);
     file = await uploadOk(t, owner.auth, content, { name: 'Jahresbericht "2026" ü.bin' });
   });
-  afterAll(() => t.close());
 
   const url = () => onTestServer(t, file.download_url);
 

@@ -1,10 +1,11 @@
 import { DataSource } from 'typeorm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../../../src/common/ids.js';
 import { FileEntity } from '../../../src/modules/files/file.entity.js';
 import { ShareEntity } from '../../../src/modules/shares/share.entity.js';
 import { createAccount, createKey, type TestAccount } from '../../support/accounts.js';
-import { startTestApp, type TestApp } from '../../support/test-app.js';
+import type { TestApp } from '../../support/test-app.js';
+import { useTestApp } from '../../support/app-fixture.js';
 import { uploadOk } from '../../support/uploads.js';
 import { sleep } from '../../support/time.js';
 
@@ -16,9 +17,8 @@ describe('listing, reading and changing files', () => {
   let folderId: string;
   const inFolder: any[] = [];
 
+  useTestApp((started) => ({ t, owner } = started));
   beforeAll(async () => {
-    t = await startTestApp();
-    owner = await createAccount(t.app);
     folderId = (await t.http().post('/v1/folders').set(owner.auth).send({ name: 'Sorted' })).body.data.id;
     // 23 files with repeated sizes and names differing only in case, so ties must be broken by id.
     const names = ['b.txt', 'A.txt', 'c.txt', 'a2.txt', 'B2.txt'];
@@ -31,7 +31,6 @@ describe('listing, reading and changing files', () => {
     await repo.update({ id: inFolder[1].id }, { createdAt: new Date(inFolder[0].created_at), modifiedAt: new Date(inFolder[0].modified_at) });
     await repo.update({ id: inFolder[2].id }, { createdAt: new Date(inFolder[0].created_at), modifiedAt: new Date(inFolder[0].modified_at) });
   });
-  afterAll(() => t.close());
 
   it.each(SORTS)('pages through %s without repeats or skips, in order, ties broken by id', async (sort) => {
     const seen: any[] = [];

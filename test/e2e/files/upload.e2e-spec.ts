@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { DataSource } from 'typeorm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { OutboxEventEntity } from '../../../src/infra/outbox/outbox-event.entity.js';
 import { Readable } from 'node:stream';
 import { BlobStorage } from '../../../src/infra/storage/blob-storage.js';
@@ -12,7 +12,8 @@ import { UploadHasher } from '../../../src/modules/files/upload/upload-hasher.js
 import { FileStoredEvent } from '../../../src/modules/files/events/file-stored.event.js';
 import { EventBus, ofType } from '@nestjs/cqrs';
 import { createAccount, createKey, type TestAccount } from '../../support/accounts.js';
-import { startTestApp, type TestApp } from '../../support/test-app.js';
+import type { TestApp } from '../../support/test-app.js';
+import { useTestApp } from '../../support/app-fixture.js';
 import { listBlobs, onTestServer, rawUpload, upload, uploadOk } from '../../support/uploads.js';
 import { FileEntity } from '../../../src/modules/files/file.entity.js';
 import { sleep } from '../../support/time.js';
@@ -36,11 +37,7 @@ describe('uploading files', () => {
     expect((await account(accountId)).storageReserved).toBe(0);
   };
 
-  beforeAll(async () => {
-    t = await startTestApp();
-    owner = await createAccount(t.app);
-  });
-  afterAll(() => t.close());
+  useTestApp((started) => ({ t, owner } = started));
 
   it('stores a file and answers the File object with its MD5', async () => {
     const content = 'hello, world\n';

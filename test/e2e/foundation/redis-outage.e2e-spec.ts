@@ -1,16 +1,13 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createAccount, type TestAccount } from '../../support/accounts.js';
+import { describe, expect, it } from 'vitest';
+import type { TestAccount } from '../../support/accounts.js';
 import { startTestAppWithOwnRedis, type TestAppWithOwnRedis } from '../../support/redis-server.js';
+import { useTestApp } from '../../support/app-fixture.js';
 
 describe('while Redis is down', () => {
   let t: TestAppWithOwnRedis;
   let account: TestAccount;
 
-  beforeAll(async () => {
-    t = await startTestAppWithOwnRedis();
-    account = await createAccount(t.app, { plan: 'free' });
-  });
-  afterAll(() => t?.close());
+  useTestApp((started) => ({ t, owner: account } = started), { owner: { plan: 'free' }, start: startTestAppWithOwnRedis });
 
   it('keeps answering API requests promptly, reports Redis down in /health, and limits again once it is back', async () => {
     await t.http().get('/v1/user/info').set(account.auth).expect(200);

@@ -10,6 +10,7 @@ import { createAccount, type TestAccount } from '../../support/accounts.js';
 import { seedFile } from '../../support/files.js';
 import { hugeDeclaredPng, jpegImage, mp4Video, onePagePdf, pngImage } from '../../support/media.js';
 import { startTestApp, type TestApp } from '../../support/test-app.js';
+import { useTestApp } from '../../support/app-fixture.js';
 import { overwrite, queued, publishStored, reload, scansQueue, settledJob, thumbnailsQueue } from './media-support.js';
 import { eventually } from '../../support/time.js';
 
@@ -23,11 +24,7 @@ describe('thumbnails', () => {
   let t: TestApp;
   let account: TestAccount;
 
-  beforeAll(async () => {
-    t = await startTestApp({ MEDIA_RETRY_DELAY_MS: '100' });
-    account = await createAccount(t.app);
-  });
-  afterAll(() => t?.close());
+  useTestApp((started) => ({ t, owner: account } = started), { env: { MEDIA_RETRY_DELAY_MS: '100' } });
 
   const storage = () => t.app.get(BlobStorage);
   const media = (fileId: string) => t.app.get(QueryBus).execute(new GetFileMediaQuery(fileId));

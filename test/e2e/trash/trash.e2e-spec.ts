@@ -1,5 +1,5 @@
 import { DataSource } from 'typeorm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { CommandBus } from '@nestjs/cqrs';
 import { newId } from '../../../src/common/ids.js';
 import { OutboxEventEntity } from '../../../src/infra/outbox/outbox-event.entity.js';
@@ -10,6 +10,7 @@ import { PurgeTrashCommand } from '../../../src/modules/trash/commands/purge-tra
 import { createAccount, createKey, type TestAccount } from '../../support/accounts.js';
 import { runNode } from '../../support/processes.js';
 import { startTestApp, type TestApp } from '../../support/test-app.js';
+import { useTestApp } from '../../support/app-fixture.js';
 import { sleep } from '../../support/time.js';
 import { listBlobs, uploadOk } from '../../support/uploads.js';
 
@@ -28,11 +29,7 @@ describe('delete, restore and the trash', () => {
       createdAt: new Date(), revokedAt: null, invalidatedAt: null, accessCount: 0, lastAccessedAt: null,
     });
 
-  beforeAll(async () => {
-    t = await startTestApp();
-    owner = await createAccount(t.app);
-  });
-  afterAll(() => t.close());
+  useTestApp((started) => ({ t, owner } = started));
 
   it('moves a file to the trash: 30-day window, shares invalidated, storage kept, file.deleted recorded', async () => {
     const file = await uploadOk(t, owner.auth, 'to trash', { name: 'trash-me.txt' });
