@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { DataSource } from 'typeorm';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -33,6 +33,20 @@ describe('signed downloads', () => {
     expect(res.headers.get('content-disposition')).toBe(
       `attachment; filename="Jahresbericht _2026_ _.bin"; filename*=UTF-8''Jahresbericht%20%222026%22%20%C3%BC.bin`,
     );
+  });
+
+  it('accepts a link signed independently of the service: HMAC-SHA256 of "<path>\\n<expires>" under URL_SIGNING_SECRET', async () => {
+    const path = `/v1/files/${file.id}/download`;
+    const sign = (expires: number) => createHmac('sha256', t.environment.env.URL_SIGNING_SECRET!).update(`${path}\n${expires}`).digest('hex');
+    // The link the API hands out is exactly that signature over its own expiry.
+    const issued = new URL(file.download_url);
+    expect(issued.searchParams.get('signature')).toBe(sign(Number(issued.searchParams.get('expires'))));
+    // A link made here, for an expiry the service never issued, downloads; one second changed, it does not.
+    const expires = Math.floor(Date.now() / 1000) + 600;
+    const made = await fetch(`${t.baseUrl}${path}?expires=${expires}&signature=${sign(expires)}`);
+    expect(made.status).toBe(200);
+    expect(Buffer.from(await made.arrayBuffer())).toEqual(content);
+    expect((await fetch(`${t.baseUrl}${path}?expires=${expires + 1}&signature=${sign(expires)}`)).status).toBe(403);
   });
 
   it('serves byte ranges with 206, and 416 for an unsatisfiable one', async () => {

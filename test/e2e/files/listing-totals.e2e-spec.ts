@@ -8,6 +8,7 @@ import { pngImage } from '../../support/media.js';
 import { type ServerProcess, startServerProcess } from '../../support/processes.js';
 import type { TestApp } from '../../support/test-app.js';
 import { useTestApp } from '../../support/app-fixture.js';
+import { scanSettled } from '../../support/files.js';
 import { uploadOk } from '../../support/uploads.js';
 
 const DAY = 86_400_000;
@@ -69,7 +70,7 @@ describe('listing totals after every kind of change', () => {
     const suspect = await uploadOk(t, owner.auth, 'suspect', { name: 'suspect.txt' });
     const files = t.app.get(DataSource).getRepository(FileEntity);
     // Let the upload's own background scan settle, so its verdict cannot overwrite ours.
-    for (let i = 0; i < 100 && (await files.findOneByOrFail({ id: suspect.id })).scanStatus === 'pending'; i++) await new Promise((r) => setTimeout(r, 50));
+    await scanSettled(t.app, suspect.id);
     expect(await total()).toBe(4);
     await files.update({ id: suspect.id }, { scanStatus: 'infected' });
     expect(await total()).toBe(3);

@@ -6,6 +6,7 @@ import { ShareEntity } from '../../../src/modules/shares/share.entity.js';
 import { createAccount, createKey, type TestAccount } from '../../support/accounts.js';
 import type { TestApp } from '../../support/test-app.js';
 import { useTestApp } from '../../support/app-fixture.js';
+import { scanSettled } from '../../support/files.js';
 import { uploadOk } from '../../support/uploads.js';
 import { sleep } from '../../support/time.js';
 
@@ -141,8 +142,8 @@ describe('listing, reading and changing files', () => {
     const infected = await uploadOk(t, owner.auth, 'x', { name: 'virus.exe' });
     await t.http().delete(`/v1/files/${trashed.id}`).set(owner.auth);
     // Let the background scan of the upload settle first, so its verdict cannot overwrite ours.
+    await scanSettled(t.app, infected.id);
     const files = t.app.get(DataSource).getRepository(FileEntity);
-    for (let i = 0; i < 100 && (await files.findOneByOrFail({ id: infected.id })).scanStatus === 'pending'; i++) await new Promise((r) => setTimeout(r, 50));
     await files.update({ id: infected.id }, { scanStatus: 'infected' });
     const ids = (await t.http().get('/v1/files?per_page=100').set(owner.auth)).body.data.map((f: any) => f.id);
     expect(ids).not.toContain(trashed.id);

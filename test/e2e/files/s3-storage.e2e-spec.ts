@@ -12,7 +12,7 @@ import { AccountEntity } from '../../../src/modules/accounts/account.entity.js';
 import { UploadSweeper } from '../../../src/modules/files/upload/upload-sweeper.js';
 import { createAccount, type TestAccount } from '../../support/accounts.js';
 import { startTestApp, type TestApp } from '../../support/test-app.js';
-import { sleep } from '../../support/time.js';
+import { eventually } from '../../support/time.js';
 import { onTestServer, rawUpload, upload, uploadOk } from '../../support/uploads.js';
 
 const MiB = 1024 * 1024;
@@ -87,10 +87,10 @@ describe('S3 blob storage (STORAGE_DRIVER=s3, against s3rver)', () => {
     const refused = await upload(t, small.auth, Buffer.alloc(5000), { name: 'x.bin' });
     expect(refused.status).toBe(413);
     const quitter = await createAccount(t.app);
-    await rawUpload(t, quitter.auth, { fileSize: 12 * MiB, declaredLength: 12 * MiB + 300, abortAfter: 6 * MiB });
+    expect((await rawUpload(t, quitter.auth, { fileSize: 12 * MiB, declaredLength: 12 * MiB + 300, abortAfter: 6 * MiB })).outcome).toBe('aborted');
     const reserved = async () =>
       (await t.app.get(DataSource).getRepository(AccountEntity).findBy({})).reduce((sum, a) => sum + a.storageReserved, 0);
-    for (let i = 0; i < 50 && ((await keys('tmp/')).length > 0 || (await reserved()) > 0); i++) await sleep(100);
+    await eventually(async () => (await keys('tmp/')).length === 0 && (await reserved()) === 0, 10_000, 'the refused and abandoned uploads to be cleaned up');
     expect(await keys('tmp/')).toEqual([]);
     expect(await reserved()).toBe(0);
   });

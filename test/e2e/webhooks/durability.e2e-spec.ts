@@ -1,12 +1,10 @@
-import { NestFactory } from '@nestjs/core';
 import type { INestApplicationContext } from '@nestjs/common';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AppModule } from '../../../src/app.module.js';
-import { loadConfig } from '../../../src/config/app-config.js';
 import { WebhookDeliveryEntity } from '../../../src/modules/webhooks/webhook-delivery.entity.js';
 import { createAccount } from '../../support/accounts.js';
+import { startOperatorContext } from '../../support/operator-context.js';
 import { freePort, type ServerProcess, startServerProcess } from '../../support/processes.js';
 import { OwnRedis } from '../../support/redis-server.js';
 import { createTestEnvironment, startTestApp, type TestApp, type TestEnvironment } from '../../support/test-app.js';
@@ -76,7 +74,7 @@ describe('webhook events survive the server being killed mid-delivery', () => {
     const port = await freePort();
     server = await startServerProcess(environment.env, port);
     // The test writes events like another module would: in its own transactions, from a process without workers.
-    context = await NestFactory.createApplicationContext(AppModule.forCli(loadConfig(environment.env), []), { logger: false });
+    context = await startOperatorContext(environment.env);
     const owner = await createAccount(context);
     await request(server.baseUrl).post('/v1/webhooks').set(owner.auth).send({ url: receiver.url, events: ['file.uploaded'] }).expect(201);
 
@@ -115,7 +113,7 @@ describe('two server processes on one database', () => {
     receiver = await startWebhookReceiver();
     servers.push(await startServerProcess(environment.env, await freePort()));
     servers.push(await startServerProcess(environment.env, await freePort()));
-    context = await NestFactory.createApplicationContext(AppModule.forCli(loadConfig(environment.env), []), { logger: false });
+    context = await startOperatorContext(environment.env);
   });
   afterAll(async () => {
     for (const server of servers) await server.stop();
