@@ -52,9 +52,11 @@ describe('the server killed (SIGKILL) mid-upload, then restarted', () => {
     expect(before.used).toBe(before.sumOfFiles);
 
     // Four uploads stream part of their bytes and then wait, mid-body, as a slow client would.
+    let holding = 0;
     const inFlight = [3, 5, 9, 17].map((mib) =>
-      rawUpload(server!, owner.auth, { fileSize: 64 * MiB, declaredLength: 64 * MiB + 300, holdAfter: mib * MiB }),
+      rawUpload(server!, owner.auth, { fileSize: 64 * MiB, declaredLength: 64 * MiB + 300, holdAfter: mib * MiB, onHold: () => holding++ }),
     );
+    await eventually(async () => holding === 4, 30_000, 'the four clients to have sent their part');
     await eventually(async () => (await storage()).reservations === 4 && listBlobsIn(environment.env.STORAGE_DIR, 'tmp').length === 4, 15_000, 'four uploads in progress');
     await eventually(async () => (await storage()).reserved > 0, 15_000, 'quota reserved by the uploads');
     const port = Number(new URL(server!.baseUrl).port);

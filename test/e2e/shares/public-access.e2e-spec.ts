@@ -205,10 +205,10 @@ describe('public share links (/s/{token})', () => {
     it('answers 404 at once when the file goes to trash, and restoring does not revive the link', async () => {
       const { file, share } = await sharedFile();
       await t.http().get(share.path).expect(200);
-      await fileLifecycle.moveToTrash(t.app, file.id);
+      await fileLifecycle.moveToTrash(t, owner, file.id);
       await t.http().get(share.path).expect(404);
       await t.http().get(`${share.path}/download`).expect(404);
-      await fileLifecycle.restore(t.app, file.id);
+      await fileLifecycle.restore(t, owner, file.id);
       const after = await t.http().get(share.path);
       expect(after.status).toBe(404);
       expect(after.body.error.code).toBe('not_found');
@@ -224,7 +224,7 @@ describe('public share links (/s/{token})', () => {
     it('answers 404 when the file was deleted permanently, keeping the link\'s analytics', async () => {
       const { file, share } = await sharedFile();
       await t.http().get(`${share.path}/download`).expect(200);
-      await fileLifecycle.deletePermanently(t.app, file.id);
+      await fileLifecycle.deletePermanently(t, owner, file.id);
       await t.http().get(share.path).expect(404);
       await t.http().get(`${share.path}/download`).expect(404);
       const listed = await t.http().get(`/v1/shares?file_id=${file.id}`).set(owner.auth).expect(200);
@@ -236,7 +236,7 @@ describe('public share links (/s/{token})', () => {
       await fileLifecycle.setState(t.app, trashed.file.id, 'trashed');
       await t.http().get(trashed.share.path).expect(404);
       const deleted = await sharedFile();
-      await fileLifecycle.deletePermanently(t.app, deleted.file.id, { markLinks: false });
+      await fileLifecycle.removeRowOnly(t.app, deleted.file.id);
       await t.http().get(deleted.share.path).expect(404);
       await t.http().get(`${deleted.share.path}/download`).expect(404);
     });

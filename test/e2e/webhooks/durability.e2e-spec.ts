@@ -8,7 +8,8 @@ import { startOperatorContext } from '../../support/operator-context.js';
 import { freePort, type ServerProcess, startServerProcess } from '../../support/processes.js';
 import { OwnRedis } from '../../support/redis-server.js';
 import { createTestEnvironment, startTestApp, type TestApp, type TestEnvironment } from '../../support/test-app.js';
-import { recordEvent, startWebhookReceiver, type WebhookReceiver } from '../../support/webhook-receiver.js';
+import { uploadOk } from '../../support/uploads.js';
+import { recordEvent, type ReceivedDelivery, startWebhookReceiver, type WebhookReceiver } from '../../support/webhook-receiver.js';
 import { eventually } from '../../support/time.js';
 
 const uploaded = (i: number) => ({ file: { id: `file_${i}`, name: `f${i}.txt`, size: i, type: 'text/plain', folder_id: null, uploaded_by: 'usr_x', created_at: new Date().toISOString() } });
@@ -50,6 +51,21 @@ describe('webhook events survive a Redis outage', () => {
     const ids = new Set(receiver.received.map((d) => (d.body.data.file as { id: string }).id));
     expect([...ids].sort()).toEqual(['file_0', 'file_1', 'file_2', 'file_3', 'file_4', 'file_5']);
     await eventually(async () => (await deliveries.countBy({ status: 'succeeded' })) === 6, 5_000, 'six succeeded deliveries');
+  }, 45_000);
+
+  it('delivers file.uploaded for a file uploaded while Redis was down, once Redis is back', async () => {
+    const owner = await createAccount(t.app);
+    await t.http().post('/v1/webhooks').set(owner.auth).send({ url: `${receiver.url}/uploads`, events: ['file.uploaded'] }).expect(201);
+    await redis.stop();
+    let file;
+    try {
+      file = await uploadOk(t, owner.auth, 'written during the outage', { name: 'outage.txt' });
+    } finally {
+      await redis.restart();
+    }
+    const forUploads = (r: ReceivedDelivery[]) => r.filter((d) => d.path === '/hooks/uploads');
+    const [delivered] = forUploads(await receiver.waitFor((r) => forUploads(r).length > 0, 30_000, 'the file.uploaded delivery'));
+    expect(delivered.body).toMatchObject({ event: 'file.uploaded', data: { file: { id: file.id, name: 'outage.txt', size: 'written during the outage'.length, uploaded_by: owner.userId } } });
   }, 45_000);
 });
 
