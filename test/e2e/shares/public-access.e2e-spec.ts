@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccount, type TestAccount } from '../../support/accounts.js';
 import { seedFile } from '../../support/files.js';
 import { startTestApp, TEST_REDIS_URL, type TestApp } from '../../support/test-app.js';
+import { uploadOk } from '../../support/uploads.js';
 import { createShare, expireShare, fileLifecycle, outboxEvents, shareRow } from './share-fixtures.js';
 
 const CONTENT = Buffer.from('0123456789abcdefghijklmnopqrstuvwxyz'.repeat(100));
@@ -40,6 +41,19 @@ describe('public share links (/s/{token})', () => {
         download_url: `${share.url}/download`,
       },
     });
+  });
+
+  it('shares a file uploaded through the API: metadata, download, and a dead link once the file is trashed', async () => {
+    const uploaded = await uploadOk(t, owner.auth, CONTENT, { name: 'through the API.txt' });
+    const share = await createShare(t, owner, { file_id: uploaded.id });
+    const meta = await t.http().get(share.path).expect(200);
+    expect(meta.body.data.file).toEqual({ name: 'through the API.txt', size: CONTENT.length, type: 'text/plain' });
+    const full = await t.http().get(`${share.path}/download`).buffer(true).parse(binary);
+    expect(full.status).toBe(200);
+    expect(Buffer.compare(full.body, CONTENT)).toBe(0);
+    expect(full.headers.etag).toBe(`"${MD5}"`);
+    await fileLifecycle.moveToTrash(t, owner, uploaded.id);
+    await t.http().get(share.path).expect(404);
   });
 
   it('streams the file with ETag, Content-Disposition and byte ranges', async () => {
