@@ -8,6 +8,7 @@ import type { TestAccount } from '../../support/accounts.js';
 import type { TestApp } from '../../support/test-app.js';
 import { useTestApp } from '../../support/app-fixture.js';
 import { onTestServer, uploadOk } from '../../support/uploads.js';
+import { settledJob, thumbnailsQueue } from '../media/media-support.js';
 
 describe('signed downloads', () => {
   let t: TestApp;
@@ -114,6 +115,8 @@ describe('signed downloads', () => {
   it('offers a signed thumbnail_url once a thumbnail exists, served inline as WebP', async () => {
     const image = await uploadOk(t, owner.auth, 'pretend image', { name: 'p.png' });
     expect(image.thumbnail_url).toBeUndefined();
+    // Let the upload's own thumbnail job (these bytes are no image) finish first, so it cannot undo the thumbnail set below.
+    await settledJob(thumbnailsQueue(t.app), 'thumbnail', await t.app.get(DataSource).getRepository(FileEntity).findOneByOrFail({ id: image.id }));
     const key = `thumbnails/${owner.accountId}/${image.id}/v1.webp`;
     await t.app.get(BlobStorage).write(key, Readable.from([Buffer.from('RIFFxxxxWEBP')]));
     await t.app.get(DataSource).getRepository(FileEntity).update({ id: image.id }, { thumbnailKey: key });
