@@ -7,6 +7,7 @@ import { AccountEntity } from '../../src/modules/accounts/account.entity.js';
 import { FileEntity, type FileCategory } from '../../src/modules/files/file.entity.js';
 import { BlobStorage, blobKeys } from '../../src/infra/storage/blob-storage.js';
 import type { TestAccount } from './accounts.js';
+import { eventually } from './time.js';
 
 /**
  * Puts a file straight into the database and blob storage, bypassing the upload route: set-up for
@@ -58,4 +59,16 @@ export async function storageOf(app: INestApplicationContext, accountId: string)
   const account = await ds.getRepository(AccountEntity).findOneByOrFail({ id: accountId });
   const stored = await ds.getRepository(FileEntity).findBy({ accountId });
   return { used: account.storageUsed, reserved: account.storageReserved, sumOfFiles: stored.reduce((n, f) => n + f.size, 0) };
+}
+
+/**
+ * Waits until the background scan of an upload has given its verdict (fails when it does not come),
+ * so a test that sets scan_status itself cannot have it overwritten by a late scan.
+ */
+export async function scanSettled(app: INestApplicationContext, fileId: string, timeoutMs = 20_000): Promise<FileEntity> {
+  const files = app.get(DataSource).getRepository(FileEntity);
+  return eventually(async () => {
+    const file = await files.findOneByOrFail({ id: fileId });
+    return file.scanStatus !== 'pending' && file;
+  }, timeoutMs, `the background scan of ${fileId}`);
 }

@@ -25,14 +25,16 @@ export interface TestEnvironment {
 
 /**
  * A fresh, isolated environment: its own database (a SQLite file or a new PostgreSQL database),
- * its own blob directory and its own Redis key prefix, so test files can run side by side.
+ * its own blob directory and its own Redis key prefix, so test files can run side by side. The
+ * database is this run's TEST_DB unless `options.database` names one.
  */
-export async function createTestEnvironment(overrides: Record<string, string> = {}): Promise<TestEnvironment> {
+export async function createTestEnvironment(overrides: Record<string, string> = {}, options: { database?: TestDatabase } = {}): Promise<TestEnvironment> {
+  const database = options.database ?? TEST_DB;
   const runId = `t${Date.now().toString(36)}${randomBytes(4).toString('hex')}`;
   const workDir = mkdtempSync(join(tmpdir(), 'fss-test-'));
   let databaseUrl = `sqlite:${join(workDir, 'storage.sqlite')}`;
   let dropDatabase = async () => {};
-  if (TEST_DB === 'postgres') {
+  if (database === 'postgres') {
     const admin = new pg.Client({ connectionString: POSTGRES_ADMIN_URL });
     await admin.connect();
     await admin.query(`CREATE DATABASE "${runId}"`);

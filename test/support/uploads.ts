@@ -69,16 +69,33 @@ export function onTestServer(t: TestApp, url: string): string {
 }
 
 /**
+ * How a raw upload ended: `answered` (the server sent a response), `aborted` (the client hung up
+ * after `abortAfter` bytes, as planned) or `cut-off` (with `holdAfter`: the connection died, without
+ * an answer, while the client held it open). Any other end of the connection rejects: a test must
+ * never mistake a failure for the hang-up it planned.
+ */
+export type RawUploadOutcome = 'answered' | 'aborted' | 'cut-off';
+
+export interface RawUploadResult {
+  outcome: RawUploadOutcome;
+  /** The response status; null unless answered. */
+  status: number | null;
+  body: any;
+  /** Bytes of the file part written to the connection. */
+  sent: number;
+}
+
+/**
  * A multipart upload over a raw HTTP connection, for what fetch cannot do: chunked bodies, a
  * declared Content-Length the client never finishes, or hanging up halfway. Streams `fileSize`
  * zero bytes in 1 MiB chunks and stops as soon as an answer arrives (or after `abortAfter` bytes; or, with
- * `holdAfter`, goes quiet after that many bytes and resolves once the connection dies).
+ * `holdAfter`, goes quiet after that many bytes, calls `onHold`, and resolves once the connection dies).
  */
 export function rawUpload(
   t: Pick<TestApp, 'baseUrl'>,
   auth: Record<string, string>,
-  options: { fileSize: number; declaredLength?: number; abortAfter?: number; holdAfter?: number; filename?: string },
-): Promise<{ status: number | null; body: any; sent: number }> {
+  options: { fileSize: number; declaredLength?: number; abortAfter?: number; holdAfter?: number; filename?: string; onHold?: () => void },
+): Promise<RawUploadResult> {
   const boundary = `----fss${Date.now()}`;
   const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${options.filename ?? 'big.bin'}"\r\nContent-Type: application/octet-stream\r\n\r\n`);
   const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
@@ -89,37 +106,54 @@ export function rawUpload(
     const req = httpRequest({ host: url.hostname, port: url.port, path: url.pathname, method: 'POST', headers });
     let sent = 0;
     let answered = false;
+    let holding = false;
     let settled = false;
-    const finish = (value: { status: number | null; body: any; sent: number }) => {
+    const finish = (value: RawUploadResult) => {
       if (!settled) {
         settled = true;
         resolve(value);
+      }
+    };
+    const fail = (error: Error) => {
+      if (!settled) {
+        settled = true;
+        reject(error);
       }
     };
     req.on('response', (res) => {
       answered = true;
       let text = '';
       res.on('data', (c) => (text += c));
-      res.on('end', () => finish({ status: res.statusCode ?? null, body: text ? JSON.parse(text) : null, sent }));
-      res.on('error', () => finish({ status: res.statusCode ?? null, body: null, sent }));
+      res.on('end', () => finish({ outcome: 'answered', status: res.statusCode ?? null, body: text ? JSON.parse(text) : null, sent }));
+      res.on('error', () => finish({ outcome: 'answered', status: res.statusCode ?? null, body: null, sent }));
     });
-    req.on('error', (error) => (answered || options.abortAfter !== undefined || options.holdAfter !== undefined ? finish({ status: null, body: null, sent }) : reject(error)));
+    req.on('error', (error) => {
+      // A server that answers early may reset the rest of the body: the answer is what counts.
+      if (answered) return;
+      if (holding) return finish({ outcome: 'cut-off', status: null, body: null, sent });
+      fail(new Error(`raw upload failed after ${sent} bytes, before any answer or planned hang-up: ${error.message}`));
+    });
     const chunk = Buffer.alloc(1024 * 1024);
     const pump = async () => {
       req.write(head);
       while (sent < options.fileSize && !answered && !req.destroyed) {
         if (options.abortAfter !== undefined && sent >= options.abortAfter) {
+          finish({ outcome: 'aborted', status: null, body: null, sent });
           req.destroy();
-          return finish({ status: null, body: null, sent });
+          return;
         }
         // Stop sending but keep the connection open: an upload in progress until the server goes away.
-        if (options.holdAfter !== undefined && sent >= options.holdAfter) return;
+        if (options.holdAfter !== undefined && sent >= options.holdAfter) {
+          holding = true;
+          options.onHold?.();
+          return;
+        }
         const n = Math.min(chunk.length, options.fileSize - sent);
         sent += n;
         if (!req.write(chunk.subarray(0, n))) await new Promise((r) => req.once('drain', r));
       }
       if (!answered && !req.destroyed) req.end(tail);
     };
-    pump().catch(() => undefined);
+    pump().catch((error: Error) => fail(error));
   });
 }

@@ -8,6 +8,10 @@ import { domainEvent, Outbox } from '../../src/infra/outbox/outbox.js';
 export interface ReceivedDelivery {
   /** performance.now() when the request arrived. */
   at: number;
+  /** Date.now() when the request arrived, comparable with times other processes (e.g. BullMQ) record. */
+  receivedAt: number;
+  /** Date.now() when the answer was sent; undefined until then. */
+  answeredAt?: number;
   method: string;
   path: string;
   headers: IncomingHttpHeaders;
@@ -42,12 +46,13 @@ export async function startWebhookReceiver(responder: Responder = () => 200): Pr
       } catch {
         body = undefined as never;
       }
-      const delivery: ReceivedDelivery = { at: performance.now(), method: request.method ?? '', path: request.url ?? '', headers: request.headers, rawBody, body };
+      const delivery: ReceivedDelivery = { at: performance.now(), receivedAt: Date.now(), method: request.method ?? '', path: request.url ?? '', headers: request.headers, rawBody, body };
       received.push(delivery);
       const answer = respond(delivery, received.length - 1);
       const { status, delayMs } = typeof answer === 'number' ? { status: answer, delayMs: 0 } : answer;
       const send = () => {
         if (response.destroyed) return;
+        delivery.answeredAt = Date.now();
         response.writeHead(status, { 'Content-Type': 'text/plain' }).end(status < 300 ? 'ok' : 'no');
       };
       if (delayMs > 0) setTimeout(send, delayMs).unref();
@@ -85,5 +90,3 @@ export async function recordEvent(app: INestApplicationContext, name: EventName,
   await app.get(Transactions).run((tx) => Outbox.record(tx, event));
   return event.id;
 }
-
-/** Polls until `check` answers a value other than undefined/false, or fails after `timeoutMs`. */

@@ -16,6 +16,13 @@ describe('UrlSigner', () => {
     expect(Number(parts(url).expires)).toBe(now.getTime() / 1000 + 3600);
   });
 
+  it('signs exactly HMAC-SHA256(URL_SIGNING_SECRET, "<path>\\n<expires>") in lowercase hex (a known answer, computed with openssl)', () => {
+    // printf '/v1/files/file_1/download\n1795258800' | openssl dgst -sha256 -hmac aaaa…(64 × a)
+    const known = '122dab45ca8e35b71b35c0f071723ec16ea9d3dc71c17919239064cccace378d';
+    expect(signer().sign('/v1/files/file_1/download', now)).toBe(`https://files.example.com/v1/files/file_1/download?expires=1795258800&signature=${known}`);
+    expect(signer().verify('/v1/files/file_1/download', '1795258800', known, now)).toBe(true);
+  });
+
   it('verifies its own links until they expire', () => {
     const { path, expires, signature } = parts(signer().sign('/v1/files/file_1/download', now));
     expect(signer().verify(path, expires, signature, now)).toBe(true);

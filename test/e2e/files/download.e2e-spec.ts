@@ -1,12 +1,14 @@
-import { createHash } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { DataSource } from 'typeorm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { BlobStorage } from '../../../src/infra/storage/blob-storage.js';
 import { FileEntity } from '../../../src/modules/files/file.entity.js';
-import { createAccount, type TestAccount } from '../../support/accounts.js';
-import { startTestApp, type TestApp } from '../../support/test-app.js';
+import type { TestAccount } from '../../support/accounts.js';
+import type { TestApp } from '../../support/test-app.js';
+import { useTestApp } from '../../support/app-fixture.js';
 import { onTestServer, uploadOk } from '../../support/uploads.js';
+import { settledJob, thumbnailsQueue } from '../media/media-support.js';
 
 describe('signed downloads', () => {
   let t: TestApp;
@@ -15,12 +17,10 @@ describe('signed downloads', () => {
   const content = Buffer.from(Array.from({ length: 1000 }, (_, i) => i % 251));
   const md5 = createHash('md5').update(content).digest('hex');
 
+  useTestApp((started) => ({ t, owner } = started));
   beforeAll(async () => {
-    t = await startTestApp();
-    owner = await createAccount(t.app);
     file = await uploadOk(t, owner.auth, content, { name: 'Jahresbericht "2026" ü.bin' });
   });
-  afterAll(() => t.close());
 
   const url = () => onTestServer(t, file.download_url);
 
@@ -34,6 +34,20 @@ describe('signed downloads', () => {
     expect(res.headers.get('content-disposition')).toBe(
       `attachment; filename="Jahresbericht _2026_ _.bin"; filename*=UTF-8''Jahresbericht%20%222026%22%20%C3%BC.bin`,
     );
+  });
+
+  it('accepts a link signed independently of the service: HMAC-SHA256 of "<path>\\n<expires>" under URL_SIGNING_SECRET', async () => {
+    const path = `/v1/files/${file.id}/download`;
+    const sign = (expires: number) => createHmac('sha256', t.environment.env.URL_SIGNING_SECRET!).update(`${path}\n${expires}`).digest('hex');
+    // The link the API hands out is exactly that signature over its own expiry.
+    const issued = new URL(file.download_url);
+    expect(issued.searchParams.get('signature')).toBe(sign(Number(issued.searchParams.get('expires'))));
+    // A link made here, for an expiry the service never issued, downloads; one second changed, it does not.
+    const expires = Math.floor(Date.now() / 1000) + 600;
+    const made = await fetch(`${t.baseUrl}${path}?expires=${expires}&signature=${sign(expires)}`);
+    expect(made.status).toBe(200);
+    expect(Buffer.from(await made.arrayBuffer())).toEqual(content);
+    expect((await fetch(`${t.baseUrl}${path}?expires=${expires + 1}&signature=${sign(expires)}`)).status).toBe(403);
   });
 
   it('serves byte ranges with 206, and 416 for an unsatisfiable one', async () => {
@@ -101,6 +115,8 @@ describe('signed downloads', () => {
   it('offers a signed thumbnail_url once a thumbnail exists, served inline as WebP', async () => {
     const image = await uploadOk(t, owner.auth, 'pretend image', { name: 'p.png' });
     expect(image.thumbnail_url).toBeUndefined();
+    // Let the upload's own thumbnail job (these bytes are no image) finish first, so it cannot undo the thumbnail set below.
+    await settledJob(thumbnailsQueue(t.app), 'thumbnail', await t.app.get(DataSource).getRepository(FileEntity).findOneByOrFail({ id: image.id }));
     const key = `thumbnails/${owner.accountId}/${image.id}/v1.webp`;
     await t.app.get(BlobStorage).write(key, Readable.from([Buffer.from('RIFFxxxxWEBP')]));
     await t.app.get(DataSource).getRepository(FileEntity).update({ id: image.id }, { thumbnailKey: key });

@@ -3,10 +3,12 @@ import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FileEntity } from '../../../src/modules/files/file.entity.js';
 import { PurgeTrashCommand } from '../../../src/modules/trash/commands/purge-trash.command.js';
-import { createAccount, type TestAccount } from '../../support/accounts.js';
+import type { TestAccount } from '../../support/accounts.js';
 import { pngImage } from '../../support/media.js';
 import { type ServerProcess, startServerProcess } from '../../support/processes.js';
-import { startTestApp, type TestApp } from '../../support/test-app.js';
+import type { TestApp } from '../../support/test-app.js';
+import { useTestApp } from '../../support/app-fixture.js';
+import { scanSettled } from '../../support/files.js';
 import { uploadOk } from '../../support/uploads.js';
 
 const DAY = 86_400_000;
@@ -20,13 +22,11 @@ describe('listing totals after every kind of change', () => {
   let owner: TestAccount;
   let folderId: string;
 
+  useTestApp((started) => ({ t, owner } = started));
   beforeAll(async () => {
-    t = await startTestApp();
-    owner = await createAccount(t.app);
     folderId = (await t.http().post('/v1/folders').set(owner.auth).send({ name: 'Elsewhere' })).body.data.id;
     for (let i = 0; i < 3; i++) await uploadOk(t, owner.auth, `seed ${i}`, { name: `seed-${i}.txt` });
   });
-  afterAll(() => t.close());
 
   const total = async (query = '', baseUrl = t.baseUrl) => {
     const res = await fetch(`${baseUrl}/v1/files?${query}`, { headers: owner.auth });
@@ -70,7 +70,7 @@ describe('listing totals after every kind of change', () => {
     const suspect = await uploadOk(t, owner.auth, 'suspect', { name: 'suspect.txt' });
     const files = t.app.get(DataSource).getRepository(FileEntity);
     // Let the upload's own background scan settle, so its verdict cannot overwrite ours.
-    for (let i = 0; i < 100 && (await files.findOneByOrFail({ id: suspect.id })).scanStatus === 'pending'; i++) await new Promise((r) => setTimeout(r, 50));
+    await scanSettled(t.app, suspect.id);
     expect(await total()).toBe(4);
     await files.update({ id: suspect.id }, { scanStatus: 'infected' });
     expect(await total()).toBe(3);

@@ -1,10 +1,12 @@
 import { DataSource } from 'typeorm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../../../src/common/ids.js';
 import { FileEntity } from '../../../src/modules/files/file.entity.js';
 import { ShareEntity } from '../../../src/modules/shares/share.entity.js';
 import { createAccount, createKey, type TestAccount } from '../../support/accounts.js';
-import { startTestApp, type TestApp } from '../../support/test-app.js';
+import type { TestApp } from '../../support/test-app.js';
+import { useTestApp } from '../../support/app-fixture.js';
+import { scanSettled } from '../../support/files.js';
 import { uploadOk } from '../../support/uploads.js';
 import { sleep } from '../../support/time.js';
 
@@ -16,9 +18,8 @@ describe('listing, reading and changing files', () => {
   let folderId: string;
   const inFolder: any[] = [];
 
+  useTestApp((started) => ({ t, owner } = started));
   beforeAll(async () => {
-    t = await startTestApp();
-    owner = await createAccount(t.app);
     folderId = (await t.http().post('/v1/folders').set(owner.auth).send({ name: 'Sorted' })).body.data.id;
     // 23 files with repeated sizes and names differing only in case, so ties must be broken by id.
     const names = ['b.txt', 'A.txt', 'c.txt', 'a2.txt', 'B2.txt'];
@@ -31,7 +32,6 @@ describe('listing, reading and changing files', () => {
     await repo.update({ id: inFolder[1].id }, { createdAt: new Date(inFolder[0].created_at), modifiedAt: new Date(inFolder[0].modified_at) });
     await repo.update({ id: inFolder[2].id }, { createdAt: new Date(inFolder[0].created_at), modifiedAt: new Date(inFolder[0].modified_at) });
   });
-  afterAll(() => t.close());
 
   it.each(SORTS)('pages through %s without repeats or skips, in order, ties broken by id', async (sort) => {
     const seen: any[] = [];
@@ -142,8 +142,8 @@ describe('listing, reading and changing files', () => {
     const infected = await uploadOk(t, owner.auth, 'x', { name: 'virus.exe' });
     await t.http().delete(`/v1/files/${trashed.id}`).set(owner.auth);
     // Let the background scan of the upload settle first, so its verdict cannot overwrite ours.
+    await scanSettled(t.app, infected.id);
     const files = t.app.get(DataSource).getRepository(FileEntity);
-    for (let i = 0; i < 100 && (await files.findOneByOrFail({ id: infected.id })).scanStatus === 'pending'; i++) await new Promise((r) => setTimeout(r, 50));
     await files.update({ id: infected.id }, { scanStatus: 'infected' });
     const ids = (await t.http().get('/v1/files?per_page=100').set(owner.auth)).body.data.map((f: any) => f.id);
     expect(ids).not.toContain(trashed.id);

@@ -1,9 +1,5 @@
 import { createHash } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Readable } from 'node:stream';
-import S3rver from 's3rver';
 import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BlobStorage } from '../../../src/infra/storage/blob-storage.js';
@@ -11,16 +7,16 @@ import { S3BlobStorage } from '../../../src/infra/storage/s3-blob-storage.js';
 import { AccountEntity } from '../../../src/modules/accounts/account.entity.js';
 import { UploadSweeper } from '../../../src/modules/files/upload/upload-sweeper.js';
 import { createAccount, type TestAccount } from '../../support/accounts.js';
+import { startS3, type TestS3 } from '../../support/s3.js';
 import { startTestApp, type TestApp } from '../../support/test-app.js';
-import { sleep } from '../../support/time.js';
+import { eventually } from '../../support/time.js';
 import { onTestServer, rawUpload, upload, uploadOk } from '../../support/uploads.js';
 
 const MiB = 1024 * 1024;
 
 /** The S3 adapter against a real S3-compatible server (s3rver, in this process, on a free port). */
 describe('S3 blob storage (STORAGE_DRIVER=s3, against s3rver)', () => {
-  let s3: S3rver;
-  let s3Dir: string;
+  let s3: TestS3;
   let t: TestApp;
   let owner: TestAccount;
   const keys = async (prefix: string) => {
@@ -30,24 +26,13 @@ describe('S3 blob storage (STORAGE_DRIVER=s3, against s3rver)', () => {
   };
 
   beforeAll(async () => {
-    s3Dir = mkdtempSync(join(tmpdir(), 'fss-s3rver-'));
-    s3 = new S3rver({ port: 0, address: '127.0.0.1', silent: true, directory: s3Dir, configureBuckets: [{ name: 'fss-test' }] });
-    const { port } = await s3.run();
-    t = await startTestApp({
-      STORAGE_DRIVER: 's3',
-      S3_ENDPOINT: `http://127.0.0.1:${port}`,
-      S3_BUCKET: 'fss-test',
-      S3_REGION: 'us-east-1',
-      S3_ACCESS_KEY_ID: 'S3RVER',
-      S3_SECRET_ACCESS_KEY: 'S3RVER',
-      S3_FORCE_PATH_STYLE: 'true',
-    });
+    s3 = await startS3();
+    t = await startTestApp(s3.env());
     owner = await createAccount(t.app);
   });
   afterAll(async () => {
     await t?.close();
     await s3?.close();
-    rmSync(s3Dir, { recursive: true, force: true });
   });
 
   it('is the adapter in use', () => {
@@ -87,10 +72,10 @@ describe('S3 blob storage (STORAGE_DRIVER=s3, against s3rver)', () => {
     const refused = await upload(t, small.auth, Buffer.alloc(5000), { name: 'x.bin' });
     expect(refused.status).toBe(413);
     const quitter = await createAccount(t.app);
-    await rawUpload(t, quitter.auth, { fileSize: 12 * MiB, declaredLength: 12 * MiB + 300, abortAfter: 6 * MiB });
+    expect((await rawUpload(t, quitter.auth, { fileSize: 12 * MiB, declaredLength: 12 * MiB + 300, abortAfter: 6 * MiB })).outcome).toBe('aborted');
     const reserved = async () =>
       (await t.app.get(DataSource).getRepository(AccountEntity).findBy({})).reduce((sum, a) => sum + a.storageReserved, 0);
-    for (let i = 0; i < 50 && ((await keys('tmp/')).length > 0 || (await reserved()) > 0); i++) await sleep(100);
+    await eventually(async () => (await keys('tmp/')).length === 0 && (await reserved()) === 0, 10_000, 'the refused and abandoned uploads to be cleaned up');
     expect(await keys('tmp/')).toEqual([]);
     expect(await reserved()).toBe(0);
   });

@@ -1,10 +1,11 @@
 import { DataSource } from 'typeorm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { newId } from '../../../src/common/ids.js';
 import { OutboxEventEntity } from '../../../src/infra/outbox/outbox-event.entity.js';
 import { ShareEntity } from '../../../src/modules/shares/share.entity.js';
 import { createAccount, createKey, type TestAccount } from '../../support/accounts.js';
-import { startTestApp, type TestApp } from '../../support/test-app.js';
+import type { TestApp } from '../../support/test-app.js';
+import { useTestApp } from '../../support/app-fixture.js';
 import { uploadOk } from '../../support/uploads.js';
 
 describe('folders', () => {
@@ -12,11 +13,7 @@ describe('folders', () => {
   let owner: TestAccount;
   const create = (body: Record<string, unknown>, auth = owner.auth) => t.http().post('/v1/folders').set(auth).send(body);
 
-  beforeAll(async () => {
-    t = await startTestApp();
-    owner = await createAccount(t.app);
-  });
-  afterAll(() => t.close());
+  useTestApp((started) => ({ t, owner } = started));
 
   it('creates a folder (201) and records folder.created', async () => {
     const res = await create({ name: 'Projects' });

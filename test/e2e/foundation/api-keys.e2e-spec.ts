@@ -1,16 +1,13 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bearer, createAccount, createKey, type TestAccount } from '../../support/accounts.js';
-import { startTestApp, type TestApp } from '../../support/test-app.js';
+import { describe, expect, it } from 'vitest';
+import { bearer, createKey, type TestAccount } from '../../support/accounts.js';
+import type { TestApp } from '../../support/test-app.js';
+import { useTestApp } from '../../support/app-fixture.js';
 
 describe('API keys over HTTP', () => {
   let t: TestApp;
   let owner: TestAccount;
 
-  beforeAll(async () => {
-    t = await startTestApp();
-    owner = await createAccount(t.app);
-  });
-  afterAll(() => t.close());
+  useTestApp((started) => ({ t, owner } = started));
 
   it('creates a key whose secret is shown once and works with exactly its scopes', async () => {
     const created = await t.http().post('/v1/api-keys').set(owner.auth).send({ name: 'uploader', scopes: ['write', 'read'] });

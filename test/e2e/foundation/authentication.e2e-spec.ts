@@ -2,16 +2,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, createAccount, createKey, type TestAccount } from '../../support/accounts.js';
 import { startTestApp, type TestApp } from '../../support/test-app.js';
 import { startOfFreshRateWindow } from '../../support/time.js';
+import { useTestApp } from '../../support/app-fixture.js';
 
 describe('authentication and scopes', () => {
   let t: TestApp;
   let owner: TestAccount;
 
-  beforeAll(async () => {
-    t = await startTestApp();
-    owner = await createAccount(t.app, { plan: 'enterprise' });
-  });
-  afterAll(() => t.close());
+  useTestApp((started) => ({ t, owner } = started), { owner: { plan: 'enterprise' } });
 
   it.each([
     ['no Authorization header', undefined],

@@ -2,16 +2,13 @@ import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccount, type TestAccount } from '../../support/accounts.js';
 import { startTestApp, type TestApp } from '../../support/test-app.js';
+import { useTestApp } from '../../support/app-fixture.js';
 
 describe('error envelope', () => {
   let t: TestApp;
   let owner: TestAccount;
 
-  beforeAll(async () => {
-    t = await startTestApp();
-    owner = await createAccount(t.app);
-  });
-  afterAll(() => t.close());
+  useTestApp((started) => ({ t, owner } = started));
 
   it('answers unknown routes with 404 not_found in the envelope', async () => {
     for (const path of ['/v1/nothing-here', '/', '/v2/files', '/v1/user/info/extra']) {
@@ -95,11 +92,7 @@ describe('NUL characters', () => {
   let t: TestApp;
   let owner: TestAccount;
 
-  beforeAll(async () => {
-    t = await startTestApp();
-    owner = await createAccount(t.app);
-  });
-  afterAll(() => t.close());
+  useTestApp((started) => ({ t, owner } = started));
 
   it('are refused with 400 in path parameters, query strings and JSON bodies, on every database', async () => {
     const inPath = await t.http().delete('/v1/api-keys/a%00b').set(owner.auth);

@@ -1,36 +1,74 @@
 import { request as httpRequest } from 'node:http';
+import { connect } from 'node:net';
+import { DataSource } from 'typeorm';
 import { describe, expect, it } from 'vitest';
+import { FileEntity } from '../../../src/modules/files/file.entity.js';
+import { UploadReservationEntity } from '../../../src/modules/files/upload/upload-reservation.entity.js';
+import { createAccount } from '../../support/accounts.js';
+import { startOperatorContext } from '../../support/operator-context.js';
 import { startServerProcess } from '../../support/processes.js';
 import { createTestEnvironment } from '../../support/test-app.js';
-import { sleep } from '../../support/time.js';
+import { eventually } from '../../support/time.js';
+
+/** True when a new TCP connection to the port is refused. */
+const refusesConnections = (port: number) =>
+  new Promise<boolean>((resolve) => {
+    const socket = connect(port, '127.0.0.1');
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(false);
+    });
+    socket.once('error', () => resolve(true));
+  });
 
 describe('graceful shutdown', () => {
-  it('on SIGTERM stops listening but answers the request already in flight, then exits 0', async () => {
+  it('on SIGTERM stops listening but finishes the upload already in flight, then exits 0', async () => {
     const environment = await createTestEnvironment({ LOG_LEVEL: 'warn' });
+    const context = await startOperatorContext(environment.env);
     try {
       const server = await startServerProcess(environment.env);
+      const owner = await createAccount(context);
       const { port } = new URL(server.baseUrl);
-      // A request whose body is still arriving when the signal comes.
+      // An authenticated upload whose body is still arriving when the signal comes.
+      const boundary = 'shutdown-boundary';
+      const head = `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="slow.txt"\r\nContent-Type: text/plain\r\n\r\n`;
+      const [first, rest] = ['the first half, ', 'and the rest after SIGTERM'];
+      const tail = `\r\n--${boundary}--\r\n`;
+      let finishBody: () => void = () => undefined;
       const answer = new Promise<{ status: number; body: string }>((resolve, reject) => {
-        const req = httpRequest({ host: '127.0.0.1', port, method: 'POST', path: '/v1/api-keys', headers: { 'Content-Type': 'application/json', 'Content-Length': '40' } }, (res) => {
-          let body = '';
-          res.on('data', (chunk) => (body += chunk));
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-        });
+        const req = httpRequest(
+          {
+            host: '127.0.0.1',
+            port,
+            method: 'POST',
+            path: '/v1/files/upload',
+            headers: { ...owner.auth, 'Content-Type': `multipart/form-data; boundary=${boundary}`, 'Content-Length': Buffer.byteLength(head + first + rest + tail) },
+          },
+          (res) => {
+            let body = '';
+            res.on('data', (chunk) => (body += chunk));
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+          },
+        );
         req.on('error', reject);
-        req.write('{"name": "slow", ');
-        setTimeout(() => req.end('"scopes": ["read"]}'.padEnd(23, ' ')), 1500);
+        req.write(head + first);
+        finishBody = () => req.end(rest + tail);
       });
-      await sleep(300);
+      // The server has started receiving it: its quota reservation exists.
+      const reservations = context.get(DataSource).getRepository(UploadReservationEntity);
+      await eventually(async () => (await reservations.count()) === 1, 15_000, 'the upload to be under way');
+
       server.child.kill('SIGTERM');
-      await sleep(300);
-      await expect(fetch(`${server.baseUrl}/health`)).rejects.toThrow();
+      await eventually(() => refusesConnections(Number(port)), 15_000, 'the server to stop accepting connections');
+      finishBody();
       const { status, body } = await answer;
-      expect(status).toBe(401);
-      expect(JSON.parse(body).error.code).toBe('authentication_failed');
-      const exit = await Promise.race([server.exited, sleep(10_000).then(() => 'timeout' as const)]);
-      expect(exit).toEqual({ code: 0, signal: null });
+      expect(status, body).toBe(200);
+      const file = JSON.parse(body).data;
+      expect(file).toMatchObject({ name: 'slow.txt', size: Buffer.byteLength(first + rest) });
+      expect(await server.exited).toEqual({ code: 0, signal: null });
+      expect(await context.get(DataSource).getRepository(FileEntity).findOneBy({ id: file.id })).toMatchObject({ name: 'slow.txt', state: 'active' });
     } finally {
+      await context.close();
       await environment.dispose();
     }
   });

@@ -13,7 +13,7 @@ import { createAccount, type TestAccount } from '../../support/accounts.js';
 import { seedFile } from '../../support/files.js';
 import { mp4Video, pngImage } from '../../support/media.js';
 import { startTestApp, type TestApp } from '../../support/test-app.js';
-import { overwrite, publishStored, reload, settledJob, thumbnailsQueue } from './media-support.js';
+import { overwrite, publishStored, reload, settledJob, thumbnailsQueue, thumbnailBlobs } from './media-support.js';
 import { eventually } from '../../support/time.js';
 
 /**
@@ -40,11 +40,6 @@ describe('media jobs racing deletes, overwrites and storage failures', () => {
     rmSync(scripts, { recursive: true, force: true });
   });
 
-  const thumbnailBlobs = async (file: FileEntity) => {
-    const keys: string[] = [];
-    for await (const entry of t.app.get(BlobStorage).list(`thumbnails/${file.accountId}/${file.id}/`)) keys.push(entry.key);
-    return keys;
-  };
   /** Resolves once ffmpeg has been started for the file, i.e. the job has checked the file and is rendering. */
   const whenRendering = async () => {
     await eventually(async () => existsSync(started), 10_000, 'the render to start');
@@ -59,7 +54,7 @@ describe('media jobs racing deletes, overwrites and storage failures', () => {
     const job = await settledJob(thumbnailsQueue(t.app), 'thumbnail', file);
     expect(job.returnvalue).toMatchObject({ outcome: 'discarded', reason: 'the file was deleted' });
     expect(job.finishedOn! - job.processedOn!).toBeGreaterThanOrEqual(1000);
-    expect(await thumbnailBlobs(file)).toEqual([]);
+    expect(await thumbnailBlobs(t.app, file)).toEqual([]);
   });
 
   it('a file overwritten while its thumbnail renders does not get the stale picture', async () => {
@@ -70,7 +65,7 @@ describe('media jobs racing deletes, overwrites and storage failures', () => {
     const job = await settledJob(thumbnailsQueue(t.app), 'thumbnail', file);
     expect(job.returnvalue).toMatchObject({ outcome: 'discarded', reason: 'the file was overwritten with newer content' });
     expect((await reload(t.app, file.id))!.thumbnailKey).toBeNull();
-    expect(await thumbnailBlobs(file)).toEqual([]);
+    expect(await thumbnailBlobs(t.app, file)).toEqual([]);
   });
 
   it('retries with backoff while the stored bytes cannot be read, and succeeds once they can', async () => {

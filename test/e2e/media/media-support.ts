@@ -67,8 +67,12 @@ export async function queued(queue: Queue, count: number, what = 'jobs to be que
   await eventually(async () => (await queue.getWaitingCount()) >= count, 5000, what);
 }
 
-/** Polls until `check` returns a value (bounded). */
-
+/** The thumbnail blobs stored for a file, whatever its version. */
+export async function thumbnailBlobs(app: INestApplicationContext, file: Pick<FileEntity, 'id' | 'accountId'>): Promise<string[]> {
+  const keys: string[] = [];
+  for await (const entry of app.get(BlobStorage).list(`thumbnails/${file.accountId}/${file.id}/`)) keys.push(entry.key);
+  return keys;
+}
 
 export interface Clamd {
   host: string;

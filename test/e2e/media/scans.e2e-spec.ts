@@ -11,6 +11,7 @@ import { startTestApp, type TestApp } from '../../support/test-app.js';
 import { type Clamd, queued, overwrite, publishStored, reload, scansQueue, settledJob, startClamd } from './media-support.js';
 import { eventually } from '../../support/time.js';
 import { freePort } from '../../support/processes.js';
+import { uploadOk } from '../../support/uploads.js';
 
 describe('virus scanning with a real clamd', () => {
   let clamd: Clamd;
@@ -40,6 +41,16 @@ describe('virus scanning with a real clamd', () => {
     expect(await media(file.id)).toMatchObject({ scanStatus: 'infected', scanThreat: expect.stringMatching(/^Eicar-Test-Signature/) });
     const usedAfter = (await t.app.get(DataSource).getRepository(AccountEntity).findOneByOrFail({ id: account.accountId })).storageUsed;
     expect(usedAfter).toBe(usedBefore);
+  });
+
+  it('quarantines an EICAR file uploaded through the API: it leaves the listing and GET answers 404', async () => {
+    const uploaded = await uploadOk(t, account.auth, eicar(), { name: 'uploaded-eicar.com.txt' });
+    expect(uploaded.scan_status).toBe('pending');
+    await eventually(async () => (await reload(t.app, uploaded.id))!.scanStatus === 'infected', 30_000, 'the scan to find the virus');
+    expect(await media(uploaded.id)).toMatchObject({ scanStatus: 'infected', scanThreat: expect.stringMatching(/^Eicar-Test-Signature/) });
+    expect((await t.http().get(`/v1/files/${uploaded.id}`).set(account.auth)).status).toBe(404);
+    const listed = (await t.http().get('/v1/files?per_page=100').set(account.auth)).body.data.map((f: { id: string }) => f.id);
+    expect(listed).not.toContain(uploaded.id);
   });
 
   it('marks an ordinary file clean', async () => {

@@ -1,9 +1,10 @@
 import { DataSource } from 'typeorm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { FileEntity } from '../../../src/modules/files/file.entity.js';
-import { createAccount, type TestAccount } from '../../support/accounts.js';
+import type { TestAccount } from '../../support/accounts.js';
 import { pngImage } from '../../support/media.js';
-import { startTestApp, type TestApp } from '../../support/test-app.js';
+import type { TestApp } from '../../support/test-app.js';
+import { useTestApp } from '../../support/app-fixture.js';
 import { onTestServer, uploadOk } from '../../support/uploads.js';
 import { queued, settledJob, thumbnailsQueue } from './media-support.js';
 import { eventually } from '../../support/time.js';
@@ -12,11 +13,7 @@ describe('media work driven by the real routes', () => {
   let t: TestApp;
   let owner: TestAccount;
 
-  beforeAll(async () => {
-    t = await startTestApp();
-    owner = await createAccount(t.app);
-  });
-  afterAll(() => t.close());
+  useTestApp((started) => ({ t, owner } = started));
 
   const fileRow = (id: string) => t.app.get(DataSource).getRepository(FileEntity).findOneByOrFail({ id });
 

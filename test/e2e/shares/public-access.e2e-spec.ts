@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccount, type TestAccount } from '../../support/accounts.js';
 import { seedFile } from '../../support/files.js';
 import { startTestApp, TEST_REDIS_URL, type TestApp } from '../../support/test-app.js';
+import { uploadOk } from '../../support/uploads.js';
 import { createShare, expireShare, fileLifecycle, outboxEvents, shareRow } from './share-fixtures.js';
 
 const CONTENT = Buffer.from('0123456789abcdefghijklmnopqrstuvwxyz'.repeat(100));
@@ -40,6 +41,19 @@ describe('public share links (/s/{token})', () => {
         download_url: `${share.url}/download`,
       },
     });
+  });
+
+  it('shares a file uploaded through the API: metadata, download, and a dead link once the file is trashed', async () => {
+    const uploaded = await uploadOk(t, owner.auth, CONTENT, { name: 'through the API.txt' });
+    const share = await createShare(t, owner, { file_id: uploaded.id });
+    const meta = await t.http().get(share.path).expect(200);
+    expect(meta.body.data.file).toEqual({ name: 'through the API.txt', size: CONTENT.length, type: 'text/plain' });
+    const full = await t.http().get(`${share.path}/download`).buffer(true).parse(binary);
+    expect(full.status).toBe(200);
+    expect(Buffer.compare(full.body, CONTENT)).toBe(0);
+    expect(full.headers.etag).toBe(`"${MD5}"`);
+    await fileLifecycle.moveToTrash(t, owner, uploaded.id);
+    await t.http().get(share.path).expect(404);
   });
 
   it('streams the file with ETag, Content-Disposition and byte ranges', async () => {
@@ -205,10 +219,10 @@ describe('public share links (/s/{token})', () => {
     it('answers 404 at once when the file goes to trash, and restoring does not revive the link', async () => {
       const { file, share } = await sharedFile();
       await t.http().get(share.path).expect(200);
-      await fileLifecycle.moveToTrash(t.app, file.id);
+      await fileLifecycle.moveToTrash(t, owner, file.id);
       await t.http().get(share.path).expect(404);
       await t.http().get(`${share.path}/download`).expect(404);
-      await fileLifecycle.restore(t.app, file.id);
+      await fileLifecycle.restore(t, owner, file.id);
       const after = await t.http().get(share.path);
       expect(after.status).toBe(404);
       expect(after.body.error.code).toBe('not_found');
@@ -224,7 +238,7 @@ describe('public share links (/s/{token})', () => {
     it('answers 404 when the file was deleted permanently, keeping the link\'s analytics', async () => {
       const { file, share } = await sharedFile();
       await t.http().get(`${share.path}/download`).expect(200);
-      await fileLifecycle.deletePermanently(t.app, file.id);
+      await fileLifecycle.deletePermanently(t, owner, file.id);
       await t.http().get(share.path).expect(404);
       await t.http().get(`${share.path}/download`).expect(404);
       const listed = await t.http().get(`/v1/shares?file_id=${file.id}`).set(owner.auth).expect(200);
@@ -236,7 +250,7 @@ describe('public share links (/s/{token})', () => {
       await fileLifecycle.setState(t.app, trashed.file.id, 'trashed');
       await t.http().get(trashed.share.path).expect(404);
       const deleted = await sharedFile();
-      await fileLifecycle.deletePermanently(t.app, deleted.file.id, { markLinks: false });
+      await fileLifecycle.removeRowOnly(t.app, deleted.file.id);
       await t.http().get(deleted.share.path).expect(404);
       await t.http().get(`${deleted.share.path}/download`).expect(404);
     });

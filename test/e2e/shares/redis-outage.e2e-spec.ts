@@ -1,18 +1,16 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createAccount, type TestAccount } from '../../support/accounts.js';
+import { describe, expect, it } from 'vitest';
+import type { TestAccount } from '../../support/accounts.js';
 import { seedFile } from '../../support/files.js';
 import { startTestAppWithOwnRedis, type TestAppWithOwnRedis } from '../../support/redis-server.js';
+import { eventually } from '../../support/time.js';
+import { useTestApp } from '../../support/app-fixture.js';
 import { createShare } from './share-fixtures.js';
 
 describe('share links while Redis is down', () => {
   let t: TestAppWithOwnRedis;
   let owner: TestAccount;
 
-  beforeAll(async () => {
-    t = await startTestAppWithOwnRedis();
-    owner = await createAccount(t.app);
-  });
-  afterAll(() => t?.close());
+  useTestApp((started) => ({ t, owner } = started), { start: startTestAppWithOwnRedis });
 
   it('refuses password-protected links with 503 instead of allowing unlimited guesses, and keeps open links working', async () => {
     const open = await createShare(t, owner, { file_id: (await seedFile(t.app, owner)).id });
@@ -30,11 +28,6 @@ describe('share links while Redis is down', () => {
     await t.http().get(`${open.path}/download`).timeout(5000).expect(200);
 
     await t.redis.restart();
-    let back = false;
-    for (let i = 0; i < 50 && !back; i++) {
-      back = (await t.http().get(protectedShare.path).set('X-Share-Password', 'pw')).status === 200;
-      if (!back) await new Promise((r) => setTimeout(r, 200));
-    }
-    expect(back).toBe(true);
+    await eventually(async () => (await t.http().get(protectedShare.path).set('X-Share-Password', 'pw')).status === 200, 15_000, 'the protected link to work again');
   });
 });

@@ -1,54 +1,43 @@
 import type { INestApplicationContext } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { OutboxEventEntity } from '../../../src/infra/outbox/outbox-event.entity.js';
+import { FileEntity } from '../../../src/modules/files/file.entity.js';
+import { ShareEntity } from '../../../src/modules/shares/share.entity.js';
 import type { TestAccount } from '../../support/accounts.js';
 import type { TestApp } from '../../support/test-app.js';
 
 /**
- * What the files module does to a file's links, done straight in the database so these tests do
- * not depend on its routes: trashing sets files.state and marks every link invalidated in one
- * transaction; permanent deletion removes the row (and marks the links); restoring brings the file
- * back to active and leaves the links' invalidated_at alone.
+ * A file leaving the active state, through the files routes themselves, so the tests meet the real
+ * trash rule (links invalidated with the file); plus two states no route makes, set straight on the row.
  */
 export const fileLifecycle = {
-  async moveToTrash(app: INestApplicationContext, fileId: string): Promise<void> {
-    const now = new Date().toISOString();
-    await app.get(DataSource).transaction(async (tx) => {
-      await tx.query(`UPDATE files SET state = 'trashed', deleted_at = ${p(tx, 1)} WHERE id = ${p(tx, 2)}`, [now, fileId]);
-      await tx.query(`UPDATE shares SET invalidated_at = ${p(tx, 1)} WHERE file_id = ${p(tx, 2)} AND invalidated_at IS NULL`, [now, fileId]);
-    });
+  async moveToTrash(t: TestApp, account: TestAccount, fileId: string): Promise<void> {
+    await t.http().delete(`/v1/files/${fileId}`).set(account.auth).expect(200);
   },
-  async restore(app: INestApplicationContext, fileId: string): Promise<void> {
-    await app.get(DataSource).query(`UPDATE files SET state = 'active', deleted_at = NULL WHERE id = ${p(app.get(DataSource).manager, 1)}`, [fileId]);
+  async restore(t: TestApp, account: TestAccount, fileId: string): Promise<void> {
+    await t.http().post(`/v1/files/${fileId}/restore`).set(account.auth).expect(200);
   },
-  async deletePermanently(app: INestApplicationContext, fileId: string, options: { markLinks: boolean } = { markLinks: true }): Promise<void> {
-    const now = new Date().toISOString();
-    await app.get(DataSource).transaction(async (tx) => {
-      if (options.markLinks) await tx.query(`UPDATE shares SET invalidated_at = ${p(tx, 1)} WHERE file_id = ${p(tx, 2)} AND invalidated_at IS NULL`, [now, fileId]);
-      await tx.query(`DELETE FROM files WHERE id = ${p(tx, 1)}`, [fileId]);
-    });
+  async deletePermanently(t: TestApp, account: TestAccount, fileId: string): Promise<void> {
+    await t.http().delete(`/v1/files/${fileId}?permanent=true`).set(account.auth).expect(200);
   },
-  /** A file that left the active state by some other path, with its links not (yet) marked. */
-  async setState(app: INestApplicationContext, fileId: string, state: string, scanStatus?: string): Promise<void> {
-    const ds = app.get(DataSource);
-    await ds.query(`UPDATE files SET state = ${p(ds.manager, 1)}, scan_status = ${p(ds.manager, 2)} WHERE id = ${p(ds.manager, 3)}`, [
-      state,
-      scanStatus ?? 'clean',
-      fileId,
-    ]);
+  /** A file row gone by some other path, its links not (yet) marked. */
+  async removeRowOnly(app: INestApplicationContext, fileId: string): Promise<void> {
+    await app.get(DataSource).getRepository(FileEntity).delete({ id: fileId });
+  },
+  /** A file that left the active state (or was found infected) by some other path, its links not (yet) marked. */
+  async setState(app: INestApplicationContext, fileId: string, state: FileEntity['state'], scanStatus: FileEntity['scanStatus'] = 'clean'): Promise<void> {
+    await app.get(DataSource).getRepository(FileEntity).update({ id: fileId }, { state, scanStatus });
   },
 };
 
 /** Moves a link's expiry into the past, as time passing would. */
 export async function expireShare(app: INestApplicationContext, shareId: string): Promise<void> {
-  const ds = app.get(DataSource);
-  await ds.query(`UPDATE shares SET expires_at = ${p(ds.manager, 1)} WHERE id = ${p(ds.manager, 2)}`, [new Date(Date.now() - 1000).toISOString(), shareId]);
+  await app.get(DataSource).getRepository(ShareEntity).update({ id: shareId }, { expiresAt: new Date(Date.now() - 1000) });
 }
 
+/** The link's row as stored, column names as in the database. */
 export async function shareRow(app: INestApplicationContext, shareId: string): Promise<Record<string, unknown>> {
-  const ds = app.get(DataSource);
-  const rows = await ds.query(`SELECT * FROM shares WHERE id = ${p(ds.manager, 1)}`, [shareId]);
-  return rows[0];
+  return (await app.get(DataSource).createQueryBuilder().select('*').from('shares', 's').where('s.id = :shareId', { shareId }).getRawOne())!;
 }
 
 /** The outbox events of an account, oldest first, with their data parsed. */
@@ -63,8 +52,4 @@ export async function createShare(t: TestApp, account: TestAccount, body: Record
   if (res.status !== 201) throw new Error(`share creation failed: ${res.status} ${JSON.stringify(res.body)}`);
   const share = res.body.data as { id: string; url: string; file_id: string; expires_at: string | null; access_count: number };
   return { ...share, token: share.url.split('/s/')[1], path: `/s/${share.url.split('/s/')[1]}` };
-}
-
-function p(manager: { connection: { options: { type: string } } }, index: number): string {
-  return manager.connection.options.type === 'postgres' ? `$${index}` : '?';
 }

@@ -91,7 +91,7 @@ describe('managing share links (POST, GET, DELETE /v1/shares)', () => {
     const other = await createAccount(t.app);
     const othersFile = await seedFile(t.app, other);
     const trashed = await seedFile(t.app, owner);
-    await fileLifecycle.moveToTrash(t.app, trashed.id);
+    await fileLifecycle.moveToTrash(t, owner, trashed.id);
     for (const fileId of ['file_doesnotexist', trashed.id, othersFile.id]) {
       const res = await t.http().post('/v1/shares').set(owner.auth).send({ file_id: fileId });
       expect(res.status, fileId).toBe(404);

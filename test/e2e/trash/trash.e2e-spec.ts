@@ -2,15 +2,21 @@ import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CommandBus } from '@nestjs/cqrs';
 import { newId } from '../../../src/common/ids.js';
+import { BlobStorage } from '../../../src/infra/storage/blob-storage.js';
 import { OutboxEventEntity } from '../../../src/infra/outbox/outbox-event.entity.js';
 import { AccountEntity } from '../../../src/modules/accounts/account.entity.js';
 import { FileEntity } from '../../../src/modules/files/file.entity.js';
 import { ShareEntity } from '../../../src/modules/shares/share.entity.js';
+import { PURGE_BATCH } from '../../../src/modules/trash/commands/empty-trash.command.js';
 import { PurgeTrashCommand } from '../../../src/modules/trash/commands/purge-trash.command.js';
 import { createAccount, createKey, type TestAccount } from '../../support/accounts.js';
+import { seedFile } from '../../support/files.js';
+import { startHoldableProxy, type HoldableProxy } from '../../support/holdable-proxy.js';
 import { runNode } from '../../support/processes.js';
+import { startS3, type TestS3 } from '../../support/s3.js';
 import { startTestApp, type TestApp } from '../../support/test-app.js';
-import { sleep } from '../../support/time.js';
+import { useTestApp } from '../../support/app-fixture.js';
+import { eventually, sleep } from '../../support/time.js';
 import { listBlobs, uploadOk } from '../../support/uploads.js';
 
 const DAY = 86_400_000;
@@ -28,11 +34,7 @@ describe('delete, restore and the trash', () => {
       createdAt: new Date(), revokedAt: null, invalidatedAt: null, accessCount: 0, lastAccessedAt: null,
     });
 
-  beforeAll(async () => {
-    t = await startTestApp();
-    owner = await createAccount(t.app);
-  });
-  afterAll(() => t.close());
+  useTestApp((started) => ({ t, owner } = started));
 
   it('moves a file to the trash: 30-day window, shares invalidated, storage kept, file.deleted recorded', async () => {
     const file = await uploadOk(t, owner.auth, 'to trash', { name: 'trash-me.txt' });
@@ -190,37 +192,6 @@ describe('delete, restore and the trash', () => {
     expect((await t.http().delete('/v1/trash').set(acct.auth)).body.data).toEqual({ deleted_count: 0, freed_bytes: 0 });
   });
 
-  it('never purges a file restored meanwhile, and purges every other expired one exactly once', async () => {
-    const acct = await createAccount(t.app);
-    const files = [];
-    for (let i = 0; i < 40; i++) files.push(await uploadOk(t, acct.auth, `c${i}`, { name: `race${i}.txt` }));
-    for (const f of files) await t.http().delete(`/v1/files/${f.id}`).set(acct.auth);
-    // The purge runs as if the window had passed, while restores of every other file race it.
-    const later = new Date(Date.now() + 31 * DAY);
-    const purges = Promise.all([
-      t.app.get(CommandBus).execute(new PurgeTrashCommand(later)),
-      t.app.get(CommandBus).execute(new PurgeTrashCommand(later)),
-    ]);
-    const restores = await Promise.all(files.filter((_, i) => i % 2 === 0).map((f) => t.http().post(`/v1/files/${f.id}/restore`).set(acct.auth)));
-    const [first, second] = await purges;
-    const restored = files.filter((_, i) => i % 2 === 0).filter((_, i) => restores[i].status === 200);
-    expect(restores.every((r) => r.status === 200 || r.status === 404)).toBe(true);
-    // The purge covers every account; this account's part must add up exactly (checked below).
-    expect(first.purged + second.purged).toBeGreaterThanOrEqual(40 - restored.length);
-    for (const f of restored) {
-      const got = await t.http().get(`/v1/files/${f.id}`).set(acct.auth);
-      expect(got.status).toBe(200);
-      expect(listBlobs(t, `files/${acct.accountId}/${f.id}`)).toHaveLength(1);
-    }
-    const remaining = await db().getRepository(FileEntity).findBy({ accountId: acct.accountId });
-    expect(remaining.map((f) => f.id).sort()).toEqual(restored.map((f) => f.id).sort());
-    expect((await account(acct.accountId)).storageUsed).toBe(restored.reduce((sum, f) => sum + f.size, 0));
-    const purgedEvents = (await deletedEvents(acct.accountId)).filter((e) => e.permanent);
-    expect(purgedEvents).toHaveLength(40 - restored.length);
-    expect(new Set(purgedEvents.map((e) => e.id)).size).toBe(purgedEvents.length);
-    expect(purgedEvents.every((e) => e.deleted_by === 'system')).toBe(true);
-  });
-
   it('purges a trash larger than one batch across accounts: each account freed by exactly its own files', async () => {
     const accounts = [await createAccount(t.app), await createAccount(t.app)];
     const expired: { accountId: string; ids: string[]; kept: { id: string; size: number } }[] = [];
@@ -280,16 +251,75 @@ describe('the purge', () => {
       const acct = await createAccount(t.app);
       const file = await uploadOk(t, acct.auth, 'tick', { name: 'tick.txt' });
       await t.http().delete(`/v1/files/${file.id}`).set(acct.auth);
-      let row: FileEntity | null = null;
-      for (let i = 0; i < 40; i++) {
-        await sleep(200);
-        row = await t.app.get(DataSource).getRepository(FileEntity).findOneBy({ id: file.id });
-        if (!row) break;
-      }
-      expect(row).toBeNull();
+      await eventually(async () => (await t.app.get(DataSource).getRepository(FileEntity).findOneBy({ id: file.id })) === null, 15_000, 'the scheduled purge');
       expect((await t.app.get(DataSource).getRepository(AccountEntity).findOneByOrFail({ id: acct.accountId })).storageUsed).toBe(0);
     } finally {
       await t.close();
     }
   });
+});
+
+describe('the purge racing restores (blobs on S3, behind a proxy that can stall them)', () => {
+  let s3: TestS3;
+  let proxy: HoldableProxy;
+  let t: TestApp;
+
+  beforeAll(async () => {
+    s3 = await startS3();
+    proxy = await startHoldableProxy(s3.port);
+    t = await startTestApp(s3.env(proxy.port));
+  });
+  afterAll(async () => {
+    proxy?.release();
+    await t?.close();
+    await proxy?.close();
+    await s3?.close();
+  });
+
+  it('never purges a file restored while the purge runs, and two purges take every other expired one exactly once', async () => {
+    const db = t.app.get(DataSource);
+    const later = new Date(Date.now() + 31 * DAY);
+    // Another account's expired files come first in the purge's order: two batches, so that the purge,
+    // stalled by the blob deletion of its first batch, stops after the second, before the race files.
+    const filler = await createAccount(t.app);
+    const fillerIds: string[] = [];
+    while (fillerIds.length < 2 * PURGE_BATCH) fillerIds.push(...(await Promise.all(Array.from({ length: 25 }, async () => (await seedFile(t.app, filler, { content: 'f' })).id))));
+    await t.http().post('/v1/files/bulk-delete').set(filler.auth).send({ file_ids: fillerIds }).expect(200);
+    const acct = await createAccount(t.app);
+    const files = [];
+    for (let i = 0; i < 24; i++) files.push(await uploadOk(t, acct.auth, `c${i}`, { name: `race${i}.txt` }));
+    await t.http().post('/v1/files/bulk-delete').set(acct.auth).send({ file_ids: files.map((f) => f.id) }).expect(200);
+    const targets = files.filter((_, i) => i % 2 === 0);
+    const [early, late] = [targets.slice(0, 6), targets.slice(6)];
+
+    proxy.hold();
+    let purging = true;
+    const purge = () => t.app.get(CommandBus).execute(new PurgeTrashCommand(later));
+    const firstPurge = purge().finally(() => (purging = false));
+    await proxy.somethingHeld();
+    // The purge is under way (a batch committed, its blobs on their way out): these restores race it, and win.
+    for (const f of early) {
+      expect((await t.http().post(`/v1/files/${f.id}/restore`).set(acct.auth)).status).toBe(200);
+      expect(purging).toBe(true);
+    }
+    // Released, it goes on into the race files, with a second purge competing for them.
+    proxy.release();
+    const [first, second] = await Promise.all([firstPurge, purge()]);
+    // Too late for these: the purge took them first.
+    for (const f of late) expect((await t.http().post(`/v1/files/${f.id}/restore`).set(acct.auth)).status).toBe(404);
+
+    // Every expired file was purged by exactly one of the two purges, except the restored ones.
+    expect(first.purged + second.purged).toBe(fillerIds.length + files.length - early.length);
+    const remaining = await db.getRepository(FileEntity).findBy({ accountId: acct.accountId });
+    expect(remaining.map((f) => f.id).sort()).toEqual(early.map((f) => f.id).sort());
+    for (const f of early) expect((await t.http().get(`/v1/files/${f.id}`).set(acct.auth)).status).toBe(200);
+    const blobs = [];
+    for await (const blob of t.app.get(BlobStorage).list(`files/${acct.accountId}/`)) blobs.push(blob.key);
+    expect(blobs.sort()).toEqual(remaining.map((f) => f.blobKey).sort());
+    expect((await db.getRepository(AccountEntity).findOneByOrFail({ id: acct.accountId })).storageUsed).toBe(early.reduce((sum, f) => sum + f.size, 0));
+    const events = await db.getRepository(OutboxEventEntity).findBy({ accountId: acct.accountId, event: 'file.deleted' });
+    const purgedEvents = events.map((e) => JSON.parse(e.payload).file).filter((e) => e.permanent);
+    expect(purgedEvents.map((e) => e.id).sort()).toEqual(files.filter((f) => !early.includes(f)).map((f) => f.id).sort());
+    expect(purgedEvents.every((e) => e.deleted_by === 'system')).toBe(true);
+  }, 180_000);
 });

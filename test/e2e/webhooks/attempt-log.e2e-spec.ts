@@ -1,13 +1,14 @@
 import { CommandBus } from '@nestjs/cqrs';
 import { DataSource } from 'typeorm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { newId } from '../../../src/common/ids.js';
 import { type FinishedAttempt, RecordDeliveryAttemptsCommand } from '../../../src/modules/webhooks/delivery/record-delivery-attempts.command.js';
 import { newDelivery } from '../../../src/modules/webhooks/delivery/new-delivery.js';
 import { WebhookDeliveryEntity } from '../../../src/modules/webhooks/webhook-delivery.entity.js';
 import { WebhookEntity } from '../../../src/modules/webhooks/webhook.entity.js';
-import { createAccount, type TestAccount } from '../../support/accounts.js';
-import { startTestApp, type TestApp } from '../../support/test-app.js';
+import type { TestAccount } from '../../support/accounts.js';
+import type { TestApp } from '../../support/test-app.js';
+import { useTestApp } from '../../support/app-fixture.js';
 
 const HOUR = 3600_000;
 
@@ -19,11 +20,7 @@ describe('recording a batch of delivery attempts', () => {
   let t: TestApp;
   let owner: TestAccount;
 
-  beforeAll(async () => {
-    t = await startTestApp();
-    owner = await createAccount(t.app);
-  });
-  afterAll(() => t.close());
+  useTestApp((started) => ({ t, owner } = started));
 
   const webhooks = () => t.app.get(DataSource).getRepository(WebhookEntity);
   const deliveries = () => t.app.get(DataSource).getRepository(WebhookDeliveryEntity);

@@ -1,16 +1,15 @@
-import { NestFactory } from '@nestjs/core';
 import type { INestApplicationContext } from '@nestjs/common';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AppModule } from '../../../src/app.module.js';
-import { loadConfig } from '../../../src/config/app-config.js';
 import { WebhookDeliveryEntity } from '../../../src/modules/webhooks/webhook-delivery.entity.js';
 import { createAccount } from '../../support/accounts.js';
+import { startOperatorContext } from '../../support/operator-context.js';
 import { freePort, type ServerProcess, startServerProcess } from '../../support/processes.js';
 import { OwnRedis } from '../../support/redis-server.js';
 import { createTestEnvironment, startTestApp, type TestApp, type TestEnvironment } from '../../support/test-app.js';
-import { recordEvent, startWebhookReceiver, type WebhookReceiver } from '../../support/webhook-receiver.js';
+import { uploadOk } from '../../support/uploads.js';
+import { recordEvent, type ReceivedDelivery, startWebhookReceiver, type WebhookReceiver } from '../../support/webhook-receiver.js';
 import { eventually } from '../../support/time.js';
 
 const uploaded = (i: number) => ({ file: { id: `file_${i}`, name: `f${i}.txt`, size: i, type: 'text/plain', folder_id: null, uploaded_by: 'usr_x', created_at: new Date().toISOString() } });
@@ -53,6 +52,21 @@ describe('webhook events survive a Redis outage', () => {
     expect([...ids].sort()).toEqual(['file_0', 'file_1', 'file_2', 'file_3', 'file_4', 'file_5']);
     await eventually(async () => (await deliveries.countBy({ status: 'succeeded' })) === 6, 5_000, 'six succeeded deliveries');
   }, 45_000);
+
+  it('delivers file.uploaded for a file uploaded while Redis was down, once Redis is back', async () => {
+    const owner = await createAccount(t.app);
+    await t.http().post('/v1/webhooks').set(owner.auth).send({ url: `${receiver.url}/uploads`, events: ['file.uploaded'] }).expect(201);
+    await redis.stop();
+    let file;
+    try {
+      file = await uploadOk(t, owner.auth, 'written during the outage', { name: 'outage.txt' });
+    } finally {
+      await redis.restart();
+    }
+    const forUploads = (r: ReceivedDelivery[]) => r.filter((d) => d.path === '/hooks/uploads');
+    const [delivered] = forUploads(await receiver.waitFor((r) => forUploads(r).length > 0, 30_000, 'the file.uploaded delivery'));
+    expect(delivered.body).toMatchObject({ event: 'file.uploaded', data: { file: { id: file.id, name: 'outage.txt', size: 'written during the outage'.length, uploaded_by: owner.userId } } });
+  }, 45_000);
 });
 
 describe('webhook events survive the server being killed mid-delivery', () => {
@@ -76,7 +90,7 @@ describe('webhook events survive the server being killed mid-delivery', () => {
     const port = await freePort();
     server = await startServerProcess(environment.env, port);
     // The test writes events like another module would: in its own transactions, from a process without workers.
-    context = await NestFactory.createApplicationContext(AppModule.forCli(loadConfig(environment.env), []), { logger: false });
+    context = await startOperatorContext(environment.env);
     const owner = await createAccount(context);
     await request(server.baseUrl).post('/v1/webhooks').set(owner.auth).send({ url: receiver.url, events: ['file.uploaded'] }).expect(201);
 
@@ -115,7 +129,7 @@ describe('two server processes on one database', () => {
     receiver = await startWebhookReceiver();
     servers.push(await startServerProcess(environment.env, await freePort()));
     servers.push(await startServerProcess(environment.env, await freePort()));
-    context = await NestFactory.createApplicationContext(AppModule.forCli(loadConfig(environment.env), []), { logger: false });
+    context = await startOperatorContext(environment.env);
   });
   afterAll(async () => {
     for (const server of servers) await server.stop();

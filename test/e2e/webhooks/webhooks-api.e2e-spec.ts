@@ -1,9 +1,10 @@
 import { DataSource } from 'typeorm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { EVENT_NAMES } from '../../../src/infra/outbox/domain-event.js';
 import { WebhookEntity } from '../../../src/modules/webhooks/webhook.entity.js';
 import { createAccount, createKey, type TestAccount } from '../../support/accounts.js';
-import { startTestApp, type TestApp } from '../../support/test-app.js';
+import type { TestApp } from '../../support/test-app.js';
+import { useTestApp } from '../../support/app-fixture.js';
 import { startWebhookReceiver } from '../../support/webhook-receiver.js';
 import { eventually } from '../../support/time.js';
 
@@ -12,12 +13,10 @@ describe('webhook configuration API', () => {
   let owner: TestAccount;
   let stranger: TestAccount;
 
+  useTestApp((started) => ({ t, owner } = started));
   beforeAll(async () => {
-    t = await startTestApp();
-    owner = await createAccount(t.app);
     stranger = await createAccount(t.app);
   });
-  afterAll(() => t.close());
 
   const create = (account: TestAccount, body: Record<string, unknown>) => t.http().post('/v1/webhooks').set(account.auth).send(body);
 
@@ -159,11 +158,7 @@ describe('webhook urls when private addresses are not allowed', () => {
   let t: TestApp;
   let owner: TestAccount;
 
-  beforeAll(async () => {
-    t = await startTestApp({ WEBHOOK_ALLOW_PRIVATE_URLS: 'false' });
-    owner = await createAccount(t.app);
-  });
-  afterAll(() => t.close());
+  useTestApp((started) => ({ t, owner } = started), { env: { WEBHOOK_ALLOW_PRIVATE_URLS: 'false' } });
 
   it.each([
     ['http://93.184.216.34/hook', 'https'],
