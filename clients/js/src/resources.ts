@@ -105,7 +105,10 @@ export class Files {
 
   /** The file's content as a web ReadableStream (`Readable.fromWeb(stream)` makes it a Node stream). */
   async download(fileId: string, options: CallOptions = {}): Promise<ReadableStream<Uint8Array>> {
-    const response = await this.http.send({ method: 'GET', path: path`/v1/files/${fileId}/download`, headers: { Accept: '*/*' }, signal: options.signal });
+    // The download route takes a signed link, not the key: the file's fresh download_url is that link. Its path and
+    // signature are sent to this client's baseUrl, which may differ from the server's public address.
+    const link = new URL((await this.get(fileId, options)).download_url, 'http://base.invalid');
+    const response = await this.http.send({ method: 'GET', path: link.pathname + link.search, anonymous: true, headers: { Accept: '*/*' }, signal: options.signal });
     return response.body ?? new ReadableStream({ start: (controller) => controller.close() });
   }
 
