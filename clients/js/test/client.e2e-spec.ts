@@ -7,8 +7,9 @@ import { fetch as fetchWithoutContractCheck } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccount } from '../../../test/support/accounts.js';
 import { startTestApp, type TestApp } from '../../../test/support/test-app.js';
+import { sleep } from '../../../test/support/time.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../../../test/support/webhook-receiver.js';
-import { AuthenticationError, FileStorage, FileTooLargeError, NotFoundError, verifyWebhookSignature } from '../src/index.js';
+import { AuthenticationError, FileStorage, FileTooLargeError, NotFoundError, RateLimitError, verifyWebhookSignature } from '../src/index.js';
 
 const md5 = (bytes: Uint8Array) => createHash('md5').update(bytes).digest('hex');
 
@@ -139,5 +140,37 @@ describe('the JavaScript client against a live server', () => {
     const late = new AbortController();
     setTimeout(() => late.abort(new Error('took too long')), 200);
     await expect(client.files.upload(slow, { name: 'never.bin', signal: late.signal })).rejects.toThrow('took too long');
+  });
+
+  it('retries a POST whose answer was lost with the same Idempotency-Key, so it acts once', async () => {
+    const account = await createAccount(t.app);
+    let dropped = 0;
+    // The network fault: the server gets and handles the first POST, but its answer never reaches the client.
+    const lossyFetch: typeof fetch = async (input, init) => {
+      const response = await fetch(input, init);
+      if (init?.method === 'POST' && dropped++ === 0) throw new TypeError('fetch failed: connection reset');
+      return response;
+    };
+    const lossy = new FileStorage({ apiKey: account.apiKey, baseUrl: t.baseUrl, fetch: lossyFetch });
+    const folder = await lossy.folders.create({ name: 'Once' });
+    const page = await lossy.folders.list();
+    expect(page.data.map((f) => f.id)).toEqual([folder.id]);
+    expect(dropped).toBe(2);
+  });
+
+  it("waits out a free account's rate limit (Retry-After) and the retried POST acts once", { timeout: 120_000 }, async () => {
+    const free = await createAccount(t.app, { plan: 'free' });
+    const freeClient = new FileStorage({ apiKey: free.apiKey, baseUrl: t.baseUrl, maxRetries: 1 });
+    // Rate windows are wall-clock minutes: burn the budget near a window's end so Retry-After is short.
+    const left = 60_000 - (Date.now() % 60_000);
+    if (left > 10_000) await sleep(left - 10_000);
+    for (let i = 0; i < 60; i++) await freeClient.user.info().catch(() => undefined);
+    const refused = await new FileStorage({ apiKey: free.apiKey, baseUrl: t.baseUrl, maxRetries: 0 }).user.info().catch((e) => e);
+    expect(refused).toBeInstanceOf(RateLimitError);
+    expect(refused.retryAfter).toBeGreaterThanOrEqual(1);
+    const folder = await freeClient.folders.create({ name: 'After the limit' });
+    const names: string[] = [];
+    for await (const f of freeClient.folders.listAll()) names.push(f.name);
+    expect(names).toEqual([folder.name]);
   });
 });
