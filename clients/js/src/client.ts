@@ -1,0 +1,29 @@
+import { type FileStorageOptions, HttpClient } from './http.js';
+import { ApiKeys, Files, Folders, Shares, Trash, User, Webhooks } from './resources.js';
+
+const MiB = 1024 * 1024;
+
+/** The File Storage Service API: one object per account key, every resource hanging off it. */
+export class FileStorage {
+  readonly files: Files;
+  readonly trash: Trash;
+  readonly folders: Folders;
+  readonly shares: Shares;
+  readonly webhooks: Webhooks;
+  readonly apiKeys: ApiKeys;
+  readonly user: User;
+
+  constructor(options: FileStorageOptions) {
+    const http = new HttpClient(options);
+    this.files = new Files(http, {
+      thresholdBytes: options.resumableThresholdBytes ?? 64 * MiB,
+      chunkBytes: options.resumableChunkBytes ?? 8 * MiB,
+    });
+    this.trash = new Trash(http);
+    this.folders = new Folders(http);
+    this.shares = new Shares(http);
+    this.webhooks = new Webhooks(http);
+    this.apiKeys = new ApiKeys(http);
+    this.user = new User(http);
+  }
+}

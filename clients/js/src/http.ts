@@ -1,0 +1,168 @@
+import { ConnectionError, TimeoutError, errorFromResponse, parseRetryAfter } from './errors.js';
+
+export interface FileStorageOptions {
+  /** An API key of the account (`Authorization: Bearer <key>`). */
+  apiKey: string;
+  /** The server's origin, e.g. `https://files.example.com` (the client adds `/v1/...`). */
+  baseUrl: string;
+  /** How long to wait for an answer's headers, per attempt. Default 60 000 ms. */
+  timeoutMs?: number;
+  /** Retries after 429, 502, 503, 504 and network errors. Default 2. */
+  maxRetries?: number;
+  /** Files of at least this many bytes go through the resumable tus endpoint. Default 64 MiB. */
+  resumableThresholdBytes?: number;
+  /** Size of each tus PATCH. Default 8 MiB. */
+  resumableChunkBytes?: number;
+  /** A fetch implementation; the platform's by default. */
+  fetch?: typeof fetch;
+}
+
+export interface CallOptions {
+  /** Cancels the call, its retries included. */
+  signal?: AbortSignal;
+}
+
+/** A request body that can be produced again for a retry, or not (a stream given by the caller). */
+export interface RequestBody {
+  open(): BodyInit;
+  contentType?: string;
+  replayable: boolean;
+}
+
+export interface RequestSpec extends CallOptions {
+  method: 'GET' | 'POST' | 'PATCH' | 'DELETE' | 'HEAD';
+  path: string;
+  query?: object;
+  json?: unknown;
+  body?: RequestBody;
+  headers?: Record<string, string>;
+  /** Public share routes need no key. */
+  anonymous?: boolean;
+  /** False where the caller handles failures itself (tus PATCH resumes from HEAD instead). */
+  retry?: boolean;
+}
+
+const RETRYABLE_STATUSES = new Set([429, 502, 503, 504]);
+const MAX_BACKOFF_MS = 8_000;
+const MAX_RETRY_AFTER_SECONDS = 120;
+
+/** Sends requests: authentication, timeouts, retries with backoff and the automatic Idempotency-Key of POSTs. */
+export class HttpClient {
+  readonly baseUrl: string;
+  readonly timeoutMs: number;
+  readonly maxRetries: number;
+  private readonly apiKey: string;
+  private readonly fetchImpl: typeof fetch;
+
+  constructor(options: FileStorageOptions) {
+    if (!options.apiKey) throw new TypeError('FileStorage needs an apiKey.');
+    if (!options.baseUrl) throw new TypeError('FileStorage needs a baseUrl.');
+    this.apiKey = options.apiKey;
+    this.baseUrl = options.baseUrl.replace(/\/+$/, '');
+    this.timeoutMs = options.timeoutMs ?? 60_000;
+    this.maxRetries = options.maxRetries ?? 2;
+    this.fetchImpl = options.fetch ?? globalThis.fetch.bind(globalThis);
+  }
+
+  url(path: string, query?: object): string {
+    const url = new URL(path, `${this.baseUrl}/`);
+    for (const [key, value] of Object.entries(query ?? {})) {
+      if (value !== undefined && value !== null) url.searchParams.set(key, String(value));
+    }
+    return url.toString();
+  }
+
+  /** The JSON envelope's `data` of a successful answer. */
+  async data<T>(spec: RequestSpec): Promise<T> {
+    return ((await this.envelope<{ data: T }>(spec)).data);
+  }
+
+  async envelope<T>(spec: RequestSpec): Promise<T> {
+    const response = await this.send(spec);
+    return (await response.json()) as T;
+  }
+
+  /**
+   * One logical request: retried on 429 (after Retry-After), 502/503/504 and network errors, with exponential
+   * backoff, as long as its body can be sent again. Every attempt of a POST carries the same Idempotency-Key,
+   * so a retry after a lost answer replays the first result instead of acting twice.
+   */
+  async send(spec: RequestSpec): Promise<Response> {
+    const headers: Record<string, string> = { Accept: 'application/json', ...spec.headers };
+    if (!spec.anonymous) headers.Authorization = `Bearer ${this.apiKey}`;
+    if (spec.method === 'POST' && !hasHeader(headers, 'idempotency-key')) headers['Idempotency-Key'] = crypto.randomUUID();
+    if (spec.json !== undefined) headers['Content-Type'] = 'application/json';
+    if (spec.body?.contentType) headers['Content-Type'] = spec.body.contentType;
+    const url = this.url(spec.path, spec.query);
+    const maxRetries = spec.retry === false || (spec.body && !spec.body.replayable) ? 0 : this.maxRetries;
+
+    for (let attempt = 0; ; attempt++) {
+      spec.signal?.throwIfAborted();
+      const timeout = new AbortController();
+      const timer = setTimeout(() => timeout.abort(), this.timeoutMs);
+      const signal = spec.signal ? AbortSignal.any([spec.signal, timeout.signal]) : timeout.signal;
+      let response: Response;
+      try {
+        const body = spec.json !== undefined ? JSON.stringify(spec.json) : spec.body?.open();
+        // `duplex` lets Node's fetch send a stream body; browsers that stream request bodies need it too.
+        response = await this.fetchImpl(url, { method: spec.method, headers, body, signal, duplex: 'half' } as RequestInit);
+      } catch (cause) {
+        clearTimeout(timer);
+        if (spec.signal?.aborted) throw spec.signal.reason;
+        const error = timeout.signal.aborted
+          ? new TimeoutError({ code: 'timeout', message: `No answer from ${spec.method} ${spec.path} within ${this.timeoutMs} ms.` }, { cause })
+          : new ConnectionError({ code: 'connection_error', message: `${spec.method} ${spec.path} failed: ${describe(cause)}` }, { cause });
+        if (attempt >= maxRetries) throw error;
+        await sleep(backoffMs(attempt), spec.signal);
+        continue;
+      }
+      clearTimeout(timer);
+      if (response.ok) return response;
+      if (attempt < maxRetries && isRetryable(response)) {
+        const retryAfter = parseRetryAfter(response.headers.get('retry-after'));
+        await response.body?.cancel();
+        const waitMs = retryAfter !== undefined && retryAfter <= MAX_RETRY_AFTER_SECONDS ? retryAfter * 1000 : backoffMs(attempt);
+        await sleep(waitMs, spec.signal);
+        continue;
+      }
+      throw await errorFromResponse(response);
+    }
+  }
+}
+
+function isRetryable(response: Response): boolean {
+  return RETRYABLE_STATUSES.has(response.status);
+}
+
+/** 0.5 s, 1 s, 2 s… with full jitter, at most 8 s. */
+export function backoffMs(attempt: number): number {
+  const ceiling = Math.min(MAX_BACKOFF_MS, 500 * 2 ** attempt);
+  return ceiling / 2 + Math.random() * (ceiling / 2);
+}
+
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal!.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+function hasHeader(headers: Record<string, string>, name: string): boolean {
+  return Object.keys(headers).some((key) => key.toLowerCase() === name);
+}
+
+function describe(cause: unknown): string {
+  if (cause instanceof Error) {
+    const inner = (cause as { cause?: unknown }).cause;
+    return inner instanceof Error ? `${cause.message} (${inner.message})` : cause.message;
+  }
+  return String(cause);
+}

