@@ -1271,13 +1271,13 @@ export interface components {
                 };
             };
         };
-        /** @description The error envelope; `code` is one of share_expired. */
+        /** @description The error envelope; `code` is one of share_expired, not_found. */
         ErrorEnvelope410: {
             /** @enum {boolean} */
             success: false;
             error: {
                 /** @enum {string} */
-                code: "share_expired";
+                code: "share_expired" | "not_found";
                 message: string;
                 /** @description Machine-readable specifics, e.g. `fields` (list of {field, message}) for validation failures. */
                 details?: {
@@ -1299,13 +1299,13 @@ export interface components {
                 };
             };
         };
-        /** @description The error envelope; `code` is one of invalid_request. */
+        /** @description The error envelope; `code` is one of conflict. */
         ErrorEnvelope423: {
             /** @enum {boolean} */
             success: false;
             error: {
                 /** @enum {string} */
-                code: "invalid_request";
+                code: "conflict";
                 message: string;
                 /** @description Machine-readable specifics, e.g. `fields` (list of {field, message}) for validation failures. */
                 details?: {
@@ -1328,6 +1328,8 @@ export interface components {
         "X-RateLimit-Reset": number;
         /** @description Seconds to wait before retrying. */
         "Retry-After": number;
+        /** @description Seconds to wait before retrying, when the condition is passing (a busy database, Redis reconnecting). */
+        "Retry-After-When-Busy": number;
         /** @description Seconds to wait before retrying; sent with idempotency_key_in_use. */
         "Retry-After-When-In-Use": number;
         /** @description `true` on an answer replayed for a retry with the same Idempotency-Key. */
@@ -1391,7 +1393,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    "Retry-After": components["headers"]["Retry-After"];
+                    "Retry-After": components["headers"]["Retry-After-When-Busy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1497,7 +1499,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    "Retry-After": components["headers"]["Retry-After"];
+                    "Retry-After": components["headers"]["Retry-After-When-Busy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1613,7 +1615,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    "Retry-After": components["headers"]["Retry-After"];
+                    "Retry-After": components["headers"]["Retry-After-When-Busy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1791,7 +1793,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    "Retry-After": components["headers"]["Retry-After"];
+                    "Retry-After": components["headers"]["Retry-After-When-Busy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1916,7 +1918,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    "Retry-After": components["headers"]["Retry-After"];
+                    "Retry-After": components["headers"]["Retry-After-When-Busy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2053,7 +2055,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    "Retry-After": components["headers"]["Retry-After"];
+                    "Retry-After": components["headers"]["Retry-After-When-Busy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2232,7 +2234,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    "Retry-After": components["headers"]["Retry-After"];
+                    "Retry-After": components["headers"]["Retry-After-When-Busy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2406,7 +2408,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    "Retry-After": components["headers"]["Retry-After"];
+                    "Retry-After": components["headers"]["Retry-After-When-Busy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2527,7 +2529,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    "Retry-After": components["headers"]["Retry-After"];
+                    "Retry-After": components["headers"]["Retry-After-When-Busy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2655,7 +2657,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    "Retry-After": components["headers"]["Retry-After"];
+                    "Retry-After": components["headers"]["Retry-After-When-Busy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2806,7 +2808,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    "Retry-After": components["headers"]["Retry-After"];
+                    "Retry-After": components["headers"]["Retry-After-When-Busy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2965,7 +2967,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    "Retry-After": components["headers"]["Retry-After"];
+                    "Retry-After": components["headers"]["Retry-After-When-Busy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3121,7 +3123,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    "Retry-After": components["headers"]["Retry-After"];
+                    "Retry-After": components["headers"]["Retry-After-When-Busy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3236,7 +3238,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    "Retry-After": components["headers"]["Retry-After"];
+                    "Retry-After": components["headers"]["Retry-After-When-Busy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3371,7 +3373,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    "Retry-After": components["headers"]["Retry-After"];
+                    "Retry-After": components["headers"]["Retry-After-When-Busy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3559,7 +3561,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    "Retry-After": components["headers"]["Retry-After"];
+                    "Retry-After": components["headers"]["Retry-After-When-Busy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3680,7 +3682,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    "Retry-After": components["headers"]["Retry-After"];
+                    "Retry-After": components["headers"]["Retry-After-When-Busy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3831,7 +3833,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    "Retry-After": components["headers"]["Retry-After"];
+                    "Retry-After": components["headers"]["Retry-After-When-Busy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3951,7 +3953,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    "Retry-After": components["headers"]["Retry-After"];
+                    "Retry-After": components["headers"]["Retry-After-When-Busy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4061,7 +4063,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    "Retry-After": components["headers"]["Retry-After"];
+                    "Retry-After": components["headers"]["Retry-After-When-Busy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4179,7 +4181,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    "Retry-After": components["headers"]["Retry-After"];
+                    "Retry-After": components["headers"]["Retry-After-When-Busy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4371,7 +4373,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    "Retry-After": components["headers"]["Retry-After"];
+                    "Retry-After": components["headers"]["Retry-After-When-Busy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4492,7 +4494,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    "Retry-After": components["headers"]["Retry-After"];
+                    "Retry-After": components["headers"]["Retry-After-When-Busy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4624,7 +4626,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    "Retry-After": components["headers"]["Retry-After"];
+                    "Retry-After": components["headers"]["Retry-After-When-Busy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4803,7 +4805,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    "Retry-After": components["headers"]["Retry-After"];
+                    "Retry-After": components["headers"]["Retry-After-When-Busy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4963,7 +4965,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    "Retry-After": components["headers"]["Retry-After"];
+                    "Retry-After": components["headers"]["Retry-After-When-Busy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5078,7 +5080,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    "Retry-After": components["headers"]["Retry-After"];
+                    "Retry-After": components["headers"]["Retry-After-When-Busy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5248,7 +5250,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    "Retry-After": components["headers"]["Retry-After"];
+                    "Retry-After": components["headers"]["Retry-After-When-Busy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5373,7 +5375,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    "Retry-After": components["headers"]["Retry-After"];
+                    "Retry-After": components["headers"]["Retry-After-When-Busy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5498,7 +5500,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    "Retry-After": components["headers"]["Retry-After"];
+                    "Retry-After": components["headers"]["Retry-After-When-Busy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5648,7 +5650,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    "Retry-After": components["headers"]["Retry-After"];
+                    "Retry-After": components["headers"]["Retry-After-When-Busy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5807,7 +5809,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    "Retry-After": components["headers"]["Retry-After"];
+                    "Retry-After": components["headers"]["Retry-After-When-Busy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5939,7 +5941,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    "Retry-After": components["headers"]["Retry-After"];
+                    "Retry-After": components["headers"]["Retry-After-When-Busy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6065,7 +6067,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    "Retry-After": components["headers"]["Retry-After"];
+                    "Retry-After": components["headers"]["Retry-After-When-Busy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6229,7 +6231,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    "Retry-After": components["headers"]["Retry-After"];
+                    "Retry-After": components["headers"]["Retry-After-When-Busy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6266,6 +6268,18 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    /** @description The upload URL, relative to the API origin (`/v1/uploads/{id}`). */
+                    Location: string;
+                    /** @description Always `1.0.0`. */
+                    "Tus-Resumable"?: string;
+                    /** @description Bytes received so far. */
+                    "Upload-Offset"?: number;
+                    /** @description The declared size, once known. */
+                    "Upload-Length"?: number;
+                    /** @description When an idle upload is removed (RFC 9110 date). */
+                    "Upload-Expires"?: string;
+                    /** @description The id of the file the completed upload became. */
+                    "X-File-Id"?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -6416,7 +6430,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    "Retry-After": components["headers"]["Retry-After"];
+                    "Retry-After": components["headers"]["Retry-After-When-Busy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6548,7 +6562,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    "Retry-After": components["headers"]["Retry-After"];
+                    "Retry-After": components["headers"]["Retry-After-When-Busy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6579,6 +6593,16 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    /** @description Always `1.0.0`. */
+                    "Tus-Resumable"?: string;
+                    /** @description Bytes received so far. */
+                    "Upload-Offset"?: number;
+                    /** @description The declared size, once known. */
+                    "Upload-Length"?: number;
+                    /** @description When an idle upload is removed (RFC 9110 date). */
+                    "Upload-Expires"?: string;
+                    /** @description The id of the file the completed upload became. */
+                    "X-File-Id"?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -6693,7 +6717,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    "Retry-After": components["headers"]["Retry-After"];
+                    "Retry-After": components["headers"]["Retry-After-When-Busy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6730,6 +6754,16 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    /** @description Always `1.0.0`. */
+                    "Tus-Resumable"?: string;
+                    /** @description Bytes received so far. */
+                    "Upload-Offset"?: number;
+                    /** @description The declared size, once known. */
+                    "Upload-Length"?: number;
+                    /** @description When an idle upload is removed (RFC 9110 date). */
+                    "Upload-Expires"?: string;
+                    /** @description The id of the file the completed upload became. */
+                    "X-File-Id"?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -6883,7 +6917,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    "Retry-After": components["headers"]["Retry-After"];
+                    "Retry-After": components["headers"]["Retry-After-When-Busy"];
                     [name: string]: unknown;
                 };
                 content: {
