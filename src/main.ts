@@ -14,18 +14,19 @@ async function main(): Promise<void> {
     );
     process.exit(1);
   }
-  const app = await createApp(config);
-  await app.listen(config.port);
-  // Start-up (module loading, metadata, migrations, the OpenAPI document) leaves garbage that V8
-  // keeps until the heap grows; collected now, the process idles about 5 MiB smaller.
-  collectGarbage('major');
-  process.stdout.write(`File storage service listening on ${config.publicBaseUrl} (port ${config.port}); API docs at ${config.publicBaseUrl}/docs\n`);
+  // Said before listening, so that whoever sees the service up has seen where its secrets come from.
   if (config.developmentSecrets) {
     const { names, file, created } = config.developmentSecrets;
     process.stdout.write(
       `Development: ${names.join(' and ')} ${created ? 'generated and kept in' : 'read from'} ${file}, so signed links survive restarts (set them in the environment for production)\n`,
     );
   }
+  const app = await createApp(config);
+  await app.listen(config.port);
+  // Start-up (module loading, metadata, migrations, the OpenAPI document) leaves garbage that V8
+  // keeps until the heap grows; collected now, the process idles about 5 MiB smaller.
+  collectGarbage('major');
+  process.stdout.write(`File storage service listening on ${config.publicBaseUrl} (port ${config.port}); API docs at ${config.publicBaseUrl}/docs\n`);
 
   // Graceful shutdown: stop accepting connections and let requests in flight finish while the
   // database, Redis and queues are still open; only then close the application.
