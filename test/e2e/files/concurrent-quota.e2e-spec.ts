@@ -8,10 +8,9 @@ import { createTestEnvironment, type TestDatabase, type TestEnvironment } from '
 import { listBlobsIn, upload } from '../../support/uploads.js';
 
 // Quota is enforced in the database, whose locking differs: both run here, whichever TEST_DB this run has.
-// Two processes on one SQLite file are left out: today some of their concurrent uploads fail with 500
-// (the quota still holds), which is a finding for the code, not for this test.
 describe.each<[TestDatabase, number]>([
   ['sqlite', 1],
+  ['sqlite', 2],
   ['postgres', 1],
   ['postgres', 2],
 ])('concurrent uploads against a small quota (%s, %i server processes)', (database, processes) => {
