@@ -80,10 +80,13 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
-/** Starts the real HTTP application on a free port against a fresh environment. */
-export async function startTestApp(overrides: Record<string, string> = {}): Promise<TestApp> {
+/**
+ * Starts the real HTTP application on a free port against a fresh environment; `adjust` changes what the
+ * environment cannot express (e.g. where "Debian's default" clamd socket is).
+ */
+export async function startTestApp(overrides: Record<string, string> = {}, adjust: (config: AppConfig) => AppConfig = (config) => config): Promise<TestApp> {
   const environment = await createTestEnvironment(overrides);
-  const config = loadConfig(environment.env);
+  const config = adjust(loadConfig(environment.env));
   const app = await createApp(config);
   await app.listen(0, '127.0.0.1');
   const address = app.getHttpServer().address() as { port: number };

@@ -1,36 +1,20 @@
 import { existsSync } from 'node:fs';
-import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApp } from '../../../src/app.factory.js';
-import { AppConfig, DEBIAN_CLAMD_SOCKET, loadConfig } from '../../../src/config/app-config.js';
+import { AppConfig, DEBIAN_CLAMD_SOCKET } from '../../../src/config/app-config.js';
 import { createAccount } from '../../support/accounts.js';
 import { eicar } from '../../support/media.js';
 import { startServerProcess } from '../../support/processes.js';
-import { createTestEnvironment, type TestApp } from '../../support/test-app.js';
+import { createTestEnvironment, startTestApp, type TestApp } from '../../support/test-app.js';
 import { eventually } from '../../support/time.js';
 import { uploadOk } from '../../support/uploads.js';
 import { type Clamd, reload, startClamd } from './media-support.js';
 
 /** The server as started with no CLAMAV_* variable, except that "Debian's default socket" is `socket`. */
-async function startWithDefaultSocket(socket: string): Promise<TestApp> {
-  const environment = await createTestEnvironment();
-  const loaded = loadConfig(environment.env);
-  expect(loaded.clamav.configured).toBe(false);
-  const config = new AppConfig({ ...loaded, clamav: { ...loaded.clamav, socket } });
-  const app = await createApp(config);
-  await app.listen(0, '127.0.0.1');
-  const baseUrl = `http://127.0.0.1:${(app.getHttpServer().address() as { port: number }).port}`;
-  return {
-    app,
-    config,
-    baseUrl,
-    environment,
-    http: () => request(baseUrl),
-    async close() {
-      await app.close();
-      await environment.dispose();
-    },
-  };
+function startWithDefaultSocket(socket: string): Promise<TestApp> {
+  return startTestApp({}, (loaded) => {
+    expect(loaded.clamav.configured).toBe(false);
+    return new AppConfig({ ...loaded, clamav: { ...loaded.clamav, socket } });
+  });
 }
 
 /** The file's scan status once it is no longer pending (read from its row: an infected file is hidden from the API). */
@@ -82,19 +66,15 @@ describe('virus scanning without configuration', () => {
   });
 
   it('reports scanning unavailable while a configured clamd is down', async () => {
-    const environment = await createTestEnvironment({ CLAMAV_SOCKET: `${clamd.socket}.down` });
-    const app = await createApp(loadConfig(environment.env));
+    const t = await startTestApp({ CLAMAV_SOCKET: `${clamd.socket}.down` });
     try {
-      await app.listen(0, '127.0.0.1');
-      const t = { baseUrl: `http://127.0.0.1:${(app.getHttpServer().address() as { port: number }).port}` };
-      const account = await createAccount(app);
-      const info = await request(t.baseUrl).get('/v1/user/info').set(account.auth).expect(200);
+      const account = await createAccount(t.app);
+      const info = await t.http().get('/v1/user/info').set(account.auth).expect(200);
       expect(info.body.data.scanning).toBe('unavailable');
-      const health = await request(t.baseUrl).get('/health').expect(200);
+      const health = await t.http().get('/health').expect(200);
       expect(health.body.data.info.media.virus_scanner).toMatchObject({ scanning: 'unavailable', configured: true, reachable: false });
     } finally {
-      await app.close();
-      await environment.dispose();
+      await t.close();
     }
   });
 
