@@ -5,13 +5,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AccountEntity } from '../../../src/modules/accounts/account.entity.js';
 import { GetFileMediaQuery } from '../../../src/modules/media/queries/get-file-media.query.js';
 import { createAccount, type TestAccount } from '../../support/accounts.js';
-import { seedFile } from '../../support/files.js';
+import { scanSettled, seedFile } from '../../support/files.js';
 import { eicar } from '../../support/media.js';
 import { startTestApp, type TestApp } from '../../support/test-app.js';
 import { type Clamd, queued, overwrite, publishStored, reload, scansQueue, settledJob, startClamd } from './media-support.js';
 import { eventually } from '../../support/time.js';
 import { freePort } from '../../support/processes.js';
-import { uploadOk } from '../../support/uploads.js';
+import { onTestServer, uploadOk } from '../../support/uploads.js';
+import { createShare } from '../shares/share-fixtures.js';
 
 describe('virus scanning with a real clamd', () => {
   let clamd: Clamd;
@@ -129,6 +130,64 @@ describe('virus scanning with a real clamd', () => {
     publishStored(t.app, replaced);
     await settledJob(scansQueue(t.app), 'scan', replaced);
     expect(await media(file.id)).toMatchObject({ scanStatus: 'clean', scanThreat: null });
+  });
+
+  it('an ordinary upload is scanned clean: GET shows scan_status clean and it downloads', async () => {
+    const content = randomBytes(300_000);
+    const uploaded = await uploadOk(t, account.auth, content, { name: 'ordinary.bin' });
+    await scanSettled(t.app, uploaded.id, 30_000);
+    const shown = await t.http().get(`/v1/files/${uploaded.id}`).set(account.auth).expect(200);
+    expect(shown.body.data.scan_status).toBe('clean');
+    const download = await fetch(onTestServer(t, shown.body.data.download_url));
+    expect(download.status).toBe(200);
+    expect(Buffer.compare(Buffer.from(await download.arrayBuffer()), content)).toBe(0);
+  });
+
+  it('an upload larger than clamd accepts shows scan_status skipped and stays listed', async () => {
+    const uploaded = await uploadOk(t, account.auth, randomBytes(3 * 1024 * 1024), { name: 'too-big-to-scan.bin' });
+    await scanSettled(t.app, uploaded.id, 30_000);
+    const shown = await t.http().get(`/v1/files/${uploaded.id}`).set(account.auth).expect(200);
+    expect(shown.body.data.scan_status).toBe('skipped');
+    const listed = (await t.http().get('/v1/files?per_page=100').set(account.auth)).body.data.map((f: { id: string }) => f.id);
+    expect(listed).toContain(uploaded.id);
+  });
+
+  it('an infected upload cannot be downloaded or shared, and a link made before the verdict refuses the download', async () => {
+    const queue = scansQueue(t.app);
+    await queue.pause();
+    let uploaded: { id: string; download_url: string };
+    let share: Awaited<ReturnType<typeof createShare>>;
+    try {
+      uploaded = await uploadOk(t, account.auth, eicar(), { name: 'shared-before-the-scan.txt' });
+      share = await createShare(t, account, { file_id: uploaded.id });
+    } finally {
+      await queue.resume();
+    }
+    await eventually(async () => (await reload(t.app, uploaded.id))!.scanStatus === 'infected', 30_000, 'the scan to find the virus');
+    const download = await fetch(onTestServer(t, uploaded.download_url));
+    expect(download.status).toBe(403);
+    expect(((await download.json()) as { error: { code: string } }).error.code).toBe('file_infected');
+    const viaLink = await t.http().get(`${share.path}/download`);
+    expect(viaLink.status).toBe(403);
+    expect(viaLink.body.error.code).toBe('file_infected');
+    const newLink = await t.http().post('/v1/shares').set(account.auth).send({ file_id: uploaded.id });
+    expect(newLink.status).toBe(403);
+    expect(newLink.body.error.code).toBe('file_infected');
+  });
+
+  it('an infected upload overwritten through the upload route with clean content is released: listed, shown clean, downloadable', async () => {
+    const infected = await uploadOk(t, account.auth, eicar(), { name: 'quarantined-then-fixed.txt' });
+    await eventually(async () => (await reload(t.app, infected.id))!.scanStatus === 'infected', 30_000, 'the scan to find the virus');
+    const replaced = await uploadOk(t, account.auth, 'clean now', { name: 'quarantined-then-fixed.txt', overwrite: true });
+    expect(replaced.id).toBe(infected.id);
+    await scanSettled(t.app, infected.id, 30_000);
+    const shown = await t.http().get(`/v1/files/${infected.id}`).set(account.auth).expect(200);
+    expect(shown.body.data.scan_status).toBe('clean');
+    const listed = (await t.http().get('/v1/files?per_page=100').set(account.auth)).body.data.map((f: { id: string }) => f.id);
+    expect(listed).toContain(infected.id);
+    const download = await fetch(onTestServer(t, shown.body.data.download_url));
+    expect(download.status).toBe(200);
+    expect(await download.text()).toBe('clean now');
   });
 
   it('retries with backoff while clamd is unreachable, and scans once it is back', async () => {

@@ -2,11 +2,13 @@ import { DataSource } from 'typeorm';
 import { describe, expect, it } from 'vitest';
 import { FileEntity } from '../../../src/modules/files/file.entity.js';
 import type { TestAccount } from '../../support/accounts.js';
-import { pngImage } from '../../support/media.js';
+import sharp from 'sharp';
+import { jpegImage, mp4Video, onePagePdf, pngImage } from '../../support/media.js';
 import type { TestApp } from '../../support/test-app.js';
 import { useTestApp } from '../../support/app-fixture.js';
 import { onTestServer, uploadOk } from '../../support/uploads.js';
 import { queued, settledJob, thumbnailsQueue } from './media-support.js';
+import { scanSettled } from '../../support/files.js';
 import { eventually } from '../../support/time.js';
 
 describe('media work driven by the real routes', () => {
@@ -49,5 +51,71 @@ describe('media work driven by the real routes', () => {
 
     await t.http().post(`/v1/files/${id}/restore`).set(owner.auth).expect(200);
     await eventually(async () => (await t.http().get(`/v1/files/${id}`).set(owner.auth)).body.data.thumbnail_url, 20_000, 'thumbnail after restore');
+  });
+  /** The file as GET /v1/files/{id} shows it once it has a thumbnail_url. */
+  const withThumbnail = (id: string, what: string) =>
+    eventually(async () => {
+      const res = await t.http().get(`/v1/files/${id}`).set(owner.auth);
+      return res.body.data?.thumbnail_url ? res.body.data : null;
+    }, 30_000, what);
+
+  /** What a client fetching thumbnail_url gets: its content type and the picture's format and size. */
+  async function thumbnailAt(url: string) {
+    const res = await fetch(onTestServer(t, url));
+    expect(res.status).toBe(200);
+    const meta = await sharp(Buffer.from(await res.arrayBuffer())).metadata();
+    return { type: res.headers.get('content-type'), format: meta.format, width: meta.width, height: meta.height };
+  }
+
+  it('an uploaded video gets a thumbnail_url serving a WebP frame taken with ffmpeg', async () => {
+    const uploaded = await uploadOk(t, owner.auth, mp4Video(2), { name: 'clip.mp4' });
+    const file = await withThumbnail(uploaded.id, 'the video thumbnail');
+    expect(await thumbnailAt(file.thumbnail_url)).toEqual({ type: 'image/webp', format: 'webp', width: 256, height: 192 });
+  });
+
+  it('an uploaded PDF gets a thumbnail_url serving its first page as WebP', async () => {
+    const uploaded = await uploadOk(t, owner.auth, onePagePdf(), { name: 'doc.pdf' });
+    const file = await withThumbnail(uploaded.id, 'the PDF thumbnail');
+    expect(await thumbnailAt(file.thumbnail_url)).toMatchObject({ type: 'image/webp', format: 'webp', height: 256 });
+  });
+
+  it('an uploaded text file gets no thumbnail_url, and its scan still settles', async () => {
+    const uploaded = await uploadOk(t, owner.auth, 'plain text', { name: 'notes.txt' });
+    await scanSettled(t.app, uploaded.id);
+    const shown = (await t.http().get(`/v1/files/${uploaded.id}`).set(owner.auth).expect(200)).body.data;
+    expect(shown.thumbnail_url).toBeUndefined();
+    expect(shown.scan_status).toBe('skipped');
+  });
+
+  it('overwriting an image through the upload route shows the new picture, never the old one', async () => {
+    const first = await uploadOk(t, owner.auth, await jpegImage(800, 600), { name: 'portrait.jpg' });
+    const before = await withThumbnail(first.id, 'the first thumbnail');
+    expect(await thumbnailAt(before.thumbnail_url)).toMatchObject({ width: 256, height: 192 });
+
+    const queue = thumbnailsQueue(t.app);
+    await queue.pause();
+    try {
+      const replaced = await uploadOk(t, owner.auth, await jpegImage(200, 400), { name: 'portrait.jpg', overwrite: true });
+      expect(replaced.id).toBe(first.id);
+      // Until the new version's thumbnail exists the file shows none.
+      await eventually(async () => (await t.http().get(`/v1/files/${first.id}`).set(owner.auth)).body.data.thumbnail_url === undefined, 10_000, 'the stale thumbnail_url to go');
+      // The link handed out before no longer serves the old picture.
+      expect((await fetch(onTestServer(t, before.thumbnail_url))).status).toBe(404);
+    } finally {
+      await queue.resume();
+    }
+    const after = await withThumbnail(first.id, 'the new version\'s thumbnail');
+    expect(await thumbnailAt(after.thumbnail_url)).toEqual({ type: 'image/webp', format: 'webp', width: 128, height: 256 });
+  });
+
+  it('overwriting an image with a text file through the upload route drops its thumbnail_url', async () => {
+    const first = await uploadOk(t, owner.auth, await pngImage(300, 300), { name: 'was-an-image' });
+    await withThumbnail(first.id, 'the image thumbnail');
+    const replaced = await uploadOk(t, owner.auth, 'now a text', { name: 'was-an-image', overwrite: true });
+    expect(replaced.id).toBe(first.id);
+    await eventually(async () => (await t.http().get(`/v1/files/${first.id}`).set(owner.auth)).body.data.thumbnail_url === undefined, 10_000, 'the thumbnail_url to go');
+    await scanSettled(t.app, first.id);
+    const shown = (await t.http().get(`/v1/files/${first.id}`).set(owner.auth).expect(200)).body.data;
+    expect(shown.thumbnail_url).toBeUndefined();
   });
 });
