@@ -56,6 +56,43 @@ describe('public share links (/s/{token})', () => {
     await t.http().get(share.path).expect(404);
   });
 
+  it('guards a link to an uploaded file with its password, counts its accesses with share.accessed, and answers 410 once it expired', async () => {
+    const account = await createAccount(t.app);
+    const uploaded = await uploadOk(t, account.auth, CONTENT, { name: 'uploaded secret.txt' });
+    const share = await createShare(t, account, { file_id: uploaded.id, password: 'open sesame', expires_in: 3600 });
+    expect((await t.http().get(share.path)).body.error.code).toBe('password_required');
+    await t.http().get(`${share.path}/download`).set('X-Share-Password', 'wrong').expect(401);
+    const view = await t.http().get(share.path).set('X-Share-Password', 'open sesame').set('User-Agent', 'Viewer/1.0').expect(200);
+    expect(view.body.data).toMatchObject({ file: { name: 'uploaded secret.txt', size: CONTENT.length, type: 'text/plain' }, password_protected: true, expires_at: share.expires_at });
+    const download = await t.http().get(`${share.path}/download`).set('X-Share-Password', 'open sesame').set('User-Agent', 'Fetcher/2.0').buffer(true).parse(binary);
+    expect(download.status).toBe(200);
+    expect(Buffer.compare(download.body, CONTENT)).toBe(0);
+
+    const listed = await t.http().get(`/v1/shares?file_id=${uploaded.id}`).set(account.auth).expect(200);
+    expect(listed.body.data[0]).toMatchObject({ id: share.id, access_count: 2, active: true });
+    const events = await outboxEvents(t.app, account, 'share.accessed');
+    expect(events.map((e) => e.data)).toEqual([
+      { share: { id: share.id, file_id: uploaded.id }, access: { ip_address: '127.0.0.1', user_agent: 'Viewer/1.0', location: null, action: 'view' } },
+      { share: { id: share.id, file_id: uploaded.id }, access: { ip_address: '127.0.0.1', user_agent: 'Fetcher/2.0', location: null, action: 'download' } },
+    ]);
+
+    await expireShare(t.app, share.id);
+    const expired = await t.http().get(`${share.path}/download`).set('X-Share-Password', 'open sesame');
+    expect(expired.status).toBe(410);
+    expect(expired.body.error.code).toBe('share_expired');
+  });
+
+  it('answers 404 once an uploaded file is deleted permanently, keeping the link\'s analytics', async () => {
+    const uploaded = await uploadOk(t, owner.auth, CONTENT, { name: 'to be purged.txt' });
+    const share = await createShare(t, owner, { file_id: uploaded.id });
+    await t.http().get(`${share.path}/download`).expect(200);
+    await fileLifecycle.deletePermanently(t, owner, uploaded.id);
+    await t.http().get(share.path).expect(404);
+    await t.http().get(`${share.path}/download`).expect(404);
+    const listed = await t.http().get(`/v1/shares?file_id=${uploaded.id}`).set(owner.auth).expect(200);
+    expect(listed.body.data[0]).toMatchObject({ id: share.id, access_count: 1, active: false });
+  });
+
   it('streams the file with ETag, Content-Disposition and byte ranges', async () => {
     const { share } = await sharedFile({}, 'données.txt');
     const full = await t.http().get(`${share.path}/download`).buffer(true).parse(binary);

@@ -2,6 +2,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccount, createKey, type TestAccount } from '../../support/accounts.js';
 import { seedFile } from '../../support/files.js';
+import { uploadOk } from '../../support/uploads.js';
 import { startTestApp, TEST_REDIS_URL, type TestApp } from '../../support/test-app.js';
 import { createShare, fileLifecycle, outboxEvents, shareRow } from './share-fixtures.js';
 
@@ -132,6 +133,24 @@ describe('managing share links (POST, GET, DELETE /v1/shares)', () => {
       file: { id: file.id, name: 'plans.txt' },
       share: { id: share.id, url: share.url, password_protected: true, expires_at: share.expires_at, created_by: account.userId },
     });
+  });
+
+  it('shares a file uploaded through the API: 201 with the share record, and file.shared recorded', async () => {
+    const account = await createAccount(t.app);
+    const uploaded = await uploadOk(t, account.auth, 'quarterly numbers', { name: 'uploaded plans.txt' });
+    const before = Date.now();
+    const res = await t.http().post('/v1/shares').set(account.auth).send({ file_id: uploaded.id, password: 'pw-pw-pw', expires_in: 600 }).expect(201);
+    const share = res.body.data;
+    expect(share).toMatchObject({ file_id: uploaded.id, password_protected: true, access_count: 0, url: expect.stringMatching(/\/s\/[A-Za-z0-9_-]{20,}$/) });
+    expect(Date.parse(share.expires_at)).toBeGreaterThanOrEqual(before + 600_000 - 1000);
+    expect(Date.parse(share.expires_at)).toBeLessThanOrEqual(Date.now() + 600_000 + 1000);
+    const events = await outboxEvents(t.app, account, 'file.shared');
+    expect(events.map((e) => e.data)).toEqual([
+      {
+        file: { id: uploaded.id, name: 'uploaded plans.txt' },
+        share: { id: share.id, url: share.url, password_protected: true, expires_at: share.expires_at, created_by: account.userId },
+      },
+    ]);
   });
 
   it('lists the account\'s links newest first, paginated, filtered by file, with their status', async () => {
