@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { FileEntity } from '../../../src/modules/files/file.entity.js';
 import type { TestAccount } from '../../support/accounts.js';
 import sharp from 'sharp';
-import { jpegImage, mp4Video, onePagePdf, pngImage } from '../../support/media.js';
+import { hugeDeclaredPng, jpegImage, mp4Video, onePagePdf, pngImage } from '../../support/media.js';
 import type { TestApp } from '../../support/test-app.js';
 import { useTestApp } from '../../support/app-fixture.js';
 import { onTestServer, uploadOk } from '../../support/uploads.js';
@@ -117,5 +117,18 @@ describe('media work driven by the real routes', () => {
     await scanSettled(t.app, first.id);
     const shown = (await t.http().get(`/v1/files/${first.id}`).set(owner.auth).expect(200)).body.data;
     expect(shown.thumbnail_url).toBeUndefined();
+  });
+  it('an uploaded decompression bomb gets no thumbnail_url, and stays listed and downloadable', async () => {
+    const bomb = hugeDeclaredPng(100_000, 100_000);
+    const uploaded = await uploadOk(t, owner.auth, bomb, { name: 'bomb.png' });
+    const job = await settledJob(thumbnailsQueue(t.app), 'thumbnail', await fileRow(uploaded.id));
+    expect(await job.getState()).toBe('failed');
+    const shown = (await t.http().get(`/v1/files/${uploaded.id}`).set(owner.auth).expect(200)).body.data;
+    expect(shown.thumbnail_url).toBeUndefined();
+    const listed = (await t.http().get('/v1/files?per_page=100').set(owner.auth)).body.data.map((f: { id: string }) => f.id);
+    expect(listed).toContain(uploaded.id);
+    const download = await fetch(onTestServer(t, shown.download_url));
+    expect(download.status).toBe(200);
+    expect(Buffer.compare(Buffer.from(await download.arrayBuffer()), bomb)).toBe(0);
   });
 });

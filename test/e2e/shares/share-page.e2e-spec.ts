@@ -5,6 +5,7 @@ import { createAccount, type TestAccount } from '../../support/accounts.js';
 import { launchBrowser } from '../../support/browser.js';
 import { seedFile } from '../../support/files.js';
 import { startTestApp, type TestApp } from '../../support/test-app.js';
+import { uploadOk } from '../../support/uploads.js';
 import { createShare, expireShare, outboxEvents } from './share-fixtures.js';
 
 describe('the share page in a real browser', () => {
@@ -90,6 +91,21 @@ describe('the share page in a real browser', () => {
     const bytes = await readFile((await download.path())!);
     expect(Buffer.compare(bytes, content)).toBe(0);
     expect(errors.filter((e) => !/401/.test(e))).toEqual([]);
+    await page.context().close();
+  });
+
+  it('shows an uploaded file behind its password and downloads it with one click', async () => {
+    const content = Buffer.from('uploaded through the API\n'.repeat(50));
+    const uploaded = await uploadOk(t, owner.auth, content, { name: 'uploaded report.txt' });
+    const share = await createShare(t, owner, { file_id: uploaded.id, password: 'open sesame' });
+    const { page, status, errors } = await openPage(share.path);
+    expect(status).toBe(200);
+    expect(await page.locator('main').textContent()).not.toContain('uploaded report.txt');
+    await page.locator('input[type=password][name=password]').fill('open sesame');
+    const [download] = await Promise.all([page.waitForEvent('download'), page.locator('#download').click()]);
+    expect(download.suggestedFilename()).toBe('uploaded report.txt');
+    expect(Buffer.compare(await readFile((await download.path())!), content)).toBe(0);
+    expect(errors).toEqual([]);
     await page.context().close();
   });
 
