@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { TestAccount } from '../../support/accounts.js';
-import { seedFile } from '../../support/files.js';
 import { startTestAppWithOwnRedis, type TestAppWithOwnRedis } from '../../support/redis-server.js';
 import { eventually } from '../../support/time.js';
+import { uploadOk } from '../../support/uploads.js';
 import { useTestApp } from '../../support/app-fixture.js';
 import { createShare } from './share-fixtures.js';
 
@@ -13,8 +13,9 @@ describe('share links while Redis is down', () => {
   useTestApp((started) => ({ t, owner } = started), { start: startTestAppWithOwnRedis });
 
   it('refuses password-protected links with 503 instead of allowing unlimited guesses, and keeps open links working', async () => {
-    const open = await createShare(t, owner, { file_id: (await seedFile(t.app, owner)).id });
-    const protectedShare = await createShare(t, owner, { file_id: (await seedFile(t.app, owner)).id, password: 'pw' });
+    // Uploaded through the real route, before Redis goes down.
+    const open = await createShare(t, owner, { file_id: (await uploadOk(t, owner.auth, 'open to all', { name: 'open.txt' })).id });
+    const protectedShare = await createShare(t, owner, { file_id: (await uploadOk(t, owner.auth, 'behind a password', { name: 'protected.txt' })).id, password: 'pw' });
     await t.http().get(protectedShare.path).set('X-Share-Password', 'pw').expect(200);
     await t.redis.stop();
 
