@@ -14,7 +14,7 @@ import { nameKeyOf } from '../file-naming.js';
 import { quotaExceeded } from '../events/file-events.js';
 import { SNIFF_BYTES } from '../file-type-detection.js';
 import { tryReserveStorage } from '../storage-usage.js';
-import { UploadHasher } from './upload-hasher.js';
+import { UploadHasher } from './hashing/upload-hasher.js';
 import { UploadReservationEntity } from './upload-reservation.entity.js';
 import { UploadSizeLimit } from './upload-size-limit.js';
 import { releaseSpentChunks } from './spent-chunks.js';
