@@ -17,7 +17,6 @@ import { tryReserveStorage } from '../storage-usage.js';
 import { UploadHasher } from './hashing/upload-hasher.js';
 import { UploadReservationEntity } from './upload-reservation.entity.js';
 import { UploadSizeLimit } from './upload-size-limit.js';
-import { releaseSpentChunks } from './spent-chunks.js';
 
 /** Quota is reserved ahead of the bytes in steps this big, so a large upload costs few database round trips. */
 const RESERVATION_STEP = 8 * 1024 * 1024;
@@ -92,7 +91,6 @@ export class UploadReceiver {
     const meter = new Transform({
       transform: (chunk: Buffer, _encoding, callback: TransformCallback) => {
         size += chunk.length;
-        releaseSpentChunks(chunk.length);
         const tooLarge = sizeLimit.check(size);
         if (tooLarge) {
           refusal = tooLarge;
