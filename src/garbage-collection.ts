@@ -1,7 +1,7 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 
-type Gc = (options?: { type: 'minor' | 'major' }) => void;
+type Gc = () => void;
 
 /**
  * V8's collector, whether or not the process was started with `node --expose-gc`: the flag set now exposes
@@ -20,11 +20,9 @@ function exposeGc(): Gc | undefined {
 }
 
 /**
- * Runs a garbage collection now, for the few places where waiting for V8's own schedule costs measured
- * memory (see the callers).
+ * Runs a full garbage collection now, for the one place where waiting for V8's own schedule costs measured
+ * memory (the start-up garbage, see main.ts).
  */
-export function collectGarbage(type: 'minor' | 'major'): void {
-  // `gc({ type: 'major' })` runs only a scavenge on Node 20's V8 (seen in perf_hooks' gc entries); `gc()` is a full collection.
-  if (type === 'major') gc?.();
-  else gc?.({ type });
+export function collectGarbage(): void {
+  gc?.();
 }

@@ -25,7 +25,7 @@ async function main(): Promise<void> {
   await app.listen(config.port);
   // Start-up (module loading, metadata, migrations, the OpenAPI document) leaves garbage that V8
   // keeps until the heap grows; collected now, the process idles about 5 MiB smaller.
-  collectGarbage('major');
+  collectGarbage();
   process.stdout.write(`File storage service listening on ${config.publicBaseUrl} (port ${config.port}); API docs at ${config.publicBaseUrl}/docs\n`);
 
   // Graceful shutdown: stop accepting connections and let requests in flight finish while the

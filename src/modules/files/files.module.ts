@@ -15,7 +15,7 @@ import { GetFileBlobHandler } from './queries/get-file-blob.query.js';
 import { ListFilesHandler } from './queries/list-files.query.js';
 import { ListingTotals } from './queries/listing-totals.js';
 import { UploadInterceptor } from './upload/upload.interceptor.js';
-import { UploadHasher } from './upload/upload-hasher.js';
+import { UploadHasher } from './upload/hashing/upload-hasher.js';
 import { UploadReceiver } from './upload/upload-receiver.js';
 import { UploadReservationEntity } from './upload/upload-reservation.entity.js';
 import { UploadSweeper } from './upload/upload-sweeper.js';

@@ -8,7 +8,7 @@ import { ServerInstance } from '../../../src/infra/instances/server-instance.js'
 import { AccountEntity } from '../../../src/modules/accounts/account.entity.js';
 import { UploadReservationEntity } from '../../../src/modules/files/upload/upload-reservation.entity.js';
 import { UploadSweeper } from '../../../src/modules/files/upload/upload-sweeper.js';
-import { UploadHasher } from '../../../src/modules/files/upload/upload-hasher.js';
+import { UploadHasher } from '../../../src/modules/files/upload/hashing/upload-hasher.js';
 import { FileStoredEvent } from '../../../src/modules/files/events/file-stored.event.js';
 import { EventBus, ofType } from '@nestjs/cqrs';
 import { createAccount, createKey, type TestAccount } from '../../support/accounts.js';

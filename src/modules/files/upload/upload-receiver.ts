@@ -14,10 +14,9 @@ import { nameKeyOf } from '../file-naming.js';
 import { quotaExceeded } from '../events/file-events.js';
 import { SNIFF_BYTES } from '../file-type-detection.js';
 import { tryReserveStorage } from '../storage-usage.js';
-import { UploadHasher } from './upload-hasher.js';
+import { UploadHasher } from './hashing/upload-hasher.js';
 import { UploadReservationEntity } from './upload-reservation.entity.js';
 import { UploadSizeLimit } from './upload-size-limit.js';
-import { releaseSpentChunks } from './spent-chunks.js';
 
 /** Quota is reserved ahead of the bytes in steps this big, so a large upload costs few database round trips. */
 const RESERVATION_STEP = 8 * 1024 * 1024;
@@ -92,7 +91,6 @@ export class UploadReceiver {
     const meter = new Transform({
       transform: (chunk: Buffer, _encoding, callback: TransformCallback) => {
         size += chunk.length;
-        releaseSpentChunks(chunk.length);
         const tooLarge = sizeLimit.check(size);
         if (tooLarge) {
           refusal = tooLarge;
