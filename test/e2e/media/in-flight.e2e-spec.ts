@@ -90,7 +90,7 @@ describe('media jobs racing deletes, overwrites and storage failures', () => {
     const job = await settledJob(thumbnailsQueue(t.app), 'thumbnail', file);
     expect(await job.getState()).toBe('failed');
     expect(job.attemptsMade).toBe(5);
-    await eventually(async () => (await t.app.get(QueryBus).execute(new GetFileMediaQuery(file.id)))?.thumbnailStatus === 'failed', 5000, 'the failure to be recorded');
+    await eventually(async () => (await t.app.get(QueryBus).execute(new GetFileMediaQuery(file.id)))?.thumbnailStatus === 'failed', 20_000, 'the failure to be recorded');
     expect((await reload(t.app, file.id))!.state).toBe('active');
   });
 });

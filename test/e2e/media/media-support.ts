@@ -64,7 +64,7 @@ export async function settledJob(queue: Queue, kind: 'thumbnail' | 'scan', file:
 
 /** Waits (bounded) until at least `count` jobs wait in the queue, e.g. while it is paused. */
 export async function queued(queue: Queue, count: number, what = 'jobs to be queued'): Promise<void> {
-  await eventually(async () => (await queue.getWaitingCount()) >= count, 5000, what);
+  await eventually(async () => (await queue.getWaitingCount()) >= count, 20_000, what);
 }
 
 /** The thumbnail blobs stored for a file, whatever its version. */

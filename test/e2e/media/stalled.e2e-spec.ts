@@ -20,7 +20,7 @@ describe('the sweep for media work whose event was lost', () => {
   afterAll(() => t?.close());
 
   it('is scheduled on the scans queue when the server starts', async () => {
-    await eventually(() => scansQueue(t.app).getJobScheduler(STALLED_MEDIA_SWEEP), 5000, 'the sweep schedule');
+    await eventually(() => scansQueue(t.app).getJobScheduler(STALLED_MEDIA_SWEEP), 20_000, 'the sweep schedule');
   });
 
   it('queues scans and thumbnails for files left pending for long, and leaves fresh ones alone', async () => {

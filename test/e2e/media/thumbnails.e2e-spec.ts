@@ -185,7 +185,7 @@ describe('thumbnails', () => {
       replaced = await overwrite(t.app, file, await pngImage(200, 400), 'image/png');
       publishStored(t.app, replaced);
       // Until the new thumbnail exists the file shows none, never the old picture.
-      await eventually(async () => (await reload(t.app, file.id))!.thumbnailKey === null, 5000, 'the stale thumbnail to be cleared');
+      await eventually(async () => (await reload(t.app, file.id))!.thumbnailKey === null, 20_000, 'the stale thumbnail to be cleared');
       expect(await storage().exists(oldThumbnail)).toBe(false);
     } finally {
       await queue.resume();

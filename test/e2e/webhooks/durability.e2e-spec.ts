@@ -41,7 +41,7 @@ describe('webhook events survive a Redis outage', () => {
     for (let i = 1; i <= 5; i++) during.push(await recordEvent(t.app, 'file.uploaded', owner.accountId, uploaded(i)));
     // The relay still turns the events into deliveries; they wait, unqueued, in the database.
     const deliveries = t.app.get(DataSource).getRepository(WebhookDeliveryEntity);
-    await eventually(async () => (await deliveries.countBy({ status: 'pending' })) === 5, 5_000, 'five pending deliveries');
+    await eventually(async () => (await deliveries.countBy({ status: 'pending' })) === 5, 20_000, 'five pending deliveries');
     await new Promise((resolve) => setTimeout(resolve, 500));
     expect(receiver.received).toHaveLength(1);
     expect((await deliveries.findBy({ status: 'pending' })).every((d) => d.queuedAt === null)).toBe(true);
@@ -50,7 +50,7 @@ describe('webhook events survive a Redis outage', () => {
     await receiver.waitFor((r) => new Set(r.map((d) => d.body.data.file && (d.body.data.file as { id: string }).id)).size === 6, 20_000, 'all six events');
     const ids = new Set(receiver.received.map((d) => (d.body.data.file as { id: string }).id));
     expect([...ids].sort()).toEqual(['file_0', 'file_1', 'file_2', 'file_3', 'file_4', 'file_5']);
-    await eventually(async () => (await deliveries.countBy({ status: 'succeeded' })) === 6, 5_000, 'six succeeded deliveries');
+    await eventually(async () => (await deliveries.countBy({ status: 'succeeded' })) === 6, 20_000, 'six succeeded deliveries');
   }, 45_000);
 
   it('delivers file.uploaded for a file uploaded while Redis was down, once Redis is back', async () => {
