@@ -113,5 +113,6 @@ describe('Idempotency-Key on POST, across two server processes', () => {
     }, 30_000, 'the key to be usable after the crash');
     expect(after.headers.get('idempotent-replayed')).toBeNull();
     first = await startServerProcess(environment.env, await freePort());
-  });
+    // Hang guard: its two waits and a restart of the killed process add up to more than the default 60 s on a loaded machine.
+  }, 180_000);
 });
