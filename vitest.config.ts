@@ -16,7 +16,7 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'e2e',
-          include: ['test/e2e/**/*.e2e-spec.ts', 'clients/js/test/**/*.e2e-spec.ts'],
+          include: ['test/e2e/**/*.e2e-spec.ts', 'clients/js/test/**/*.e2e-spec.ts', 'clients/conformance/**/*.e2e-spec.ts'],
           environment: 'node',
           testTimeout: 60_000,
           hookTimeout: 60_000,

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// npm run bench [-- --quick] [--db sqlite|postgres] [--only upload,download,listing,webhooks,purge,cli,memory,tus]
-//                [--runs N] [--connections N] [--purge-via job|cli] [--server-env NAME=VALUE ...]
+// npm run bench [-- --quick] [--db sqlite|postgres] [--only upload,download,listing,webhooks,purge,cli,memory,tus,webhooks-direct,feed]
+//                [--runs N] [--connections N] [--files N] [--purge-via job|cli] [--server-env NAME=VALUE ...]
 // Benchmarks the built service (dist/) as a real server process against real Redis and the chosen
 // database, side by side with baselines; prints one table and writes JSON to bench/results/.
 import { execSync } from 'node:child_process';
@@ -8,18 +8,20 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { autovacuumOnForTheRun, deadTuples } from './lib/database.mjs';
 import { createEnvironment } from './lib/environment.mjs';
 import { NotAvailable } from './lib/measure.mjs';
 import { DIST, killAllChildren, ROOT } from './lib/processes.mjs';
 import { printTable } from './lib/table.mjs';
 import { cliScenario } from './scenarios/cli.mjs';
 import { downloadScenario } from './scenarios/download.mjs';
+import { feedScenario } from './scenarios/feed.mjs';
 import { memoryScenario } from './scenarios/memory.mjs';
 import { listingScenario } from './scenarios/listing.mjs';
 import { purgeScenario } from './scenarios/purge.mjs';
 import { tusScenario } from './scenarios/tus.mjs';
 import { uploadScenario } from './scenarios/upload.mjs';
-import { webhooksScenario } from './scenarios/webhooks.mjs';
+import { webhooksScenario, webhooksVersusDirectSendScenario } from './scenarios/webhooks.mjs';
 
 const SCENARIOS = {
   upload: { title: '1 upload', run: uploadScenario, needsServer: true },
@@ -30,6 +32,8 @@ const SCENARIOS = {
   cli: { title: '6 cli', run: cliScenario, needsServer: false },
   memory: { title: '7 memory', run: memoryScenario, needsServer: false },
   tus: { title: '8 resumable upload (tus)', run: tusScenario, needsServer: true },
+  'webhooks-direct': { title: '4b webhooks vs direct send', run: webhooksVersusDirectSendScenario, needsServer: true },
+  feed: { title: '9 event feed', run: feedScenario, needsServer: true },
 };
 
 const { values: args } = parseArgs({
@@ -39,6 +43,7 @@ const { values: args } = parseArgs({
     only: { type: 'string' },
     runs: { type: 'string', default: '3' },
     connections: { type: 'string', default: '10' },
+    files: { type: 'string', default: '100000' },
     'purge-via': { type: 'string', default: 'job' },
     'server-env': { type: 'string', multiple: true, default: [] },
   },
@@ -48,6 +53,8 @@ const options = {
   db: args.db,
   runs: Number(args.runs),
   connections: Number(args.connections),
+  // The largest listing account (scenario 3): 1,000 and 100,000 are always measured.
+  files: Number(args.files),
   purgeVia: args['purge-via'],
   // Extra variables for the server under test, e.g. --server-env WEBHOOK_DELIVERY_CONCURRENCY=100
   serverEnv: Object.fromEntries(args['server-env'].map((pair) => [pair.split('=')[0], pair.split('=').slice(1).join('=')])),
@@ -57,6 +64,7 @@ const problems = [];
 if (!['sqlite', 'postgres'].includes(options.db)) problems.push('--db must be sqlite or postgres');
 if (!Number.isInteger(options.runs) || options.runs < 1) problems.push('--runs must be a positive integer');
 if (!Number.isInteger(options.connections) || options.connections < 1) problems.push('--connections must be a positive integer');
+if (!Number.isInteger(options.files) || options.files < 1_000) problems.push('--files must be an integer of at least 1000');
 if (!['job', 'cli'].includes(options.purgeVia)) problems.push('--purge-via must be job or cli');
 for (const name of only) if (!SCENARIOS[name]) problems.push(`unknown scenario ${name} (known: ${Object.keys(SCENARIOS).join(', ')})`);
 if (!existsSync(join(DIST, 'main.js'))) problems.push('dist/main.js is missing: run `npm run build` (npm run bench does)');
@@ -69,7 +77,7 @@ const log = (message) => process.stderr.write(`[bench ${new Date().toISOString()
 for (const signal of ['SIGINT', 'SIGTERM']) {
   process.on(signal, () => {
     killAllChildren();
-    process.exit(130);
+    void (autovacuum?.restore() ?? Promise.resolve()).finally(() => process.exit(130));
   });
 }
 
@@ -80,8 +88,13 @@ const raw = {};
 let environment = null;
 let context = null;
 let deploymentProblem = null;
+let autovacuum = null;
 
 try {
+  if (options.db === 'postgres') {
+    autovacuum = await autovacuumOnForTheRun();
+    log(`PostgreSQL autovacuum on for the run (was ${autovacuum.before})`);
+  }
   for (const name of only) {
     const scenario = SCENARIOS[name];
     const started = performance.now();
@@ -105,8 +118,23 @@ try {
       }
     }
   }
+  if (options.db === 'postgres' && environment) await reportDeadTuples(environment.databaseUrl);
 } finally {
   await environment?.dispose();
+  await autovacuum?.restore().catch((error) => log(`could not restore autovacuum: ${error.message}`));
+}
+
+/** What the main deployment's tables hold in dead row versions after every scenario ran, with autovacuum on. */
+async function reportDeadTuples(databaseUrl) {
+  try {
+    const tables = await deadTuples(databaseUrl);
+    raw.deadTuples = tables;
+    for (const t of tables.filter((t) => t.dead > 0 || ['accounts', 'file_listing_versions', 'upload_reservations'].includes(t.table))) {
+      results.push({ scenario: 'postgres', metric: `dead tuples ${t.table}`, value: t.dead, unit: 'rows', detail: `${t.live} live, ${t.autovacuums} autovacuums` });
+    }
+  } catch (error) {
+    log(`could not read pg_stat_user_tables: ${error.message}`);
+  }
 }
 
 const meta = buildMeta();
@@ -122,6 +150,7 @@ function buildMeta() {
   quick: options.quick,
   runs: options.runs,
   connections: options.connections,
+  files: options.files,
   purgeVia: options.purgeVia,
   serverEnv: options.serverEnv,
   scenarios: only,
@@ -152,7 +181,7 @@ async function startMainDeployment() {
     const server = await environment.startServer();
     const account = await environment.createAccount('bench');
     log(`server pid ${server.pid} on ${server.url} (${options.db})`);
-    return { environment, server, account, options, shared: {} };
+    return { environment, server, account, options, shared: {}, log };
   } catch (error) {
     deploymentProblem = error;
     await environment.dispose();

@@ -21,13 +21,25 @@ function executable(path) {
 }
 const onPath = (command) => (process.env.PATH ?? '').split(delimiter).some((dir) => dir && executable(join(dir, command)));
 
-// Each tool where the tests look for it (test/support/browser.ts, test/support/media.ts, test/e2e/media/media-support.ts).
+// Each tool where the tests look for it (test/support/browser.ts, test/support/media.ts, test/e2e/media/media-support.ts,
+// clients/conformance/runners.ts).
 const TOOLS = [
   { name: 'chromium', package: 'chromium', usedBy: 'browser tests (Swagger UI, share page, queue dashboard)', present: () => executable(process.env.CHROMIUM_PATH ?? '/usr/bin/chromium') },
   { name: 'ffmpeg', package: 'ffmpeg', usedBy: 'video thumbnail tests', present: () => onPath('ffmpeg') },
   { name: 'pdftoppm', package: 'poppler-utils', usedBy: 'PDF thumbnail tests', present: () => onPath('pdftoppm') },
   { name: 'clamd', package: 'clamav-daemon', usedBy: 'virus scanning tests', present: () => ['/usr/sbin/clamd', '/usr/bin/clamd', '/usr/local/sbin/clamd'].some(executable) },
+  // The client libraries' tests (clients/conformance/runners.ts) run each library with its real interpreter.
+  { name: 'python3 (3.11 or later)', package: 'python3', usedBy: 'Python client library tests', present: () => runs('python3', ['-c', 'import sys; sys.exit(sys.version_info < (3, 11))']) },
+  { name: 'mypy', package: 'mypy', usedBy: "Python client library's type check", present: () => onPath('mypy') },
+  { name: 'php', package: 'php-cli', usedBy: 'PHP client library tests', present: () => runs('php', ['--version']) },
+  { name: 'php curl extension', package: 'php-curl', usedBy: 'PHP client library tests', present: () => runs('php', ['-r', 'exit(extension_loaded("curl") ? 0 : 1);']) },
+  { name: 'ruby', package: 'ruby', usedBy: 'Ruby client library tests', present: () => runs('ruby', ['--version']) },
 ];
+
+/** True when the command exists and exits with 0. */
+function runs(command, args) {
+  return onPath(command) && spawnSync(command, args, { stdio: 'ignore' }).status === 0;
+}
 
 function ensureTools() {
   const missing = TOOLS.filter((tool) => !tool.present());

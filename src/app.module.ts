@@ -24,6 +24,7 @@ import { MetricsModule } from './infra/observability/metrics.module.js';
 import { StorageModule } from './infra/storage/storage.module.js';
 import { ScheduleModule } from '@nestjs/schedule';
 import { AccountsModule } from './modules/accounts/accounts.module.js';
+import { EventsModule } from './modules/events/events.module.js';
 import { FilesModule } from './modules/files/files.module.js';
 import { FoldersModule } from './modules/folders/folders.module.js';
 import { TrashModule, TrashScheduleModule } from './modules/trash/trash.module.js';
@@ -72,6 +73,8 @@ export class AppModule {
         UploadsModule,
         MetricsModule,
         WebhookDeliveryModule,
+        // The event feed: its sequencer, long-poll wake-ups and trim schedule run in the server process.
+        EventsModule,
         ...(config.admin ? [QueueDashboardModule.register(config.admin)] : []),
         ScheduleModule.forRoot(),
         TrashScheduleModule.register(),

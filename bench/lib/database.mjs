@@ -61,9 +61,13 @@ export async function openDatabase(databaseUrl) {
     async query(sql, params = []) {
       return (await pool.query(sql, params)).rows;
     },
-    /** Autovacuum would analyze a freshly loaded table within a minute in production; do it now. */
+    /**
+     * Autovacuum would vacuum and analyze a freshly loaded table within a minute in production (inserts
+     * alone trigger it since PostgreSQL 13); do it now. The vacuum sets the visibility map, which
+     * index-only scans (deep pages of a listing) rely on.
+     */
     async analyze(table) {
-      await pool.query(`ANALYZE "${table}"`);
+      await pool.query(`VACUUM ANALYZE "${table}"`);
     },
     async close() {
       await pool.end();
@@ -79,4 +83,53 @@ function toSqlite(value) {
 /** `$1, $2` placeholders (the PostgreSQL form the scenarios write) as SQLite `?`: each used once, in order. */
 function toSqliteParams(sql) {
   return sql.replace(/\$\d+/g, '?');
+}
+
+const POSTGRES_ADMIN_URL = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+
+/**
+ * Production runs PostgreSQL with autovacuum on; CI machines often turn it off. For the run it is on
+ * (ALTER SYSTEM + pg_reload_conf); the answer puts back what was there: the previous ALTER SYSTEM value,
+ * or none, so the configuration files decide again.
+ */
+export async function autovacuumOnForTheRun() {
+  const admin = new pg.Client({ connectionString: POSTGRES_ADMIN_URL });
+  await admin.connect();
+  try {
+    const [before] = (await admin.query("SELECT setting, sourcefile FROM pg_settings WHERE name = 'autovacuum'")).rows;
+    await admin.query('ALTER SYSTEM SET autovacuum = on');
+    await admin.query('SELECT pg_reload_conf()');
+    const setByAlterSystem = (before?.sourcefile ?? '').endsWith('postgresql.auto.conf');
+    return {
+      before: before?.setting,
+      async restore() {
+        const restorer = new pg.Client({ connectionString: POSTGRES_ADMIN_URL });
+        await restorer.connect();
+        try {
+          await restorer.query(setByAlterSystem ? `ALTER SYSTEM SET autovacuum = ${before.setting === 'on' ? 'on' : 'off'}` : 'ALTER SYSTEM RESET autovacuum');
+          await restorer.query('SELECT pg_reload_conf()');
+        } finally {
+          await restorer.end();
+        }
+      },
+    };
+  } finally {
+    await admin.end();
+  }
+}
+
+/** Live and dead row versions per table of one database (pg_stat_user_tables), most dead first. */
+export async function deadTuples(databaseUrl) {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    // Statistics reach pg_stat_* within a second of a transaction's end.
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    const { rows } = await client.query(
+      'SELECT relname, n_live_tup, n_dead_tup, autovacuum_count, autoanalyze_count FROM pg_stat_user_tables ORDER BY n_dead_tup DESC, relname',
+    );
+    return rows.map((r) => ({ table: r.relname, live: Number(r.n_live_tup), dead: Number(r.n_dead_tup), autovacuums: Number(r.autovacuum_count) }));
+  } finally {
+    await client.end();
+  }
 }

@@ -102,15 +102,23 @@ function streamBody(url, method, filePath, { headers, preamble, epilogue, range 
 }
 
 /**
- * Reads a URL to the end and throws the bytes away (counting them). Answers { status, bytes, ms }.
+ * Reads a URL to the end and throws the bytes away (counting them). Answers { status, bytes, ms, ttfbMs }:
+ * ttfbMs runs to the first byte of the body (to the headers when there is no body).
  */
 export function download(url, headers = {}) {
   return new Promise((resolve, reject) => {
     const started = performance.now();
     const req = httpRequest(url, { method: 'GET', agent: false, headers }, (res) => {
       let bytes = 0;
-      res.on('data', (c) => (bytes += c.length));
-      res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, bytes, ms: performance.now() - started }));
+      let ttfbMs = null;
+      res.on('data', (c) => {
+        if (ttfbMs === null) ttfbMs = performance.now() - started;
+        bytes += c.length;
+      });
+      res.on('end', () => {
+        const ms = performance.now() - started;
+        resolve({ status: res.statusCode, headers: res.headers, bytes, ms, ttfbMs: ttfbMs ?? ms });
+      });
       res.on('error', reject);
     });
     req.on('error', reject);

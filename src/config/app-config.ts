@@ -92,6 +92,9 @@ class EnvironmentVariables {
   @Transform(toNumber) @IsOptional() @IsNumber({ allowNaN: false, allowInfinity: false }) @Min(1) @Max(30 * 86_400)
   TUS_UPLOAD_EXPIRY?: number;
 
+  @Transform(toNumber) @IsOptional() @IsNumber({ allowNaN: false, allowInfinity: false }) @Min(0.000001) @Max(3650)
+  EVENT_RETENTION_DAYS?: number;
+
   @Transform(emptyToUndefined) @IsOptional() @Matches(/^(\S+\s+){4,5}\S+$/, { message: 'TRASH_PURGE_CRON must be a cron expression with 5 or 6 fields' })
   TRASH_PURGE_CRON?: string;
 
@@ -170,6 +173,9 @@ class EnvironmentVariables {
   @Transform(toNumber) @IsOptional() @IsInt() @Min(10) @Max(3_600_000)
   MEDIA_RETRY_DELAY_MS?: number;
 
+  @Transform(toNumber) @IsOptional() @IsInt() @Min(0) @Max(300)
+  API_KEY_CACHE_SECONDS?: number;
+
   @Transform(toNumber) @IsOptional() @IsInt() @Min(1) @Max(3600)
   HTTP_IDLE_TIMEOUT_SECONDS?: number;
 
@@ -205,6 +211,8 @@ export class AppConfig {
   };
   readonly urlSigningSecret: string;
   readonly trashRetentionDays: number;
+  /** How long events stay in the event feed (GET /v1/events) and can be replayed to webhooks. */
+  readonly eventRetentionDays: number;
   /** How long a resumable upload may sit idle before the expiry job removes it. */
   readonly resumableUploadExpiryMs: number;
   readonly trashPurgeCron: string;
@@ -239,6 +247,11 @@ export class AppConfig {
     /** First retry delay of a transiently failed job; each further retry waits twice as long. */
     retryDelayMs: number;
   };
+  /**
+   * How long a server process may reuse an API key lookup; revocations reach every process at once through
+   * Redis (api-key-cache.ts). 0 looks every key up on every request.
+   */
+  readonly apiKeyCacheMs: number;
   /** A connection that sends or takes no bytes this long is closed; a slow transfer that keeps moving never is. */
   readonly httpIdleTimeoutMs: number;
   /** The whole request head (request line and headers) must arrive within this. */
@@ -354,6 +367,7 @@ export function loadConfig(env?: NodeJS.ProcessEnv): AppConfig {
     },
     urlSigningSecret: secret('URL_SIGNING_SECRET'),
     trashRetentionDays: raw.TRASH_RETENTION_DAYS ?? 30,
+    eventRetentionDays: raw.EVENT_RETENTION_DAYS ?? 30,
     resumableUploadExpiryMs: (raw.TUS_UPLOAD_EXPIRY ?? 86_400) * 1000,
     trashPurgeCron: raw.TRASH_PURGE_CRON ?? '*/10 * * * *',
     webhookAllowPrivateUrls: raw.WEBHOOK_ALLOW_PRIVATE_URLS === 'true',
@@ -383,6 +397,7 @@ export function loadConfig(env?: NodeJS.ProcessEnv): AppConfig {
       toolMemoryMb: raw.THUMBNAIL_TOOL_MEMORY_MB ?? 2048,
       retryDelayMs: raw.MEDIA_RETRY_DELAY_MS ?? 5_000,
     },
+    apiKeyCacheMs: (raw.API_KEY_CACHE_SECONDS ?? 30) * 1000,
     httpIdleTimeoutMs: (raw.HTTP_IDLE_TIMEOUT_SECONDS ?? 60) * 1000,
     httpHeadersTimeoutMs: (raw.HTTP_HEADERS_TIMEOUT_SECONDS ?? 60) * 1000,
   });

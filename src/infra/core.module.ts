@@ -4,12 +4,16 @@ import { TypeOrmModule } from '@nestjs/typeorm';
 import { randomUUID } from 'node:crypto';
 import { LoggerModule } from 'nestjs-pino';
 import { Clock } from '../common/clock.js';
+import { ListCursors } from '../common/http/list-cursor.js';
 import { AppConfig } from '../config/app-config.js';
 import { dataSourceOptions } from './database/data-source-options.js';
 import { ServerInstance } from './instances/server-instance.js';
 import { ServerInstanceEntity } from './instances/server-instance.entity.js';
+import { OutboxCommitSubscriber } from './outbox/outbox-commit.subscriber.js';
 import { OutboxEventEntity } from './outbox/outbox-event.entity.js';
+import { OutboxSignal } from './outbox/outbox-signal.js';
 import { Transactions } from './database/transactions.js';
+import { WalCheckpointer } from './database/wal-checkpointer.js';
 import { RedisModule } from './redis/redis.module.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -40,13 +44,13 @@ export class CoreModule {
             },
           },
         }),
-        TypeOrmModule.forRoot({ ...dataSourceOptions(config.database), autoLoadEntities: true }),
+        TypeOrmModule.forRoot({ ...dataSourceOptions(config.database, { logStatements: config.logLevel === 'trace' }), autoLoadEntities: true }),
         // Every module records domain events, so the outbox belongs to the core; so does process liveness.
         TypeOrmModule.forFeature([OutboxEventEntity, ServerInstanceEntity]),
         RedisModule,
       ],
-      providers: [{ provide: AppConfig, useValue: config }, Clock, Transactions, ServerInstance],
-      exports: [AppConfig, Clock, Transactions, ServerInstance, CqrsModule, TypeOrmModule],
+      providers: [{ provide: AppConfig, useValue: config }, Clock, Transactions, ServerInstance, OutboxSignal, OutboxCommitSubscriber, WalCheckpointer, ListCursors],
+      exports: [AppConfig, Clock, Transactions, ServerInstance, OutboxSignal, ListCursors, CqrsModule, TypeOrmModule],
     };
   }
 }

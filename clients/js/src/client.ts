@@ -1,5 +1,5 @@
 import { type FileStorageOptions, HttpClient } from './http.js';
-import { ApiKeys, Files, Folders, Shares, Trash, User, Webhooks } from './resources.js';
+import { ApiKeys, Events, Files, Folders, Shares, Trash, User, Webhooks } from './resources.js';
 
 const MiB = 1024 * 1024;
 
@@ -10,6 +10,7 @@ export class FileStorage {
   readonly folders: Folders;
   readonly shares: Shares;
   readonly webhooks: Webhooks;
+  readonly events: Events;
   readonly apiKeys: ApiKeys;
   readonly user: User;
 
@@ -23,6 +24,7 @@ export class FileStorage {
     this.folders = new Folders(http);
     this.shares = new Shares(http);
     this.webhooks = new Webhooks(http);
+    this.events = new Events(http);
     this.apiKeys = new ApiKeys(http);
     this.user = new User(http);
   }

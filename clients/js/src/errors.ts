@@ -85,6 +85,10 @@ export class StorageExceededError extends FileStorageError {
 export class ShareExpiredError extends FileStorageError {
   override name = 'ShareExpiredError';
 }
+/** The feed cursor points before events that were trimmed (older than the retention); start again without `after`. */
+export class CursorExpiredError extends FileStorageError {
+  override name = 'CursorExpiredError';
+}
 export class PasswordRequiredError extends FileStorageError {
   override name = 'PasswordRequiredError';
 }
@@ -118,6 +122,7 @@ const ERROR_CLASSES: Record<string, new (init: FileStorageErrorInit) => FileStor
   file_too_large: FileTooLargeError,
   storage_exceeded: StorageExceededError,
   share_expired: ShareExpiredError,
+  cursor_expired: CursorExpiredError,
   password_required: PasswordRequiredError,
   file_infected: FileInfectedError,
   service_unavailable: ServiceUnavailableError,

@@ -1,5 +1,5 @@
 import type { CallOptions, HttpClient } from './http.js';
-import { fetchPage, paginate } from './pagination.js';
+import { fetchCursorPage, fetchPage, paginate, paginateByCursor } from './pagination.js';
 import { uploadResumable } from './tus.js';
 import { type UploadProgress, type UploadSource, multipartBody, openSource } from './upload-source.js';
 import type {
@@ -11,12 +11,17 @@ import type {
   DeletedFile,
   DeletedFolder,
   DeletedWebhook,
+  RotatedWebhookSecret,
   EmptiedTrash,
+  EventPage,
+  FeedEvent,
   FileObject,
   Folder,
+  CursorPage,
   Page,
   PublicShare,
   QueryOf,
+  ReplayQueued,
   RestoredFile,
   RevokedApiKey,
   RevokedShare,
@@ -72,13 +77,13 @@ export class Files {
   }
 
   /** One page of the files of a folder (the root by default). */
-  list(query: QueryOf<'listFiles'> = {}, options: CallOptions = {}): Promise<Page<FileObject>> {
-    return fetchPage(this.http, '/v1/files', query, options);
+  list(query: QueryOf<'listFiles'> = {}, options: CallOptions = {}): Promise<CursorPage<FileObject>> {
+    return fetchCursorPage(this.http, '/v1/files', query, options);
   }
 
   /** Every file of a folder, fetching page after page: `for await (const file of client.files.listAll())`. */
   listAll(query: QueryOf<'listFiles'> = {}, options: CallOptions = {}): AsyncGenerator<FileObject> {
-    return paginate(this.http, '/v1/files', query, options);
+    return paginateByCursor(this.http, '/v1/files', query, options);
   }
 
   get(fileId: string, options: CallOptions = {}): Promise<FileObject> {
@@ -133,12 +138,12 @@ export class Files {
 export class Trash {
   constructor(private readonly http: HttpClient) {}
 
-  list(query: QueryOf<'listTrash'> = {}, options: CallOptions = {}): Promise<Page<TrashedFile>> {
-    return fetchPage(this.http, '/v1/trash', query, options);
+  list(query: QueryOf<'listTrash'> = {}, options: CallOptions = {}): Promise<CursorPage<TrashedFile>> {
+    return fetchCursorPage(this.http, '/v1/trash', query, options);
   }
 
   listAll(query: QueryOf<'listTrash'> = {}, options: CallOptions = {}): AsyncGenerator<TrashedFile> {
-    return paginate(this.http, '/v1/trash', query, options);
+    return paginateByCursor(this.http, '/v1/trash', query, options);
   }
 
   /** Deletes every file in the trash for good. */
@@ -154,12 +159,12 @@ export class Folders {
     return this.http.data({ method: 'POST', path: '/v1/folders', json: folder, ...post(options) });
   }
 
-  list(query: QueryOf<'listFolders'> = {}, options: CallOptions = {}): Promise<Page<Folder>> {
-    return fetchPage(this.http, '/v1/folders', query, options);
+  list(query: QueryOf<'listFolders'> = {}, options: CallOptions = {}): Promise<CursorPage<Folder>> {
+    return fetchCursorPage(this.http, '/v1/folders', query, options);
   }
 
   listAll(query: QueryOf<'listFolders'> = {}, options: CallOptions = {}): AsyncGenerator<Folder> {
-    return paginate(this.http, '/v1/folders', query, options);
+    return paginateByCursor(this.http, '/v1/folders', query, options);
   }
 
   /** Renames and/or moves a folder (`parent_id: null` moves it to the root). */
@@ -183,12 +188,12 @@ export class Shares {
     return this.http.data({ method: 'POST', path: '/v1/shares', json: share, ...post(options) });
   }
 
-  list(query: QueryOf<'listShares'> = {}, options: CallOptions = {}): Promise<Page<Share>> {
-    return fetchPage(this.http, '/v1/shares', query, options);
+  list(query: QueryOf<'listShares'> = {}, options: CallOptions = {}): Promise<CursorPage<Share>> {
+    return fetchCursorPage(this.http, '/v1/shares', query, options);
   }
 
   listAll(query: QueryOf<'listShares'> = {}, options: CallOptions = {}): AsyncGenerator<Share> {
-    return paginate(this.http, '/v1/shares', query, options);
+    return paginateByCursor(this.http, '/v1/shares', query, options);
   }
 
   revoke(shareId: string, options: CallOptions = {}): Promise<RevokedShare> {
@@ -249,21 +254,40 @@ export class Webhooks {
     return this.http.data({ method: 'DELETE', path: path`/v1/webhooks/${webhookId}`, signal: options.signal });
   }
 
+  /**
+   * Replaces the webhook's signing secret; the answer shows the new one this once. For `expiresIn` seconds
+   * (default 86400, 0 to 604800) deliveries are signed with the old and the new secret, then with the new one only.
+   */
+  rotateSecret(webhookId: string, rotation: { expiresIn?: number } = {}, options: PostOptions = {}): Promise<RotatedWebhookSecret> {
+    const json: BodyOf<'rotateWebhookSecret'> = rotation.expiresIn === undefined ? {} : { expires_in: rotation.expiresIn };
+    return this.http.data({ method: 'POST', path: path`/v1/webhooks/${webhookId}/rotate-secret`, json, ...post(options) });
+  }
+
   /** Sends a `webhook.test` event to the webhook; answers the queued delivery. */
   test(webhookId: string, options: PostOptions = {}): Promise<WebhookDelivery> {
     return this.http.data({ method: 'POST', path: path`/v1/webhooks/${webhookId}/test`, ...post(options) });
   }
 
-  deliveries(webhookId: string, query: QueryOf<'listWebhookDeliveries'> = {}, options: CallOptions = {}): Promise<Page<WebhookDelivery>> {
-    return fetchPage(this.http, path`/v1/webhooks/${webhookId}/deliveries`, query, options);
+  deliveries(webhookId: string, query: QueryOf<'listWebhookDeliveries'> = {}, options: CallOptions = {}): Promise<CursorPage<WebhookDelivery>> {
+    return fetchCursorPage(this.http, path`/v1/webhooks/${webhookId}/deliveries`, query, options);
   }
 
   allDeliveries(webhookId: string, query: QueryOf<'listWebhookDeliveries'> = {}, options: CallOptions = {}): AsyncGenerator<WebhookDelivery> {
-    return paginate(this.http, path`/v1/webhooks/${webhookId}/deliveries`, query, options);
+    return paginateByCursor(this.http, path`/v1/webhooks/${webhookId}/deliveries`, query, options);
   }
 
   delivery(webhookId: string, deliveryId: string, options: CallOptions = {}): Promise<WebhookDelivery> {
     return this.http.data({ method: 'GET', path: path`/v1/webhooks/${webhookId}/deliveries/${deliveryId}`, signal: options.signal });
+  }
+
+  /**
+   * Delivers again every retained event in [since, until) (until defaults to now) that the webhook subscribes to:
+   * new delivery ids, the same event ids. Answers how many were queued; events still waiting in an earlier replay
+   * are not queued again.
+   */
+  replay(webhookId: string, window: { since: Date | string; until?: Date | string }, options: PostOptions = {}): Promise<ReplayQueued> {
+    const json = { since: isoString(window.since), ...(window.until === undefined ? {} : { until: isoString(window.until) }) };
+    return this.http.data({ method: 'POST', path: path`/v1/webhooks/${webhookId}/replay`, json, ...post(options) });
   }
 
   /** Sends a delivery again (same delivery id); answers the delivery, queued. */
@@ -300,4 +324,62 @@ export class User {
   info(options: CallOptions = {}): Promise<UserInfo> {
     return this.http.data({ method: 'GET', path: '/v1/user/info', signal: options.signal });
   }
+}
+
+export interface EventListQuery {
+  /** A `next_cursor` from an earlier answer; without it the feed starts at the oldest retained event. */
+  after?: string;
+  /** 1 to 1000 (default 100). */
+  limit?: number;
+  /** Only these event names. */
+  types?: string[] | string;
+  /** Long poll: wait up to this many seconds (0 to 30) for an event when there is none yet. */
+  wait?: number;
+}
+
+/** The tail of the feed: iterate it for every event from `after` on, as they happen; `cursor` is where to resume. */
+export interface EventTail extends AsyncIterable<FeedEvent> {
+  /** Where to resume: after the last page read to its end (resuming may repeat events of a page the loop left midway). */
+  readonly cursor: string | undefined;
+}
+
+export class Events {
+  constructor(private readonly http: HttpClient) {}
+
+  /** One answer of the event feed: events oldest first and `next_cursor`, always present, to read on from. */
+  list(query: EventListQuery = {}, options: CallOptions = {}): Promise<EventPage> {
+    const types = Array.isArray(query.types) ? query.types.join(',') : query.types;
+    return this.http.envelope<EventPage>({ method: 'GET', path: '/v1/events', query: { ...query, types }, signal: options.signal });
+  }
+
+  /**
+   * Every event from `after` on, waiting (long polls of `wait`, default 30 s) for new ones: a `for await` loop
+   * that never ends by itself; break out of it, or abort `options.signal`.
+   */
+  tail(query: Omit<EventListQuery, 'after'> & { after?: string } = {}, options: CallOptions = {}): EventTail {
+    const events = this;
+    let cursor = query.after;
+    return {
+      get cursor() {
+        return cursor;
+      },
+      async *[Symbol.asyncIterator]() {
+        for (;;) {
+          options.signal?.throwIfAborted();
+          const page = await events.list({ ...query, after: cursor, wait: query.wait ?? 30 }, options);
+          // Moved before the page's last event is handed out, so a loop that stops at it resumes after it.
+          const last = page.data.length - 1;
+          if (last < 0) cursor = page.next_cursor;
+          for (const [i, event] of page.data.entries()) {
+            if (i === last) cursor = page.next_cursor;
+            yield event;
+          }
+        }
+      },
+    };
+  }
+}
+
+function isoString(value: Date | string): string {
+  return value instanceof Date ? value.toISOString() : value;
 }

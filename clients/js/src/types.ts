@@ -18,6 +18,8 @@ export type CreatedApiKey = Schemas['CreatedApiKeyResponse'];
 export type RevokedApiKey = Schemas['RevokedApiKeyResponse'];
 export type UserInfo = Schemas['UserInfoResponse'];
 export type Pagination = Schemas['Pagination'];
+/** The pagination of the listings that also page by cursor: `next_cursor` (null on the last page) goes back as `cursor`. */
+export type CursorPagination = Schemas['CursorPagination'];
 
 /** The query parameters of an operation, as openapi.json states them. */
 export type QueryOf<Op extends keyof operations> = NonNullable<operations[Op]['parameters']['query']>;
@@ -35,7 +37,22 @@ export interface Page<T> {
   data: T[];
   pagination: Pagination;
 }
+
+/** One page of a listing that also pages by cursor (files, folders, trash, shares, webhook deliveries). */
+export interface CursorPage<T> {
+  data: T[];
+  pagination: CursorPagination;
+}
 export type Webhook = Schemas['WebhookResponse'];
 export type CreatedWebhook = Schemas['CreatedWebhookResponse'];
 export type DeletedWebhook = Schemas['DeletedWebhookResponse'];
+export type RotatedWebhookSecret = Schemas['RotatedWebhookSecretResponse'];
 export type WebhookDelivery = Schemas['DeliveryResponse'];
+export type ReplayQueued = Schemas['ReplayQueuedResponse'];
+/** One event of the feed (GET /v1/events): the delivery envelope plus the stable event `id`. */
+export type FeedEvent = Schemas['EventResponse'];
+/** One answer of the event feed: its events and the cursor to read on from. */
+export interface EventPage {
+  data: FeedEvent[];
+  next_cursor: string;
+}

@@ -30,3 +30,73 @@ function hexToBytes(hex: string): Uint8Array<ArrayBuffer> {
   for (let i = 0; i < bytes.length; i++) bytes[i] = parseInt(hex.slice(i * 2, i * 2 + 2), 16);
   return bytes;
 }
+
+const STANDARD_PREFIX = 'whsec_';
+/** Canonical standard base64 with padding, as the Standard Webhooks libraries decode it. */
+const CANONICAL_BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
+export interface StandardWebhookOptions {
+  /** How far `webhook-timestamp` may be from now, in seconds (default 300, as the Standard Webhooks libraries). */
+  toleranceSeconds?: number;
+  /** The time to check the timestamp against (default: now). */
+  now?: Date;
+}
+
+/**
+ * Whether a webhook delivery is genuine by its Standard Webhooks headers: one of the `v1,` signatures in
+ * `webhook-signature` must be the base64 HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{raw body}`, and
+ * `webhook-timestamp` within five minutes of now (a captured delivery cannot be replayed later). Give the
+ * secret exactly as shown at creation or rotation; several secrets (e.g. the old and the new during a
+ * rotation) are accepted as a list. A `whsec_` secret in canonical base64 is keyed by its decoded bytes, any
+ * other secret by its UTF-8 bytes, as the service signs (docs/webhooks.md, "Which key signs what").
+ * Node and browsers; the comparison is Web Crypto's HMAC verify, in constant time.
+ */
+export async function verifyStandardWebhook(
+  rawBody: string | Uint8Array,
+  headers: WebhookHeaders,
+  secret: string | readonly string[],
+  options: StandardWebhookOptions = {},
+): Promise<boolean> {
+  const id = readHeader(headers, 'webhook-id');
+  const timestamp = readHeader(headers, 'webhook-timestamp');
+  const signatures = readHeader(headers, 'webhook-signature');
+  if (!id || !timestamp || !signatures || !/^\d{1,15}$/.test(timestamp)) return false;
+  const now = Math.floor((options.now ?? new Date()).getTime() / 1000);
+  if (Math.abs(now - Number(timestamp)) > (options.toleranceSeconds ?? 300)) return false;
+
+  const encoder = new TextEncoder();
+  const body = typeof rawBody === 'string' ? encoder.encode(rawBody) : new Uint8Array(rawBody);
+  const prefix = encoder.encode(`${id}.${timestamp}.`);
+  const message = new Uint8Array(prefix.length + body.length);
+  message.set(prefix);
+  message.set(body, prefix.length);
+  const candidates = signatures
+    .split(' ')
+    .filter((s) => s.startsWith('v1,'))
+    .map((s) => base64ToBytes(s.slice(3)))
+    .filter((s): s is Uint8Array<ArrayBuffer> => s !== null && s.length === 32);
+  for (const one of typeof secret === 'string' ? [secret] : secret) {
+    const key = await crypto.subtle.importKey('raw', standardKey(one), { name: 'HMAC', hash: 'SHA-256' }, false, ['verify']);
+    for (const candidate of candidates) if (await crypto.subtle.verify('HMAC', key, candidate, message)) return true;
+  }
+  return false;
+}
+
+function standardKey(secret: string): Uint8Array<ArrayBuffer> {
+  if (secret.startsWith(STANDARD_PREFIX)) {
+    const decoded = CANONICAL_BASE64.test(secret.slice(STANDARD_PREFIX.length)) ? base64ToBytes(secret.slice(STANDARD_PREFIX.length)) : null;
+    if (decoded && decoded.length >= 24 && decoded.length <= 64) return decoded;
+  }
+  return new TextEncoder().encode(secret) as Uint8Array<ArrayBuffer>;
+}
+
+function base64ToBytes(base64: string): Uint8Array<ArrayBuffer> | null {
+  try {
+    const binary = atob(base64);
+    const bytes = new Uint8Array(binary.length);
+    for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
+    return bytes;
+  } catch {
+    return null;
+  }
+}

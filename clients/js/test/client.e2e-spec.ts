@@ -8,7 +8,7 @@ import { createAccount } from '../../../test/support/accounts.js';
 import { startTestApp, type TestApp } from '../../../test/support/test-app.js';
 import { sleep } from '../../../test/support/time.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../../../test/support/webhook-receiver.js';
-import { AuthenticationError, FileStorage, FileTooLargeError, NotFoundError, RateLimitError, verifyWebhookSignature } from '../src/index.js';
+import { AuthenticationError, FileStorage, FileTooLargeError, NotFoundError, RateLimitError, verifyStandardWebhook, verifyWebhookSignature } from '../src/index.js';
 
 const md5 = (bytes: Uint8Array) => createHash('md5').update(bytes).digest('hex');
 
@@ -67,6 +67,31 @@ describe('the JavaScript client against a live server', () => {
     expect(md5(readFileSync(target))).toBe(md5(bytes));
   });
 
+  it('iterates a listing by cursor: files added and deleted meanwhile neither repeat nor skip the others', async () => {
+    const folder = await client.folders.create({ name: 'Busy while iterating' });
+    const originals: string[] = [];
+    for (let i = 0; i < 6; i++) originals.push((await client.files.upload(Buffer.from(`original ${i}`), { name: `o${i}.txt`, folderId: folder.id })).name);
+    const seen: string[] = [];
+    for await (const file of client.files.listAll({ folder_id: folder.id, per_page: 2, sort: 'created_desc' })) {
+      seen.push(file.name);
+      if (seen.length === 1) {
+        // Newer files land before the iterator's position, and one already seen leaves: page numbers would shift.
+        await client.files.upload(Buffer.from('late'), { name: 'late-1.txt', folderId: folder.id });
+        await client.files.upload(Buffer.from('late'), { name: 'late-2.txt', folderId: folder.id });
+        const [firstSeen] = (await client.files.list({ folder_id: folder.id, search: file.name })).data;
+        await client.files.delete(firstSeen.id);
+      }
+    }
+    expect(seen).toEqual([...originals].reverse());
+    // The first page may be a page number; the walk goes on by cursor from there.
+    const fromPage2: string[] = [];
+    for await (const f of client.folders.listAll({ page: 2, per_page: 1, sort: 'name_asc' })) fromPage2.push(f.name);
+    const everyFolder = (await client.folders.list({ per_page: 100, sort: 'name_asc' })).data.map((f) => f.name);
+    expect(fromPage2).toEqual(everyFolder.slice(1));
+    const page = await client.files.list({ folder_id: folder.id, per_page: 2 });
+    expect(page.pagination.next_cursor).toEqual(expect.any(String));
+  });
+
   it('lists one page and iterates every page, and round-trips through the trash', async () => {
     const folder = await client.folders.create({ name: 'Paged' });
     for (let i = 0; i < 5; i++) await client.files.upload(Buffer.from(`file ${i}`), { name: `f${i}.txt`, folderId: folder.id });
@@ -107,6 +132,43 @@ describe('the JavaScript client against a live server', () => {
     expect(await verifyWebhookSignature(received.rawBody, received.headers as Record<string, string>, 'another-secret')).toBe(false);
     const deliveries = await client.webhooks.deliveries(webhook.id);
     expect(deliveries.data.map((d) => d.id)).toContain(delivery.id);
+  });
+
+  it('rotates a webhook secret; verifyStandardWebhook accepts the old and the new secret during the grace period', async () => {
+    const webhook = await client.webhooks.create({ url: `${receiver.url}/rotating`, events: ['file.uploaded'] });
+    const rotated = await client.webhooks.rotateSecret(webhook.id, { expiresIn: 3600 });
+    expect(rotated).toMatchObject({ id: webhook.id, secret: expect.stringMatching(/^whsec_/), previous_secret_expires_at: expect.any(String) });
+    expect(Date.parse(rotated.previous_secret_expires_at!) - Date.parse(rotated.rotated_at)).toBe(3_600_000);
+    expect((await client.webhooks.get(webhook.id)).previous_secret_expires_at).toBe(rotated.previous_secret_expires_at);
+
+    await client.webhooks.test(webhook.id);
+    const got = (await receiver.waitFor((all) => all.some((d) => d.path === '/hooks/rotating'))).find((d) => d.path === '/hooks/rotating')!;
+    const headers = got.headers as Record<string, string>;
+    expect(await verifyStandardWebhook(got.rawBody, headers, webhook.secret)).toBe(true);
+    expect(await verifyStandardWebhook(got.rawBody, headers, rotated.secret)).toBe(true);
+    expect(await verifyStandardWebhook(got.rawBody, headers, ['whsec_' + Buffer.alloc(32, 9).toString('base64'), rotated.secret])).toBe(true);
+    expect(await verifyStandardWebhook(got.rawBody, headers, 'whsec_' + Buffer.alloc(32, 9).toString('base64'))).toBe(false);
+    expect(await verifyStandardWebhook(got.rawBody + ' ', headers, rotated.secret)).toBe(false);
+    expect(await verifyStandardWebhook(got.rawBody, { ...headers, 'webhook-id': 'evt_other' }, rotated.secret)).toBe(false);
+    // A delivery captured and replayed more than five minutes later is refused.
+    const later = new Date((Number(headers['webhook-timestamp']) + 301) * 1000);
+    expect(await verifyStandardWebhook(got.rawBody, headers, rotated.secret, { now: later })).toBe(false);
+    // X-Service-Signature uses the new secret only.
+    expect(await verifyWebhookSignature(got.rawBody, headers, rotated.secret)).toBe(true);
+    expect(await verifyWebhookSignature(got.rawBody, headers, webhook.secret)).toBe(false);
+
+    const ended = await client.webhooks.rotateSecret(webhook.id, { expiresIn: 0 });
+    expect(ended.previous_secret_expires_at).toBeNull();
+  });
+
+  it('verifyStandardWebhook keys a secret chosen at creation by its UTF-8 bytes', async () => {
+    const secret = 'a-long-wébhook-secret';
+    const webhook = await client.webhooks.create({ url: `${receiver.url}/chosen`, events: ['file.uploaded'], secret });
+    await client.webhooks.test(webhook.id);
+    const got = (await receiver.waitFor((all) => all.some((d) => d.path === '/hooks/chosen'))).find((d) => d.path === '/hooks/chosen')!;
+    expect(await verifyStandardWebhook(got.rawBody, got.headers as Record<string, string>, secret)).toBe(true);
+    expect(await verifyStandardWebhook(new TextEncoder().encode(got.rawBody), got.headers as Record<string, string>, secret)).toBe(true);
+    expect(await verifyStandardWebhook(got.rawBody, got.headers as Record<string, string>, 'a-long-webhook-secret')).toBe(false);
   });
 
   it('manages api keys and reads user info', async () => {

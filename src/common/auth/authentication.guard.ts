@@ -1,7 +1,8 @@
-import { CanActivate, ExecutionContext, Injectable, Logger } from '@nestjs/common';
+import { CanActivate, ExecutionContext, Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { CommandBus, QueryBus } from '@nestjs/cqrs';
 import type { Request } from 'express';
+import { ApiKeyCache } from '../../modules/accounts/api-key-cache.js';
 import { RecordKeyUseCommand } from '../../modules/accounts/commands/record-key-use.command.js';
 import { AuthenticateApiKeyQuery } from '../../modules/accounts/queries/authenticate-api-key.query.js';
 import { Clock } from '../clock.js';
@@ -18,7 +19,7 @@ const KEY_USE_RESOLUTION_MS = 60_000;
  * address that keeps presenting wrong keys is refused for the rest of the minute (FailedAuthentications).
  */
 @Injectable()
-export class AuthenticationGuard implements CanActivate {
+export class AuthenticationGuard implements CanActivate, OnModuleInit {
   private readonly logger = new Logger('Authentication');
 
   constructor(
@@ -27,7 +28,13 @@ export class AuthenticationGuard implements CanActivate {
     private readonly commands: CommandBus,
     private readonly clock: Clock,
     private readonly failures: FailedAuthentications,
+    private readonly keyCache: ApiKeyCache,
   ) {}
+
+  /** Key lookups are cached only while invalidations can be heard, so the server listens from the start. */
+  onModuleInit(): void {
+    this.keyCache.listen();
+  }
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
     const rule = this.reflector.getAllAndOverride<AccessRule | undefined>(ACCESS_METADATA, [context.getHandler(), context.getClass()]);
@@ -35,15 +42,17 @@ export class AuthenticationGuard implements CanActivate {
     const request = context.switchToHttp().getRequest<Request>();
     const header = request.headers.authorization;
     if (!header) throw new AuthenticationFailed();
-    const client = clientNetwork(request.ip);
-    this.failures.assertAllowed(client);
+    // The client's address (behind trust-proxy rules) is worked out only when a limit needs it, not on every request.
+    if (this.failures.refusesAnyone) this.failures.assertAllowed(clientNetwork(request.ip));
     const match = BEARER.exec(header.trim());
-    if (!match) throw await this.failures.record(client, new AuthenticationFailed('The Authorization header must be "Bearer <API_KEY>".'));
+    if (!match) throw await this.failures.record(clientNetwork(request.ip), new AuthenticationFailed('The Authorization header must be "Bearer <API_KEY>".'));
     const authentication = await this.queries.execute(new AuthenticateApiKeyQuery(match[1]));
-    if (!authentication) throw await this.failures.record(client, new AuthenticationFailed('The API key is not valid or has been revoked.'));
+    if (!authentication) throw await this.failures.record(clientNetwork(request.ip), new AuthenticationFailed('The API key is not valid or has been revoked.'));
     request.actor = authentication.actor;
     const now = this.clock.now();
     if (!authentication.lastUsedAt || now.getTime() - authentication.lastUsedAt.getTime() > KEY_USE_RESOLUTION_MS) {
+      // The answer may come from the key cache: noted there too, so the next requests do not record the use again.
+      authentication.lastUsedAt = now;
       // Bookkeeping only: the request does not wait for it, and a failure must not fail the request.
       this.commands.execute(new RecordKeyUseCommand(authentication.actor.keyId, now)).catch((error: unknown) => {
         this.logger.warn({ err: error }, 'Could not record key use');

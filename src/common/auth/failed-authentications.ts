@@ -39,6 +39,11 @@ export class FailedAuthentications {
     this.counters = new RedisThrottlerStorage(redis, config);
   }
 
+  /** Whether any client is refused now (or was, until its entry is next checked): when none is, no address need be worked out. */
+  get refusesAnyone(): boolean {
+    return this.refusedUntil.size > 0;
+  }
+
   /** Throws while this client is refused. */
   assertAllowed(client: string): void {
     const until = this.refusedUntil.get(client);

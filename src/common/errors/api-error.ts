@@ -9,6 +9,7 @@ export type ErrorCode =
   | 'storage_exceeded'
   | 'file_too_large'
   | 'share_expired'
+  | 'cursor_expired'
   | 'password_required'
   | 'file_infected'
   | 'conflict'
@@ -103,6 +104,17 @@ export class StorageExceeded extends ApiError {
 export class ShareExpired extends ApiError {
   constructor() {
     super(HttpStatus.GONE, 'share_expired', 'This share link has expired.');
+  }
+}
+
+export class CursorExpired extends ApiError {
+  constructor(retentionDays: number) {
+    super(
+      HttpStatus.GONE,
+      'cursor_expired',
+      `This cursor points before events that were trimmed (events are kept ${retentionDays} days); start again without \`after\` and resynchronise.`,
+      { retention_days: retentionDays },
+    );
   }
 }
 

@@ -17,6 +17,21 @@ export class Pagination {
   }
 }
 
+/** The pagination object of the listings that also page by cursor: the specification's four fields and `next_cursor`. */
+export class CursorPagination extends Pagination {
+  @ApiProperty({
+    type: String,
+    nullable: true,
+    example: 'WzEsIjIwMjYtMTEtMjRUMTA6MDA6MDAuMDAwWiIsImZpbGVfMDE5MyIsNTBd.q5BvOw2cZmC3c0Gx0dXJbA',
+    description: 'Send as `cursor` (with the same filters, search and sort) for the page after this one; null on the last page.',
+  })
+  next_cursor: string | null;
+
+  static after(page: number, perPage: number, totalItems: number, nextCursor: string | null): CursorPagination {
+    return Object.assign(new CursorPagination(), { ...Pagination.of(page, perPage, totalItems), next_cursor: nextCursor });
+  }
+}
+
 /** What a list query returns; the envelope interceptor turns it into `{success, data, pagination}`. */
 export class Page<T> {
   constructor(
@@ -29,10 +44,19 @@ export class Page<T> {
   }
 }
 
+/** What a cursor-paged query returns; the envelope interceptor turns it into `{success, data, next_cursor}`. */
+export class CursorPage<T> {
+  constructor(
+    readonly items: T[],
+    readonly nextCursor: string,
+  ) {}
+}
+
 export interface SuccessEnvelope<T> {
   success: true;
   data: T;
   pagination?: Pagination;
+  next_cursor?: string;
 }
 
 export interface ErrorEnvelope {
@@ -42,5 +66,6 @@ export interface ErrorEnvelope {
 
 export function successEnvelope<T>(result: T | Page<T>): SuccessEnvelope<T | T[]> {
   if (result instanceof Page) return { success: true, data: result.items, pagination: result.pagination };
+  if (result instanceof CursorPage) return { success: true, data: result.items, next_cursor: result.nextCursor };
   return { success: true, data: result as T };
 }

@@ -1,7 +1,7 @@
 import { applyDecorators, Type } from '@nestjs/common';
 import { ApiExtraModels, ApiProperty, ApiPropertyOptional, ApiResponse, ApiResponseSchemaHost, getSchemaPath, type OpenAPIObject } from '@nestjs/swagger';
 import type { ErrorCode } from '../errors/api-error.js';
-import { Pagination } from './envelope.js';
+import { CursorPagination, Pagination } from './envelope.js';
 
 type Schema = ApiResponseSchemaHost['schema'];
 
@@ -18,7 +18,7 @@ export class ErrorBodyDoc {
     example: 'invalid_request',
     description:
       'invalid_request (400), authentication_failed (401), permission_denied (403), not_found (404), rate_limit_exceeded (429), ' +
-      'file_too_large and storage_exceeded (413), share_expired (410), password_required (401), file_infected (403), service_unavailable (503, with Retry-After), internal_error (500)',
+      'file_too_large and storage_exceeded (413), share_expired and cursor_expired (410), password_required (401), file_infected (403), service_unavailable (503, with Retry-After), internal_error (500)',
   })
   code: string;
 
@@ -38,17 +38,21 @@ export class ErrorEnvelopeDoc {
   @ApiProperty({ type: ErrorBodyDoc }) error: ErrorBodyDoc;
 }
 
-/** Documents a success answer as `{success: true, data: <model>}` (or a list with pagination). */
-export function ApiEnvelope(model: Type<unknown> | null, options: { status?: number; description?: string; list?: boolean } = {}) {
+/**
+ * Documents a success answer as `{success: true, data: <model>}`, or a list with pagination (`list: true`;
+ * `list: 'cursor'` for the listings that also answer `next_cursor`).
+ */
+export function ApiEnvelope(model: Type<unknown> | null, options: { status?: number; description?: string; list?: boolean | 'cursor' } = {}) {
+  const pagination = options.list === 'cursor' ? CursorPagination : Pagination;
   const data: Schema = model === null ? { type: 'object' } : options.list ? { type: 'array', items: { $ref: getSchemaPath(model) } } : { $ref: getSchemaPath(model) };
   const properties: Record<string, Schema> = { success: { type: 'boolean', enum: [true] }, data };
   const required = ['success', 'data'];
   if (options.list) {
-    properties.pagination = { $ref: getSchemaPath(Pagination) };
+    properties.pagination = { $ref: getSchemaPath(pagination) };
     required.push('pagination');
   }
   return applyDecorators(
-    ApiExtraModels(...([model, Pagination].filter(Boolean) as Type<unknown>[])),
+    ApiExtraModels(...([model, pagination].filter(Boolean) as Type<unknown>[])),
     ApiResponse({
       status: options.status ?? 200,
       description: options.description ?? 'Success',
@@ -69,12 +73,14 @@ export const ERROR_CODES_BY_STATUS: Record<number, ErrorCode[]> = {
   403: ['permission_denied', 'file_infected'],
   404: ['not_found'],
   409: ['conflict', 'idempotency_key_in_use'],
-  410: ['share_expired', 'not_found'],
+  410: ['share_expired', 'cursor_expired', 'not_found'],
   413: ['file_too_large', 'storage_exceeded', 'invalid_request'],
   416: ['invalid_request'],
   422: ['idempotency_key_reused'],
   423: ['conflict'],
   429: ['rate_limit_exceeded'],
+  /** tus: Checksum Mismatch (Upload-Checksum). */
+  460: ['invalid_request'],
   500: ['internal_error'],
   503: ['service_unavailable'],
 };

@@ -1,6 +1,7 @@
+import { applyDecorators } from '@nestjs/common';
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
-import { IsInt, IsOptional, Max, Min } from 'class-validator';
+import { IsInt, IsOptional, IsString, Matches, Max, Min, ValidateBy } from 'class-validator';
 
 export const MAX_PER_PAGE = 100;
 
@@ -8,17 +9,81 @@ export const MAX_PER_PAGE = 100;
 const toInteger = ({ value }: { value: unknown }) => (typeof value === 'string' && /^[0-9]{1,12}$/.test(value) ? Number(value) : value);
 export const DEFAULT_PER_PAGE = 50;
 
+const PageNumber = () =>
+  applyDecorators(
+    ApiPropertyOptional({ minimum: 1, default: 1, description: 'Page number, from 1.' }),
+    IsOptional(),
+    Transform(toInteger),
+    IsInt(),
+    Min(1),
+    Max(1_000_000_000),
+  );
+
+const PerPage = () =>
+  applyDecorators(
+    ApiPropertyOptional({ minimum: 1, maximum: MAX_PER_PAGE, default: DEFAULT_PER_PAGE, description: 'Items per page, 1 to 100.' }),
+    IsOptional(),
+    Transform(toInteger),
+    IsInt(),
+    Min(1),
+    Max(MAX_PER_PAGE),
+  );
+
 /** `page` and `per_page`, shared by every paginated listing. */
 export class PageRequest {
-  @ApiPropertyOptional({ minimum: 1, default: 1, description: 'Page number, from 1.' })
-  @IsOptional() @Transform(toInteger) @IsInt() @Min(1) @Max(1_000_000_000)
+  @PageNumber()
   page: number = 1;
 
-  @ApiPropertyOptional({ minimum: 1, maximum: MAX_PER_PAGE, default: DEFAULT_PER_PAGE, description: 'Items per page, 1 to 100.' })
-  @IsOptional() @Transform(toInteger) @IsInt() @Min(1) @Max(MAX_PER_PAGE)
+  @PerPage()
   per_page: number = DEFAULT_PER_PAGE;
 
   get offset(): number {
     return (this.page - 1) * this.per_page;
+  }
+}
+
+const NotWithPage = () =>
+  ValidateBy({
+    name: 'notWithPage',
+    validator: {
+      validate: (_cursor, args) => (args?.object as CursorPageRequest | undefined)?.page === undefined,
+      defaultMessage: () => 'cannot be combined with page',
+    },
+  });
+
+/** What a cursor looks like on the wire (list-cursor.ts): base64url payload, a dot, base64url MAC. */
+export const CURSOR_SHAPE = /^[A-Za-z0-9_-]{1,2000}\.[A-Za-z0-9_-]{22}$/;
+
+/**
+ * `page`/`per_page` or `cursor`/`per_page`: the listings that also page by keyset cursor. `page` has no
+ * default value here, so that a request naming both `page` and `cursor` can be refused (a cursor says
+ * where the page starts; a page number would contradict it).
+ */
+export class CursorPageRequest {
+  @PageNumber()
+  page?: number;
+
+  @PerPage()
+  per_page: number = DEFAULT_PER_PAGE;
+
+  @ApiPropertyOptional({
+    description:
+      'Continues a listing after the last item of the page that answered `pagination.next_cursor` (send the same filters, search and sort; ' +
+      '`per_page` may change). Not together with `page`.',
+    maxLength: 2023,
+  })
+  @IsOptional()
+  @IsString()
+  @Matches(CURSOR_SHAPE, { message: 'must be a next_cursor this listing answered' })
+  @NotWithPage()
+  cursor?: string;
+
+  /** The page number asked for (1 when none was). */
+  get pageNumber(): number {
+    return this.page ?? 1;
+  }
+
+  get offset(): number {
+    return (this.pageNumber - 1) * this.per_page;
   }
 }

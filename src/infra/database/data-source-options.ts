@@ -3,13 +3,15 @@ import { dirname, resolve } from 'node:path';
 import type { DataSourceOptions } from 'typeorm';
 import type { DatabaseConfig } from '../../config/app-config.js';
 import { MIGRATIONS } from './migrations/index.js';
+import { StatementCounter } from './statement-counter.js';
 
 /**
  * TypeORM options for `DATABASE_URL`: embedded SQLite (better-sqlite3) or PostgreSQL. Schema changes only by
- * migrations; entities are registered by each module (`autoLoadEntities`).
+ * migrations; entities are registered by each module (`autoLoadEntities`). Every statement is counted
+ * (StatementCounter); `logStatements` (LOG_LEVEL=trace) logs each one's SQL too.
  */
-export function dataSourceOptions(database: DatabaseConfig): DataSourceOptions {
-  const common = { migrations: MIGRATIONS, synchronize: false, migrationsRun: false, logging: false } as const;
+export function dataSourceOptions(database: DatabaseConfig, { logStatements = false } = {}): DataSourceOptions {
+  const common = { migrations: MIGRATIONS, synchronize: false, migrationsRun: false, logging: false, logger: new StatementCounter(logStatements) } as const;
   if (database.kind === 'sqlite') {
     const path = database.path === ':memory:' ? ':memory:' : resolve(database.path);
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });

@@ -1,6 +1,6 @@
 import type { DataSource, EntityManager, EntityTarget, FindOneOptions } from 'typeorm';
 
-export type JsonColumnType = 'varchar' | 'integer' | 'text';
+export type JsonColumnType = 'varchar' | 'integer' | 'bigint' | 'text';
 
 /**
  * Every difference between SQLite and PostgreSQL that hand-written SQL runs into, in one place, so
@@ -47,14 +47,6 @@ export class SqlDialect {
   }
 
   /**
-   * Appended to a SELECT that claims rows for this transaction: PostgreSQL locks them and skips rows
-   * another transaction holds; SQLite transactions take turns (Transactions), so it needs nothing.
-   */
-  get claimRows(): string {
-    return this.sqlite ? '' : ' FOR UPDATE SKIP LOCKED';
-  }
-
-  /**
    * Find options that lock the row found until the transaction ends (SELECT ... FOR UPDATE) on
    * PostgreSQL; SQLite has no row locks, and its transactions already take turns.
    */
@@ -70,6 +62,35 @@ export class SqlDialect {
    */
   notIndexed(column: string): string {
     return this.sqlite ? `+${column}` : column;
+  }
+
+  /**
+   * Name search through a table's trigram index (migration 1764340000000). On SQLite the FTS5 index is
+   * its own table and must drive the query, so this answers the FROM item (the index joined to `table`
+   * as `alias` by rowid, in that order) and the condition that the name contains the phrase in
+   * `placeholder`, to be put before the listing's other conditions. PostgreSQL answers null: there the GIN index serves
+   * `name_key LIKE '%x%'` itself, and the planner decides from its statistics when to use it.
+   */
+  trigramSearch(table: 'files' | 'folders', alias: string): { from: string; contains(placeholder: string): string } | null {
+    if (!this.sqlite) return null;
+    return {
+      from: `${table}_name_search CROSS JOIN ${table} ${alias} ON ${alias}.rowid = ${table}_name_search.rowid`,
+      contains: (placeholder) => `${table}_name_search MATCH ${placeholder}`,
+    };
+  }
+
+  /**
+   * SQL counting up to `limit` rows of `table` (any account, any state) whose name contains the phrase
+   * `placeholder`, from the trigram index alone; null where the planner makes that choice (PostgreSQL).
+   */
+  trigramSearchProbe(table: 'files' | 'folders', placeholder: string, limit: number): string | null {
+    if (!this.sqlite) return null;
+    return `SELECT COUNT(*) AS count FROM (SELECT 1 FROM ${table}_name_search WHERE ${table}_name_search MATCH ${placeholder} LIMIT ${limit})`;
+  }
+
+  /** The value of a trigram search's placeholder for a substring: an FTS5 phrase, in which every character is literal but `"`. */
+  trigramPhrase(substring: string): string {
+    return `"${substring.replaceAll('"', '""')}"`;
   }
 
   /** Whether transactions run at the same time (PostgreSQL, one connection each) or take turns (SQLite). */

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { DataSource, EntityManager } from 'typeorm';
+import { DataSource, EntityManager, type QueryRunner } from 'typeorm';
 import { type SqlDialect, sqlDialect } from './sql-dialect.js';
 
 /**
@@ -17,7 +17,10 @@ const TAKE_WRITE_LOCK = 'UPDATE "migrations" SET "id" = "id" WHERE 0';
  */
 @Injectable()
 export class Transactions {
-  private queue: Promise<unknown> = Promise.resolve();
+  /** SQLite only: whether a transaction holds the connection, and who waits for it (urgent ones first). */
+  private busy = false;
+  private readonly waiting: Array<() => void> = [];
+  private readonly urgent: Array<() => void> = [];
 
   constructor(readonly dataSource: DataSource) {}
 
@@ -31,10 +34,33 @@ export class Transactions {
    * its write, which the busy timeout cannot wait out; on PostgreSQL a serialization failure or deadlock.
    * Still refused after the last attempt, the error reaches the client as 503 with Retry-After.
    */
-  async run<T>(work: (tx: EntityManager) => Promise<T>): Promise<T> {
+  run<T>(work: (tx: EntityManager) => Promise<T>): Promise<T> {
+    return this.withRetries(work, false);
+  }
+
+  /**
+   * As `run`, for a short batch of statements whose latency others wait on (the outbox relay): on SQLite
+   * it takes the connection next, ahead of transactions already waiting, instead of queueing behind every
+   * request in flight. Keep such work to a few statements with no other I/O inside. `connection` (from
+   * `reserveConnection`) runs it on a connection of its own on PostgreSQL, not one the requests wait for.
+   */
+  runFirst<T>(work: (tx: EntityManager) => Promise<T>, connection?: QueryRunner): Promise<T> {
+    return this.withRetries(work, true, connection);
+  }
+
+  /**
+   * A connection for one long-lived worker (the outbox relay) to read on and pass to `runFirst`: on
+   * PostgreSQL one taken from the pool and kept until `release()`, so a pool busy with requests never holds
+   * the worker up; on SQLite the one connection (reads on it need no transaction, so no turn).
+   */
+  reserveConnection(): QueryRunner {
+    return this.dataSource.createQueryRunner();
+  }
+
+  private async withRetries<T>(work: (tx: EntityManager) => Promise<T>, urgent: boolean, connection?: QueryRunner): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.once(work);
+        return await this.once(work, urgent, connection);
       } catch (error) {
         if (attempt >= TRANSACTION_ATTEMPTS || !isDatabaseContention(error)) throw error;
         await new Promise((resolve) => setTimeout(resolve, 10 * 2 ** attempt * (0.5 + Math.random())));
@@ -42,16 +68,32 @@ export class Transactions {
     }
   }
 
-  private once<T>(work: (tx: EntityManager) => Promise<T>): Promise<T> {
-    if (this.dialect.concurrentTransactions) return this.dataSource.transaction(work);
-    const result = this.queue.then(() =>
-      this.dataSource.transaction(async (tx) => {
+  private async once<T>(work: (tx: EntityManager) => Promise<T>, urgent: boolean, connection?: QueryRunner): Promise<T> {
+    if (this.dialect.concurrentTransactions) return (connection?.manager ?? this.dataSource.manager).transaction(work);
+    await this.takeTurn(urgent);
+    try {
+      return await this.dataSource.transaction(async (tx) => {
         await tx.query(TAKE_WRITE_LOCK);
         return work(tx);
-      }),
-    );
-    this.queue = result.catch(() => undefined);
-    return result;
+      });
+    } finally {
+      this.passTurn();
+    }
+  }
+
+  private takeTurn(urgent: boolean): Promise<void> {
+    if (!this.busy) {
+      this.busy = true;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => (urgent ? this.urgent : this.waiting).push(resolve));
+  }
+
+  /** Hands the connection straight to the next waiter (urgent first), so no newcomer slips in between. */
+  private passTurn(): void {
+    const next = this.urgent.shift() ?? this.waiting.shift();
+    if (next) next();
+    else this.busy = false;
   }
 }
 

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { databaseCounts } from '../database/statement-counter.js';
 
 /**
  * The Prometheus metrics of one server process, in its own registry (so several applications in one
@@ -43,6 +44,26 @@ export class Metrics {
     help: 'Events waiting for the webhook relay: outbox rows not yet relayed (stage=outbox) and deliveries not yet queued (stage=unqueued).',
     labelNames: ['stage'] as const,
     registers: [this.registry],
+  });
+
+  readonly databaseStatements = new Counter({
+    name: 'db_statements_total',
+    help: 'SQL statements sent to the database by this process (BEGIN and COMMIT included).',
+    registers: [this.registry],
+    collect() {
+      this.reset();
+      this.inc(databaseCounts.statements);
+    },
+  });
+
+  readonly databaseTransactions = new Counter({
+    name: 'db_transactions_total',
+    help: 'Database transactions started by this process.',
+    registers: [this.registry],
+    collect() {
+      this.reset();
+      this.inc(databaseCounts.transactions);
+    },
   });
 
   constructor() {

@@ -1,5 +1,5 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
-import { TIMESTAMP_COLUMN } from '../database/columns.js';
+import { BIGINT_COLUMN, TIMESTAMP_COLUMN } from '../database/columns.js';
 
 /**
  * A domain event written in the same transaction as the change that caused it. The relay moves
@@ -14,4 +14,6 @@ export class OutboxEventEntity {
   @Column({ type: 'text' }) payload: string;
   @Column({ ...TIMESTAMP_COLUMN, name: 'occurred_at' }) occurredAt: Date;
   @Column({ ...TIMESTAMP_COLUMN, name: 'relayed_at', nullable: true }) relayedAt: Date | null;
+  /** The event's place in the event feed, stamped after its transaction committed (EventSequencer); null until then. */
+  @Column({ ...BIGINT_COLUMN, name: 'feed_position', nullable: true }) feedPosition: number | null;
 }

@@ -1,6 +1,7 @@
 /** Every BullMQ queue of the service, in one place (the dashboard and metrics list them from here). */
 export const QUEUES = {
   webhookDeliveries: 'webhook-deliveries',
+  webhookReplays: 'webhook-replays',
   thumbnails: 'thumbnails',
   scans: 'scans',
 } as const;

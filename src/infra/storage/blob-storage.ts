@@ -48,6 +48,8 @@ export function assertSafeKey(key: string): void {
 export const blobKeys = {
   /** Bytes still streaming in, not yet committed to a file row. */
   temp: (uploadId: string) => `tmp/${uploadId}`,
+  /** On S3, a resumable upload's trailing bytes too few for a multipart part yet (outside tmp/: it lives as long as the upload). */
+  incompletePart: (uploadId: string) => `tus-parts/${uploadId}`,
   /** A committed file's content; a new key per version, so an overwrite never mutates bytes in place. */
   file: (accountId: string, fileId: string, versionId: string) => `files/${accountId}/${fileId}/${versionId}`,
   thumbnail: (accountId: string, fileId: string, versionId: string) => `thumbnails/${accountId}/${fileId}/${versionId}.webp`,

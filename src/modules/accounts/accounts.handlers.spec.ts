@@ -6,7 +6,9 @@ import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Clock } from '../../common/clock.js';
 import { ApiError } from '../../common/errors/api-error.js';
+import { loadConfig, AppConfig } from '../../config/app-config.js';
 import { dataSourceOptions } from '../../infra/database/data-source-options.js';
+import { REDIS } from '../../infra/redis/redis.module.js';
 import { Transactions } from '../../infra/database/transactions.js';
 import { AccountEntity } from './account.entity.js';
 import { ScanningStatus } from '../media/scanning/scanning-status.js';
@@ -31,8 +33,15 @@ const noScanner = new ScanningStatus(new UnconfiguredVirusScanner('no scanner in
 
 @Global()
 @Module({
-  providers: [{ provide: Clock, useClass: FixedClock }, Transactions, { provide: ScanningStatus, useValue: noScanner }],
-  exports: [Clock, Transactions, ScanningStatus],
+  providers: [
+    { provide: Clock, useClass: FixedClock },
+    Transactions,
+    { provide: ScanningStatus, useValue: noScanner },
+    // The key cache off: these tests see every revocation in the database itself (the cache has its e2e test).
+    { provide: AppConfig, useValue: loadConfig({ NODE_ENV: 'test', API_KEY_CACHE_SECONDS: '0' }) },
+    { provide: REDIS, useValue: null },
+  ],
+  exports: [Clock, Transactions, ScanningStatus, AppConfig, REDIS],
 })
 class TestCoreModule {}
 

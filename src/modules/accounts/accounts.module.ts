@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { AccountEntity } from './account.entity.js';
 import { ApiKeysController, UserController } from './accounts.controller.js';
+import { ApiKeyCache } from './api-key-cache.js';
 import { ApiKeyEntity } from './api-key.entity.js';
 import { CreateAccountHandler } from './commands/create-account.command.js';
 import { CreateApiKeyHandler } from './commands/create-api-key.command.js';
@@ -16,6 +17,7 @@ import { UserEntity } from './user.entity.js';
   imports: [TypeOrmModule.forFeature([AccountEntity, UserEntity, ApiKeyEntity])],
   controllers: [UserController, ApiKeysController],
   providers: [
+    ApiKeyCache,
     CreateAccountHandler,
     CreateApiKeyHandler,
     RevokeApiKeyHandler,
@@ -24,5 +26,7 @@ import { UserEntity } from './user.entity.js';
     GetUserInfoHandler,
     ListApiKeysHandler,
   ],
+  // The authentication guard starts the cache's subscription when the HTTP server starts.
+  exports: [ApiKeyCache],
 })
 export class AccountsModule {}

@@ -38,8 +38,8 @@ export class FilesController {
       'Active files of one folder (the root when folder_id is omitted), one page. `search` is a case-insensitive substring of the name; ' +
       'every sort breaks ties by id. Trashed and quarantined files are not listed.',
   })
-  @ApiEnvelope(FileResponse, { list: true })
-  @ApiErrors([400, 'invalid_request: bad page, per_page, sort, type or a repeated parameter.'], [404, 'not_found: no such active folder.'])
+  @ApiEnvelope(FileResponse, { list: 'cursor' })
+  @ApiErrors([400, 'invalid_request: bad page, per_page, sort, type or a repeated parameter; a cursor together with page, altered, or made for another query.'], [404, 'not_found: no such active folder.'])
   list(@CurrentActor() actor: Actor, @Query() request: ListFilesRequest) {
     return this.queries.execute(new ListFilesQuery(actor, request));
   }

@@ -14,6 +14,8 @@ import { GetFileHandler } from './queries/get-file.query.js';
 import { GetFileBlobHandler } from './queries/get-file-blob.query.js';
 import { ListFilesHandler } from './queries/list-files.query.js';
 import { ListingTotals } from './queries/listing-totals.js';
+import { FinishedUploads } from './upload/finished-uploads.js';
+import { PageAnchors } from './queries/page-anchors.js';
 import { UploadInterceptor } from './upload/upload.interceptor.js';
 import { UploadHasher } from './upload/hashing/upload-hasher.js';
 import { UploadReceiver } from './upload/upload-receiver.js';
@@ -28,6 +30,7 @@ import { UploadSweeper } from './upload/upload-sweeper.js';
     UploadReceiver,
     UploadInterceptor,
     UploadSweeper,
+    FinishedUploads,
     UploadFileHandler,
     UpdateFileHandler,
     DeleteFileHandler,
@@ -35,6 +38,7 @@ import { UploadSweeper } from './upload/upload-sweeper.js';
     RestoreFileHandler,
     ListFilesHandler,
     ListingTotals,
+    PageAnchors,
     GetFileHandler,
     GetFileBlobHandler,
   ],

@@ -4,6 +4,7 @@ import { AccountEntity } from '../accounts/account.entity.js';
 import { PLANS } from '../accounts/plans.js';
 import { StorageExceeded } from '../../common/errors/api-error.js';
 import { quotaExceeded, storageWarning } from './events/file-events.js';
+import { sqlDialect } from '../../infra/database/sql-dialect.js';
 
 /** The account's quota in SQL: its own limit when set, else its plan's. */
 export const STORAGE_LIMIT_SQL =
@@ -37,28 +38,44 @@ export async function tryReserveStorage(tx: EntityManager, accountId: string, by
   return (result.affected ?? 0) > 0;
 }
 
+/** The account figures an UPDATE ... RETURNING hands back: exactly what the quota and the warnings need. */
+const RETURNED = `storage_used, storage_reserved, storage_warning_level, ${STORAGE_LIMIT_SQL} AS storage_limit`;
+
 /**
- * Changes the account's used (and reserved) bytes and announces storage.warning when usage
- * crosses 80% or 90% upward, once per crossing (the level falls back when usage drops).
+ * Changes the account's used (and reserved) bytes in one UPDATE ... RETURNING and announces
+ * storage.warning when usage crosses 80% or 90% upward, once per crossing (the level falls back
+ * when usage drops). With `mustFit`, a growth of used storage is refused (null, nothing changed)
+ * when it would take used + reserved past the quota: the quota check and the charge are one
+ * statement, so the row is locked from that statement to the commit and no longer.
  */
 export async function changeStorageUsage(
   tx: EntityManager,
   accountId: string,
-  change: { used: number; reserved?: number },
+  change: { used: number; reserved?: number; mustFit?: boolean },
   now: Date,
-): Promise<AccountEntity> {
+): Promise<StorageFigures | null> {
   const used = wholeBytes(change.used);
   const reserved = wholeBytes(change.reserved ?? 0);
-  if (used !== 0 || reserved !== 0) {
-    await tx
-      .createQueryBuilder()
-      .update(AccountEntity)
-      .set({ storageUsed: () => `storage_used + (${used})`, storageReserved: () => `storage_reserved + (${reserved})` })
-      .where('id = :accountId', { accountId })
-      .execute();
+  let account: StorageFigures | undefined;
+  if (used === 0 && reserved === 0) {
+    const rows: RawFigures[] = await tx.query(`SELECT ${RETURNED} FROM accounts WHERE id = ${sqlDialect(tx).parameter(1)}`, [accountId]);
+    account = rows[0] && figuresOf(rows[0]);
+  } else {
+    if (!tx.queryRunner) throw new Error('changeStorageUsage runs inside a transaction');
+    const fits = change.mustFit && used > 0 ? ` AND storage_used + storage_reserved + ${used + reserved} <= ${STORAGE_LIMIT_SQL}` : '';
+    const result = await tx.queryRunner.query(
+      `UPDATE accounts SET storage_used = storage_used + (${used}), storage_reserved = storage_reserved + (${reserved}) ` +
+        `WHERE id = ${sqlDialect(tx).parameter(1)}${fits} RETURNING ${RETURNED}`,
+      [accountId],
+      true,
+    );
+    const rows = result.records as RawFigures[];
+    account = rows[0] && figuresOf(rows[0]);
   }
-  // Read after our own UPDATE: on PostgreSQL the row lock is ours until commit, so this is the latest state.
-  const account = await tx.getRepository(AccountEntity).findOneByOrFail({ id: accountId });
+  if (!account) {
+    if (change.mustFit) return null;
+    throw new Error(`No account ${accountId}`);
+  }
   const limit = account.storageLimit;
   const percentage = limit > 0 ? Math.floor((account.storageUsed * 100) / limit) : 100;
   const level = [...WARNING_THRESHOLDS].reverse().find((t) => percentage >= t) ?? 0;
@@ -69,6 +86,30 @@ export async function changeStorageUsage(
     await Outbox.record(tx, ...crossed.map((threshold) => storageWarning(accountId, now, { used: account.storageUsed, limit, percentage, threshold })));
   }
   return account;
+}
+
+/** An account's storage counters as one statement read or changed them. */
+export interface StorageFigures {
+  storageUsed: number;
+  storageReserved: number;
+  storageLimit: number;
+  storageWarningLevel: number;
+}
+
+interface RawFigures {
+  storage_used: string | number;
+  storage_reserved: string | number;
+  storage_limit: string | number;
+  storage_warning_level: string | number;
+}
+
+function figuresOf(row: RawFigures): StorageFigures {
+  return {
+    storageUsed: Number(row.storage_used),
+    storageReserved: Number(row.storage_reserved),
+    storageLimit: Number(row.storage_limit),
+    storageWarningLevel: Number(row.storage_warning_level),
+  };
 }
 
 /**

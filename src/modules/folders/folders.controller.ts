@@ -30,8 +30,8 @@ export class FoldersController {
   @Get()
   @RequireScope('read')
   @ApiOperation({ operationId: 'listFolders', summary: 'List folders', description: 'Subfolders of parent_id (the root when omitted), paginated like files; sort name_asc by default.' })
-  @ApiEnvelope(FolderResponse, { list: true })
-  @ApiErrors([400, 'invalid_request: bad page, per_page, sort or a repeated parameter.'], [404, 'not_found: no such active parent folder.'])
+  @ApiEnvelope(FolderResponse, { list: 'cursor' })
+  @ApiErrors([400, 'invalid_request: bad page, per_page, sort or a repeated parameter; a cursor together with page, altered, or made for another query.'], [404, 'not_found: no such active parent folder.'])
   list(@CurrentActor() actor: Actor, @Query() request: ListFoldersRequest) {
     return this.queries.execute(new ListFoldersQuery(actor, request));
   }

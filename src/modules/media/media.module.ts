@@ -6,7 +6,9 @@ import { RecordMediaFailureHandler } from './commands/record-media-failure.comma
 import { RescheduleStalledMediaHandler } from './commands/reschedule-stalled-media.command.js';
 import { ScanFileHandler } from './commands/scan-file.command.js';
 import { ScheduleMediaWorkHandler } from './commands/schedule-media-work.command.js';
+import { ScheduleUploadedMediaHandler } from './commands/schedule-uploaded-media.command.js';
 import { ScheduleMediaWorkOnFileStored } from './events/file-stored.handler.js';
+import { ScheduleMediaWorkOnUploadsRelayed } from './events/outbox-relayed.handler.js';
 import { FileMediaEntity } from './file-media.entity.js';
 import { GetFileMediaHandler } from './queries/get-file-media.query.js';
 import { MediaTools } from './thumbnails/media-tools.js';
@@ -21,6 +23,8 @@ import { ThumbnailRenderer } from './thumbnails/thumbnail-renderer.js';
   providers: [
     ScheduleMediaWorkOnFileStored,
     ScheduleMediaWorkHandler,
+    ScheduleMediaWorkOnUploadsRelayed,
+    ScheduleUploadedMediaHandler,
     GenerateThumbnailHandler,
     ScanFileHandler,
     RecordMediaFailureHandler,

@@ -46,8 +46,8 @@ export class SharesController {
     summary: 'List share links',
     description: 'The account\'s links, newest first, including revoked, invalidated and expired ones with their analytics; `active` says whether a link works now.',
   })
-  @ApiEnvelope(ShareStatusResponse, { list: true })
-  @ApiErrors([400, 'invalid_request: bad page, per_page or file_id.'])
+  @ApiEnvelope(ShareStatusResponse, { list: 'cursor' })
+  @ApiErrors([400, 'invalid_request: bad page, per_page or file_id; a cursor together with page, altered, or made for another query.'])
   list(@CurrentActor() actor: Actor, @Query() request: ListSharesRequest): Promise<Page<ShareStatusResponse>> {
     return this.queries.execute(new ListSharesQuery(actor, request));
   }

@@ -19,8 +19,8 @@ export class TrashController {
   @Get()
   @RequireScope('read')
   @ApiOperation({ operationId: 'listTrash', summary: 'List the trash', description: 'Trashed files, sorted by deleted_desc (default) or deleted_asc, ties broken by id; `search` matches names case-insensitively.' })
-  @ApiEnvelope(TrashedFileResponse, { list: true })
-  @ApiErrors([400, 'invalid_request: bad page, per_page, sort or a repeated parameter.'])
+  @ApiEnvelope(TrashedFileResponse, { list: 'cursor' })
+  @ApiErrors([400, 'invalid_request: bad page, per_page, sort or a repeated parameter; a cursor together with page, altered, or made for another query.'])
   list(@CurrentActor() actor: Actor, @Query() request: ListTrashRequest) {
     return this.queries.execute(new ListTrashQuery(actor, request));
   }

@@ -22,4 +22,9 @@ export class ResumableUploadEntity {
   /** Moves forward with every PATCH: an upload expires when idle this long (TUS_UPLOAD_EXPIRY). */
   @Column({ ...TIMESTAMP_COLUMN, name: 'expires_at' }) expiresAt: Date;
   @Column({ type: 'varchar', length: 40, name: 'file_id', nullable: true }) fileId: string | null;
+  /** The MD5 of the first `md5Offset` bytes, as a saved hasher state (base64); null before any byte. */
+  @Column({ type: 'text', name: 'md5_state', nullable: true }) md5State: string | null;
+  @Column({ ...BIGINT_COLUMN, name: 'md5_offset', default: 0 }) md5Offset: number;
+  /** On S3, the multipart upload receiving the bytes. */
+  @Column({ type: 'text', name: 'storage_upload_id', nullable: true }) storageUploadId: string | null;
 }

@@ -1,53 +1,59 @@
-import { createHash, type Hash } from 'node:crypto';
-import { createReadStream } from 'node:fs';
-import { open, stat } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
-import { Transform, type Readable } from 'node:stream';
-import { FileStore } from '@tus/file-store';
-import { ERRORS, type KvStore, Upload } from '@tus/utils';
+import { Readable, Transform } from 'node:stream';
+import { DataStore, ERRORS, type KvStore, Upload } from '@tus/utils';
 import { Clock } from '../../common/clock.js';
+import { ApiError, FileTooLarge } from '../../common/errors/api-error.js';
 import { Transactions } from '../../infra/database/transactions.js';
-import { blobKeys } from '../../infra/storage/blob-storage.js';
+import { BlobStorage, blobKeys } from '../../infra/storage/blob-storage.js';
 import { SNIFF_BYTES } from '../files/file-type-detection.js';
 import type { ReceivedUpload } from '../files/upload/upload-receiver.js';
 import { UploadReceiver } from '../files/upload/upload-receiver.js';
 import { UploadReservationEntity } from '../files/upload/upload-reservation.entity.js';
-import { changeStorageUsage } from '../files/storage-usage.js';
+import { UploadSizeLimit } from '../files/upload/upload-size-limit.js';
+import { changeStorageUsage, refuseOverQuota, tryReserveStorage } from '../files/storage-usage.js';
+import type { UploadBytes } from './bytes/upload-bytes.js';
+import { ResumableMd5 } from './resumable-md5.js';
+import { ResumableUploadPartEntity } from './resumable-upload-part.entity.js';
 import { ResumableUploadEntity } from './resumable-upload.entity.js';
+import { tusActor, tusRequests } from './tus-request.js';
+import { parseUploadChecksum, verifiedChunk } from './upload-checksum.js';
 
-/** The MD5 of an upload's first `offset` bytes, kept between the PATCH requests one process receives. */
-interface RunningDigest {
-  hash: Hash;
-  offset: number;
-}
+/** A deferred upload's reservation grows this far ahead of its bytes, so a large one costs few database round trips. */
+const QUOTA_STEP = 8 * 1024 * 1024;
 
 /**
- * @tus/file-store writing each upload straight into its temporary blob (`tmp/<upload id>` under
- * STORAGE_DIR, the key the multipart upload uses too), with our database as its config store, so
- * the offset is simply the blob's size and any process sharing the storage can resume.
+ * The tus data store @tus/server talks to: the storage driver's UploadBytes (local file or S3
+ * multipart upload) with our rules around it. Our database is its record of every upload (the
+ * resumable_uploads row, written by CreateResumableUploadHandler), so any process can go on with
+ * any upload.
  *
- * It hashes as the bytes arrive: a process keeps the running MD5 of each upload it receives, so
- * consecutive PATCHes to one process cost no extra read. When a PATCH finds no running hash at its
- * offset (the upload moved to another process, or the process restarted) it first re-reads the
- * bytes already received, once; MD5 state cannot be stored, so that read is the price of moving.
+ * It hashes as the bytes arrive and saves the MD5 state with the upload after each PATCH
+ * (ResumableMd5), so the next PATCH, in this process or another, or after a restart, goes on
+ * hashing where the last one stopped: no byte is read twice. Only when a PATCH was cut short
+ * between what it hashed and what it stored does the state fall behind the offset; the bytes in
+ * between are then read back once (at the next PATCH on local storage; on S3, whose unfinished
+ * multipart uploads cannot be read, once the upload is complete).
  */
-export class ResumableUploadStore extends FileStore {
-  private readonly digests = new Map<string, RunningDigest>();
-
+export class ResumableUploadStore extends DataStore {
   constructor(
-    storageDir: string,
-    expiryMs: number,
+    private readonly bytes: UploadBytes,
     private readonly rows: ResumableUploadRows,
     private readonly transactions: Transactions,
     private readonly receiver: UploadReceiver,
+    private readonly storage: BlobStorage,
     private readonly clock: Clock,
+    private readonly expiryMs: number,
   ) {
-    super({ directory: join(storageDir, dirname(blobKeys.temp('x'))), configstore: rows, expirationPeriodInMilliseconds: expiryMs });
+    super();
+    this.extensions = ['creation', 'creation-with-upload', 'creation-defer-length', 'termination', 'expiration', 'checksum'];
+  }
+
+  override getExpiration(): number {
+    return this.expiryMs;
   }
 
   override async create(upload: Upload): Promise<Upload> {
     try {
-      return await super.create(upload);
+      return await this.bytes.create(upload);
     } catch (error) {
       await this.forget(upload.id);
       throw error;
@@ -58,8 +64,8 @@ export class ResumableUploadStore extends FileStore {
     const row = await this.rows.find(id);
     if (!row) throw ERRORS.FILE_NOT_FOUND;
     // A completed upload's bytes became a file: it stays complete, so a retried last PATCH or HEAD learns it is done.
-    if (row.fileId) return new Upload({ ...this.rows.toUpload(row), offset: row.length ?? 0 });
-    return super.getUpload(id);
+    if (row.fileId) return new Upload({ ...this.rows.upload(row), offset: row.length ?? 0 });
+    return this.bytes.getUpload(id);
   }
 
   override async write(readable: Readable, id: string, offset: number): Promise<number> {
@@ -69,24 +75,101 @@ export class ResumableUploadStore extends FileStore {
       readable.resume();
       return offset;
     }
-    await this.rows.touch(id);
-    const digest = await this.digestAt(id, offset);
-    const hashing = new Transform({
-      transform(chunk: Buffer, _encoding, callback) {
-        digest.hash.update(chunk);
-        digest.offset += chunk.length;
-        callback(null, chunk);
+    // Its idle expiry starts again when the PATCH ends (rows.progress); meanwhile the PATCH's lock keeps the expiry job away.
+    const checksum = parseUploadChecksum(tusRequests.getStore()?.request.headers['upload-checksum']);
+    const chunk = checksum ? await verifiedChunk(readable, checksum) : null;
+    try {
+      return await this.append(chunk?.bytes ?? readable, row, offset);
+    } finally {
+      await chunk?.discard();
+    }
+  }
+
+  /** Stores the bytes at `offset`, hashing them on the way; an upload of unknown length is held to the plan and the quota as they stream. */
+  private async append(readable: Readable, row: ResumableUploadEntity, offset: number): Promise<number> {
+    const id = row.id;
+    const md5 = await this.md5At(row, offset);
+    const limit = row.length === null ? await this.deferredLimit(row, offset) : null;
+    let source = limit ? readable.pipe(limit.meter) : readable;
+    if (limit) readable.on('error', (error) => limit.meter.destroy(error));
+    if (md5) {
+      const hashing = new Transform({
+        transform(chunk: Buffer, _encoding, callback) {
+          md5.update(chunk);
+          callback(null, chunk);
+        },
+      });
+      const hashed = source;
+      hashed.on('error', (error) => hashing.destroy(error));
+      source = hashed.pipe(hashing);
+    }
+    let stored = offset;
+    try {
+      stored = await this.bytes.write(source, id, offset);
+      if (limit?.refusal()) throw limit.refusal();
+      return stored;
+    } catch (error) {
+      // The stores report their own failure for a stream we cut; the client hears why we cut it.
+      const refusal = limit?.refusal();
+      if (refusal instanceof FileTooLarge) await this.forget(id);
+      throw refusal ?? error;
+    } finally {
+      // Saved only when it is the MD5 of exactly the bytes stored; otherwise the saved one stays (see md5At).
+      await this.rows.progress(id, md5 && md5.offset === stored ? md5 : null);
+      md5?.release();
+    }
+  }
+
+  /**
+   * Holds the bytes of a PATCH to an upload of unknown length to the plan's maximum (413
+   * file_too_large: the upload can never complete, so it is removed) and to the quota (413
+   * storage_exceeded once the reservation cannot grow: the bytes before stay, and the upload
+   * resumes once there is room). The reservation grows 8 MiB ahead of the bytes.
+   */
+  private async deferredLimit(row: ResumableUploadEntity, offset: number): Promise<{ meter: Transform; refusal: () => ApiError | null }> {
+    const sizeLimit = new UploadSizeLimit(tusActor().plan);
+    const declared = Number(tusRequests.getStore()?.request.headers['content-length'] ?? Number.NaN);
+    const tooLarge = sizeLimit.checkDeclared(offset + declared, 0);
+    if (tooLarge) {
+      await this.forget(row.id, row);
+      throw tooLarge;
+    }
+    let held = (await this.transactions.run((tx) => tx.getRepository(UploadReservationEntity).findOneBy({ id: row.id })))?.bytes ?? 0;
+    let size = offset;
+    let refusal: ApiError | null = null;
+    const meter = new Transform({
+      transform: (chunk: Buffer, _encoding, callback) => {
+        size += chunk.length;
+        refusal = sizeLimit.check(size);
+        if (refusal) return callback(refusal);
+        if (size <= held) return callback(null, chunk);
+        this.holdQuota(row, size, sizeLimit.maxSize).then(
+          (holding) => {
+            if (holding instanceof ApiError) return callback((refusal = holding));
+            held = holding;
+            callback(null, chunk);
+          },
+          (error: Error) => callback(error),
+        );
       },
     });
-    readable.on('error', (error) => hashing.destroy(error));
-    try {
-      return await super.write(readable.pipe(hashing), id, offset);
-    } finally {
-      // A write cut short may have hashed bytes it did not store: then the next PATCH re-reads.
-      const stored = await stat(this.pathOf(id)).then((s) => s.size, () => -1);
-      if (digest.offset !== stored) this.digests.delete(id);
-      await this.rows.touch(id);
-    }
+    return { meter, refusal: () => refusal };
+  }
+
+  /** Grows a deferred upload's reservation to cover `size` bytes (a step ahead when the quota allows); the new amount, or storage_exceeded. */
+  private async holdQuota(row: ResumableUploadEntity, size: number, maxSize: number): Promise<number | ApiError> {
+    const held = await this.transactions.run(async (tx) => {
+      const reservation = await tx.getRepository(UploadReservationEntity).findOneByOrFail({ id: row.id });
+      if (reservation.bytes >= size) return reservation.bytes;
+      for (const target of new Set([Math.min(maxSize, size + QUOTA_STEP), size])) {
+        const more = target - reservation.bytes;
+        if (!(await tryReserveStorage(tx, row.accountId, more))) continue;
+        await tx.getRepository(UploadReservationEntity).update({ id: row.id }, { bytes: target, updatedAt: this.clock.now() });
+        return target;
+      }
+      return null;
+    });
+    return held ?? this.transactions.run((tx) => refuseOverQuota(tx, row.accountId, size, this.clock.now()));
   }
 
   /** Termination: the bytes go and the quota comes back. A completed upload's file stays; only the upload is forgotten. */
@@ -97,73 +180,110 @@ export class ResumableUploadStore extends FileStore {
   }
 
   /**
-   * A deferred upload reserved the plan's maximum size; once its length is known it keeps only
-   * that much, and gives the rest back.
+   * A deferred upload reserved the plan's maximum size (or what was left of the quota); once its
+   * length is known it keeps exactly that much: it gives the rest back, or reserves what is missing.
    */
   override async declareUploadLength(id: string, length: number): Promise<void> {
+    const tooLarge = new UploadSizeLimit(tusActor().plan).check(length);
+    if (tooLarge) {
+      await this.forget(id);
+      throw tooLarge;
+    }
     const now = this.clock.now();
-    await this.transactions.run(async (tx) => {
+    const accountId = await this.transactions.run(async (tx) => {
       const reservation = await tx.getRepository(UploadReservationEntity).findOneBy({ id });
       if (!reservation || reservation.fileId) throw ERRORS.FILE_NOT_FOUND;
       const excess = reservation.bytes - length;
       if (excess > 0) {
         await tx.getRepository(UploadReservationEntity).update({ id }, { bytes: length, updatedAt: now });
         await changeStorageUsage(tx, reservation.accountId, { used: 0, reserved: -excess }, now);
+      } else if (excess < 0) {
+        // It held less than its plan's maximum (the quota was short): the rest must fit now.
+        if (!(await tryReserveStorage(tx, reservation.accountId, -excess))) return reservation.accountId;
+        await tx.getRepository(UploadReservationEntity).update({ id }, { bytes: length, updatedAt: now });
       }
       await tx.getRepository(ResumableUploadEntity).update({ id }, { length });
+      return null;
     });
+    if (accountId) throw await this.transactions.run((tx) => refuseOverQuota(tx, accountId, length, now));
   }
 
-  /** Every byte of a finished upload, as the multipart upload's commit takes them. */
+  /** Expiry is ResumableUploadExpiry's scheduled job. */
+  override async deleteExpired(): Promise<number> {
+    return 0;
+  }
+
+  /** Every byte of a finished upload, as the multipart upload's commit takes them: the temporary blob, its MD5 and first bytes. */
   async received(row: ResumableUploadEntity, reserved: number): Promise<ReceivedUpload> {
     const size = row.length ?? -1;
-    const stored = await stat(this.pathOf(row.id)).then((s) => s.size, () => -1);
-    if (stored !== size) throw ERRORS.FILE_NO_LONGER_EXISTS;
-    const md5 = (await this.digestAt(row.id, size)).hash.digest('hex');
-    this.digests.delete(row.id);
-    const head = Buffer.alloc(Math.min(SNIFF_BYTES, size));
-    const file = await open(this.pathOf(row.id), 'r');
-    try {
-      await file.read(head, 0, head.length, 0);
-    } finally {
-      await file.close();
+    const tempKey = blobKeys.temp(row.id);
+    // An empty upload never sent a byte to S3, so there is no object yet (and its multipart upload is not needed).
+    if (size === 0 && !(await this.storage.exists(tempKey))) {
+      await this.bytes.discard(row);
+      await this.storage.write(tempKey, Readable.from([]));
     }
+    const stored = (await this.storage.stat(tempKey))?.size ?? -1;
+    if (stored !== size) throw ERRORS.FILE_NO_LONGER_EXISTS;
+    const md5 = await ResumableMd5.resume(row.md5State, row.md5Offset);
+    if (md5.offset > size) throw new Error(`Upload ${row.id} hashed past its length`);
+    try {
+      await this.hashStored(tempKey, md5, size);
+    } catch (error) {
+      md5.release();
+      throw error;
+    }
+    const head: Buffer[] = [];
+    if (size > 0) for await (const chunk of await this.storage.read(tempKey, { start: 0, end: Math.min(SNIFF_BYTES, size) - 1 })) head.push(chunk as Buffer);
     // A resumable upload reserves its whole length at creation, never counting on the bytes an overwrite replaces.
-    return { uploadId: row.id, tempKey: blobKeys.temp(row.id), size, md5, head, reserved, reservedAgainstReplaced: false };
+    const digest = md5.digest();
+    md5.release();
+    return { uploadId: row.id, tempKey, size, md5: digest, head: Buffer.concat(head), reserved, reservedAgainstReplaced: false };
   }
 
   /** Gives back what an unfinished upload holds (bytes, quota) and drops its row; for termination and expiry. */
   async forget(id: string, row?: ResumableUploadEntity | null): Promise<void> {
-    this.digests.delete(id);
-    if (!(row ?? (await this.rows.find(id)))?.fileId) await this.receiver.release(id, blobKeys.temp(id));
+    const upload = row ?? (await this.rows.find(id));
+    if (!upload?.fileId) {
+      if (upload) await this.bytes.discard(upload);
+      await this.receiver.release(id, blobKeys.temp(id));
+    }
     await this.rows.delete(id);
   }
 
-  /** Where an upload's bytes are: its temporary blob (only ids of our rows get here). */
-  private pathOf(id: string): string {
-    return join(this.directory, id);
+  /**
+   * The MD5 to go on with for a PATCH at `offset`: the saved one when it is at `offset`; when it is
+   * behind, brought up to `offset` by reading the bytes in between (where they can be read; else
+   * null: this PATCH is not hashed and completion reads what is missing). A saved MD5 past the
+   * offset (the storage lost bytes it had hashed) no longer describes what will be stored: it starts over.
+   */
+  private async md5At(row: ResumableUploadEntity, offset: number): Promise<ResumableMd5 | null> {
+    let md5 = await ResumableMd5.resume(row.md5State, row.md5Offset);
+    if (md5.offset > offset) {
+      md5.release();
+      md5 = await ResumableMd5.resume(null, 0);
+      await this.rows.progress(row.id, md5);
+    }
+    if (md5.offset === offset) return md5;
+    if (!this.bytes.readsUnfinished) {
+      md5.release();
+      return null;
+    }
+    await this.hashStored(blobKeys.temp(row.id), md5, offset);
+    return md5;
   }
 
-  /** The running MD5 at `offset`, re-reading the stored bytes when this process does not have it. */
-  private async digestAt(id: string, offset: number): Promise<RunningDigest> {
-    const running = this.digests.get(id);
-    if (running && running.offset === offset) return running;
-    const digest: RunningDigest = { hash: createHash('md5'), offset: 0 };
-    if (offset > 0) {
-      for await (const chunk of createReadStream(this.pathOf(id), { start: 0, end: offset - 1 })) {
-        digest.hash.update(chunk as Buffer);
-        digest.offset += (chunk as Buffer).length;
-      }
-      if (digest.offset !== offset) throw ERRORS.FILE_NO_LONGER_EXISTS;
-    }
-    this.digests.set(id, digest);
-    return digest;
+  /** Feeds `md5` the stored bytes from its offset up to `end`. */
+  private async hashStored(key: string, md5: ResumableMd5, end: number): Promise<void> {
+    if (md5.offset >= end) return;
+    for await (const chunk of await this.storage.read(key, { start: md5.offset, end: end - 1 })) md5.update(chunk as Buffer);
+    if (md5.offset !== end) throw ERRORS.FILE_NO_LONGER_EXISTS;
   }
 }
 
 /**
- * The resumable_uploads table as @tus/file-store's config store. Rows are written by
- * CreateResumableUploadHandler (and the length by declareUploadLength), so `set` has nothing to add.
+ * The resumable_uploads table, as @tus/file-store's config store and for the stores' progress.
+ * Rows are written by CreateResumableUploadHandler (and the length by declareUploadLength), so
+ * `set` has nothing to add.
  */
 export class ResumableUploadRows implements KvStore<Upload> {
   constructor(
@@ -178,32 +298,44 @@ export class ResumableUploadRows implements KvStore<Upload> {
 
   async get(id: string): Promise<Upload | undefined> {
     const row = await this.find(id);
-    return row ? new Upload(this.toUpload(row)) : undefined;
+    return row ? this.upload(row) : undefined;
   }
 
   async set(): Promise<void> {}
 
   async delete(id: string): Promise<void> {
-    await this.transactions.run((tx) => tx.getRepository(ResumableUploadEntity).delete({ id }));
+    await this.transactions.run(async (tx) => {
+      await tx.getRepository(ResumableUploadPartEntity).delete({ uploadId: id });
+      await tx.getRepository(ResumableUploadEntity).delete({ id });
+    });
   }
 
-  /** The upload is active: its idle expiry starts again. */
-  async touch(id: string): Promise<void> {
-    const expiresAt = new Date(this.clock.now().getTime() + this.expiryMs);
-    await this.transactions.run((tx) => tx.getRepository(ResumableUploadEntity).update({ id }, { expiresAt }));
+  /** After a PATCH: the idle expiry starts again, and the MD5 so far is saved (unless null: the saved one stays). */
+  async progress(id: string, md5: ResumableMd5 | null): Promise<void> {
+    const change = md5 ? { md5State: md5.offset > 0 ? md5.save() : null, md5Offset: md5.offset } : {};
+    await this.transactions.run((tx) => tx.getRepository(ResumableUploadEntity).update({ id }, { expiresAt: this.expiresFromNow(), ...change }));
+  }
+
+  /** On S3: the multipart upload that receives the bytes. */
+  async recordStorageUpload(id: string, storageUploadId: string): Promise<void> {
+    await this.transactions.run((tx) => tx.getRepository(ResumableUploadEntity).update({ id }, { storageUploadId }));
   }
 
   /**
-   * @tus/server dates expiry from `creation_date`; ours runs from the last activity, so the
-   * creation date it sees is that activity's (Upload-Expires then names the true expiry).
+   * The upload as @tus sees it. @tus/server dates expiry from `creation_date`; ours runs from the
+   * last activity, so the creation date it sees is that activity's (Upload-Expires then names the true expiry).
    */
-  toUpload(row: ResumableUploadEntity): ConstructorParameters<typeof Upload>[0] {
-    return {
+  upload(row: ResumableUploadEntity): Upload {
+    return new Upload({
       id: row.id,
       size: row.length ?? undefined,
       offset: 0,
       metadata: JSON.parse(row.metadata) as Record<string, string | null>,
       creation_date: new Date(row.expiresAt.getTime() - this.expiryMs).toISOString(),
-    };
+    });
+  }
+
+  private expiresFromNow(): Date {
+    return new Date(this.clock.now().getTime() + this.expiryMs);
   }
 }

@@ -6,15 +6,14 @@ import type { Actor } from '../../common/auth/actor.js';
 import { ApiError, type ErrorCode, NotFound } from '../../common/errors/api-error.js';
 import { ApiExceptionFilter } from '../../common/http/api-exception.filter.js';
 import { newId } from '../../common/ids.js';
-import { AppConfig } from '../../config/app-config.js';
 import { Transactions } from '../../infra/database/transactions.js';
-import { PLANS } from '../accounts/plans.js';
 import { CompleteResumableUploadCommand } from './commands/complete-resumable-upload.command.js';
 import { CreateResumableUploadCommand } from './commands/create-resumable-upload.command.js';
 import { RedisUploadLocker } from './redis-upload-locker.js';
 import { ResumableUploadEntity } from './resumable-upload.entity.js';
 import { ResumableUploadStore } from './resumable-upload.store.js';
 import { tusActor, tusRequests } from './tus-request.js';
+import { CHECKSUM_ALGORITHMS } from './upload-checksum.js';
 
 export const UPLOADS_PATH = '/v1/uploads';
 
@@ -29,11 +28,12 @@ export const TUS_REQUEST_HEADERS = [
   'Upload-Metadata',
   'Upload-Offset',
   'Upload-Concat',
+  'Upload-Checksum',
   'X-HTTP-Method-Override',
   'X-Requested-With',
 ];
 /** Response headers of the tus protocol a browser script must be able to read (CORS). */
-export const TUS_RESPONSE_HEADERS = ['Location', 'Tus-Resumable', 'Tus-Version', 'Tus-Extension', 'Tus-Max-Size', 'Upload-Offset', 'Upload-Length', 'Upload-Expires', 'Upload-Metadata', FILE_ID_HEADER];
+export const TUS_RESPONSE_HEADERS = ['Location', 'Tus-Resumable', 'Tus-Version', 'Tus-Extension', 'Tus-Max-Size', 'Tus-Checksum-Algorithm', 'Upload-Offset', 'Upload-Length', 'Upload-Expires', 'Upload-Metadata', FILE_ID_HEADER];
 /** Our own headers that tus answers carry too, exposed next to the protocol's. */
 const OUR_RESPONSE_HEADERS = ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'Retry-After', 'X-Request-Id', 'WWW-Authenticate'];
 
@@ -60,7 +60,6 @@ export class TusProtocol {
     store: ResumableUploadStore,
     locker: RedisUploadLocker,
     private readonly transactions: Transactions,
-    private readonly config: AppConfig,
   ) {
     const options: ServerOptions & { datastore: ResumableUploadStore } = {
       path: UPLOADS_PATH,
@@ -69,11 +68,8 @@ export class TusProtocol {
       // Relative (`/v1/uploads/<id>`): clients resolve it against the address they used, whatever proxy is in between.
       relativeLocation: true,
       namingFunction: () => newId('upl'),
-      // Creation checks Upload-Length itself (with our error); later requests are held to the plan (deferred lengths).
-      maxSize: (req) => {
-        const actor = tusRequests.getStore()?.actor;
-        return req.method === 'POST' || !actor ? 0 : PLANS[actor.plan].maxFileSize;
-      },
+      // No limit here: creation checks Upload-Length, and the store holds a deferred length to the plan and the quota, with our errors.
+      maxSize: 0,
       exposedHeaders: [...TUS_RESPONSE_HEADERS, ...OUR_RESPONSE_HEADERS],
       onIncomingRequest: async (req, uploadId) => {
         if (req.method === 'POST') return;
@@ -95,10 +91,8 @@ export class TusProtocol {
 
   /** Handles one tus request; the guards have authenticated `actor` (null for OPTIONS). */
   async handle(actor: Actor | null, request: Request, response: Response): Promise<void> {
-    // The store writes to local disk; on S3 the bytes would not be where the commit looks for them.
-    if (this.config.storage.driver !== 'local') {
-      throw new ApiError(HttpStatus.SERVICE_UNAVAILABLE, 'service_unavailable', 'Resumable uploads need STORAGE_DRIVER=local for now; use POST /v1/files/upload.');
-    }
+    // The checksum extension's discovery header, which @tus/server does not send by itself.
+    if (request.method === 'OPTIONS') response.setHeader('Tus-Checksum-Algorithm', CHECKSUM_ALGORITHMS.join(','));
     return tusRequests.run({ actor, request, response }, () => this.server.handle(request, response));
   }
 

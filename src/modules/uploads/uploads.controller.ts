@@ -11,6 +11,13 @@ const TUS_RESUMABLE = applyDecorators(
   ApiHeader({ name: 'Tus-Resumable', required: true, description: 'The protocol version: `1.0.0`.' }),
   ApiErrors([412, 'invalid_request: the Tus-Resumable header is missing.']),
 );
+const UPLOAD_CHECKSUM = ApiHeader({
+  name: 'Upload-Checksum',
+  required: false,
+  description:
+    'tus checksum extension: `<algorithm> <base64 digest>` of this request\'s body, algorithm `md5` or `sha1` (OPTIONS answers them in `Tus-Checksum-Algorithm`). ' +
+    'The body is then stored only if it matches (else 460); an unknown algorithm is 400.',
+});
 const UPLOAD_ID = ApiParam({ name: 'id', description: 'The upload id (`upl_...`), the last segment of the creation answer\'s Location.' });
 
 /**
@@ -36,6 +43,7 @@ export class UploadsController {
   @TUS_RESUMABLE
   @ApiHeader({ name: 'Upload-Length', required: false, description: 'The file size in bytes; or send `Upload-Defer-Length: 1` and declare it on a later PATCH.' })
   @ApiHeader({ name: 'Upload-Defer-Length', required: false, description: '`1` when the size is not known yet.' })
+  @UPLOAD_CHECKSUM
   @ApiHeader({
     name: 'Upload-Metadata',
     required: true,
@@ -62,7 +70,7 @@ export class UploadsController {
   @ApiErrors(
     [404, 'not_found: folder_id names no active folder.'],
     [413, 'file_too_large (details file_size, max_size, plan) or storage_exceeded (details current_usage, storage_limit, required_space).'],
-    [503, 'service_unavailable: resumable uploads need STORAGE_DRIVER=local for now; use POST /v1/files/upload.'],
+    [460, 'invalid_request: the body does not match Upload-Checksum (tus Checksum Mismatch); the upload exists, with nothing stored.'],
   )
   create(@CurrentActor() actor: Actor, @Req() request: Request, @Res() response: Response): Promise<void> {
     return this.tus.handle(actor, request, response);
@@ -92,6 +100,7 @@ export class UploadsController {
   @ApiHeader({ name: 'Upload-Offset', required: true, description: 'Where this chunk starts: the offset HEAD answered.' })
   @ApiHeader({ name: 'Content-Type', required: true, description: '`application/offset+octet-stream`; the body is the raw bytes.' })
   @ApiHeader({ name: 'Upload-Length', required: false, description: 'Declares the size of an upload created with Upload-Defer-Length.' })
+  @UPLOAD_CHECKSUM
   @ApiOperation({
     operationId: 'appendToUpload',
     summary: 'Send a chunk (tus core)',
@@ -105,8 +114,9 @@ export class UploadsController {
     [404, 'not_found: no such upload of this account (or it was terminated).'],
     [410, 'not_found: the upload expired.'],
     [409, 'conflict: Upload-Offset is not the upload\'s offset (ask HEAD).'],
-    [413, 'file_too_large: more bytes than Upload-Length or the plan allows.'],
+    [413, 'file_too_large: more bytes than Upload-Length or the plan allows (details file_size, max_size, plan); storage_exceeded: a deferred-length upload outgrew the quota (details current_usage, storage_limit, required_space).'],
     [423, 'conflict: another request is writing to this upload; retry.'],
+    [460, 'invalid_request: the chunk does not match Upload-Checksum (tus Checksum Mismatch); nothing of it was stored.'],
   )
   append(@CurrentActor() actor: Actor, @Req() request: Request, @Res() response: Response): Promise<void> {
     return this.tus.handle(actor, request, response);

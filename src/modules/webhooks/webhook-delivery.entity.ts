@@ -2,6 +2,8 @@ import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
 import { TIMESTAMP_COLUMN } from '../../infra/database/columns.js';
 
 export type DeliveryStatus = 'pending' | 'succeeded' | 'failed';
+/** `event`: made by the outbox relay (one per event and webhook); `replay`: made by a webhook replay. */
+export type DeliveryOrigin = 'event' | 'replay';
 
 export interface DeliveryAttempt {
   attempt: number;
@@ -21,17 +23,19 @@ const jsonArray = {
  * (and every redelivery) sends the same bytes under the same delivery id.
  */
 @Entity('webhook_deliveries')
-@Index('uq_webhook_deliveries_event', ['eventId', 'webhookId'], { unique: true })
-@Index('idx_webhook_deliveries_webhook', ['webhookId', 'createdAt'])
+@Index('uq_webhook_deliveries_event', ['eventId', 'webhookId'], { unique: true, where: "origin = 'event'" })
+@Index('uq_webhook_deliveries_replay_pending', ['eventId', 'webhookId'], { unique: true, where: "origin = 'replay' AND status = 'pending'" })
+@Index('idx_webhook_deliveries_list', ['webhookId', 'createdAt', 'id'])
 @Index('idx_webhook_deliveries_unqueued', ['queuedAt', 'createdAt'])
 @Index('idx_webhook_deliveries_due', ['status', 'nextAttemptAt'])
 export class WebhookDeliveryEntity {
   @PrimaryColumn({ type: 'varchar', length: 40 }) id: string;
   @Column({ type: 'varchar', length: 40, name: 'webhook_id' }) webhookId: string;
   @Column({ type: 'varchar', length: 40, name: 'account_id' }) accountId: string;
-  /** The outbox event this delivery carries; with webhookId unique, so relaying an event twice adds nothing. */
+  /** The outbox event this delivery carries; unique with webhookId per origin, so relaying an event twice adds nothing. */
   @Column({ type: 'varchar', length: 40, name: 'event_id' }) eventId: string;
   @Column({ type: 'varchar', length: 60 }) event: string;
+  @Column({ type: 'varchar', length: 10, default: 'event' }) origin: DeliveryOrigin;
   @Column({ type: 'text' }) body: string;
   @Column({ type: 'varchar', length: 12 }) status: DeliveryStatus;
   /** Attempts made over all series. */

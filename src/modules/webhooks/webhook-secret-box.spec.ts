@@ -24,8 +24,10 @@ describe('webhook secret box', () => {
     expect(() => box('k'.repeat(40)).open(parts.join('.'))).toThrow();
   });
 
-  it('generates long random secrets', () => {
-    expect(generateWebhookSecret()).toMatch(/^whsec_[A-Za-z0-9_-]{43}$/);
+  it('generates long random secrets in the Standard Webhooks form (whsec_ + base64 of 32 bytes)', () => {
+    const secret = generateWebhookSecret();
+    expect(secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+    expect(Buffer.from(secret.slice('whsec_'.length), 'base64')).toHaveLength(32);
     expect(generateWebhookSecret()).not.toBe(generateWebhookSecret());
   });
 });

@@ -36,7 +36,10 @@ export function deriveKey(material: string): Buffer {
   return Buffer.from(hkdfSync('sha256', material, 'file-storage-service', 'webhook-secrets', 32));
 }
 
-/** A fresh secret for a webhook created without one. */
+/**
+ * A fresh signing secret in the Standard Webhooks form: `whsec_` + standard base64 of 32 random bytes,
+ * so the standard libraries take it as it is (see standardWebhooksKey).
+ */
 export function generateWebhookSecret(): string {
-  return `whsec_${randomBytes(32).toString('base64url')}`;
+  return `whsec_${randomBytes(32).toString('base64')}`;
 }

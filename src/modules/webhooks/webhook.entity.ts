@@ -12,6 +12,9 @@ export class WebhookEntity {
   @Column({ type: 'varchar', length: 2048 }) url: string;
   @Column({ type: 'simple-array' }) events: EventName[];
   @Column({ type: 'varchar', length: 300, name: 'secret_sealed' }) secretSealed: string;
+  /** The secret before the last rotation, still signing (beside the new one) until previousSecretExpiresAt. */
+  @Column({ type: 'varchar', length: 300, name: 'previous_secret_sealed', nullable: true }) previousSecretSealed: string | null;
+  @Column({ ...TIMESTAMP_COLUMN, name: 'previous_secret_expires_at', nullable: true }) previousSecretExpiresAt: Date | null;
   @Column({ type: 'boolean', default: true }) active: boolean;
   @Column({ ...TIMESTAMP_COLUMN, name: 'created_at' }) createdAt: Date;
   @Column({ ...TIMESTAMP_COLUMN, name: 'updated_at' }) updatedAt: Date;
@@ -19,6 +22,11 @@ export class WebhookEntity {
   @Column({ ...TIMESTAMP_COLUMN, name: 'failing_since', nullable: true }) failingSince: Date | null;
   @Column({ type: 'varchar', length: 60, name: 'disabled_reason', nullable: true }) disabledReason: DisabledReason | null;
   @Column({ ...TIMESTAMP_COLUMN, name: 'disabled_at', nullable: true }) disabledAt: Date | null;
+
+  /** When the previous secret stops signing; null when only the current one signs. */
+  previousSecretGraceEnd(now: Date): Date | null {
+    return previousSecretSigns(this.previousSecretSealed, this.previousSecretExpiresAt, now) ? this.previousSecretExpiresAt : null;
+  }
 
   subscribesTo(event: string): boolean {
     return (this.events as string[]).includes(event);
@@ -33,8 +41,24 @@ export class WebhookEntity {
     this.updatedAt = now;
   }
 
+  /**
+   * Replaces the signing secret; the one it replaces keeps signing beside it for `graceSeconds`. A
+   * secret still in an earlier grace period stops at once: at most two secrets sign.
+   */
+  rotateSecret(newSecretSealed: string, now: Date, graceSeconds: number): void {
+    this.previousSecretSealed = graceSeconds > 0 ? this.secretSealed : null;
+    this.previousSecretExpiresAt = graceSeconds > 0 ? new Date(now.getTime() + graceSeconds * 1000) : null;
+    this.secretSealed = newSecretSealed;
+    this.updatedAt = now;
+  }
+
   deactivate(now: Date): void {
     this.active = false;
     this.updatedAt = now;
   }
+}
+
+/** The one rule of a rotation's grace period: the previous secret signs until, not at, its expiry. */
+export function previousSecretSigns(sealed: string | null, expiresAt: Date | null, now: Date): boolean {
+  return sealed !== null && expiresAt !== null && now.getTime() < expiresAt.getTime();
 }

@@ -8,13 +8,17 @@ import { PageRequest } from '../../common/http/pagination.request.js';
 import { CreateWebhookCommand } from './commands/create-webhook.command.js';
 import { DeleteWebhookCommand } from './commands/delete-webhook.command.js';
 import { RedeliverCommand } from './commands/redeliver.command.js';
+import { RotateWebhookSecretCommand } from './commands/rotate-webhook-secret.command.js';
+import { ReplayEventsCommand } from './commands/replay-events.command.js';
 import { SendTestEventCommand } from './commands/send-test-event.command.js';
 import { UpdateWebhookCommand } from './commands/update-webhook.command.js';
 import { DeliveryResponse } from './dto/delivery.response.js';
 import { CreateWebhookRequest } from './dto/create-webhook.request.js';
 import { ListDeliveriesRequest } from './dto/list-deliveries.request.js';
+import { RotateWebhookSecretRequest } from './dto/rotate-webhook-secret.request.js';
+import { ReplayQueuedResponse, ReplayWebhookRequest } from './dto/replay-webhook.request.js';
 import { UpdateWebhookRequest } from './dto/update-webhook.request.js';
-import { CreatedWebhookResponse, DeletedWebhookResponse, WebhookResponse } from './dto/webhook.response.js';
+import { CreatedWebhookResponse, DeletedWebhookResponse, RotatedWebhookSecretResponse, WebhookResponse } from './dto/webhook.response.js';
 import { GetDeliveryQuery } from './queries/get-delivery.query.js';
 import { GetWebhookQuery } from './queries/get-webhook.query.js';
 import { ListDeliveriesQuery } from './queries/list-deliveries.query.js';
@@ -36,8 +40,9 @@ export class WebhooksController {
     operationId: 'createWebhook',
     summary: 'Create a webhook',
     description:
-      'Registers an https endpoint for some of the seven events. The `secret` (generated when omitted) is in this answer only. ' +
-      'At most 25 webhooks per account.',
+      'Registers an https endpoint for some of the seven events. The `secret` (generated when omitted, `whsec_` + base64 of 32 bytes) is in this answer only. ' +
+      'At most 25 webhooks per account. Each delivery is signed twice: `X-Service-Signature` (`sha256=` hex HMAC of the raw body, keyed with the secret string) ' +
+      'and the Standard Webhooks headers `webhook-id` (the event id), `webhook-timestamp` and `webhook-signature`, which the `standardwebhooks` libraries verify.',
   })
   @ApiEnvelope(CreatedWebhookResponse, { status: 201 })
   @ApiErrors([400, 'invalid_request: bad url (not https, private address, unresolvable), unknown event names, or the 26th webhook.'])
@@ -91,10 +96,25 @@ export class WebhooksController {
     return this.commands.execute(new SendTestEventCommand(actor, webhookId));
   }
 
+  @Post(':webhook_id/rotate-secret')
+  @HttpCode(200)
+  @ApiOperation({
+    operationId: 'rotateWebhookSecret',
+    summary: 'Rotate the signing secret',
+    description:
+      'Generates a new secret, shown in this answer only. For `expires_in` seconds (default 86400) deliveries are signed with both: ' +
+      '`webhook-signature` carries a `v1,` signature for each (new first), `X-Service-Signature` uses the new secret. Then only the new one signs.',
+  })
+  @ApiEnvelope(RotatedWebhookSecretResponse)
+  @ApiErrors([400, 'invalid_request: expires_in is not an integer from 0 to 604800.'], NOT_FOUND)
+  rotateSecret(@CurrentActor() actor: Actor, @Param('webhook_id') webhookId: string, @Body() body: RotateWebhookSecretRequest): Promise<RotatedWebhookSecretResponse> {
+    return this.commands.execute(new RotateWebhookSecretCommand(actor, webhookId, body));
+  }
+
   @Get(':webhook_id/deliveries')
   @ApiOperation({ operationId: 'listWebhookDeliveries', summary: 'Delivery log', description: 'Deliveries of this webhook, newest first, each with its attempts.' })
-  @ApiEnvelope(DeliveryResponse, { list: true })
-  @ApiErrors([400, 'invalid_request: bad page, per_page or status.'], NOT_FOUND)
+  @ApiEnvelope(DeliveryResponse, { list: 'cursor' })
+  @ApiErrors([400, 'invalid_request: bad page, per_page or status; a cursor together with page, altered, or made for another query.'], NOT_FOUND)
   deliveries(@CurrentActor() actor: Actor, @Param('webhook_id') webhookId: string, @Query() request: ListDeliveriesRequest) {
     return this.queries.execute(new ListDeliveriesQuery(actor, webhookId, request));
   }
@@ -118,5 +138,21 @@ export class WebhooksController {
   @ApiErrors([404, 'not_found: no such webhook or delivery in this account.'], [409, 'conflict: the delivery is still being attempted.'])
   redeliver(@CurrentActor() actor: Actor, @Param('webhook_id') webhookId: string, @Param('delivery_id') deliveryId: string): Promise<DeliveryResponse> {
     return this.commands.execute(new RedeliverCommand(actor, webhookId, deliveryId));
+  }
+
+  @Post(':webhook_id/replay')
+  @HttpCode(202)
+  @ApiOperation({
+    operationId: 'replayWebhook',
+    summary: 'Replay events',
+    description:
+      'Queues a new delivery (new delivery id, same event id, the usual attempts and log) of every retained event in [since, until) ' +
+      'that this webhook subscribes to, and answers how many. Large windows are queued in the background. Events still waiting in an ' +
+      'earlier replay to this webhook are not queued (or counted) again.',
+  })
+  @ApiEnvelope(ReplayQueuedResponse, { status: 202 })
+  @ApiErrors([400, 'invalid_request: since/until not ISO 8601, or since not before until.'], NOT_FOUND)
+  replay(@CurrentActor() actor: Actor, @Param('webhook_id') webhookId: string, @Body() body: ReplayWebhookRequest): Promise<ReplayQueuedResponse> {
+    return this.commands.execute(new ReplayEventsCommand(actor, webhookId, body));
   }
 }

@@ -3,6 +3,7 @@ import { TypeOrmModule } from '@nestjs/typeorm';
 import { CreateWebhookHandler } from './commands/create-webhook.command.js';
 import { DeleteWebhookHandler } from './commands/delete-webhook.command.js';
 import { RedeliverHandler } from './commands/redeliver.command.js';
+import { RotateWebhookSecretHandler } from './commands/rotate-webhook-secret.command.js';
 import { SendTestEventHandler } from './commands/send-test-event.command.js';
 import { UpdateWebhookHandler } from './commands/update-webhook.command.js';
 import { DeliverySignal } from './delivery/delivery-signal.js';
@@ -27,6 +28,7 @@ import { WebhooksController } from './webhooks.controller.js';
     DeleteWebhookHandler,
     SendTestEventHandler,
     RedeliverHandler,
+    RotateWebhookSecretHandler,
     ListWebhooksHandler,
     GetWebhookHandler,
     ListDeliveriesHandler,

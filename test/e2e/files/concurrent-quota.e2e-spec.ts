@@ -6,6 +6,9 @@ import { startOperatorContext } from '../../support/operator-context.js';
 import { type ServerProcess, startServerProcess } from '../../support/processes.js';
 import { createTestEnvironment, type TestDatabase, type TestEnvironment } from '../../support/test-app.js';
 import { listBlobsIn, upload } from '../../support/uploads.js';
+import { eventually } from '../../support/time.js';
+import { DataSource } from 'typeorm';
+import { UploadReservationEntity } from '../../../src/modules/files/upload/upload-reservation.entity.js';
 
 // Quota is enforced in the database, whose locking differs: both run here, whichever TEST_DB this run has.
 describe.each<[TestDatabase, number]>([
@@ -39,4 +42,56 @@ describe.each<[TestDatabase, number]>([
     expect(listBlobsIn(environment.env.STORAGE_DIR, `files/${small.accountId}`)).toHaveLength(3);
     expect(listBlobsIn(environment.env.STORAGE_DIR, 'tmp')).toEqual([]);
   }, 60_000);
+
+  it('updates the account row once per small upload', async (ctx) => {
+    if (database !== 'postgres') ctx.skip('counts the row updates in pg_stat_user_tables, which SQLite does not have');
+    const owner = await createAccount(context, { storageLimit: 1_000_000 });
+    const ds = context.get(DataSource);
+    // Row updates as PostgreSQL counts them; each server process reports its own within seconds of going idle.
+    const accountUpdates = async () =>
+      Number((await ds.query("SELECT n_tup_upd FROM pg_stat_user_tables WHERE relname = 'accounts'"))[0].n_tup_upd as string);
+    // A backend flushes its counts when idle, at the latest 10 s later: let the earlier tests' updates arrive first.
+    await new Promise((resolve) => setTimeout(resolve, 11_000));
+    const before = await accountUpdates();
+    await Promise.all(Array.from({ length: 8 }, (_, i) => upload(servers[i % servers.length], owner.auth, Buffer.alloc(1_000, i), { name: `once-${i}.bin` })));
+    expect((await storageOf(context, owner.accountId)).used).toBe(8_000);
+    await eventually(async () => (await accountUpdates()) - before >= 8, 30_000, 'the uploads to reach the statistics');
+    // Before, each upload updated it twice (reserve, then reserved to used at commit).
+    await new Promise((resolve) => setTimeout(resolve, 11_000));
+    expect((await accountUpdates()) - before).toBe(8);
+  }, 90_000);
+
+  it('takes 32 concurrent small uploads into one account, new files and overwrites, without ever storing more than the quota', async () => {
+    // One file to overwrite, then room for 10 new files of 1,000 bytes and one 500-byte growth: 24 new files and 8 overwrites compete.
+    const limit = 1_000 + 10_000 + 1_200;
+    const owner = await createAccount(context, { storageLimit: limit });
+    expect((await upload(servers[0], owner.auth, Buffer.alloc(1_000, 1), { name: 'shared.bin' })).status).toBe(200);
+    const results = await Promise.all(
+      Array.from({ length: 32 }, (_, i) =>
+        i % 4 === 0
+          ? upload(servers[i % servers.length], owner.auth, Buffer.alloc(1_500, i), { name: 'shared.bin', overwrite: true })
+          : upload(servers[i % servers.length], owner.auth, Buffer.alloc(1_000, i), { name: `n${i}.bin` }),
+      ),
+    );
+    const outcome = JSON.stringify(results.map((r) => [r.status, r.body.error?.code]));
+    expect(results.every((r) => r.status === 200 || (r.status === 413 && r.body.error.code === 'storage_exceeded')), outcome).toBe(true);
+    const stored = await storageOf(context, owner.accountId);
+    // Never more than the quota, and used storage is exactly what the stored files hold: nothing charged twice or lost.
+    expect(stored.used).toBeLessThanOrEqual(limit);
+    expect(stored).toEqual({ used: stored.sumOfFiles, reserved: 0, sumOfFiles: stored.sumOfFiles });
+    // The first overwrite to commit grows the file by 500 bytes, the later ones change nothing. Either it came before the
+    // eleventh new file (then all eight overwrites succeed and ten new files fit), or after (then none fits, and eleven do).
+    const newFiles = results.filter((r, i) => i % 4 !== 0 && r.status === 200).length;
+    const overwrites = results.filter((r, i) => i % 4 === 0 && r.status === 200).length;
+    expect([[10, 8], [11, 0]], outcome).toContainEqual([newFiles, overwrites]);
+    expect(stored.used).toBe(1_000 * (1 + newFiles) + (overwrites > 0 ? 500 : 0));
+    // The refusals came only because the quota was really full.
+    expect(limit - stored.used).toBeLessThan(overwrites > 0 ? 1_000 : 500);
+    const listed = (await fetch(`${servers[0].baseUrl}/v1/files?per_page=100`, { headers: owner.auth }).then((r) => r.json())) as { data: { name: string }[] };
+    expect(listed.data).toHaveLength(1 + newFiles);
+    expect(listBlobsIn(environment.env.STORAGE_DIR, `files/${owner.accountId}`)).toHaveLength(1 + newFiles);
+    expect(listBlobsIn(environment.env.STORAGE_DIR, 'tmp')).toEqual([]);
+    // What each upload kept until its blob was in place is gone too.
+    await eventually(async () => (await context.get(DataSource).getRepository(UploadReservationEntity).countBy({ accountId: owner.accountId })) === 0, 20_000, 'finished uploads to be forgotten');
+  }, 90_000);
 });

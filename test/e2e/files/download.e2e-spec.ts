@@ -7,6 +7,7 @@ import { FileEntity } from '../../../src/modules/files/file.entity.js';
 import type { TestAccount } from '../../support/accounts.js';
 import type { TestApp } from '../../support/test-app.js';
 import { useTestApp } from '../../support/app-fixture.js';
+import { eventually } from '../../support/time.js';
 import { onTestServer, uploadOk } from '../../support/uploads.js';
 import { settledJob, thumbnailsQueue } from '../media/media-support.js';
 
@@ -106,7 +107,10 @@ describe('signed downloads', () => {
     const gone = await fetch(onTestServer(t, trashed.download_url));
     expect(gone.status).toBe(404);
     const infected = await uploadOk(t, owner.auth, 'bad', { name: 'bad.exe' });
-    await t.app.get(DataSource).getRepository(FileEntity).update({ id: infected.id }, { scanStatus: 'infected' });
+    const files = t.app.get(DataSource).getRepository(FileEntity);
+    // The upload's own scan (queued by the outbox relay) must finish first, or its verdict would replace this one.
+    await eventually(async () => (await files.findOneByOrFail({ id: infected.id })).scanStatus !== 'pending', 20_000, 'the upload scan to finish');
+    await files.update({ id: infected.id }, { scanStatus: 'infected' });
     const blocked = await fetch(onTestServer(t, infected.download_url));
     expect(blocked.status).toBe(403);
     expect(((await blocked.json()) as any).error.code).toBe('file_infected');

@@ -38,7 +38,7 @@ describe('listing, reading and changing files', () => {
     for (let page = 1; page <= 5; page++) {
       const res = await t.http().get(`/v1/files?folder_id=${folderId}&sort=${sort}&per_page=5&page=${page}`).set(owner.auth);
       expect(res.status).toBe(200);
-      expect(res.body.pagination).toEqual({ page, per_page: 5, total_items: 23, total_pages: 5 });
+      expect(res.body.pagination).toEqual({ page, per_page: 5, total_items: 23, total_pages: 5, next_cursor: page < 5 ? expect.any(String) : null });
       seen.push(...res.body.data);
     }
     expect(seen).toHaveLength(23);
@@ -56,7 +56,7 @@ describe('listing, reading and changing files', () => {
   it('defaults to the root, page 1, 50 per page, newest first', async () => {
     const rootFile = await uploadOk(t, owner.auth, 'root', { name: 'root-file.txt' });
     const res = await t.http().get('/v1/files').set(owner.auth);
-    expect(res.body.pagination).toEqual({ page: 1, per_page: 50, total_items: 1, total_pages: 1 });
+    expect(res.body.pagination).toEqual({ page: 1, per_page: 50, total_items: 1, total_pages: 1, next_cursor: null });
     expect(res.body.data.map((f: any) => f.id)).toEqual([rootFile.id]);
     expect(res.body.data[0].is_shared).toBe(false);
   });
@@ -65,7 +65,7 @@ describe('listing, reading and changing files', () => {
     const res = await t.http().get(`/v1/files?folder_id=${folderId}&per_page=10&page=9`).set(owner.auth);
     expect(res.status).toBe(200);
     expect(res.body.data).toEqual([]);
-    expect(res.body.pagination).toEqual({ page: 9, per_page: 10, total_items: 23, total_pages: 3 });
+    expect(res.body.pagination).toEqual({ page: 9, per_page: 10, total_items: 23, total_pages: 3, next_cursor: null });
   });
 
   it('searches names case-insensitively as a substring, literally', async () => {

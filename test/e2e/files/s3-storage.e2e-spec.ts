@@ -58,7 +58,11 @@ describe('S3 blob storage (STORAGE_DRIVER=s3, against s3rver)', () => {
     const first = await uploadOk(t, owner.auth, 'one', { name: 'o.txt' });
     const before = await keys(`files/${owner.accountId}/${first.id}/`);
     const second = await uploadOk(t, owner.auth, 'two', { name: 'o.txt', overwrite: true });
-    const after = await keys(`files/${owner.accountId}/${first.id}/`);
+    // The replaced object is deleted just after the answer (FinishedUploads), not before it.
+    const after = await eventually(async () => {
+      const found = await keys(`files/${owner.accountId}/${first.id}/`);
+      return found.length === 1 ? found : null;
+    }, 10_000, 'the replaced object to be deleted');
     expect(second.id).toBe(first.id);
     expect(after).toHaveLength(1);
     expect(after[0]).not.toBe(before[0]);

@@ -9,8 +9,10 @@ import { AccountEntity } from '../../../src/modules/accounts/account.entity.js';
 import { UploadReservationEntity } from '../../../src/modules/files/upload/upload-reservation.entity.js';
 import { UploadSweeper } from '../../../src/modules/files/upload/upload-sweeper.js';
 import { UploadHasher } from '../../../src/modules/files/upload/hashing/upload-hasher.js';
-import { FileStoredEvent } from '../../../src/modules/files/events/file-stored.event.js';
-import { EventBus, ofType } from '@nestjs/cqrs';
+import { getQueueToken } from '@nestjs/bullmq';
+import type { Queue } from 'bullmq';
+import { QUEUES } from '../../../src/infra/queue/queue-names.js';
+import { mediaJobId, type MediaJobData } from '../../../src/modules/media/media-jobs.js';
 import { createAccount, createKey, type TestAccount } from '../../support/accounts.js';
 import type { TestApp } from '../../support/test-app.js';
 import { useTestApp } from '../../support/app-fixture.js';
@@ -393,19 +395,17 @@ describe('uploading files', () => {
     }
   });
 
-  it('publishes FileStoredEvent once the upload has committed, with the final blob in place', async () => {
-    const seen: FileStoredEvent[] = [];
-    const subscription = t.app.get(EventBus).pipe(ofType(FileStoredEvent)).subscribe((event) => seen.push(event));
-    try {
-      const file = await uploadOk(t, owner.auth, 'stored', { name: 'stored.txt' });
-      const event = seen.find((e) => e.fileId === file.id);
-      expect(event).toMatchObject({ fileId: file.id, accountId: owner.accountId });
-      expect(listBlobs(t)).toContain(event!.blobKey);
-      const overwritten = await uploadOk(t, owner.auth, 'stored again', { name: 'stored.txt', overwrite: true });
-      expect(seen.filter((e) => e.fileId === overwritten.id)).toHaveLength(2);
-    } finally {
-      subscription.unsubscribe();
-    }
+  it('queues the scan of each stored version through the outbox relay once the upload has committed, with the final blob in place', async () => {
+    const scans = t.app.get<Queue<MediaJobData>>(getQueueToken(QUEUES.scans));
+    const file = await uploadOk(t, owner.auth, 'stored', { name: 'stored.txt' });
+    const stored = await t.app.get(DataSource).getRepository(FileEntity).findOneByOrFail({ id: file.id });
+    const job = await eventually(() => scans.getJob(mediaJobId('scan', stored.id, stored.blobKey)), 20_000, 'the scan job');
+    expect(job.data).toEqual({ fileId: file.id, accountId: owner.accountId, blobKey: stored.blobKey });
+    expect(listBlobs(t)).toContain(stored.blobKey);
+    await uploadOk(t, owner.auth, 'stored again', { name: 'stored.txt', overwrite: true });
+    const overwritten = await t.app.get(DataSource).getRepository(FileEntity).findOneByOrFail({ id: file.id });
+    expect(overwritten.blobKey).not.toBe(stored.blobKey);
+    await eventually(() => scans.getJob(mediaJobId('scan', overwritten.id, overwritten.blobKey)), 20_000, 'the scan job of the new version');
   });
 
   it('records file.uploaded in the outbox with the file data', async () => {

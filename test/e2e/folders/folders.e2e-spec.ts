@@ -54,7 +54,7 @@ describe('folders', () => {
     const parent = (await create({ name: 'Listing' })).body.data;
     for (const name of ['c', 'A', 'b', 'D', 'e']) await create({ name, parent_id: parent.id });
     const page1 = await t.http().get(`/v1/folders?parent_id=${parent.id}&per_page=2`).set(owner.auth);
-    expect(page1.body.pagination).toEqual({ page: 1, per_page: 2, total_items: 5, total_pages: 3 });
+    expect(page1.body.pagination).toEqual({ page: 1, per_page: 2, total_items: 5, total_pages: 3, next_cursor: expect.any(String) });
     expect(page1.body.data.map((f: any) => f.name)).toEqual(['A', 'b']);
     const page3 = await t.http().get(`/v1/folders?parent_id=${parent.id}&per_page=2&page=3`).set(owner.auth);
     expect(page3.body.data.map((f: any) => f.name)).toEqual(['e']);

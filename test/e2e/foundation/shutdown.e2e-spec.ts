@@ -32,7 +32,9 @@ describe('graceful shutdown', () => {
       // An authenticated upload whose body is still arriving when the signal comes.
       const boundary = 'shutdown-boundary';
       const head = `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="slow.txt"\r\nContent-Type: text/plain\r\n\r\n`;
-      const [first, rest] = ['the first half, ', 'and the rest after SIGTERM'];
+      // Over 1 MiB in all: such an upload reserves its quota as soon as it starts (a smaller one reserves nothing
+      // while it streams), which is how the test sees it under way.
+      const [first, rest] = [`the first half, ${'x'.repeat(1024 * 1024)}`, 'and the rest after SIGTERM'];
       const tail = `\r\n--${boundary}--\r\n`;
       let finishBody: () => void = () => undefined;
       const answer = new Promise<{ status: number; body: string }>((resolve, reject) => {

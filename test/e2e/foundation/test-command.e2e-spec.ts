@@ -32,7 +32,8 @@ describe('npm test', () => {
     expect(result.stderr).toContain('missing ffmpeg (Debian package ffmpeg)');
     expect(result.stderr).toContain('missing pdftoppm (Debian package poppler-utils)');
     expect(result.stderr).toContain('missing chromium (Debian package chromium)');
-    expect(result.stderr).toMatch(/sudo apt-get install -y chromium ffmpeg poppler-utils( clamav-daemon)?\n/);
+    expect(result.stderr).toContain('missing python3 (3.11 or later) (Debian package python3), needed by the Python client library tests');
+    expect(result.stderr).toMatch(/sudo apt-get install -y chromium ffmpeg poppler-utils( clamav-daemon)? python3 mypy php-cli php-curl ruby\n/);
   });
 
   it('names every skipped test in its summary, with the reason the test gave', () => {

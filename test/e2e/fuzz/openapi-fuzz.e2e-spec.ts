@@ -144,7 +144,8 @@ function fieldMutations(name: string, schema: Schema): Mutation[] {
       always('huge', 1e308),
       always('2^53+2', 2 ** 53 + 2),
       always('negative', -60),
-      always('zero', 0),
+      // Zero is a valid value where the schema allows it (rotate-secret's expires_in: 0 ends the old secret at once).
+      (typeof schema.minimum === 'number' && schema.minimum <= 0 ? maybe : always)('zero', 0),
       always('fraction', 60.5),
       always('tiny fraction', 1e-9),
       always('empty string', ''),
@@ -224,7 +225,16 @@ function queryMutations(parameter: Parameter): Array<[string, string]> {
   const schema = parameter.schema ?? {};
   if (schema.type === 'number' || schema.type === 'integer') {
     const overMaximum = schema.maximum !== undefined ? [String(schema.maximum + 1)] : [];
-    return ['0', '-1', '1.5', '1e999', 'abc', '', '99999999999999999999', '0x10', ' 1', '1e2', ...overMaximum].map((v) => [`${parameter.name}=${JSON.stringify(v)}`, v]);
+    // A plain number within the schema's bounds is a valid value (wait=0 or 1.5 of GET /v1/events), not a hostile one.
+    const withinSchema = (v: string) => {
+      if (!/^-?\d+(\.\d+)?$/.test(v)) return false;
+      const n = Number(v);
+      if (Math.abs(n) > Number.MAX_SAFE_INTEGER) return false;
+      return (schema.type !== 'integer' || Number.isInteger(n)) && !(n < (schema.minimum ?? -Infinity)) && !(n > (schema.maximum ?? Infinity));
+    };
+    return ['0', '-1', '1.5', '1e999', 'abc', '', '99999999999999999999', '0x10', ' 1', '1e2', ...overMaximum]
+      .filter((v) => !withinSchema(v))
+      .map((v) => [`${parameter.name}=${JSON.stringify(v)}`, v]);
   }
   if (schema.enum) return ['nope', '', 'a\u0000b', String(schema.enum[0]).toUpperCase()].map((v) => [`${parameter.name}=${JSON.stringify(v)}`, v]);
   // Free text and ids: only values no parameter of this API accepts (over every length limit, NUL).

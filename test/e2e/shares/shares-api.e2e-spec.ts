@@ -167,7 +167,7 @@ describe('managing share links (POST, GET, DELETE /v1/shares)', () => {
 
     const all = await t.http().get('/v1/shares').set(account.auth).expect(200);
     expect(all.body.data.map((s: { id: string }) => s.id)).toEqual([third.id, second.id, first.id]);
-    expect(all.body.pagination).toEqual({ page: 1, per_page: 50, total_items: 3, total_pages: 1 });
+    expect(all.body.pagination).toEqual({ page: 1, per_page: 50, total_items: 3, total_pages: 1, next_cursor: null });
     expect(all.body.data[2]).toEqual({
       id: first.id,
       url: first.url,
@@ -186,7 +186,7 @@ describe('managing share links (POST, GET, DELETE /v1/shares)', () => {
 
     const page2 = await t.http().get('/v1/shares?per_page=2&page=2').set(account.auth).expect(200);
     expect(page2.body.data.map((s: { id: string }) => s.id)).toEqual([first.id]);
-    expect(page2.body.pagination).toEqual({ page: 2, per_page: 2, total_items: 3, total_pages: 2 });
+    expect(page2.body.pagination).toEqual({ page: 2, per_page: 2, total_items: 3, total_pages: 2, next_cursor: null });
 
     const ofA = await t.http().get(`/v1/shares?file_id=${a.id}`).set(account.auth).expect(200);
     expect(ofA.body.data.map((s: { id: string }) => s.id)).toEqual([third.id, first.id]);

@@ -157,7 +157,7 @@ describe('delete, restore and the trash', () => {
     }
     await uploadOk(t, acct.auth, 'alive', { name: 'alive.txt' });
     const desc = await t.http().get('/v1/trash?per_page=3').set(acct.auth);
-    expect(desc.body.pagination).toEqual({ page: 1, per_page: 3, total_items: 4, total_pages: 2 });
+    expect(desc.body.pagination).toEqual({ page: 1, per_page: 3, total_items: 4, total_pages: 2, next_cursor: expect.any(String) });
     expect(desc.body.data.map((f: any) => f.id)).toEqual([ids[3], ids[2], ids[1]]);
     expect(desc.body.data[0]).toEqual({
       id: ids[3], name: 't4.txt', size: 6, type: 'text/plain', category: 'document', folder_id: null,

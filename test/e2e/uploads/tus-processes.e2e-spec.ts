@@ -4,23 +4,28 @@ import { NestFactory } from '@nestjs/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AppModule } from '../../../src/app.module.js';
 import { loadConfig } from '../../../src/config/app-config.js';
+import { DataSource } from 'typeorm';
+import { ResumableUploadEntity } from '../../../src/modules/uploads/resumable-upload.entity.js';
 import { createAccount, type TestAccount } from '../../support/accounts.js';
 import { storageOf } from '../../support/files.js';
 import { freePort, type ServerProcess, startServerProcess } from '../../support/processes.js';
+import { startS3, type TestS3 } from '../../support/s3.js';
 import { createTestEnvironment, type TestEnvironment } from '../../support/test-app.js';
 import { tusUpload, tusUploadUntil } from '../../support/tus.js';
 
 const MiB = 1024 * 1024;
 const md5 = (content: Buffer) => createHash('md5').update(content).digest('hex');
 
-describe('resumable uploads across server processes (built server, real processes)', () => {
+describe.each(['local', 's3'] as const)('resumable uploads across server processes (built server, real processes), on %s storage', (driver) => {
+  let s3: TestS3 | null = null;
   let environment: TestEnvironment;
   let context: INestApplicationContext;
   let owner: TestAccount;
   const servers: ServerProcess[] = [];
 
   const start = async (port?: number) => {
-    const server = await startServerProcess(environment.env, port ?? (await freePort()));
+    // A generous start-up guard: a loaded machine has taken more than 30 s.
+    const server = await startServerProcess(environment.env, port ?? (await freePort()), 90_000);
     servers.push(server);
     return server;
   };
@@ -30,7 +35,8 @@ describe('resumable uploads across server processes (built server, real processe
     Number((await fetch(url, { method: 'HEAD', headers: { ...owner.auth, 'Tus-Resumable': '1.0.0' } })).headers.get('upload-offset'));
 
   beforeAll(async () => {
-    environment = await createTestEnvironment({ INSTANCE_HEARTBEAT_MS: '300' });
+    if (driver === 's3') s3 = await startS3();
+    environment = await createTestEnvironment({ INSTANCE_HEARTBEAT_MS: '300', ...(s3 ? s3.env() : {}) });
     // Migrations run as the first server starts; the test then reads the database from its own context.
     await start();
     context = await NestFactory.createApplicationContext(AppModule.forCli(loadConfig(environment.env), []), { logger: false });
@@ -39,7 +45,8 @@ describe('resumable uploads across server processes (built server, real processe
   afterAll(async () => {
     for (const server of servers) await server.stop('SIGKILL').catch(() => undefined);
     await context?.close();
-    await environment.dispose();
+    await environment?.dispose();
+    await s3?.close();
   });
 
   it('resumes after the server is killed (SIGKILL) mid-upload and restarted, to the right MD5', async () => {
@@ -63,7 +70,11 @@ describe('resumable uploads across server processes (built server, real processe
     const content = randomBytes(20 * MiB);
     const startedOnFirst = await tusUploadUntil(first.baseUrl, owner.auth, content, 5 * MiB, { chunkSize: 2 * MiB, metadata: { filename: 'moved.bin' } });
     const url = `${second.baseUrl}${new URL(startedOnFirst).pathname}`;
-    expect(await offsetOf(url)).toBeGreaterThanOrEqual(5 * MiB);
+    const offset = await offsetOf(url);
+    expect(offset).toBeGreaterThanOrEqual(5 * MiB);
+    // The MD5 of what the first process received is saved with the upload: the second goes on from it, reading nothing again.
+    const upload = await context.get(DataSource).getRepository(ResumableUploadEntity).findOneByOrFail({ id: new URL(url).pathname.split('/').pop() });
+    expect(upload.md5Offset).toBe(offset);
     const { fileId } = await tusUpload(second.baseUrl, owner.auth, content, { uploadUrl: url, chunkSize: 2 * MiB, metadata: { filename: 'moved.bin' } });
     expect(await fileOf(first, fileId)).toMatchObject({ name: 'moved.bin', size: content.length, md5_hash: md5(content) });
     expect(await storageOf(context, owner.accountId)).toMatchObject({ reserved: 0 });

@@ -46,6 +46,7 @@ describe('webhook configuration API', () => {
       updated_at: created.body.data.created_at,
       disabled_reason: null,
       disabled_at: null,
+      previous_secret_expires_at: null,
     });
     expect(JSON.stringify(listed.body)).not.toContain(secret);
     const one = await t.http().get(`/v1/webhooks/${id}`).set(owner.auth).expect(200);
@@ -147,7 +148,7 @@ describe('webhook configuration API', () => {
   it('pages the delivery log and validates its query', async () => {
     const { id } = (await create(owner, { url: 'https://hooks.example.com/log', events: ['file.uploaded'], active: false }).expect(201)).body.data;
     const empty = await t.http().get(`/v1/webhooks/${id}/deliveries`).set(owner.auth).expect(200);
-    expect(empty.body).toEqual({ success: true, data: [], pagination: { page: 1, per_page: 50, total_items: 0, total_pages: 0 } });
+    expect(empty.body).toEqual({ success: true, data: [], pagination: { page: 1, per_page: 50, total_items: 0, total_pages: 0, next_cursor: null } });
     for (const query of ['per_page=101', 'page=0', 'status=lost', 'page=1&page=2']) {
       expect((await t.http().get(`/v1/webhooks/${id}/deliveries?${query}`).set(owner.auth).expect(400)).body.error.code).toBe('invalid_request');
     }

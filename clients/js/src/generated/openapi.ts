@@ -411,7 +411,7 @@ export interface paths {
         put?: never;
         /**
          * Create a webhook
-         * @description Registers an https endpoint for some of the seven events. The `secret` (generated when omitted) is in this answer only. At most 25 webhooks per account.
+         * @description Registers an https endpoint for some of the seven events. The `secret` (generated when omitted, `whsec_` + base64 of 32 bytes) is in this answer only. At most 25 webhooks per account. Each delivery is signed twice: `X-Service-Signature` (`sha256=` hex HMAC of the raw body, keyed with the secret string) and the Standard Webhooks headers `webhook-id` (the event id), `webhook-timestamp` and `webhook-signature`, which the `standardwebhooks` libraries verify.
          */
         post: operations["createWebhook"];
         delete?: never;
@@ -459,6 +459,26 @@ export interface paths {
          * @description Queues a `webhook.test` event with `data: {message}` to this webhook (also when it is inactive) and answers the delivery record.
          */
         post: operations["testWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{webhook_id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate the signing secret
+         * @description Generates a new secret, shown in this answer only. For `expires_in` seconds (default 86400) deliveries are signed with both: `webhook-signature` carries a `v1,` signature for each (new first), `X-Service-Signature` uses the new secret. Then only the new one signs.
+         */
+        post: operations["rotateWebhookSecret"];
         delete?: never;
         options?: never;
         head?: never;
@@ -522,6 +542,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/webhooks/{webhook_id}/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Replay events
+         * @description Queues a new delivery (new delivery id, same event id, the usual attempts and log) of every retained event in [since, until) that this webhook subscribes to, and answers how many. Large windows are queued in the background. Events still waiting in an earlier replay to this webhook are not queued (or counted) again.
+         */
+        post: operations["replayWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/uploads": {
         parameters: {
             query?: never;
@@ -568,6 +608,26 @@ export interface paths {
          * @description Appends the body at `Upload-Offset`; answers 204 with the new `Upload-Offset`. The chunk that completes the upload commits the file as a multipart upload does (MD5, type detection, numbered suffix or overwrite, file.uploaded, scan and thumbnail) and the answer names it in `X-File-Id`. Not counted against the rate limit. A second request to the same upload while one is writing waits up to 3 s, then gets 423.
          */
         patch: operations["appendToUpload"];
+        trace?: never;
+    };
+    "/v1/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Event feed
+         * @description The account's events, oldest first, each as in webhook deliveries plus its stable `id`. Pass `next_cursor` back as `after` to continue; it is always present, so a client can keep polling with it, and no event is skipped or repeated. With `wait`, an answer with no event is held until one arrives (or the deadline). Events are kept EVENT_RETENTION_DAYS (30) days; a cursor from before the retained events answers 410 cursor_expired.
+         */
+        get: operations["listEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
 }
@@ -649,7 +709,7 @@ export interface components {
         };
         ErrorBodyDoc: {
             /**
-             * @description invalid_request (400), authentication_failed (401), permission_denied (403), not_found (404), rate_limit_exceeded (429), file_too_large and storage_exceeded (413), share_expired (410), password_required (401), file_infected (403), service_unavailable (503, with Retry-After), internal_error (500)
+             * @description invalid_request (400), authentication_failed (401), permission_denied (403), not_found (404), rate_limit_exceeded (429), file_too_large and storage_exceeded (413), share_expired and cursor_expired (410), password_required (401), file_infected (403), service_unavailable (503, with Retry-After), internal_error (500)
              * @example invalid_request
              */
             code: string;
@@ -778,6 +838,21 @@ export interface components {
              * @enum {string}
              */
             scan_status: "pending" | "clean" | "infected" | "skipped";
+        };
+        CursorPagination: {
+            /** @example 1 */
+            page: number;
+            /** @example 50 */
+            per_page: number;
+            /** @example 120 */
+            total_items: number;
+            /** @example 3 */
+            total_pages: number;
+            /**
+             * @description Send as `cursor` (with the same filters, search and sort) for the page after this one; null on the last page.
+             * @example WzEsIjIwMjYtMTEtMjRUMTA6MDA6MDAuMDAwWiIsImZpbGVfMDE5MyIsNTBd.q5BvOw2cZmC3c0Gx0dXJbA
+             */
+            next_cursor: string | null;
         };
         UploadFileForm: {
             /** @description Name to store the file under; default the original file name. Stored in Unicode NFC; 1 to 255 characters after that */
@@ -1068,6 +1143,11 @@ export interface components {
             disabled_reason: "deliveries_failing" | null;
             /** @example null */
             disabled_at: string | null;
+            /**
+             * @description While a rotated-out secret still signs beside the current one: when it stops. Null otherwise.
+             * @example null
+             */
+            previous_secret_expires_at: string | null;
         };
         UpdateWebhookRequest: {
             /** @description Replaces the subscribed events. */
@@ -1116,6 +1196,66 @@ export interface components {
             response_status: number | null;
             error: string | null;
             attempt_log: components["schemas"]["DeliveryAttemptResponse"][];
+        };
+        RotatedWebhookSecretResponse: {
+            /** @example wh_0193a5b2c4d67e8f9a0b1c2d3e4f5a6b */
+            id: string;
+            /**
+             * @description The new signing secret. Shown only here; store it now.
+             * @example whsec_…
+             */
+            secret: string;
+            /** @example 2026-11-21T10:00:00.000Z */
+            rotated_at: string;
+            /**
+             * @description Until when the previous secret keeps signing beside the new one; null when it stopped at once (`expires_in: 0`).
+             * @example 2026-11-22T10:00:00.000Z
+             */
+            previous_secret_expires_at: string | null;
+        };
+        RotateWebhookSecretRequest: {
+            /**
+             * @description Seconds during which the previous secret keeps signing beside the new one; default 86400 (24 hours), 0 stops it at once, at most 604800 (7 days).
+             * @example 86400
+             */
+            expires_in?: number;
+        };
+        ReplayQueuedResponse: {
+            /**
+             * @description How many event deliveries this replay queues (events already waiting in an earlier replay are not counted again).
+             * @example 42
+             */
+            queued: number;
+        };
+        ReplayWebhookRequest: {
+            /**
+             * @description Start of the window (inclusive): events that occurred at or after it.
+             * @example 2026-11-21T10:00:00.000Z
+             */
+            since: string;
+            /**
+             * @description End of the window (exclusive); now when omitted.
+             * @example 2026-11-21T11:00:00.000Z
+             */
+            until?: string;
+        };
+        EventResponse: {
+            /**
+             * @description Stable event id; the same in webhook deliveries and replays.
+             * @example evt_8f14e45fceea167a5a36dedd4bea2543
+             */
+            id: string;
+            /** @example file.uploaded */
+            event: string;
+            /**
+             * @description When the event occurred.
+             * @example 2026-11-21T10:00:00.000Z
+             */
+            timestamp: string;
+            /** @description The event's payload, as in webhook deliveries. */
+            data: {
+                [key: string]: unknown;
+            };
         };
         /** @description The error envelope; `code` is one of internal_error. */
         ErrorEnvelope500: {
@@ -1271,13 +1411,13 @@ export interface components {
                 };
             };
         };
-        /** @description The error envelope; `code` is one of share_expired, not_found. */
+        /** @description The error envelope; `code` is one of share_expired, cursor_expired, not_found. */
         ErrorEnvelope410: {
             /** @enum {boolean} */
             success: false;
             error: {
                 /** @enum {string} */
-                code: "share_expired" | "not_found";
+                code: "share_expired" | "cursor_expired" | "not_found";
                 message: string;
                 /** @description Machine-readable specifics, e.g. `fields` (list of {field, message}) for validation failures. */
                 details?: {
@@ -1287,6 +1427,20 @@ export interface components {
         };
         /** @description The error envelope; `code` is one of invalid_request. */
         ErrorEnvelope412: {
+            /** @enum {boolean} */
+            success: false;
+            error: {
+                /** @enum {string} */
+                code: "invalid_request";
+                message: string;
+                /** @description Machine-readable specifics, e.g. `fields` (list of {field, message}) for validation failures. */
+                details?: {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        /** @description The error envelope; `code` is one of invalid_request. */
+        ErrorEnvelope460: {
             /** @enum {boolean} */
             success: false;
             error: {
@@ -1934,6 +2088,8 @@ export interface operations {
                 page?: number;
                 /** @description Items per page, 1 to 100. */
                 per_page?: number;
+                /** @description Continues a listing after the last item of the page that answered `pagination.next_cursor` (send the same filters, search and sort; `per_page` may change). Not together with `page`. */
+                cursor?: string;
                 /** @description Folder to list; omitted means the root */
                 folder_id?: string;
                 /** @description Ties are broken by id */
@@ -1963,12 +2119,12 @@ export interface operations {
                         /** @enum {boolean} */
                         success: true;
                         data: components["schemas"]["FileResponse"][];
-                        pagination: components["schemas"]["Pagination"];
+                        pagination: components["schemas"]["CursorPagination"];
                     };
                 };
             };
             /**
-             * @description invalid_request: bad page, per_page, sort, type or a repeated parameter.
+             * @description invalid_request: bad page, per_page, sort, type or a repeated parameter; a cursor together with page, altered, or made for another query.
              *
              *     invalid_request: malformed input; `details.fields` lists each problem.
              */
@@ -3254,6 +3410,8 @@ export interface operations {
                 page?: number;
                 /** @description Items per page, 1 to 100. */
                 per_page?: number;
+                /** @description Continues a listing after the last item of the page that answered `pagination.next_cursor` (send the same filters, search and sort; `per_page` may change). Not together with `page`. */
+                cursor?: string;
                 /** @description Parent folder; omitted means the root */
                 parent_id?: string;
                 /** @description Ties are broken by id */
@@ -3281,12 +3439,12 @@ export interface operations {
                         /** @enum {boolean} */
                         success: true;
                         data: components["schemas"]["FolderResponse"][];
-                        pagination: components["schemas"]["Pagination"];
+                        pagination: components["schemas"]["CursorPagination"];
                     };
                 };
             };
             /**
-             * @description invalid_request: bad page, per_page, sort or a repeated parameter.
+             * @description invalid_request: bad page, per_page, sort or a repeated parameter; a cursor together with page, altered, or made for another query.
              *
              *     invalid_request: malformed input; `details.fields` lists each problem.
              */
@@ -3849,6 +4007,8 @@ export interface operations {
                 page?: number;
                 /** @description Items per page, 1 to 100. */
                 per_page?: number;
+                /** @description Continues a listing after the last item of the page that answered `pagination.next_cursor` (send the same filters, search and sort; `per_page` may change). Not together with `page`. */
+                cursor?: string;
                 /** @description Ties are broken by id */
                 sort?: "deleted_desc" | "deleted_asc";
                 /** @description Case-insensitive substring of the name */
@@ -3874,12 +4034,12 @@ export interface operations {
                         /** @enum {boolean} */
                         success: true;
                         data: components["schemas"]["TrashedFileResponse"][];
-                        pagination: components["schemas"]["Pagination"];
+                        pagination: components["schemas"]["CursorPagination"];
                     };
                 };
             };
             /**
-             * @description invalid_request: bad page, per_page, sort or a repeated parameter.
+             * @description invalid_request: bad page, per_page, sort or a repeated parameter; a cursor together with page, altered, or made for another query.
              *
              *     invalid_request: malformed input; `details.fields` lists each problem.
              */
@@ -4079,6 +4239,8 @@ export interface operations {
                 page?: number;
                 /** @description Items per page, 1 to 100. */
                 per_page?: number;
+                /** @description Continues a listing after the last item of the page that answered `pagination.next_cursor` (send the same filters, search and sort; `per_page` may change). Not together with `page`. */
+                cursor?: string;
                 /** @description Only the links of this file (including links of trashed or deleted files). */
                 file_id?: string;
             };
@@ -4102,12 +4264,12 @@ export interface operations {
                         /** @enum {boolean} */
                         success: true;
                         data: components["schemas"]["ShareStatusResponse"][];
-                        pagination: components["schemas"]["Pagination"];
+                        pagination: components["schemas"]["CursorPagination"];
                     };
                 };
             };
             /**
-             * @description invalid_request: bad page, per_page or file_id.
+             * @description invalid_request: bad page, per_page or file_id; a cursor together with page, altered, or made for another query.
              *
              *     invalid_request: malformed input; `details.fields` lists each problem.
              */
@@ -5818,6 +5980,192 @@ export interface operations {
             };
         };
     };
+    rotateWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the first complete answer (any status below 500) is stored per account and key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. 1 to 255 printable ASCII characters, e.g. a UUID. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                webhook_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RotateWebhookSecretRequest"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["RotatedWebhookSecretResponse"];
+                    };
+                };
+            };
+            /** @description invalid_request: expires_in is not an integer from 0 to 604800. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope400"];
+                };
+            };
+            /** @description authentication_failed: missing, malformed, unknown or revoked API key. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope401"];
+                };
+            };
+            /** @description permission_denied: the key lacks an elevated key. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope403"];
+                };
+            };
+            /** @description not_found: no such webhook in this account. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope404"];
+                };
+            };
+            /** @description idempotency_key_in_use: a request with this Idempotency-Key is still running; retry after Retry-After. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After-When-In-Use"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope409"];
+                };
+            };
+            /** @description invalid_request: the request body is too large. */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope413"];
+                };
+            };
+            /** @description invalid_request: the body is in a charset or content encoding the service cannot read. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDoc"];
+                };
+            };
+            /** @description idempotency_key_reused: the Idempotency-Key was used for a different request. */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope422"];
+                };
+            };
+            /** @description rate_limit_exceeded: the plan's requests per minute are used up, or this client address presented 30 invalid API keys this minute; see Retry-After. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope429"];
+                };
+            };
+            /** @description internal_error: an unexpected failure; details.request_id identifies it in the logs. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope500"];
+                };
+            };
+            /** @description service_unavailable: a dependency (database, Redis) is unavailable for a moment; see Retry-After. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After-When-Busy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope503"];
+                };
+            };
+        };
+    };
     listWebhookDeliveries: {
         parameters: {
             query?: {
@@ -5825,6 +6173,8 @@ export interface operations {
                 page?: number;
                 /** @description Items per page, 1 to 100. */
                 per_page?: number;
+                /** @description Continues a listing after the last item of the page that answered `pagination.next_cursor` (send the same filters, search and sort; `per_page` may change). Not together with `page`. */
+                cursor?: string;
                 /** @description Only deliveries in this status. */
                 status?: "pending" | "succeeded" | "failed";
             };
@@ -5850,11 +6200,11 @@ export interface operations {
                         /** @enum {boolean} */
                         success: true;
                         data: components["schemas"]["DeliveryResponse"][];
-                        pagination: components["schemas"]["Pagination"];
+                        pagination: components["schemas"]["CursorPagination"];
                     };
                 };
             };
-            /** @description invalid_request: bad page, per_page or status. */
+            /** @description invalid_request: bad page, per_page or status; a cursor together with page, altered, or made for another query. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6240,12 +6590,200 @@ export interface operations {
             };
         };
     };
+    replayWebhook: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the first complete answer (any status below 500) is stored per account and key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. 1 to 255 printable ASCII characters, e.g. a UUID. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                webhook_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReplayWebhookRequest"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["ReplayQueuedResponse"];
+                    };
+                };
+            };
+            /** @description invalid_request: since/until not ISO 8601, or since not before until. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope400"];
+                };
+            };
+            /** @description authentication_failed: missing, malformed, unknown or revoked API key. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope401"];
+                };
+            };
+            /** @description permission_denied: the key lacks an elevated key. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope403"];
+                };
+            };
+            /** @description not_found: no such webhook in this account. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope404"];
+                };
+            };
+            /** @description idempotency_key_in_use: a request with this Idempotency-Key is still running; retry after Retry-After. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After-When-In-Use"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope409"];
+                };
+            };
+            /** @description invalid_request: the request body is too large. */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope413"];
+                };
+            };
+            /** @description invalid_request: the body is in a charset or content encoding the service cannot read. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDoc"];
+                };
+            };
+            /** @description idempotency_key_reused: the Idempotency-Key was used for a different request. */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope422"];
+                };
+            };
+            /** @description rate_limit_exceeded: the plan's requests per minute are used up, or this client address presented 30 invalid API keys this minute; see Retry-After. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope429"];
+                };
+            };
+            /** @description internal_error: an unexpected failure; details.request_id identifies it in the logs. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope500"];
+                };
+            };
+            /** @description service_unavailable: a dependency (database, Redis) is unavailable for a moment; see Retry-After. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After-When-Busy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope503"];
+                };
+            };
+        };
+    };
     createUpload: {
         parameters: {
             query?: never;
             header: {
                 /** @description Comma-separated `key base64(value)` pairs: `filename` (required), `name` (the file name to use instead), `folder_id` (default: root), `overwrite` (`true`/`false`). Other keys are kept and echoed by HEAD. */
                 "Upload-Metadata": string;
+                /** @description tus checksum extension: `<algorithm> <base64 digest>` of this request's body, algorithm `md5` or `sha1` (OPTIONS answers them in `Tus-Checksum-Algorithm`). The body is then stored only if it matches (else 460); an unknown algorithm is 400. */
+                "Upload-Checksum"?: string;
                 /** @description `1` when the size is not known yet. */
                 "Upload-Defer-Length"?: string;
                 /** @description The file size in bytes; or send `Upload-Defer-Length: 1` and declare it on a later PATCH. */
@@ -6410,6 +6948,20 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope429"];
                 };
             };
+            /** @description invalid_request: the body does not match Upload-Checksum (tus Checksum Mismatch); the upload exists, with nothing stored. */
+            460: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope460"];
+                };
+            };
             /** @description internal_error: an unexpected failure; details.request_id identifies it in the logs. */
             500: {
                 headers: {
@@ -6423,7 +6975,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope500"];
                 };
             };
-            /** @description service_unavailable: resumable uploads need STORAGE_DRIVER=local for now; use POST /v1/files/upload. */
+            /** @description service_unavailable: a dependency (database, Redis) is unavailable for a moment; see Retry-After. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6730,6 +7282,8 @@ export interface operations {
         parameters: {
             query?: never;
             header: {
+                /** @description tus checksum extension: `<algorithm> <base64 digest>` of this request's body, algorithm `md5` or `sha1` (OPTIONS answers them in `Tus-Checksum-Algorithm`). The body is then stored only if it matches (else 460); an unknown algorithm is 400. */
+                "Upload-Checksum"?: string;
                 /** @description Declares the size of an upload created with Upload-Defer-Length. */
                 "Upload-Length"?: string;
                 /** @description `application/offset+octet-stream`; the body is the raw bytes. */
@@ -6857,7 +7411,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope412"];
                 };
             };
-            /** @description file_too_large: more bytes than Upload-Length or the plan allows. */
+            /** @description file_too_large: more bytes than Upload-Length or the plan allows (details file_size, max_size, plan); storage_exceeded: a deferred-length upload outgrew the quota (details current_usage, storage_limit, required_space). */
             413: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6881,6 +7435,149 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorEnvelope423"];
+                };
+            };
+            /** @description rate_limit_exceeded: the plan's requests per minute are used up, or this client address presented 30 invalid API keys this minute; see Retry-After. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope429"];
+                };
+            };
+            /** @description invalid_request: the chunk does not match Upload-Checksum (tus Checksum Mismatch); nothing of it was stored. */
+            460: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope460"];
+                };
+            };
+            /** @description internal_error: an unexpected failure; details.request_id identifies it in the logs. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope500"];
+                };
+            };
+            /** @description service_unavailable: a dependency (database, Redis) is unavailable for a moment; see Retry-After. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After-When-Busy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope503"];
+                };
+            };
+        };
+    };
+    listEvents: {
+        parameters: {
+            query?: {
+                /** @description The `next_cursor` of an earlier answer. Without it the feed starts at the oldest retained event. */
+                after?: string;
+                /** @description Events per answer, 1 to 1000. */
+                limit?: number;
+                /** @description Comma-separated event names; only these events are returned (the cursor still moves past the others). */
+                types?: string;
+                /** @description Long poll: when no event is there yet, wait up to this many seconds for one; the answer comes as soon as one arrives, or empty at the deadline. */
+                wait?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["EventResponse"][];
+                        /** @description Opaque; send it as `after` to read on from here. */
+                        next_cursor: string;
+                    };
+                };
+            };
+            /** @description invalid_request: a malformed, altered or foreign cursor, an unknown event name in `types`, or limit/wait out of range. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope400"];
+                };
+            };
+            /** @description authentication_failed: missing, malformed, unknown or revoked API key. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope401"];
+                };
+            };
+            /** @description permission_denied: the key lacks scope `read`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope403"];
+                };
+            };
+            /** @description cursor_expired: events after this cursor were trimmed (older than the retention); start again without `after`. */
+            410: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope410"];
                 };
             };
             /** @description rate_limit_exceeded: the plan's requests per minute are used up, or this client address presented 30 invalid API keys this minute; see Retry-After. */

@@ -7,6 +7,12 @@ import { FileListingVersions1763910000000 } from './1763910000000-file-listing-v
 import { ServerInstances1763950000000 } from './1763950000000-server-instances.js';
 import { UnicodeNames1764000000000 } from './1764000000000-unicode-names.js';
 import { ResumableUploads1764200000000 } from './1764200000000-resumable-uploads.js';
+import { ListingVersionShards1764300000000 } from './1764300000000-listing-version-shards.js';
+import { ResumableUploadProgress1764310000000 } from './1764310000000-resumable-upload-progress.js';
+import { EventFeed1764320000000 } from './1764320000000-event-feed.js';
+import { WebhookSecretRotation1764330000000 } from './1764330000000-webhook-secret-rotation.js';
+import { NameSearchIndexes1764340000000 } from './1764340000000-name-search-indexes.js';
+import { DeliveryListIndex1764350000000 } from './1764350000000-delivery-list-index.js';
 
 /** Every migration, oldest first. */
 export const MIGRATIONS = [
@@ -19,4 +25,10 @@ export const MIGRATIONS = [
   ServerInstances1763950000000,
   UnicodeNames1764000000000,
   ResumableUploads1764200000000,
+  ListingVersionShards1764300000000,
+  ResumableUploadProgress1764310000000,
+  EventFeed1764320000000,
+  WebhookSecretRotation1764330000000,
+  NameSearchIndexes1764340000000,
+  DeliveryListIndex1764350000000,
 ];

@@ -5,6 +5,7 @@ import type { Actor } from '../../../common/auth/actor.js';
 import type { Scope } from '../../../common/auth/scopes.js';
 import { sqlDialect } from '../../../infra/database/sql-dialect.js';
 import type { PlanName } from '../plans.js';
+import { ApiKeyCache } from '../api-key-cache.js';
 import { ApiKeyEntity } from '../api-key.entity.js';
 import { hashApiKey } from '../api-key-secret.js';
 
@@ -32,20 +33,31 @@ interface KeyRow {
   plan: PlanName;
 }
 
-/** Runs on every authenticated request, so one plain join instead of two entity lookups through the query builder. */
+/**
+ * Runs on every authenticated request: answered from ApiKeyCache when it can be, else one plain join
+ * instead of two entity lookups through the query builder.
+ */
 @QueryHandler(AuthenticateApiKeyQuery)
 export class AuthenticateApiKeyHandler implements IQueryHandler<AuthenticateApiKeyQuery> {
   private readonly sql: string;
 
-  constructor(@InjectRepository(ApiKeyEntity) private readonly keys: Repository<ApiKeyEntity>) {
+  constructor(
+    @InjectRepository(ApiKeyEntity) private readonly keys: Repository<ApiKeyEntity>,
+    private readonly cache: ApiKeyCache,
+  ) {
     const placeholder = sqlDialect(keys.manager).parameter(1);
     this.sql =
       'SELECT k.id, k.user_id, k.scopes, k.elevated, k.last_used_at, a.id AS account_id, a.plan ' +
       `FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.key_hash = ${placeholder} AND k.revoked_at IS NULL`;
   }
 
-  async execute({ secret }: AuthenticateApiKeyQuery): Promise<Authentication | null> {
-    const [key]: KeyRow[] = await this.keys.query(this.sql, [hashApiKey(secret)]);
+  execute({ secret }: AuthenticateApiKeyQuery): Promise<Authentication | null> {
+    const keyHash = hashApiKey(secret);
+    return this.cache.lookup(keyHash, () => this.load(keyHash));
+  }
+
+  private async load(keyHash: string): Promise<Authentication | null> {
+    const [key]: KeyRow[] = await this.keys.query(this.sql, [keyHash]);
     if (!key) return null;
     return {
       actor: {

@@ -1,6 +1,5 @@
-import { Logger } from '@nestjs/common';
 import { IsNull } from 'typeorm';
-import { Command, CommandHandler, EventBus, type ICommandHandler } from '@nestjs/cqrs';
+import { Command, CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
 import type { Actor } from '../../../common/auth/actor.js';
 import { Clock } from '../../../common/clock.js';
 import { InvalidRequest, NotFound, StorageExceeded } from '../../../common/errors/api-error.js';
@@ -12,12 +11,13 @@ import { UrlSigner } from '../../../infra/storage/url-signer.js';
 import { FolderEntity } from '../../folders/folder.entity.js';
 import { FileResponse } from '../dto/file.response.js';
 import { fileUploaded } from '../events/file-events.js';
-import { FileStoredEvent } from '../events/file-stored.event.js';
 import { FileEntity } from '../file.entity.js';
 import { acceptedName, nameKeyOf } from '../file-naming.js';
 import { categoryOf, detectMimeType } from '../file-type-detection.js';
-import { freeFileName, retryOnNameCollision } from '../name-collisions.js';
-import { changeStorageUsage } from '../storage-usage.js';
+import { freeFileName, isUniqueViolation, retryOnNameCollision } from '../name-collisions.js';
+import { changeStorageUsage, refuseOverQuota } from '../storage-usage.js';
+import { FinishedUploads } from '../upload/finished-uploads.js';
+import { ServerInstance } from '../../../infra/instances/server-instance.js';
 import type { ReceivedUpload } from '../upload/upload-receiver.js';
 import { UploadReservationEntity } from '../upload/upload-reservation.entity.js';
 
@@ -35,105 +35,139 @@ export class UploadFileCommand extends Command<FileResponse> {
 
 /**
  * Turns bytes already in temporary storage into a file: one transaction creates (or, with
- * overwrite, updates) the row, hands the upload's reserved quota over to used storage and records
- * file.uploaded; only after it commits does the blob move to its final key and FileStoredEvent go out.
+ * overwrite, updates) the row, charges the quota (a small upload) or hands the upload's reserved
+ * quota over to used storage (a large one), and records file.uploaded; only after it commits does
+ * the blob move to its final key. The scan and thumbnail jobs are queued in bulk by the outbox relay
+ * from file.uploaded (media module), not one by one here. What is left after the answer (blobs an
+ * overwrite replaced, the finished reservation row) is done in the background by FinishedUploads.
  */
 @CommandHandler(UploadFileCommand)
 export class UploadFileHandler implements ICommandHandler<UploadFileCommand> {
-  private readonly logger = new Logger('UploadFile');
-
   constructor(
     private readonly transactions: Transactions,
     private readonly storage: BlobStorage,
     private readonly signer: UrlSigner,
     private readonly clock: Clock,
-    private readonly events: EventBus,
+    private readonly instance: ServerInstance,
+    private readonly finished: FinishedUploads,
   ) {}
 
   async execute({ actor, upload, name: requestedName, folderId, overwrite }: UploadFileCommand): Promise<FileResponse> {
     const name = acceptedName(requestedName);
     const mimeType = await detectMimeType(upload.head, name);
     const now = this.clock.now();
-    const { file, replacedBlobs } = await retryOnNameCollision(() =>
-      this.transactions.run(async (tx) => {
-        if (folderId !== null) {
-          const folder = await tx.getRepository(FolderEntity).findOneBy({ id: folderId, accountId: actor.accountId, state: 'active' });
-          if (!folder) throw new NotFound('folder', folderId);
-        }
-        const folderKey = folderId ?? '';
-        const files = tx.getRepository(FileEntity);
-        const existing = await files.findOneBy({ accountId: actor.accountId, folderKey, nameKey: nameKeyOf(name), state: 'active' });
-        const content = {
-          size: upload.size,
-          mimeType,
-          category: categoryOf(mimeType),
-          md5: upload.md5,
-          scanStatus: 'pending' as const,
-          thumbnailKey: null,
-          modifiedAt: now,
-        };
-        let file: FileEntity;
-        let replacedBlobs: string[] = [];
-        let usedChange = upload.size;
-        if (existing && overwrite) {
-          // Same id and created_at; new bytes under a new key, the old ones removed after commit.
-          replacedBlobs = [existing.blobKey, existing.thumbnailKey].filter((k): k is string => !!k);
-          usedChange = upload.size - existing.size;
-          file = Object.assign(existing, content, { blobKey: blobKeys.file(actor.accountId, existing.id, upload.uploadId) });
-          await files.save(file);
-        } else {
-          const id = newId('file');
-          const finalName = existing ? await freeFileName(tx, actor.accountId, folderKey, name) : name;
-          file = Object.assign(new FileEntity(), content, {
-            id,
-            accountId: actor.accountId,
-            folderId,
-            folderKey,
-            name: finalName,
-            nameKey: nameKeyOf(finalName),
-            blobKey: blobKeys.file(actor.accountId, id, upload.uploadId),
-            state: 'active' as const,
-            uploadedBy: actor.userId,
-            createdAt: now,
-            deletedAt: null,
-            deletedBy: null,
-            recoverableUntil: null,
-          });
-          await files.insert(file);
-        }
-        // The reservation's bytes become used storage; the row stays, naming the file, until the blobs are in place.
-        const reservation = await tx
-          .getRepository(UploadReservationEntity)
-          .update(
-            { id: upload.uploadId, fileId: IsNull() },
-            { bytes: 0, fileId: file.id, obsoleteBlobKeys: replacedBlobs.length > 0 ? JSON.stringify(replacedBlobs) : null, updatedAt: now },
-          );
-        const account = await changeStorageUsage(tx, actor.accountId, { used: usedChange, reserved: reservation.affected ? -upload.reserved : 0 }, now);
-        // Room lent by the file an overwrite meant to replace: refused if that file is no longer what this commit replaces.
-        if (upload.reservedAgainstReplaced && account.storageUsed + account.storageReserved > account.storageLimit) {
-          throw new StorageExceeded(account.storageUsed - usedChange, account.storageLimit, upload.size);
-        }
-        await Outbox.record(tx, fileUploaded(file, now));
-        return { file, replacedBlobs };
-      }),
-    );
+    // A new name is tried as it is; only when taken (a unique violation) is the folder looked at.
+    let nameMayBeTaken = overwrite;
+    const committed = await retryOnNameCollision(() =>
+      this.transactions
+        .run(async (tx) => {
+          if (folderId !== null) {
+            const folder = await tx.getRepository(FolderEntity).findOneBy({ id: folderId, accountId: actor.accountId, state: 'active' });
+            if (!folder) throw new NotFound('folder', folderId);
+          }
+          const folderKey = folderId ?? '';
+          const files = tx.getRepository(FileEntity);
+          const existing = nameMayBeTaken
+            ? await files.findOne({
+                where: { accountId: actor.accountId, folderKey, nameKey: nameKeyOf(name), state: 'active' },
+                // An overwrite changes storage by the difference to the replaced size: that size must not change meanwhile.
+                ...(overwrite ? this.transactions.dialect.lockForUpdate<FileEntity>() : {}),
+              })
+            : null;
+          const content = {
+            size: upload.size,
+            mimeType,
+            category: categoryOf(mimeType),
+            md5: upload.md5,
+            scanStatus: 'pending' as const,
+            thumbnailKey: null,
+            modifiedAt: now,
+          };
+          let file: FileEntity;
+          let replacedBlobs: string[] = [];
+          let usedChange = upload.size;
+          if (existing && overwrite) {
+            // Same id and created_at; new bytes under a new key, the old ones removed after commit.
+            replacedBlobs = [existing.blobKey, existing.thumbnailKey].filter((k): k is string => !!k);
+            usedChange = upload.size - existing.size;
+            file = Object.assign(existing, content, { blobKey: blobKeys.file(actor.accountId, existing.id, upload.uploadId) });
+            await files.save(file);
+          } else {
+            const id = newId('file');
+            const finalName = existing ? await freeFileName(tx, actor.accountId, folderKey, name) : name;
+            file = Object.assign(new FileEntity(), content, {
+              id,
+              accountId: actor.accountId,
+              folderId,
+              folderKey,
+              name: finalName,
+              nameKey: nameKeyOf(finalName),
+              blobKey: blobKeys.file(actor.accountId, id, upload.uploadId),
+              state: 'active' as const,
+              uploadedBy: actor.userId,
+              createdAt: now,
+              deletedAt: null,
+              deletedBy: null,
+              recoverableUntil: null,
+            });
+            // Every column is given: no read-back of defaults after the INSERT.
+            await tx.createQueryBuilder().insert().into(FileEntity).values(file).updateEntity(false).execute();
+          }
+          const obsoleteBlobKeys = replacedBlobs.length > 0 ? JSON.stringify(replacedBlobs) : null;
+          await Outbox.record(tx, fileUploaded(file, now));
+          if (upload.quotaAtCommit) {
+            // The row names the file until its blob is in place: if this process dies before, the sweeper finishes the move.
+            await tx
+              .createQueryBuilder()
+              .insert()
+              .into(UploadReservationEntity)
+              .values({
+                id: upload.uploadId,
+                accountId: actor.accountId,
+                bytes: 0,
+                tempKey: upload.tempKey,
+                createdAt: now,
+                updatedAt: now,
+                instanceId: this.instance.id,
+                fileId: file.id,
+                obsoleteBlobKeys,
+              })
+              .updateEntity(false)
+              .execute();
+            // Last before COMMIT: the account row stays locked from here to the commit only.
+            const account = await changeStorageUsage(tx, actor.accountId, { used: usedChange, mustFit: true }, now);
+            if (!account) throw new DoesNotFit();
+          } else {
+            // The reservation's bytes become used storage; the row stays, naming the file, until the blobs are in place.
+            const reservation = await tx
+              .getRepository(UploadReservationEntity)
+              .update({ id: upload.uploadId, fileId: IsNull() }, { bytes: 0, fileId: file.id, obsoleteBlobKeys, updatedAt: now });
+            const account = (await changeStorageUsage(tx, actor.accountId, { used: usedChange, reserved: reservation.affected ? -upload.reserved : 0 }, now))!;
+            // Room lent by the file an overwrite meant to replace: refused if that file is no longer what this commit replaces.
+            if (upload.reservedAgainstReplaced && account.storageUsed + account.storageReserved > account.storageLimit) {
+              throw new StorageExceeded(account.storageUsed - usedChange, account.storageLimit, upload.size);
+            }
+          }
+          return { file, replacedBlobs };
+        })
+        .catch((error: unknown) => {
+          if (isUniqueViolation(error)) nameMayBeTaken = true;
+          throw error;
+        }),
+    ).catch(async (error: unknown) => {
+      // Rolled back; the refusal and its user.quota_exceeded event are recorded on their own.
+      if (error instanceof DoesNotFit) throw await this.transactions.run((tx) => refuseOverQuota(tx, actor.accountId, upload.size, now));
+      throw error;
+    });
+    const { file, replacedBlobs } = committed;
     await this.storage.move(upload.tempKey, file.blobKey);
-    let replacedDeleted = true;
-    for (const key of replacedBlobs) {
-      await this.storage.delete(key).catch((error: unknown) => {
-        replacedDeleted = false;
-        this.logger.warn({ err: error, key }, 'Could not delete a replaced blob; the upload sweeper will retry');
-      });
-    }
-    if (replacedDeleted) {
-      await this.transactions
-        .run((tx) => tx.getRepository(UploadReservationEntity).delete({ id: upload.uploadId }))
-        .catch((error: unknown) => this.logger.warn({ err: error, uploadId: upload.uploadId }, 'Could not remove a finished upload reservation'));
-    }
-    this.events.publish(new FileStoredEvent(file.id, file.accountId, file.blobKey));
+    this.finished.afterAnswer(upload.uploadId, replacedBlobs);
     return FileResponse.from(file, this.signer, now);
   }
 }
+
+/** Thrown to roll the commit back when a small upload does not fit the quota. */
+class DoesNotFit extends Error {}
 
 /** Parses the multipart `overwrite` field: true/false (also 1/0), anything else is refused. */
 export function parseOverwrite(value: unknown): boolean {

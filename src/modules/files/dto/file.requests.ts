@@ -1,6 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { ArrayMaxSize, ArrayMinSize, IsArray, IsIn, IsOptional, IsString, Matches, MaxLength, ValidateIf } from 'class-validator';
-import { PageRequest } from '../../../common/http/pagination.request.js';
+import { CursorPageRequest } from '../../../common/http/pagination.request.js';
 
 export const FILE_SORTS = ['created_asc', 'created_desc', 'modified_asc', 'modified_desc', 'name_asc', 'name_desc', 'size_asc', 'size_desc'] as const;
 export type FileSort = (typeof FILE_SORTS)[number];
@@ -9,7 +9,7 @@ export const FILE_CATEGORIES = ['image', 'video', 'audio', 'document', 'archive'
 /** Ids are short opaque strings; anything else cannot name a file or folder. */
 export const ID_SHAPE = /^[A-Za-z0-9_-]{1,40}$/;
 
-export class ListFilesRequest extends PageRequest {
+export class ListFilesRequest extends CursorPageRequest {
   @ApiPropertyOptional({ description: 'Folder to list; omitted means the root' })
   @IsOptional() @IsString() @MaxLength(100)
   folder_id?: string;

@@ -24,9 +24,9 @@ export class GetFileBlobQuery extends Query<BlobDescription> {
 }
 
 /**
- * What a signed download (or thumbnail) link serves. The signature is checked first, so nothing
- * about a file is revealed to someone without a valid link; then the file must still be active
- * and not quarantined.
+ * What a signed download (or thumbnail) link serves. The signature is checked first (an HMAC, no I/O),
+ * so nothing about a file is revealed to someone without a valid link; then one query finds the file,
+ * which must still be active and not quarantined.
  */
 @QueryHandler(GetFileBlobQuery)
 export class GetFileBlobHandler implements IQueryHandler<GetFileBlobQuery> {
@@ -42,7 +42,11 @@ export class GetFileBlobHandler implements IQueryHandler<GetFileBlobQuery> {
     if (!this.signer.verify(path, expires, signature, this.clock.now())) {
       throw new PermissionDenied('The link is invalid or has expired; list the file again for a fresh one.');
     }
-    const file = await this.files.findOneBy({ id: fileId, state: 'active' });
+    // One indexed read by primary key, of only what the answer needs.
+    const file = await this.files.findOne({
+      select: { id: true, name: true, size: true, mimeType: true, md5: true, blobKey: true, thumbnailKey: true, scanStatus: true, modifiedAt: true },
+      where: { id: fileId, state: 'active' },
+    });
     if (!file) throw new NotFound('file', fileId);
     if (file.scanStatus === 'infected') throw new FileInfected();
     if (kind === 'content') {

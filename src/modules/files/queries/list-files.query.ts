@@ -4,16 +4,20 @@ import { Repository } from 'typeorm';
 import type { Actor } from '../../../common/auth/actor.js';
 import { Clock } from '../../../common/clock.js';
 import { NotFound } from '../../../common/errors/api-error.js';
-import { Page, Pagination } from '../../../common/http/envelope.js';
+import type { Page } from '../../../common/http/envelope.js';
+import { type CursorScope, ListCursors } from '../../../common/http/list-cursor.js';
+import { keysetAfterParameters, keysetOrderBy, type KeysetOrder } from '../../../infra/database/keyset.js';
 import { type SqlDialect, sqlDialect, type SqlParameters } from '../../../infra/database/sql-dialect.js';
 import { UrlSigner } from '../../../infra/storage/url-signer.js';
 import { FolderEntity } from '../../folders/folder.entity.js';
 import { FileResponse, type FileRow } from '../dto/file.response.js';
 import type { ListFilesRequest } from '../dto/file.requests.js';
 import { FileEntity } from '../file.entity.js';
-import { escapeLike, nameKeyOf } from '../file-naming.js';
+import { nameKeyOf } from '../file-naming.js';
+import { nameSearchPlan } from '../name-search.js';
 import { liveShareExistsSql } from '../../shares/live-shares.js';
 import { ListingTotals } from './listing-totals.js';
+import { type Anchor, ANCHOR_STRIDE, PageAnchors, type PageStart } from './page-anchors.js';
 
 const SORT_COLUMNS = { created: 'f.created_at', modified: 'f.modified_at', name: 'f.name_key', size: 'f.size' } as const;
 const FILE_COLUMNS = 'f.id, f.name, f.size, f.mime_type, f.category, f.folder_id, f.created_at, f.modified_at, f.thumbnail_key, f.md5, f.scan_status';
@@ -25,6 +29,33 @@ export class ListFilesQuery extends Query<Page<FileResponse>> {
   ) {
     super();
   }
+}
+
+/** Rows strictly after `after` in `order` (the keyset condition): an index seek, since the listing indexes end with (column, id). */
+const afterAnchor = (order: KeysetOrder, after: Anchor | null, params: SqlParameters) =>
+  after ? ` AND ${keysetAfterParameters(order, params, [after.key, after.id])}` : '';
+
+/**
+ * The ids of one page of a listing by page number (page numbers stay fast at any depth):
+ *  - the listing indexes carry every column a listing filters on (migration 1764340000000), so the rows
+ *    an OFFSET skips are index entries, never table rows, and the caller reads the page's own rows by id
+ *    after (a deferred join);
+ *  - the page starts at the nearest remembered row before it (PageAnchors), so the OFFSET skips fewer
+ *    than ANCHOR_STRIDE entries however deep the page.
+ */
+function pageOfIds(from: string, filter: string, order: KeysetOrder, start: PageStart, limit: number, params: SqlParameters): string {
+  return (
+    `SELECT f.id FROM ${from} WHERE ${filter}${afterAnchor(order, start.after, params)} ` +
+    `ORDER BY ${keysetOrderBy(order)} LIMIT ${params.add(limit)} OFFSET ${params.add(start.offset)}`
+  );
+}
+
+/** The row ANCHOR_STRIDE - 1 rows after `after` (PageAnchors). */
+function nextAnchorSql(from: string, filter: string, order: KeysetOrder, after: Anchor | null, params: SqlParameters): string {
+  return (
+    `SELECT ${order.column} AS anchor_key, f.id FROM ${from} WHERE ${filter}${afterAnchor(order, after, params)} ` +
+    `ORDER BY ${keysetOrderBy(order)} LIMIT 1 OFFSET ${ANCHOR_STRIDE - 1}`
+  );
 }
 
 /**
@@ -41,8 +72,10 @@ export class ListFilesHandler implements IQueryHandler<ListFilesQuery> {
     @InjectRepository(FileEntity) private readonly files: Repository<FileEntity>,
     @InjectRepository(FolderEntity) private readonly folders: Repository<FolderEntity>,
     private readonly totals: ListingTotals,
+    private readonly anchors: PageAnchors,
     private readonly signer: UrlSigner,
     private readonly clock: Clock,
+    private readonly cursors: ListCursors,
   ) {
     this.dialect = sqlDialect(files.manager);
   }
@@ -52,38 +85,57 @@ export class ListFilesHandler implements IQueryHandler<ListFilesQuery> {
       const folder = await this.folders.findOneBy({ id: request.folder_id, accountId: actor.accountId, state: 'active' });
       if (!folder) throw new NotFound('folder', request.folder_id);
     }
+    const scope: CursorScope = {
+      list: 'files',
+      accountId: actor.accountId,
+      query: { folder_id: request.folder_id, sort: request.sort, type: request.type, search: request.search },
+    };
+    const window = this.cursors.open(request, scope);
     const now = this.clock.now();
     const folderKey = request.folder_id ?? '';
-    const searchKey = request.search ? nameKeyOf(request.search) : '';
+    const search = await nameSearchPlan(this.files.manager, this.dialect, 'files', 'f', request.search);
     const filter = (params: SqlParameters) =>
+      search.condition(params) +
       `f.account_id = ${params.add(actor.accountId)} AND f.state = 'active' AND f.folder_key = ${params.add(folderKey)}` +
       // Quarantined files leave listings (docs/files.md, "Decisions where the specification is silent").
       " AND f.scan_status <> 'infected'" +
-      (request.type ? ` AND f.category = ${params.add(request.type)}` : '') +
-      (searchKey ? ` AND f.name_key LIKE ${params.add(`%${escapeLike(searchKey)}%`)} ESCAPE '\\'` : '');
+      (request.type ? ` AND f.category = ${params.add(request.type)}` : '');
 
+    const searchKey = request.search ? nameKeyOf(request.search) : '';
     const total = await this.totals.total(actor.accountId, `${folderKey}\u0000${request.type ?? ''}\u0000${searchKey}`, async () => {
-      // COUNT(*) rather than COUNT(DISTINCT id): served from idx_files_folder_count alone.
+      // COUNT(*) rather than COUNT(DISTINCT id): served from the listing indexes alone.
       const params = this.dialect.parameters();
-      const rows: { count: string | number }[] = await this.files.query(`SELECT COUNT(*) AS count FROM files f WHERE ${filter(params)}`, params.values);
+      const rows: { count: string | number }[] = await this.files.query(`SELECT COUNT(*) AS count FROM ${search.from} WHERE ${filter(params)}`, params.values);
       return Number(rows[0]?.count ?? 0);
     });
 
     const [key, direction] = request.sort.split('_') as [keyof typeof SORT_COLUMNS, 'asc' | 'desc'];
-    const order = direction === 'asc' ? 'ASC' : 'DESC';
+    const order: KeysetOrder = { column: SORT_COLUMNS[key], id: 'f.id', descending: direction === 'desc' };
+    const listing = `${folderKey}\u0000${request.type ?? ''}\u0000${searchKey}\u0000${request.sort}`;
+    // A cursor says where its page starts; a page number starts from the nearest remembered row (PageAnchors).
+    const start: PageStart = window.after
+      ? { after: { key: window.after[0], id: window.after[1] }, offset: 0 }
+      : await this.anchors.start(actor.accountId, listing, window.offset, async (after) => {
+          const params = this.dialect.parameters();
+          const rows: { anchor_key: string | number; id: string }[] = await this.files.query(nextAnchorSql(search.from, filter(params), order, after, params), params.values);
+          return rows[0] ? { key: rows[0].anchor_key, id: rows[0].id } : null;
+        });
     const params = this.dialect.parameters();
     const nowParameter = params.add(now.toISOString());
-    // The page first, then is_shared for its rows only (never for the rows an OFFSET skips).
-    const page =
-      `SELECT ${FILE_COLUMNS}, ${SORT_COLUMNS[key]} AS sort_key FROM files f WHERE ${filter(params)} ` +
-      `ORDER BY ${SORT_COLUMNS[key]} ${order}, f.id ${order} LIMIT ${params.add(request.per_page)} OFFSET ${params.add(request.offset)}`;
+    const page = pageOfIds(search.from, filter(params), order, start, window.limit, params);
+    // The page's ids first, from the index alone; then its rows, and is_shared for them only.
     const sql =
-      `SELECT f.*, CASE WHEN ${liveShareExistsSql('f.id', nowParameter)} THEN 1 ELSE 0 END AS is_shared ` +
-      `FROM (${page}) f ORDER BY f.sort_key ${order}, f.id ${order}`;
-    const rows: (FileRow & { is_shared: number | string })[] = await this.files.query(sql, params.values);
-    return new Page(
-      rows.map((row) => FileResponse.fromRow(row, this.signer, now, { isShared: Number(row.is_shared) === 1 })),
-      Pagination.of(request.page, request.per_page, total),
+      `SELECT ${FILE_COLUMNS}, ${order.column} AS sort_key, CASE WHEN ${liveShareExistsSql('f.id', nowParameter)} THEN 1 ELSE 0 END AS is_shared ` +
+      `FROM (${page}) page JOIN files f ON f.id = page.id ORDER BY ${keysetOrderBy(order)}`;
+    const rows: (FileRow & { sort_key: string | number; is_shared: number | string })[] = await this.files.query(sql, params.values);
+    return this.cursors.page(
+      window,
+      scope,
+      rows,
+      total,
+      // PostgreSQL answers BIGINT sizes as strings.
+      (row) => [key === 'size' ? Number(row.sort_key) : row.sort_key, row.id],
+      (row) => FileResponse.fromRow(row, this.signer, now, { isShared: Number(row.is_shared) === 1 }),
     );
   }
 }

@@ -8,17 +8,25 @@ const MAX_TOTALS = 10_000;
 /**
  * Exact `total_items` of file listings without counting on every request. A total is remembered
  * under the account's listing version (file_listing_versions, bumped by triggers on `files` in the
- * same transaction as the change, migration 1763910000000), so it is reused only while none of the
+ * same transaction as the change, migrations 1763910000000 and 1764300000000), so it is reused only while none of the
  * account's files was added, removed, moved, renamed, trashed, restored or quarantined, by this
  * process or any other.
  */
+/**
+ * The account's listing version: one number that grows with every change to which files it lists or how they
+ * sort. PostgreSQL spreads it over several rows (migration 1764300000000), so it is their sum.
+ */
+export function listingVersionSql(dataSource: DataSource): string {
+  return `SELECT SUM(version) AS version FROM file_listing_versions WHERE account_id = ${sqlDialect(dataSource).parameter(1)}`;
+}
+
 @Injectable()
 export class ListingTotals {
   private readonly totals = new Map<string, Promise<number>>();
   private readonly versionSql: string;
 
   constructor(private readonly dataSource: DataSource) {
-    this.versionSql = `SELECT version FROM file_listing_versions WHERE account_id = ${sqlDialect(dataSource).parameter(1)}`;
+    this.versionSql = listingVersionSql(dataSource);
   }
 
   /**

@@ -21,6 +21,14 @@ import { UploadSizeLimit } from './upload-size-limit.js';
 /** Quota is reserved ahead of the bytes in steps this big, so a large upload costs few database round trips. */
 const RESERVATION_STEP = 8 * 1024 * 1024;
 
+/**
+ * A request whose Content-Length is at most this is a small upload: it reserves nothing while its
+ * bytes arrive. Its quota is charged by the transaction that commits the file (one conditional
+ * UPDATE, the last statement before COMMIT), so it costs one transaction and one touch of the
+ * account row. Refused over quota, it has streamed at most this much to a temporary blob.
+ */
+export const SMALL_UPLOAD_BYTES = 1024 * 1024;
+
 /** What a finished stream left in temporary storage. */
 export interface ReceivedUpload {
   uploadId: string;
@@ -33,6 +41,11 @@ export interface ReceivedUpload {
   reserved: number;
   /** True when the reservation counted on the bytes of the file this upload overwrites (see OverwriteTarget). */
   reservedAgainstReplaced: boolean;
+  /**
+   * A small upload: no reservation row and no reserved quota exist; the commit checks and charges
+   * the quota and records the upload (for crash recovery of the blob move) in its own transaction.
+   */
+  quotaAtCommit?: boolean;
 }
 
 /** The file an upload says (in form fields sent before the file part) it will overwrite. */
@@ -74,13 +87,16 @@ export class UploadReceiver {
     const uploadId = newId('upl');
     const tempKey = blobKeys.temp(uploadId);
     const now = this.clock.now();
-    await this.transactions.run((tx) =>
-      tx
-        .getRepository(UploadReservationEntity)
-        .insert({ id: uploadId, accountId: actor.accountId, bytes: 0, tempKey, createdAt: now, updatedAt: now, instanceId: this.instance.id }),
-    );
+    const quotaAtCommit = sizeHint !== undefined && sizeHint <= SMALL_UPLOAD_BYTES;
+    if (!quotaAtCommit) {
+      await this.transactions.run((tx) =>
+        tx
+          .getRepository(UploadReservationEntity)
+          .insert({ id: uploadId, accountId: actor.accountId, bytes: 0, tempKey, createdAt: now, updatedAt: now, instanceId: this.instance.id }),
+      );
+    }
     const sizeLimit = new UploadSizeLimit(actor.plan);
-    const hash = this.hasher.start();
+    const hash = this.hasher.start(quotaAtCommit ? sizeHint : undefined);
     const headChunks: Buffer[] = [];
     let headLength = 0;
     let size = 0;
@@ -101,7 +117,7 @@ export class UploadReceiver {
           headLength += Math.min(chunk.length, SNIFF_BYTES - headLength);
         }
         const passOn = () => {
-          if (size <= reserved) return callback(null, chunk);
+          if (quotaAtCommit || size <= reserved) return callback(null, chunk);
           this.reserveMore(actor.accountId, uploadId, size - reserved, reserved === 0 ? (sizeHint ?? 0) : 0, overwriteTarget?.() ?? null).then(
             ({ granted, againstReplaced }) => {
               if (granted === 0) {
@@ -134,11 +150,13 @@ export class UploadReceiver {
       signal?.addEventListener('abort', () => meter.destroy(new Error('The client aborted the upload')), { once: true });
       source.pipe(meter);
       await this.storage.write(tempKey, meter);
-      return { uploadId, tempKey, size, md5: await hash.digest(), head: Buffer.concat(headChunks), reserved, reservedAgainstReplaced };
+      const head = headChunks.length === 1 ? headChunks[0] : Buffer.concat(headChunks);
+      return { uploadId, tempKey, size, md5: await hash.digest(), head, reserved, reservedAgainstReplaced, quotaAtCommit };
     } catch (error) {
       hash.cancel();
       source.unpipe(meter);
-      await this.release(uploadId, tempKey);
+      if (quotaAtCommit) await this.storage.delete(tempKey).catch((e: unknown) => this.logger.warn({ err: e, tempKey }, 'Could not remove a temporary blob'));
+      else await this.release(uploadId, tempKey);
       if (refusal instanceof StorageExceeded) throw await this.quotaRefusal(actor, source, size, sizeLimit);
       // Let the parser run on to the end of the request (bytes dropped) while the refusal is answered.
       source.resume();

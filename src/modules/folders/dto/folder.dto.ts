@@ -1,7 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsIn, IsOptional, IsString, Matches, MaxLength, ValidateIf } from 'class-validator';
 import { ID_SHAPE } from '../../files/dto/file.requests.js';
-import { PageRequest } from '../../../common/http/pagination.request.js';
+import { CursorPageRequest } from '../../../common/http/pagination.request.js';
 import type { FolderEntity } from '../folder.entity.js';
 
 /** The folder object. */
@@ -46,7 +46,7 @@ export class UpdateFolderRequest {
 
 export const FOLDER_SORTS = ['name_asc', 'name_desc', 'created_asc', 'created_desc', 'modified_asc', 'modified_desc'] as const;
 
-export class ListFoldersRequest extends PageRequest {
+export class ListFoldersRequest extends CursorPageRequest {
   @ApiPropertyOptional({ description: 'Parent folder; omitted means the root' })
   @IsOptional() @IsString() @MaxLength(100)
   parent_id?: string;

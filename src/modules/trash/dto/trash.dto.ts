@@ -1,11 +1,11 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsIn, IsOptional, IsString, MaxLength } from 'class-validator';
-import { PageRequest } from '../../../common/http/pagination.request.js';
+import { CursorPageRequest } from '../../../common/http/pagination.request.js';
 import type { FileEntity } from '../../files/file.entity.js';
 
 export const TRASH_SORTS = ['deleted_desc', 'deleted_asc'] as const;
 
-export class ListTrashRequest extends PageRequest {
+export class ListTrashRequest extends CursorPageRequest {
   @ApiPropertyOptional({ enum: TRASH_SORTS, default: 'deleted_desc', description: 'Ties are broken by id' })
   @IsOptional() @IsIn(TRASH_SORTS)
   sort: (typeof TRASH_SORTS)[number] = 'deleted_desc';

@@ -1,10 +1,13 @@
 import { Query, QueryHandler, type IQueryHandler } from '@nestjs/cqrs';
 import { InjectRepository } from '@nestjs/typeorm';
-import { Repository } from 'typeorm';
+import { In, Repository } from 'typeorm';
 import type { Actor } from '../../../common/auth/actor.js';
-import { Page, Pagination } from '../../../common/http/envelope.js';
+import type { Page } from '../../../common/http/envelope.js';
+import { type CursorScope, ListCursors } from '../../../common/http/list-cursor.js';
+import { keysetAfterParameters, keysetOrderBy, type KeysetOrder } from '../../../infra/database/keyset.js';
+import { type SqlDialect, sqlDialect, type SqlParameters } from '../../../infra/database/sql-dialect.js';
 import { FileEntity } from '../../files/file.entity.js';
-import { escapeLike, nameKeyOf } from '../../files/file-naming.js';
+import { nameSearchPlan } from '../../files/name-search.js';
 import { type ListTrashRequest, TrashedFileResponse } from '../dto/trash.dto.js';
 
 export class ListTrashQuery extends Query<Page<TrashedFileResponse>> {
@@ -16,17 +19,39 @@ export class ListTrashQuery extends Query<Page<TrashedFileResponse>> {
   }
 }
 
-/** The account's trashed files, newest deletion first by default, ties broken by id. */
+/**
+ * The account's trashed files, newest deletion first by default, ties broken by id. The search uses
+ * the same name index as file listings (nameSearchPlan); a page's ids come from idx_files_trash alone,
+ * its rows are read after (a deferred join).
+ */
 @QueryHandler(ListTrashQuery)
 export class ListTrashHandler implements IQueryHandler<ListTrashQuery> {
-  constructor(@InjectRepository(FileEntity) private readonly files: Repository<FileEntity>) {}
+  private readonly dialect: SqlDialect;
+
+  constructor(
+    @InjectRepository(FileEntity) private readonly files: Repository<FileEntity>,
+    private readonly cursors: ListCursors,
+  ) {
+    this.dialect = sqlDialect(files.manager);
+  }
 
   async execute({ actor, request }: ListTrashQuery): Promise<Page<TrashedFileResponse>> {
-    const order = request.sort === 'deleted_asc' ? 'ASC' : 'DESC';
-    const query = this.files.createQueryBuilder('f').where('f.account_id = :accountId AND f.state = :state', { accountId: actor.accountId, state: 'trashed' });
-    if (request.search) query.andWhere("f.name_key LIKE :search ESCAPE '\\'", { search: `%${escapeLike(nameKeyOf(request.search))}%` });
-    const total = await query.getCount();
-    const files = await query.orderBy('f.deleted_at', order).addOrderBy('f.id', order).offset(request.offset).limit(request.per_page).getMany();
-    return new Page(files.map(TrashedFileResponse.from), Pagination.of(request.page, request.per_page, total));
+    const scope: CursorScope = { list: 'trash', accountId: actor.accountId, query: { sort: request.sort, search: request.search } };
+    const window = this.cursors.open(request, scope);
+    const order: KeysetOrder = { column: 'f.deleted_at', id: 'f.id', descending: request.sort !== 'deleted_asc' };
+    const search = await nameSearchPlan(this.files.manager, this.dialect, 'files', 'f', request.search);
+    const filter = (params: SqlParameters) => `${search.condition(params)}f.account_id = ${params.add(actor.accountId)} AND f.state = 'trashed'`;
+    const countParams = this.dialect.parameters();
+    const counted: { count: string | number }[] = await this.files.query(`SELECT COUNT(*) AS count FROM ${search.from} WHERE ${filter(countParams)}`, countParams.values);
+    const params = this.dialect.parameters();
+    const where = filter(params) + (window.after ? ` AND ${keysetAfterParameters(order, params, window.after)}` : '');
+    const ids: { id: string }[] = await this.files.query(
+      `SELECT f.id FROM ${search.from} WHERE ${where} ORDER BY ${keysetOrderBy(order)} LIMIT ${params.add(window.limit)} OFFSET ${params.add(window.offset)}`,
+      params.values,
+    );
+    const byId = new Map((ids.length ? await this.files.findBy({ id: In(ids.map((row) => row.id)) }) : []).map((file) => [file.id, file]));
+    // A file purged between the two reads leaves the page one shorter, as if listed a moment later.
+    const files = ids.map((row) => byId.get(row.id)).filter((file) => file !== undefined && file.state === 'trashed') as FileEntity[];
+    return this.cursors.page(window, scope, files, Number(counted[0]?.count ?? 0), (file) => [file.deletedAt!.toISOString(), file.id], TrashedFileResponse.from);
   }
 }

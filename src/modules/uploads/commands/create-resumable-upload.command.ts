@@ -5,6 +5,7 @@ import { FileTooLarge, NotFound } from '../../../common/errors/api-error.js';
 import { AppConfig } from '../../../config/app-config.js';
 import { Transactions } from '../../../infra/database/transactions.js';
 import { blobKeys } from '../../../infra/storage/blob-storage.js';
+import { AccountEntity } from '../../accounts/account.entity.js';
 import { PLANS } from '../../accounts/plans.js';
 import { refuseOverQuota, tryReserveStorage } from '../../files/storage-usage.js';
 import { UploadReservationEntity } from '../../files/upload/upload-reservation.entity.js';
@@ -29,7 +30,8 @@ export class CreateResumableUploadCommand extends Command<ResumableUploadEntity>
  * the plan's maximum size, the quota) and, in one transaction, reserves the upload's quota and
  * records it. The whole Upload-Length is reserved at once, so resumable and multipart uploads
  * together can never promise more than the quota. A deferred length reserves the plan's maximum
- * file size until the length is declared (see ResumableUploadStore.declareUploadLength).
+ * file size, or what is left of the quota when that is less, until the length is declared; its
+ * bytes are held to the plan and the quota as they stream (see ResumableUploadStore).
  */
 @CommandHandler(CreateResumableUploadCommand)
 export class CreateResumableUploadHandler implements ICommandHandler<CreateResumableUploadCommand> {
@@ -43,14 +45,20 @@ export class CreateResumableUploadHandler implements ICommandHandler<CreateResum
     const target = resumableUploadTarget(metadata);
     const plan = PLANS[actor.plan];
     if (length !== null && length > plan.maxFileSize) throw new FileTooLarge(length, plan.maxFileSize, plan.name);
-    const reserve = length ?? plan.maxFileSize;
+    let reserve = length ?? plan.maxFileSize;
     const now = this.clock.now();
     const created = await this.transactions.run(async (tx) => {
       if (target.folderId !== null) {
         const folder = await tx.getRepository(FolderEntity).findOneBy({ id: target.folderId, accountId: actor.accountId, state: 'active' });
         if (!folder) throw new NotFound('folder', target.folderId);
       }
-      if (!(await tryReserveStorage(tx, actor.accountId, reserve))) return null;
+      if (!(await tryReserveStorage(tx, actor.accountId, reserve))) {
+        if (length !== null) return null;
+        // A deferred upload whose plan maximum does not fit holds what is left; its bytes ask for more as they stream.
+        const account = await tx.getRepository(AccountEntity).findOneByOrFail({ id: actor.accountId });
+        reserve = Math.max(0, account.storageLimit - account.storageUsed - account.storageReserved);
+        if (!(await tryReserveStorage(tx, actor.accountId, reserve))) return null;
+      }
       await tx.getRepository(UploadReservationEntity).insert({
         id: uploadId,
         accountId: actor.accountId,

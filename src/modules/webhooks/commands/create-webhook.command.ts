@@ -54,6 +54,8 @@ export class CreateWebhookHandler implements ICommandHandler<CreateWebhookComman
         url: request.url,
         events: request.events,
         secretSealed: this.secrets.seal(secret),
+        previousSecretSealed: null,
+        previousSecretExpiresAt: null,
         active: request.active ?? true,
         createdAt: now,
         updatedAt: now,

@@ -39,7 +39,7 @@ export class UpdateWebhookHandler implements ICommandHandler<UpdateWebhookComman
       if (request.active === false) webhook.deactivate(now);
       webhook.updatedAt = now;
       await repository.save(webhook);
-      return WebhookResponse.from(webhook);
+      return WebhookResponse.from(webhook, now);
     });
   }
 }

@@ -1,6 +1,7 @@
 import { Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { OnWorkerEvent, Processor, WorkerHost } from '@nestjs/bullmq';
 import { DelayedError, type Job } from 'bullmq';
+import { Clock } from '../../../common/clock.js';
 import { AppConfig } from '../../../config/app-config.js';
 import { Metrics } from '../../../infra/observability/metrics.js';
 import { QUEUES } from '../../../infra/queue/queue-names.js';
@@ -44,6 +45,7 @@ export class DeliverWebhookProcessor extends WorkerHost implements OnApplication
     private readonly targets: DeliveryTargets,
     private readonly metrics: Metrics,
     private readonly reader: DeliveryReader,
+    private readonly clock: Clock,
   ) {
     super();
     const concurrency = config.webhookDeliveryConcurrency;
@@ -59,8 +61,6 @@ export class DeliverWebhookProcessor extends WorkerHost implements OnApplication
     const delivery = await this.reader.read(deliveryId);
     if (!delivery || delivery.series !== series || delivery.status !== 'pending') return 'skipped';
     const webhookId = delivery.webhookId;
-    const target = await this.targets.of(webhookId);
-    if (!target) return 'skipped';
 
     if (!(await this.slots.acquire(webhookId))) {
       // Step aside briefly (not counted as an attempt) and let other receivers use the slot.
@@ -69,10 +69,19 @@ export class DeliverWebhookProcessor extends WorkerHost implements OnApplication
     }
     let result;
     try {
+      const secrets = this.targets.signingSecrets(webhookId, delivery.webhook, this.clock.now());
       result =
-        target.secret === null
+        secrets === null
           ? { startedAt: new Date(), durationMs: 0, responseStatus: null, error: 'the webhook secret cannot be decrypted (SECRETS_ENCRYPTION_KEY changed?)' }
-          : await this.sender.send({ url: target.url, secret: target.secret, deliveryId: delivery.id, webhookId, event: delivery.event, body: delivery.body });
+          : await this.sender.send({
+              url: delivery.webhook.url,
+              secrets,
+              deliveryId: delivery.id,
+              eventId: delivery.eventId,
+              webhookId,
+              event: delivery.event,
+              body: delivery.body,
+            });
     } finally {
       this.slots.release(webhookId);
     }

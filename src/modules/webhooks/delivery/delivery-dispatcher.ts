@@ -1,28 +1,38 @@
 import { Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { OutboxSignal } from '../../../infra/outbox/outbox-signal.js';
 import { DeliveryQueuer } from './delivery-queuer.js';
 import { DeliverySignal } from './delivery-signal.js';
 import { OutboxRelay } from './outbox-relay.js';
 
 const BATCH = 500;
-const POLL_MS = 50;
+/** Only a safety net (a signal lost while Redis was away, rows written by hand): every commit wakes the relay. */
+const POLL_MS = 1_000;
 const STALE_CHECK_EVERY_MS = 30_000;
 
 /**
  * Moves events from the outbox to the delivery queue, in two durable steps:
  *  1. relay (OutboxRelay): pending outbox rows become delivery rows, and are marked relayed;
- *  2. queue (DeliveryQueuer): delivery rows not yet queued go to BullMQ, then are marked queued.
- * A crash between any two steps leaves rows that the next pass (in this or another process) picks up;
- * while Redis is down, step 2 waits and deliveries accumulate in the database.
- * It polls every 50 ms (events committed by another process are seen only by polling) and is woken at
- * once after a commit in this process that recorded events. Each step is one set-based statement per batch.
+ *  2. queue (DeliveryQueuer): the new delivery rows go to BullMQ in one addBulk, then are marked queued.
+ * Step 2 runs beside the relay loop rather than inside it, so events committed while one addBulk is on its
+ * way to Redis are relayed at once. A crash between any two steps leaves rows that a later sweep (in this
+ * or another process) picks up: the sweep queues every delivery still unqueued, and runs on each poll
+ * tick, after a delivery was created outside the relay (test event, redelivery), and after queueing failed.
+ * While Redis is down, step 2 waits and deliveries accumulate in the database.
+ * The relay is woken at once after every commit that recorded events: in this process by OutboxSignal
+ * directly, in another (a second server, the CLI) through OutboxSignal's Redis channel; it also polls
+ * once a second as a safety net. Neither step waits behind requests for SQLite's one connection (reads
+ * outside transactions, writes through Transactions.runFirst).
  */
 @Injectable()
 export class DeliveryDispatcher implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger('DeliveryDispatcher');
   private running = false;
   private nudged = false;
+  /** Whether the next pass should also queue deliveries found unqueued in the database. */
+  private sweep = true;
   private wake: (() => void) | null = null;
   private loop: Promise<void> = Promise.resolve();
+  private readonly queueing = new Set<Promise<void>>();
   private unsubscribe: () => void = () => undefined;
   private lastProblemLog = 0;
   private lastStaleCheck = 0;
@@ -31,10 +41,19 @@ export class DeliveryDispatcher implements OnApplicationBootstrap, OnApplication
     private readonly relay: OutboxRelay,
     private readonly queuer: DeliveryQueuer,
     private readonly signal: DeliverySignal,
+    private readonly outboxSignal: OutboxSignal,
   ) {}
 
   onApplicationBootstrap(): void {
-    this.unsubscribe = this.signal.subscribe(() => this.nudge());
+    const unsubscribeDeliveries = this.signal.subscribe(() => {
+      this.sweep = true;
+      this.nudge();
+    });
+    const unsubscribeOutbox = this.outboxSignal.subscribe(() => this.nudge());
+    this.unsubscribe = () => {
+      unsubscribeDeliveries();
+      unsubscribeOutbox();
+    };
     this.running = true;
     this.loop = this.run();
   }
@@ -44,6 +63,8 @@ export class DeliveryDispatcher implements OnApplicationBootstrap, OnApplication
     this.unsubscribe();
     this.wake?.();
     await this.loop;
+    await Promise.all([...this.queueing]);
+    await this.relay.close();
   }
 
   nudge(): void {
@@ -56,32 +77,55 @@ export class DeliveryDispatcher implements OnApplicationBootstrap, OnApplication
       this.nudged = false;
       let more = false;
       try {
-        const relayed = await this.relay.relay(BATCH);
-        const queued = await this.queuer.queuePending(BATCH);
+        const pass = await this.relay.relay(BATCH);
+        if (pass.deliveries.length > 0) this.queueInBackground(pass.deliveries);
+        if (this.sweep) {
+          this.sweep = false;
+          more = (await this.queuer.queuePending(BATCH)) === BATCH;
+          if (more) this.sweep = true;
+        }
         if (Date.now() - this.lastStaleCheck > STALE_CHECK_EVERY_MS) {
           this.lastStaleCheck = Date.now();
           await this.queuer.requeueStale();
         }
-        more = relayed === BATCH || queued === BATCH;
+        more = more || pass.relayed === BATCH;
       } catch (error) {
+        this.sweep = true;
         this.warn('Could not relay webhook events; retrying', error);
       }
-      if (!more && !this.nudged && this.running) await this.sleep(POLL_MS);
+      if (!more && !this.nudged && this.running) {
+        if (!(await this.sleep(POLL_MS))) this.sweep = true;
+      }
       // SQLite's driver answers synchronously, so without this a busy loop would never let I/O run.
       else await new Promise((resolve) => setImmediate(resolve));
     }
   }
 
-  private sleep(ms: number): Promise<void> {
+  /** Hands new deliveries to BullMQ without holding up the relay; what fails is left for the sweep. */
+  private queueInBackground(deliveries: Array<{ id: string; series: number }>): void {
+    const queued: Promise<void> = this.queuer
+      .queue(deliveries)
+      .then((done) => {
+        if (!done) this.sweep = true;
+      })
+      .catch((error: unknown) => {
+        this.sweep = true;
+        this.warn('Could not queue webhook deliveries; retrying', error);
+      })
+      .finally(() => this.queueing.delete(queued));
+    this.queueing.add(queued);
+  }
+
+  /** Answers true when woken, false when the time ran out. */
+  private sleep(ms: number): Promise<boolean> {
     return new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
-      const self = this;
-      function done() {
+      const timer = setTimeout(() => done(false), ms);
+      const done = (woken: boolean) => {
         clearTimeout(timer);
-        self.wake = null;
-        resolve();
-      }
-      this.wake = done;
+        this.wake = null;
+        resolve(woken);
+      };
+      this.wake = () => done(true);
     });
   }
 

@@ -21,24 +21,38 @@ export class DeliveryQueuer {
   constructor(
     private readonly clock: Clock,
     private readonly deliveries: WebhookDeliveryRepository,
-    @InjectQueue(QUEUES.webhookDeliveries) private readonly queue: Queue<DeliveryJob>,
+    @InjectQueue(QUEUES.webhookDeliveries) private readonly deliveryQueue: Queue<DeliveryJob>,
   ) {}
 
-  /** Queues up to `batch` unqueued deliveries; answers how many it queued. */
+  /** Queues up to `batch` deliveries that have no job yet (the sweep); answers how many it queued. */
   async queuePending(batch: number): Promise<number> {
-    // ioredis would hold commands while disconnected; better to leave the rows for a later pass.
-    const client = (await this.queue.backend.client) as unknown as { status: string };
-    if (client.status !== 'ready') return 0;
+    if (!(await this.redisReady())) return 0;
     const pending = await this.deliveries.unqueued(batch);
     if (pending.length === 0) return 0;
-    const jobs = pending.map((delivery) => ({
+    await this.queue(pending);
+    return pending.length;
+  }
+
+  /**
+   * Adds one job per delivery series in one addBulk, then marks the rows queued. Answers false, doing
+   * nothing, while Redis is not connected.
+   */
+  async queue(deliveries: Array<{ id: string; series: number }>): Promise<boolean> {
+    if (!(await this.redisReady())) return false;
+    const jobs = deliveries.map((delivery) => ({
       name: 'deliver',
       data: { deliveryId: delivery.id, series: delivery.series },
       opts: { jobId: deliveryJobId(delivery.id, delivery.series), attempts: MAX_ATTEMPTS, backoff: { type: DELIVERY_BACKOFF } },
     }));
-    await withTimeout(this.queue.addBulk(jobs), ENQUEUE_TIMEOUT_MS, 'queueing deliveries in Redis');
-    await this.deliveries.markQueued(pending, this.clock.now());
-    return pending.length;
+    await withTimeout(this.deliveryQueue.addBulk(jobs), ENQUEUE_TIMEOUT_MS, 'queueing deliveries in Redis');
+    await this.deliveries.markQueued(deliveries, this.clock.now());
+    return true;
+  }
+
+  /** ioredis would hold commands while disconnected; better to leave the rows for a later pass. */
+  private async redisReady(): Promise<boolean> {
+    const client = (await this.deliveryQueue.backend.client) as unknown as { status: string };
+    return client.status === 'ready';
   }
 
   /**

@@ -1,56 +1,52 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { InjectRepository } from '@nestjs/typeorm';
-import { Repository } from 'typeorm';
 import { WebhookSecretBox } from '../webhook-secret-box.js';
-import { WebhookEntity } from '../webhook.entity.js';
+import { previousSecretSigns, type WebhookEntity } from '../webhook.entity.js';
+import type { DeliveryWebhook } from './delivery-reader.js';
 
-/** Where a webhook's deliveries go and the secret they are signed with; null when the secret cannot be opened. */
-export interface DeliveryTarget {
-  url: string;
-  secret: string | null;
-}
-
-/** Cached targets at most; a cleared cache only costs a lookup. */
+/** Opened secrets remembered at most; a cleared cache only costs decrypting again. */
 const MAX_CACHED = 10_000;
 
 /**
- * Opens webhook secrets for delivery. A secret sealed under another SECRETS_ENCRYPTION_KEY cannot sign:
+ * Opens webhook secrets for signing. A secret sealed under another SECRETS_ENCRYPTION_KEY cannot sign:
  * it is logged and its webhook's events fail or are skipped, rather than stalling every event.
  */
 @Injectable()
 export class DeliveryTargets {
   private readonly logger = new Logger('WebhookDelivery');
-  /**
-   * Url and opened secret per webhook. Neither can change after creation (PATCH takes only events and
-   * active), and a deleted webhook takes its deliveries with it, so an entry never goes stale.
-   */
-  private readonly targets = new Map<string, DeliveryTarget>();
+  /** Opened secret per sealed value: a sealed value never changes meaning, so an entry never goes stale. */
+  private readonly opened = new Map<string, string>();
 
-  constructor(
-    private readonly secrets: WebhookSecretBox,
-    @InjectRepository(WebhookEntity) private readonly webhooks: Repository<WebhookEntity>,
-  ) {}
+  constructor(private readonly secrets: WebhookSecretBox) {}
 
-  /** The webhook's secret, or null (logged) when it cannot be decrypted. */
-  secretOf(webhook: WebhookEntity): string | null {
-    try {
-      return this.secrets.open(webhook.secretSealed);
-    } catch (error) {
-      this.logger.error({ err: error, webhookId: webhook.id }, 'Webhook secret cannot be decrypted (was SECRETS_ENCRYPTION_KEY changed?); its events are not delivered');
-      return null;
-    }
+  /** The webhook's current secret, or null (logged) when it cannot be decrypted. */
+  secretOf(webhook: Pick<WebhookEntity, 'id' | 'secretSealed'>): string | null {
+    return this.open(webhook.id, webhook.secretSealed);
   }
 
-  /** The target of a webhook by id, null when the webhook is gone. */
-  async of(webhookId: string): Promise<DeliveryTarget | null> {
-    const known = this.targets.get(webhookId);
-    if (known) return known;
-    const webhook = await this.webhooks.findOneBy({ id: webhookId });
-    if (!webhook) return null;
-    if (this.targets.size >= MAX_CACHED) this.targets.clear();
-    const target = { url: webhook.url, secret: this.secretOf(webhook) };
-    // A secret that cannot be opened is not remembered: each attempt tries (and logs) again.
-    if (target.secret !== null) this.targets.set(webhookId, target);
-    return target;
+  /**
+   * The secrets an attempt made at `now` is signed with, newest first: the current one, and during a
+   * rotation's grace period the previous one too. Null when the current secret cannot be decrypted.
+   */
+  signingSecrets(webhookId: string, webhook: DeliveryWebhook, now: Date): string[] | null {
+    const current = this.open(webhookId, webhook.secretSealed);
+    if (current === null) return null;
+    if (!previousSecretSigns(webhook.previousSecretSealed, webhook.previousSecretExpiresAt, now)) return [current];
+    const previous = this.open(webhookId, webhook.previousSecretSealed as string);
+    return previous === null ? [current] : [current, previous];
+  }
+
+  private open(webhookId: string, sealed: string): string | null {
+    const known = this.opened.get(sealed);
+    if (known !== undefined) return known;
+    try {
+      const secret = this.secrets.open(sealed);
+      if (this.opened.size >= MAX_CACHED) this.opened.clear();
+      this.opened.set(sealed, secret);
+      return secret;
+    } catch (error) {
+      // Not remembered: each attempt tries (and logs) again.
+      this.logger.error({ err: error, webhookId }, 'Webhook secret cannot be decrypted (was SECRETS_ENCRYPTION_KEY changed?); its events are not delivered');
+      return null;
+    }
   }
 }

@@ -1,5 +1,5 @@
 import { newId } from '../../../common/ids.js';
-import type { WebhookDeliveryEntity } from '../webhook-delivery.entity.js';
+import type { DeliveryOrigin, WebhookDeliveryEntity } from '../webhook-delivery.entity.js';
 import type { WebhookEntity } from '../webhook.entity.js';
 import { buildDeliveryBody } from './webhook-signature.js';
 
@@ -11,13 +11,20 @@ export interface DeliverableEvent {
 }
 
 /** A fresh delivery of one event to one webhook, its body built and signed once for all attempts. */
-export function newDelivery(webhook: WebhookEntity, secret: string, event: DeliverableEvent, now: Date): Partial<WebhookDeliveryEntity> {
+export function newDelivery(
+  webhook: WebhookEntity,
+  secret: string,
+  event: DeliverableEvent,
+  now: Date,
+  origin: DeliveryOrigin = 'event',
+): Partial<WebhookDeliveryEntity> {
   return {
     id: newId('dlv'),
     webhookId: webhook.id,
     accountId: webhook.accountId,
     eventId: event.id,
     event: event.name,
+    origin,
     body: buildDeliveryBody(secret, { event: event.name, timestamp: event.occurredAt.toISOString(), webhook_id: webhook.id, data: event.data }),
     status: 'pending',
     attempts: 0,

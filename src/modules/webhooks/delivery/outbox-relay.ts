@@ -1,7 +1,9 @@
 import { Injectable } from '@nestjs/common';
-import { In } from 'typeorm';
+import { EventBus } from '@nestjs/cqrs';
+import { In, type QueryRunner } from 'typeorm';
 import { Clock } from '../../../common/clock.js';
 import { Transactions } from '../../../infra/database/transactions.js';
+import { OutboxRelayedEvent, type RelayedOutboxEvent } from '../../../infra/outbox/outbox-relayed.event.js';
 import { WebhookEntity } from '../webhook.entity.js';
 import { DeliveryTargets } from './delivery-targets.js';
 import { newDelivery } from './new-delivery.js';
@@ -15,10 +17,22 @@ interface OutboxRow {
   occurred_at: string;
 }
 
+/** What one relay pass did: outbox rows relayed, and the deliveries it created (not yet queued). */
+export interface RelayPass {
+  relayed: number;
+  deliveries: Array<{ id: string; series: number }>;
+}
+
+const NOTHING: RelayPass = { relayed: 0, deliveries: [] };
+
 /**
  * Turns pending outbox rows into one delivery row per subscribed active webhook and marks the outbox
- * rows relayed, in one transaction. Rows are claimed (SKIP LOCKED on PostgreSQL) and (event, webhook)
- * is unique, so two server processes never create a delivery twice.
+ * rows relayed, on a connection of its own on PostgreSQL. Everything it reads (outbox rows, webhooks)
+ * is read outside any transaction, so on SQLite it does not wait for the write turn; the writes are one
+ * short transaction taken ahead of waiting requests (`runFirst`): claim the rows (an UPDATE answering the
+ * ids it changed), then insert the deliveries of the claimed rows only. A row read but claimed meanwhile by another process (or, on
+ * SQLite, read from a transaction still open that then rolled back) is thus never delivered; (event,
+ * webhook) is unique as well. After the commit, OutboxRelayedEvent lets other modules act on the batch.
  */
 @Injectable()
 export class OutboxRelay {
@@ -27,45 +41,84 @@ export class OutboxRelay {
     private readonly clock: Clock,
     private readonly targets: DeliveryTargets,
     private readonly deliveries: WebhookDeliveryRepository,
+    private readonly events: EventBus,
   ) {}
 
-  /** Relays up to `batch` outbox rows; answers how many it relayed. */
-  relay(batch: number): Promise<number> {
-    const dialect = this.transactions.dialect;
-    return this.transactions.run(async (tx) => {
-      const events: OutboxRow[] = await tx.query(
-        `SELECT id, account_id, event, payload, occurred_at FROM outbox_events WHERE relayed_at IS NULL
-         ORDER BY occurred_at, id LIMIT ${batch}${dialect.claimRows}`,
-      );
-      if (events.length === 0) return 0;
+  /** The relay's own connection (see Transactions.reserveConnection), taken at the first pass. */
+  private connection: QueryRunner | null = null;
 
-      const accountIds = [...new Set(events.map((e) => e.account_id))];
-      const webhooks = await tx.getRepository(WebhookEntity).findBy({ accountId: In(accountIds), active: true });
-      const secrets = new Map<string, string | null>();
-      const secretOf = (webhook: WebhookEntity): string | null => {
-        if (!secrets.has(webhook.id)) secrets.set(webhook.id, this.targets.secretOf(webhook));
-        return secrets.get(webhook.id) ?? null;
-      };
-      const now = this.clock.now();
-      const deliveries = events.flatMap((event) => {
-        const data = JSON.parse(event.payload) as unknown;
-        return webhooks
-          .filter((webhook) => webhook.accountId === event.account_id && webhook.subscribesTo(event.event))
-          .flatMap((webhook) => {
-            const secret = secretOf(webhook);
-            if (secret === null) return [];
-            return [newDelivery(webhook, secret, { id: event.id, name: event.event, occurredAt: new Date(event.occurred_at), data }, now)];
-          });
-      });
-      await this.deliveries.insertNew(tx, deliveries);
-      const params = dialect.parameters();
-      // Each outbox row of the batch is found by its primary key, not by walking every unrelayed row.
-      await tx.query(
-        `UPDATE outbox_events SET relayed_at = ${params.add(now.toISOString())}
-         WHERE id IN (SELECT value FROM ${dialect.jsonValues(params.add(JSON.stringify(events.map((e) => e.id))))}) AND ${dialect.notIndexed('relayed_at')} IS NULL`,
-        params.values,
-      );
-      return events.length;
-    });
+  /** Relays up to `batch` outbox rows. */
+  async relay(batch: number): Promise<RelayPass> {
+    const connection = (this.connection ??= this.transactions.reserveConnection());
+    try {
+      return await this.relayOn(connection, batch);
+    } catch (error) {
+      // A broken connection is not used again: the next pass takes a fresh one.
+      await this.close().catch(() => undefined);
+      throw error;
+    }
+  }
+
+  private async relayOn(connection: QueryRunner, batch: number): Promise<RelayPass> {
+    const events: OutboxRow[] = await connection.query(
+      `SELECT id, account_id, event, payload, occurred_at FROM outbox_events WHERE relayed_at IS NULL ORDER BY occurred_at, id LIMIT ${batch}`,
+    );
+    if (events.length === 0) return NOTHING;
+
+    const accountIds = [...new Set(events.map((e) => e.account_id))];
+    const webhooks = await connection.manager.getRepository(WebhookEntity).findBy({ accountId: In(accountIds), active: true });
+    const secrets = new Map<string, string | null>();
+    const secretOf = (webhook: WebhookEntity): string | null => {
+      if (!secrets.has(webhook.id)) secrets.set(webhook.id, this.targets.secretOf(webhook));
+      return secrets.get(webhook.id) ?? null;
+    };
+    const now = this.clock.now();
+    const parsed = events.map((event) => ({ row: event, data: JSON.parse(event.payload) as Record<string, unknown> }));
+    const deliveries = parsed.flatMap(({ row, data }) =>
+      webhooks
+        .filter((webhook) => webhook.accountId === row.account_id && webhook.subscribesTo(row.event))
+        .flatMap((webhook) => {
+          const secret = secretOf(webhook);
+          if (secret === null) return [];
+          return [newDelivery(webhook, secret, { id: row.id, name: row.event, occurredAt: new Date(row.occurred_at), data }, now)];
+        }),
+    );
+
+    const claimed = await this.transactions.runFirst(async (tx) => {
+      const ids = await this.claim(tx.queryRunner!, events.map((e) => e.id), now);
+      const created = deliveries.filter((delivery) => ids.has(delivery.eventId!));
+      await this.deliveries.insertNew(tx, created);
+      return { ids, created };
+    }, connection);
+    if (claimed.ids.size === 0) return NOTHING;
+
+    const relayed: RelayedOutboxEvent[] = parsed
+      .filter(({ row }) => claimed.ids.has(row.id))
+      .map(({ row, data }) => ({ id: row.id, name: row.event, accountId: row.account_id, data }));
+    this.events.publish(new OutboxRelayedEvent(relayed));
+    // An (event, webhook) pair that already had its delivery was skipped by the insert; queueing its id is a no-op.
+    return { relayed: claimed.ids.size, deliveries: claimed.created.map((d) => ({ id: d.id!, series: d.series! })) };
+  }
+
+  /** Gives the relay's connection back; called once the relay loop has stopped. */
+  async close(): Promise<void> {
+    const connection = this.connection;
+    this.connection = null;
+    await connection?.release();
+  }
+
+  /** Marks these outbox rows relayed, each found by its primary key; answers the ids this statement changed. */
+  private async claim(runner: QueryRunner, ids: string[], now: Date): Promise<Set<string>> {
+    const dialect = this.transactions.dialect;
+    const params = dialect.parameters();
+    // A structured result, because the drivers shape a plain UPDATE ... RETURNING answer differently.
+    const result = await runner.query(
+      `UPDATE outbox_events SET relayed_at = ${params.add(now.toISOString())}
+       WHERE id IN (SELECT value FROM ${dialect.jsonValues(params.add(JSON.stringify(ids)))}) AND ${dialect.notIndexed('relayed_at')} IS NULL
+       RETURNING id`,
+      params.values,
+      true,
+    );
+    return new Set((result.records as Array<{ id: string }>).map((r) => r.id));
   }
 }

@@ -52,7 +52,8 @@ export class RecordDeliveryAttemptsHandler implements ICommandHandler<RecordDeli
       const written = new Set(await this.recordSuccesses(changes));
       return changes.map((change) => ({ recorded: written.has(change.id), status: written.has(change.id) ? change.status : null, webhookDisabled: false }));
     }
-    return this.transactions.run(async (tx) => {
+    // Ahead of waiting requests: each attempt's job (and its worker slot) is held until this commits.
+    return this.transactions.runFirst(async (tx) => {
       const written = new Set(await this.updateDeliveries(tx, changes));
       const recorded = attempts.filter((a) => written.has(a.delivery.id));
       const disabled = await this.trackFailureStreaks(tx, recorded, now);

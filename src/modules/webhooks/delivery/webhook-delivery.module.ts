@@ -7,8 +7,9 @@ import { DeliveryQueuer } from './delivery-queuer.js';
 import { DeliveryReader } from './delivery-reader.js';
 import { DeliveryTargets } from './delivery-targets.js';
 import { OutboxRelay } from './outbox-relay.js';
+import { ReplayEventsProcessor } from './replay-events.processor.js';
+import { ReplayEventsHandler } from '../commands/replay-events.command.js';
 import { WebhookDeliveryRepository } from './webhook-delivery.repository.js';
-import { OutboxCommitSubscriber } from './outbox-commit.subscriber.js';
 import { WebhookSender } from './webhook-sender.js';
 import { WebhooksModule } from '../webhooks.module.js';
 
@@ -24,12 +25,14 @@ import { WebhooksModule } from '../webhooks.module.js';
     OutboxRelay,
     DeliveryQueuer,
     DeliveryDispatcher,
-    OutboxCommitSubscriber,
     DeliveryReader,
     WebhookSender,
     AttemptRecorder,
     RecordDeliveryAttemptsHandler,
     DeliverWebhookProcessor,
+    // Replay needs the queue, which only the server has; its route is in WebhooksController.
+    ReplayEventsHandler,
+    ReplayEventsProcessor,
   ],
 })
 export class WebhookDeliveryModule {}

@@ -11,6 +11,7 @@ const NEW_DELIVERY_COLUMNS = [
   'accountId',
   'eventId',
   'event',
+  'origin',
   'body',
   'status',
   'attempts',
@@ -44,14 +45,18 @@ export type AttemptChange = Pick<WebhookDeliveryEntity, (typeof ATTEMPT_COLUMNS)
 export class WebhookDeliveryRepository {
   constructor(private readonly transactions: Transactions) {}
 
-  /** Inserts new deliveries; an (event, webhook) pair that already has its delivery is skipped. */
-  async insertNew(tx: EntityManager, deliveries: Array<Partial<WebhookDeliveryEntity>>): Promise<void> {
-    if (deliveries.length === 0) return;
+  /**
+   * Inserts new deliveries; one whose (event, webhook) already has its delivery (or, for a replay, a pending
+   * replay) is skipped. Answers how many were inserted.
+   */
+  async insertNew(tx: EntityManager, deliveries: Array<Partial<WebhookDeliveryEntity>>): Promise<number> {
+    if (deliveries.length === 0) return 0;
     const dialect = this.transactions.dialect;
     const columns = entityJsonColumns(tx, WebhookDeliveryEntity, [...NEW_DELIVERY_COLUMNS]);
     const params = dialect.parameters();
     const rows = params.add(JSON.stringify(deliveries.map(columns.row)));
-    await tx.query(dialect.insertJsonRowsIgnoringConflicts('webhook_deliveries', rows, columns.types), params.values);
+    const inserted: unknown[] = await tx.query(`${dialect.insertJsonRowsIgnoringConflicts('webhook_deliveries', rows, columns.types)} RETURNING id`, params.values);
+    return inserted.length;
   }
 
   /** The oldest deliveries whose current series has no queue job yet. */
@@ -65,7 +70,8 @@ export class WebhookDeliveryRepository {
   /** Marks these series as queued; a delivery redelivered meanwhile (another series) waits for its own job. */
   async markQueued(deliveries: Array<{ id: string; series: number }>, queuedAt: Date): Promise<void> {
     const dialect = this.transactions.dialect;
-    await this.transactions.run((tx) => {
+    // Ahead of waiting requests: the dispatcher's next pass waits for this short write.
+    await this.transactions.runFirst((tx) => {
       const columns = entityJsonColumns(tx, WebhookDeliveryEntity, ['id', 'series', 'queuedAt']);
       const params = dialect.parameters();
       const rows = params.add(JSON.stringify(deliveries.map((d) => columns.row({ id: d.id, series: Number(d.series), queuedAt }))));

@@ -3,15 +3,18 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AppConfig } from '../../../config/app-config.js';
 import { WebhookSender } from './webhook-sender.js';
+import { sign, standardSignature, standardWebhooksKey } from './webhook-signature.js';
 
 describe('webhook sender', () => {
   let server: Server;
   let port: number;
   const hits: string[] = [];
+  const headersSeen: Array<Record<string, string | string[] | undefined>> = [];
 
   beforeAll(async () => {
     server = createServer((request, response) => {
       hits.push(request.url ?? '');
+      headersSeen.push(request.headers);
       if (request.url === '/redirect') response.writeHead(302, { Location: 'http://127.0.0.1/elsewhere' }).end();
       else response.writeHead(204).end();
     });
@@ -20,7 +23,7 @@ describe('webhook sender', () => {
   });
   afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
 
-  const delivery = (url: string) => ({ url, secret: 's', deliveryId: 'dlv_1', webhookId: 'wh_1', event: 'file.uploaded', body: '{}' });
+  const delivery = (url: string) => ({ url, secrets: ['s'], deliveryId: 'dlv_1', eventId: 'evt_1', webhookId: 'wh_1', event: 'file.uploaded', body: '{}' });
   const sender = (allowPrivate: boolean) => new WebhookSender({ webhookAllowPrivateUrls: allowPrivate } as AppConfig);
 
   it('refuses at connect time to reach a private address, by IP literal or by a name that resolves to one', async () => {
@@ -46,7 +49,30 @@ describe('webhook sender', () => {
       const redirected = await lenient.send(delivery(`http://127.0.0.1:${port}/redirect`));
       expect(redirected.responseStatus).toBe(302);
       expect(redirected.error).toMatch(/redirects are not followed/);
-      expect(hits).toEqual(['/ok', '/redirect']);
+      expect(hits.filter((hit) => hit !== '/signed')).toEqual(['/ok', '/redirect']);
+    } finally {
+      lenient.onApplicationShutdown();
+    }
+  });
+
+  it('signs each attempt: X-Service-Signature with the newest secret, one Standard Webhooks signature per secret', async () => {
+    const lenient = sender(true);
+    try {
+      const before = Math.floor(Date.now() / 1000);
+      const body = '{"event":"file.uploaded"}';
+      await lenient.send({ ...delivery(`http://127.0.0.1:${port}/signed`), secrets: ['whsec_new', 'whsec_old'], eventId: 'evt_42', body });
+      const headers = headersSeen[hits.indexOf('/signed')];
+      const timestamp = Number(headers['webhook-timestamp']);
+      expect(timestamp).toBeGreaterThanOrEqual(before);
+      expect(headers).toMatchObject({
+        'webhook-id': 'evt_42',
+        'x-service-delivery-id': 'dlv_1',
+        'x-service-signature': sign('whsec_new', body),
+        'webhook-signature': [
+          standardSignature(standardWebhooksKey('whsec_new'), 'evt_42', timestamp, body),
+          standardSignature(standardWebhooksKey('whsec_old'), 'evt_42', timestamp, body),
+        ].join(' '),
+      });
     } finally {
       lenient.onApplicationShutdown();
     }

@@ -3,7 +3,7 @@ import https from 'node:https';
 import { Injectable, OnApplicationShutdown } from '@nestjs/common';
 import { isIP } from 'node:net';
 import { AppConfig } from '../../../config/app-config.js';
-import { sign } from './webhook-signature.js';
+import { signAttempt } from './webhook-signature.js';
 import { publicOnlyLookup, refusedConnection } from '../webhook-url-policy.js';
 
 export const DELIVERY_TIMEOUT_MS = 30_000;
@@ -11,8 +11,11 @@ export const USER_AGENT = 'Service-Webhook/1.0';
 
 export interface DeliveryRequest {
   url: string;
-  secret: string;
+  /** The webhook's signing secrets, newest first (two during a rotation's grace period). */
+  secrets: readonly string[];
   deliveryId: string;
+  /** The outbox event's id: `webhook-id`, the same on every attempt, redelivery and replay. */
+  eventId: string;
   webhookId: string;
   event: string;
   body: string;
@@ -80,6 +83,8 @@ export class WebhookSender implements OnApplicationShutdown {
     const refused = !this.config.webhookAllowPrivateUrls && isIP(literal) ? refusedConnection(literal, literal) : null;
     if (refused) return Promise.resolve(finish(null, refused.message));
     const body = Buffer.from(delivery.body, 'utf8');
+    // Each attempt is signed at its own time: Standard Webhooks receivers refuse timestamps over 5 minutes old.
+    const signed = signAttempt(delivery.secrets, delivery.eventId, Math.floor(startedAt.getTime() / 1000), body);
     return new Promise((resolve) => {
       let settled = false;
       const settle = (result: AttemptResult) => {
@@ -95,11 +100,14 @@ export class WebhookSender implements OnApplicationShutdown {
         headers: {
           'Content-Type': 'application/json',
           'Content-Length': String(body.length),
-          'X-Service-Signature': sign(delivery.secret, body),
+          'X-Service-Signature': signed['X-Service-Signature'],
           'X-Service-Event': delivery.event,
           'X-Service-Webhook-ID': delivery.webhookId,
           'X-Service-Delivery-ID': delivery.deliveryId,
           'User-Agent': USER_AGENT,
+          'webhook-id': signed['webhook-id'],
+          'webhook-timestamp': signed['webhook-timestamp'],
+          'webhook-signature': signed['webhook-signature'],
         },
       });
       const timer = setTimeout(() => {

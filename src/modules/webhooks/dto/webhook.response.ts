@@ -17,8 +17,15 @@ export class WebhookResponse {
   })
   disabled_reason: DisabledReason | null;
   @ApiProperty({ nullable: true, type: String, example: null }) disabled_at: string | null;
+  @ApiProperty({
+    nullable: true,
+    type: String,
+    example: null,
+    description: 'While a rotated-out secret still signs beside the current one: when it stops. Null otherwise.',
+  })
+  previous_secret_expires_at: string | null;
 
-  static from(webhook: WebhookEntity): WebhookResponse {
+  static from(webhook: WebhookEntity, now: Date): WebhookResponse {
     return Object.assign(new WebhookResponse(), {
       id: webhook.id,
       url: webhook.url,
@@ -28,6 +35,30 @@ export class WebhookResponse {
       updated_at: webhook.updatedAt.toISOString(),
       disabled_reason: webhook.disabledReason,
       disabled_at: webhook.disabledAt?.toISOString() ?? null,
+      previous_secret_expires_at: webhook.previousSecretGraceEnd(now)?.toISOString() ?? null,
+    });
+  }
+}
+
+/** The answer of a secret rotation: the only one that carries the new secret. */
+export class RotatedWebhookSecretResponse {
+  @ApiProperty({ example: 'wh_0193a5b2c4d67e8f9a0b1c2d3e4f5a6b' }) id: string;
+  @ApiProperty({ example: 'whsec_…', description: 'The new signing secret. Shown only here; store it now.' }) secret: string;
+  @ApiProperty({ example: '2026-11-21T10:00:00.000Z' }) rotated_at: string;
+  @ApiProperty({
+    nullable: true,
+    type: String,
+    example: '2026-11-22T10:00:00.000Z',
+    description: 'Until when the previous secret keeps signing beside the new one; null when it stopped at once (`expires_in: 0`).',
+  })
+  previous_secret_expires_at: string | null;
+
+  static of(webhook: WebhookEntity, secret: string, now: Date): RotatedWebhookSecretResponse {
+    return Object.assign(new RotatedWebhookSecretResponse(), {
+      id: webhook.id,
+      secret,
+      rotated_at: now.toISOString(),
+      previous_secret_expires_at: webhook.previousSecretGraceEnd(now)?.toISOString() ?? null,
     });
   }
 }

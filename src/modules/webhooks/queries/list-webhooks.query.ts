@@ -2,6 +2,7 @@ import { IQueryHandler, Query, QueryHandler } from '@nestjs/cqrs';
 import { InjectRepository } from '@nestjs/typeorm';
 import { Repository } from 'typeorm';
 import type { Actor } from '../../../common/auth/actor.js';
+import { Clock } from '../../../common/clock.js';
 import { Page, Pagination } from '../../../common/http/envelope.js';
 import type { PageRequest } from '../../../common/http/pagination.request.js';
 import { WebhookResponse } from '../dto/webhook.response.js';
@@ -19,7 +20,10 @@ export class ListWebhooksQuery extends Query<Page<WebhookResponse>> {
 
 @QueryHandler(ListWebhooksQuery)
 export class ListWebhooksHandler implements IQueryHandler<ListWebhooksQuery> {
-  constructor(@InjectRepository(WebhookEntity) private readonly webhooks: Repository<WebhookEntity>) {}
+  constructor(
+    @InjectRepository(WebhookEntity) private readonly webhooks: Repository<WebhookEntity>,
+    private readonly clock: Clock,
+  ) {}
 
   async execute({ actor, page }: ListWebhooksQuery): Promise<Page<WebhookResponse>> {
     const [webhooks, total] = await this.webhooks.findAndCount({
@@ -28,6 +32,7 @@ export class ListWebhooksHandler implements IQueryHandler<ListWebhooksQuery> {
       skip: page.offset,
       take: page.per_page,
     });
-    return new Page(webhooks.map(WebhookResponse.from), Pagination.of(page.page, page.per_page, total));
+    const now = this.clock.now();
+    return new Page(webhooks.map((webhook) => WebhookResponse.from(webhook, now)), Pagination.of(page.page, page.per_page, total));
   }
 }

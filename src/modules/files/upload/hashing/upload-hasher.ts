@@ -18,6 +18,9 @@ import { InlineDigest, type UploadDigest } from './upload-digest.js';
  * wakeups and handoffs) and about 10 MiB of memory, and measured uploads were no faster; so the
  * hash is computed on the event loop there.
  */
+/** Hashing this much takes well under a millisecond: less than the round trips to the thread. */
+const INLINE_BYTES = 256 * 1024;
+
 @Injectable()
 export class UploadHasher implements OnModuleDestroy {
   private readonly logger = new Logger('UploadHasher');
@@ -30,9 +33,13 @@ export class UploadHasher implements OnModuleDestroy {
   /** Whether uploads hash on the thread (see above); tests set it to cover both ways. */
   onThread = availableParallelism() > 2;
 
-  /** A new MD5 for one upload; call `digest()` or `cancel()` on it exactly once. */
-  start(): UploadDigest {
-    if (!this.onThread) return new InlineDigest();
+  /**
+   * A new MD5 for one upload; call `digest()` or `cancel()` on it exactly once. An upload known to
+   * be at most `INLINE_BYTES` (`knownSize`) hashes on the event loop: handing a few KiB to the thread
+   * costs more than hashing them.
+   */
+  start(knownSize?: number): UploadDigest {
+    if (!this.onThread || (knownSize !== undefined && knownSize <= INLINE_BYTES)) return new InlineDigest();
     const id = this.nextId++;
     const session = new ThreadDigest(
       (message, transfer) => this.post(message, transfer),

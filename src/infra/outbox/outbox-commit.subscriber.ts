@@ -1,14 +1,14 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
 import { DataSource, type EntitySubscriberInterface, type TransactionCommitEvent, type TransactionRollbackEvent } from 'typeorm';
-import { takeOutboxRecorded } from '../../../infra/outbox/outbox.js';
-import { DeliverySignal } from './delivery-signal.js';
+import { takeOutboxRecorded } from './outbox.js';
+import { OutboxSignal } from './outbox-signal.js';
 
-/** Wakes the dispatcher right after a transaction that wrote outbox events commits. */
+/** Signals right after a transaction that wrote outbox events commits (in every process: server and CLI). */
 @Injectable()
 export class OutboxCommitSubscriber implements EntitySubscriberInterface, OnModuleInit {
   constructor(
     private readonly dataSource: DataSource,
-    private readonly signal: DeliverySignal,
+    private readonly signal: OutboxSignal,
   ) {}
 
   onModuleInit(): void {
@@ -16,7 +16,7 @@ export class OutboxCommitSubscriber implements EntitySubscriberInterface, OnModu
   }
 
   afterTransactionCommit(event: TransactionCommitEvent): void {
-    if (takeOutboxRecorded(event.queryRunner)) this.signal.nudge();
+    if (takeOutboxRecorded(event.queryRunner)) this.signal.committed();
   }
 
   afterTransactionRollback(event: TransactionRollbackEvent): void {

@@ -1,0 +1,159 @@
+<?php
+
+declare(strict_types=1);
+
+namespace FileStorage\Resource;
+
+use FileStorage\Http\HttpClient;
+use FileStorage\Page;
+use FileStorage\Upload\MultipartBody;
+use FileStorage\Upload\Tus;
+use FileStorage\Upload\UploadSource;
+
+/** Files: upload (streamed, resumable above a threshold), list, get, update, delete, restore, download. */
+final class Files
+{
+    use Listing;
+
+    public function __construct(HttpClient $http, private readonly int $resumableThreshold, private readonly int $resumableChunk)
+    {
+        $this->http = $http;
+    }
+
+    /**
+     * Uploads a file from a path or a stream resource, streamed. A path at or above the resumable threshold goes
+     * through the tus endpoint in chunks, resuming after failures; anything else is one multipart request. Only a
+     * path is retried (a stream can be read once).
+     *
+     * Options: name, folderId, overwrite (bool), onProgress (callable(int $sent, ?int $total)), idempotencyKey,
+     * resumableThreshold.
+     *
+     * @param string|resource $source
+     * @param array<string, mixed> $options
+     * @return array<string, mixed> the File
+     */
+    public function upload(mixed $source, array $options = []): array
+    {
+        $opened = UploadSource::open($source);
+        $filename = $options['name'] ?? $opened->name;
+        if ($filename === null) {
+            throw new \InvalidArgumentException("upload needs the 'name' option when the source is a stream without a path.");
+        }
+        $overwrite = isset($options['overwrite']) ? ($options['overwrite'] ? 'true' : 'false') : null;
+        $threshold = $options['resumableThreshold'] ?? $this->resumableThreshold;
+        if ($opened->replayable() && $opened->size > 0 && $opened->size >= $threshold) {
+            $location = Tus::create($this->http, (int) $opened->size, [
+                'filename' => $filename, 'name' => $options['name'] ?? null, 'folder_id' => $options['folderId'] ?? null, 'overwrite' => $overwrite,
+            ]);
+            return $this->get(Tus::resume($this->http, $location, $opened, $this->resumableChunk, $options['onProgress'] ?? null));
+        }
+        $fields = ['folder_id' => $options['folderId'] ?? null, 'name' => $options['name'] ?? null, 'overwrite' => $overwrite];
+        $body = MultipartBody::build($opened, $filename, $fields, $options['onProgress'] ?? null);
+        return $this->http->data('POST', '/v1/files/upload', ['body' => $body, 'headers' => self::idempotency($options['idempotencyKey'] ?? null)]);
+    }
+
+    /**
+     * Starts a resumable upload of a path and answers its location, for resumeUpload(), even from another process.
+     *
+     * @param array<string, mixed> $options name, folderId, overwrite
+     */
+    public function startResumableUpload(string $path, array $options = []): string
+    {
+        $opened = UploadSource::open($path);
+        return Tus::create($this->http, (int) $opened->size, [
+            'filename' => $options['name'] ?? $opened->name,
+            'name' => $options['name'] ?? null,
+            'folder_id' => $options['folderId'] ?? null,
+            'overwrite' => isset($options['overwrite']) ? ($options['overwrite'] ? 'true' : 'false') : null,
+        ]);
+    }
+
+    /**
+     * Sends what the server has not got yet of a resumable upload, from its offset; answers the stored File.
+     *
+     * @param (callable(int, ?int): void)|null $onProgress
+     * @return array<string, mixed>
+     */
+    public function resumeUpload(string $location, string $path, ?callable $onProgress = null): array
+    {
+        return $this->get(Tus::resume($this->http, $location, UploadSource::open($path), $this->resumableChunk, $onProgress));
+    }
+
+    /**
+     * One page of the files of a folder (the root by default): page, per_page, folder_id, sort, type, search.
+     *
+     * @param array<string, mixed> $query
+     */
+    public function list(array $query = []): Page
+    {
+        return $this->fetchPage('/v1/files', $query);
+    }
+
+    /**
+     * Every file, page after page: `foreach ($client->files->iterate(['search' => 'report']) as $file)`.
+     *
+     * @param array<string, mixed> $query
+     * @return \Generator<int, array<string, mixed>>
+     */
+    public function iterate(array $query = []): \Generator
+    {
+        return $this->eachItem('/v1/files', $query);
+    }
+
+    /** @return array<string, mixed> */
+    public function get(string $fileId): array
+    {
+        return $this->http->data('GET', self::path('v1', 'files', $fileId));
+    }
+
+    /**
+     * Renames and/or moves a file: ['name' => …, 'folder_id' => … or null for the root].
+     *
+     * @param array<string, mixed> $changes
+     * @return array<string, mixed>
+     */
+    public function update(string $fileId, array $changes): array
+    {
+        return $this->http->data('PATCH', self::path('v1', 'files', $fileId), ['json' => $changes]);
+    }
+
+    /**
+     * Moves a file to the trash, or with $permanent (an elevated key) deletes it for good.
+     *
+     * @return array<string, mixed>
+     */
+    public function delete(string $fileId, bool $permanent = false): array
+    {
+        return $this->http->data('DELETE', self::path('v1', 'files', $fileId), ['query' => ['permanent' => $permanent ?: null]]);
+    }
+
+    /**
+     * @param list<string> $fileIds
+     * @return array<string, mixed>
+     */
+    public function bulkDelete(array $fileIds, ?string $idempotencyKey = null): array
+    {
+        return $this->http->data('POST', '/v1/files/bulk-delete', ['json' => ['file_ids' => $fileIds], 'headers' => self::idempotency($idempotencyKey)]);
+    }
+
+    /** @return array<string, mixed> */
+    public function restore(string $fileId, ?string $idempotencyKey = null): array
+    {
+        return $this->http->data('POST', self::path('v1', 'files', $fileId, 'restore'), ['headers' => self::idempotency($idempotencyKey)]);
+    }
+
+    /**
+     * Streams the file's content to a path (removed again if the download fails), a stream resource, or a callable
+     * that receives each chunk.
+     *
+     * @param string|resource|callable(string): void $destination
+     */
+    public function download(string $fileId, mixed $destination): void
+    {
+        // The download route takes a signed link, not the key: the file's fresh download_url is that link. Its path
+        // and signature are sent to this client's base URL, which may differ from the server's public address.
+        $link = parse_url($this->get($fileId)['download_url']);
+        $path = $link['path'] . (isset($link['query']) ? '?' . $link['query'] : '');
+        Download::to($destination, fn (callable $sink) => $this->http->send('GET', $path, ['anonymous' => true, 'headers' => ['Accept' => '*/*'], 'sink' => $sink]));
+    }
+}

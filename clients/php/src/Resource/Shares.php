@@ -1,0 +1,85 @@
+<?php
+
+declare(strict_types=1);
+
+namespace FileStorage\Resource;
+
+use FileStorage\Http\HttpClient;
+use FileStorage\Page;
+
+final class Shares
+{
+    use Listing;
+
+    public function __construct(HttpClient $http)
+    {
+        $this->http = $http;
+    }
+
+    /**
+     * @param array<string, mixed> $share file_id, and optionally password, expires_in (seconds)
+     * @return array<string, mixed>
+     */
+    public function create(array $share, ?string $idempotencyKey = null): array
+    {
+        return $this->http->data('POST', '/v1/shares', ['json' => $share, 'headers' => self::idempotency($idempotencyKey)]);
+    }
+
+    /** @param array<string, mixed> $query page, per_page, file_id */
+    public function list(array $query = []): Page
+    {
+        return $this->fetchPage('/v1/shares', $query);
+    }
+
+    /**
+     * @param array<string, mixed> $query
+     * @return \Generator<int, array<string, mixed>>
+     */
+    public function iterate(array $query = []): \Generator
+    {
+        return $this->eachItem('/v1/shares', $query);
+    }
+
+    /** @return array<string, mixed> */
+    public function revoke(string $shareId): array
+    {
+        return $this->http->data('DELETE', self::path('v1', 'shares', $shareId));
+    }
+
+    /**
+     * What a share link shows its visitor, without an API key. Takes the share's url or its token.
+     *
+     * @return array<string, mixed>
+     */
+    public function open(string $urlOrToken, ?string $password = null): array
+    {
+        return $this->http->data('GET', self::path('s', self::token($urlOrToken)), ['anonymous' => true, 'headers' => self::passwordHeader($password)]);
+    }
+
+    /**
+     * The shared file's content as a visitor downloads it, to a path, a stream resource or a callable.
+     *
+     * @param string|resource|callable(string): void $destination
+     */
+    public function download(string $urlOrToken, mixed $destination, ?string $password = null): void
+    {
+        $path = self::path('s', self::token($urlOrToken), 'download');
+        $headers = ['Accept' => '*/*'] + self::passwordHeader($password);
+        Download::to($destination, fn (callable $sink) => $this->http->send('GET', $path, ['anonymous' => true, 'headers' => $headers, 'sink' => $sink]));
+    }
+
+    private static function token(string $urlOrToken): string
+    {
+        if (preg_match('#^https?://#', $urlOrToken) !== 1) {
+            return $urlOrToken;
+        }
+        $segments = array_values(array_filter(explode('/', (string) parse_url($urlOrToken, PHP_URL_PATH))));
+        return (string) end($segments);
+    }
+
+    /** @return array<string, string> */
+    private static function passwordHeader(?string $password): array
+    {
+        return $password === null ? [] : ['X-Share-Password' => $password];
+    }
+}

@@ -1,0 +1,154 @@
+<?php
+
+declare(strict_types=1);
+
+// Unit tests of what the client computes by itself (no server): `php tests/UnitTest.php`. Everything that talks to
+// a server is in the conformance runner and the README test. Plain PHP, so nothing needs installing.
+
+require __DIR__ . '/../autoload.php';
+
+use FileStorage\Exception\ErrorFactory;
+use FileStorage\Exception\FileTooLargeException;
+use FileStorage\Exception\InternalServerException;
+use FileStorage\Exception\RateLimitException;
+use FileStorage\Http\RetryAfter;
+use FileStorage\Upload\MultipartBody;
+use FileStorage\Upload\Tus;
+use FileStorage\Upload\UploadSource;
+use FileStorage\Webhook;
+
+$failures = 0;
+$count = 0;
+function test(string $name, callable $body): void
+{
+    global $failures, $count;
+    $count++;
+    try {
+        $body();
+        echo "ok $name\n";
+    } catch (Throwable $error) {
+        $failures++;
+        echo "FAILED $name: {$error->getMessage()} ({$error->getFile()}:{$error->getLine()})\n";
+    }
+}
+function same(mixed $expected, mixed $actual, string $what = ''): void
+{
+    if ($expected !== $actual) {
+        throw new RuntimeException("$what: expected " . var_export($expected, true) . ', got ' . var_export($actual, true));
+    }
+}
+
+const BODY = '{"event":"file.uploaded","timestamp":"2026-11-24T10:00:00.000Z","webhook_id":"wh_1","data":{}}';
+const SECRET = 'whsec_test';
+
+test('the webhook signature of the exact body verifies, in any header spelling', function () {
+    // Computed independently of PHP's hash_hmac, with the openssl command.
+    $known = 'sha256=' . explode(' ', trim((string) shell_exec("printf '%s' '" . BODY . "' | openssl dgst -sha256 -hmac '" . SECRET . "' -r")))[0];
+    same(true, Webhook::verify(BODY, ['X-Service-Signature' => $known], SECRET), 'canonical');
+    same(true, Webhook::verify(BODY, ['x-service-signature' => [$known]], SECRET), 'PSR-7 style');
+    same(true, Webhook::verify(BODY, ['HTTP_X_SERVICE_SIGNATURE' => $known], SECRET), '$_SERVER style');
+    same(false, Webhook::verify(BODY . ' ', ['X-Service-Signature' => $known], SECRET), 'another body');
+    same(false, Webhook::verify(BODY, ['X-Service-Signature' => $known], 'another'), 'another secret');
+    same(false, Webhook::verify(BODY, ['X-Service-Signature' => substr($known, 7)], SECRET), 'no sha256= prefix');
+    same(false, Webhook::verify(BODY, [], SECRET), 'no header');
+});
+
+test('an error envelope becomes a typed exception with its fields', function () {
+    $body = '{"error":{"code":"file_too_large","message":"Too big","details":{"file_size":10,"max_size":5,"plan":"free"}}}';
+    $error = ErrorFactory::fromResponse(413, ['x-request-id' => 'req-1'], $body);
+    same(FileTooLargeException::class, $error::class);
+    same(['file_too_large', 'Too big', 413, 'req-1', 10, 5, 'free'], [
+        $error->getErrorCode(), $error->getMessage(), $error->getStatus(), $error->getRequestId(),
+        $error->getFileSize(), $error->getMaxSize(), $error->getPlan(),
+    ]);
+});
+
+test('an answer without an envelope gets the class of its status', function () {
+    $error = ErrorFactory::fromResponse(502, [], '<html>Bad gateway</html>');
+    same(InternalServerException::class, $error::class);
+    same('HTTP 502', $error->getMessage());
+    $limited = ErrorFactory::fromResponse(429, ['retry-after' => '7'], '');
+    same(RateLimitException::class, $limited::class);
+    same(7.0, $limited->getRetryAfter());
+});
+
+test('Retry-After in both of its forms', function () {
+    same(12.0, RetryAfter::parse('12'));
+    $inThirty = RetryAfter::parse(gmdate('D, d M Y H:i:s', time() + 30) . ' GMT');
+    same(true, $inThirty >= 28 && $inThirty <= 31, "an HTTP date 30 s ahead gave $inThirty");
+    same(null, RetryAfter::parse('soon'));
+    same(null, RetryAfter::parse(null));
+});
+
+test('the multipart body streams the fields, then the file, with the announced length', function () {
+    $path = tempnam(sys_get_temp_dir(), 'upload');
+    file_put_contents($path, str_repeat('x', 200_000));
+    $seen = [];
+    $body = MultipartBody::build(UploadSource::open($path), 'a "b".txt', ['folder_id' => 'fld_1', 'name' => null], function (int $loaded) use (&$seen) {
+        $seen[] = $loaded;
+    });
+    $reader = $body->open();
+    $bytes = '';
+    while (($chunk = $reader->read(65536)) !== '') {
+        same(true, strlen($chunk) <= 65536, 'slice size');
+        $bytes .= $chunk;
+    }
+    $reader->close();
+    unlink($path);
+    same($body->size, strlen($bytes), 'Content-Length');
+    same(true, str_contains($bytes, "name=\"folder_id\"\r\n\r\nfld_1\r\n"), 'the folder field');
+    same(false, str_contains($bytes, 'name="name"'), 'no empty field');
+    same(true, str_contains($bytes, 'filename="a %22b%22.txt"'), 'the escaped file name');
+    same(200_000, end($seen), 'progress');
+    same(true, $body->replayable, 'a path can be sent again');
+});
+
+test("a caller's stream is read once and never retried", function () {
+    $stream = fopen('php://memory', 'w+');
+    fwrite($stream, 'abc');
+    rewind($stream);
+    $body = MultipartBody::build(UploadSource::open($stream), 'abc.txt', []);
+    same(false, $body->replayable);
+    $body->open();
+    try {
+        $body->open();
+        throw new RuntimeException('a second read was allowed');
+    } catch (LogicException) {
+    }
+});
+
+test('tus metadata is base64 per key and leaves missing values out', function () {
+    same('filename ' . base64_encode('résumé.pdf') . ',overwrite dHJ1ZQ==', Tus::encodeMetadata(['filename' => 'résumé.pdf', 'folder_id' => null, 'overwrite' => 'true']));
+});
+
+/** The Standard Webhooks signature computed with the openssl command, independently of this library. */
+function opensslStandardSignature(string $hexKey, string $id, int $timestamp, string $body): string
+{
+    return 'v1,' . trim((string) shell_exec("printf '%s' '$id.$timestamp.$body' | openssl dgst -sha256 -mac HMAC -macopt hexkey:$hexKey -binary | base64"));
+}
+
+test('a whsec_ secret signs Standard Webhooks with its decoded bytes', function () {
+    $keyBytes = implode('', array_map('chr', range(1, 32)));
+    $secret = 'whsec_' . base64_encode($keyBytes);
+    $now = time();
+    $headers = ['webhook-id' => 'evt_1', 'webhook-timestamp' => (string) $now, 'webhook-signature' => opensslStandardSignature(bin2hex($keyBytes), 'evt_1', $now, BODY)];
+    same(true, Webhook::verifyStandard(BODY, $headers, $secret), 'genuine');
+    same(false, Webhook::verifyStandard(BODY . ' ', $headers, $secret), 'another body');
+    same(false, Webhook::verifyStandard(BODY, $headers, 'whsec_another'), 'another secret');
+    $old = $now - 301;
+    $stale = ['webhook-id' => 'evt_1', 'webhook-timestamp' => (string) $old, 'webhook-signature' => opensslStandardSignature(bin2hex($keyBytes), 'evt_1', $old, BODY)];
+    same(false, Webhook::verifyStandard(BODY, $stale, $secret), 'five minutes old');
+    same(true, Webhook::verifyStandard(BODY, $stale, $secret, tolerance: 600), 'within a wider tolerance');
+});
+
+test('another secret signs with its bytes, and any of several signatures or secrets will do', function () {
+    $plain = 'conformance-webhook-secret-0123456789';
+    $now = time();
+    $signature = opensslStandardSignature(bin2hex($plain), 'evt_1', $now, BODY);
+    $headers = ['Webhook-Id' => 'evt_1', 'Webhook-Timestamp' => (string) $now, 'Webhook-Signature' => 'v1,' . base64_encode(str_repeat('x', 32)) . " $signature"];
+    same(true, Webhook::verifyStandard(BODY, $headers, $plain), 'the second of two signatures');
+    same(true, Webhook::verifyStandard(BODY, $headers, ['whsec_' . base64_encode(str_repeat('k', 32)), $plain]), 'the second of two secrets');
+});
+
+echo "\n$count tests, $failures failed\n";
+exit($failures === 0 ? 0 : 1);

@@ -1,0 +1,219 @@
+"""Sends requests with http.client: authentication, timeouts, retries with backoff, automatic Idempotency-Key."""
+
+from __future__ import annotations
+
+import http.client
+import json as jsonlib
+import random
+import ssl
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlencode, urlsplit
+
+from ._version import __version__
+from .errors import APIConnectionError, APITimeoutError, FileStorageError, error_from_response, parse_retry_after
+
+RETRYABLE_STATUSES = frozenset({429, 502, 503, 504})
+MAX_BACKOFF_SECONDS = 8.0
+MAX_RETRY_AFTER_SECONDS = 120.0
+READ_BYTES = 64 * 1024
+
+
+@dataclass
+class Body:
+    """A request body as chunks of bytes; ``open`` produces them again for a retry when ``replayable``."""
+
+    open: Callable[[], Iterable[bytes]]
+    length: int | None
+    content_type: str | None = None
+    replayable: bool = True
+
+
+class Response:
+    """An answer of the server whose body has not been read yet: read it whole, or in chunks (a download)."""
+
+    def __init__(self, connection: http.client.HTTPConnection, raw: http.client.HTTPResponse) -> None:
+        self._connection = connection
+        self._raw = raw
+        self.status = raw.status
+        self.reason = raw.reason
+        self.headers: dict[str, str] = {key.lower(): value for key, value in raw.getheaders()}
+
+    def read(self, size: int = -1) -> bytes:
+        return self._raw.read(None if size < 0 else size)
+
+    def iter_bytes(self, chunk_size: int = READ_BYTES) -> Iterator[bytes]:
+        """The body in chunks of at most ``chunk_size`` bytes, as it arrives."""
+        try:
+            while chunk := self._raw.read(chunk_size):
+                yield chunk
+        finally:
+            self.close()
+
+    def json(self) -> Any:
+        try:
+            return jsonlib.loads(self.read().decode("utf-8"))
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        self._raw.close()
+        self._connection.close()
+
+    def __enter__(self) -> Response:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def backoff_seconds(attempt: int) -> float:
+    """0.5 s, 1 s, 2 s… with jitter, at most 8 s."""
+    ceiling = min(MAX_BACKOFF_SECONDS, 0.5 * 2.0**attempt)
+    return ceiling / 2 + random.random() * (ceiling / 2)
+
+
+def _query_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(item) for item in value)
+    return str(value)
+
+
+class HttpClient:
+    def __init__(self, *, api_key: str, base_url: str, timeout: float, max_retries: int, ssl_context: ssl.SSLContext | None = None) -> None:
+        if not api_key:
+            raise ValueError("FileStorage needs an api_key.")
+        if not base_url:
+            raise ValueError("FileStorage needs a base_url.")
+        parts = urlsplit(base_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"base_url must be an http(s) origin such as https://files.example.com, not {base_url!r}.")
+        self._api_key = api_key
+        self.base_url = f"{parts.scheme}://{parts.netloc}"
+        self._scheme = parts.scheme
+        self._host = parts.hostname
+        self._port = parts.port
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self._ssl_context = ssl_context
+
+    def data(self, method: str, path: str, **options: Any) -> Any:
+        """The ``data`` of a successful answer's envelope."""
+        return self.envelope(method, path, **options)["data"]
+
+    def envelope(self, method: str, path: str, **options: Any) -> dict[str, Any]:
+        envelope = self.send(method, path, **options).json()
+        if not isinstance(envelope, dict):
+            raise FileStorageError("The server answered something that is not a JSON envelope.", code="invalid_response")
+        return envelope
+
+    def send(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, Any] | None = None,
+        json: Any = None,
+        body: Body | None = None,
+        headers: Mapping[str, str] | None = None,
+        anonymous: bool = False,
+        retry: bool = True,
+        idempotency_key: str | None = None,
+    ) -> Response:
+        """
+        One logical request: retried on 429 (after Retry-After), 502/503/504 and connection errors, with backoff, as
+        long as its body can be sent again. Every attempt of a POST carries the same Idempotency-Key, so a retry after
+        a lost answer replays the first result instead of acting twice. Answers a Response whose body is unread.
+        """
+        sent_headers = {"Accept": "application/json", "User-Agent": f"file-storage-python/{__version__}"}
+        sent_headers.update(headers or {})
+        if not anonymous:
+            sent_headers["Authorization"] = f"Bearer {self._api_key}"
+        if method == "POST" and not any(key.lower() == "idempotency-key" for key in sent_headers):
+            sent_headers["Idempotency-Key"] = idempotency_key or str(uuid.uuid4())
+        if json is not None:
+            encoded = jsonlib.dumps(json).encode("utf-8")
+            body = Body(open=lambda: [encoded], length=len(encoded), content_type="application/json")
+        if body is not None:
+            if body.content_type:
+                sent_headers["Content-Type"] = body.content_type
+            if body.length is not None:
+                sent_headers["Content-Length"] = str(body.length)
+        elif method in ("POST", "PATCH", "PUT"):
+            sent_headers["Content-Length"] = "0"
+        target = path
+        pairs = [(key, _query_value(value)) for key, value in (query or {}).items() if value is not None]
+        if pairs:
+            target += ("&" if "?" in target else "?") + urlencode(pairs)
+        max_retries = self.max_retries if retry and (body is None or body.replayable) else 0
+
+        attempt = 0
+        while True:
+            try:
+                response = self._attempt(method, target, sent_headers, body)
+            except APIConnectionError:
+                if attempt >= max_retries:
+                    raise
+                time.sleep(backoff_seconds(attempt))
+                attempt += 1
+                continue
+            if 200 <= response.status < 300:
+                return response
+            if attempt < max_retries and response.status in RETRYABLE_STATUSES:
+                retry_after = parse_retry_after(response.headers.get("retry-after"))
+                response.close()
+                wait = retry_after if retry_after is not None and retry_after <= MAX_RETRY_AFTER_SECONDS else backoff_seconds(attempt)
+                time.sleep(wait)
+                attempt += 1
+                continue
+            raise self._error(response)
+
+    @staticmethod
+    def _error(response: Response) -> FileStorageError:
+        try:
+            content = response.read() if response.status != 204 else b""
+        except (OSError, http.client.HTTPException):
+            content = b""
+        finally:
+            response.close()
+        return error_from_response(response.status, response.reason, response.headers, content)
+
+    def _connection(self) -> http.client.HTTPConnection:
+        if self._scheme == "https":
+            return http.client.HTTPSConnection(self._host, self._port, timeout=self.timeout, context=self._ssl_context, blocksize=READ_BYTES)
+        return http.client.HTTPConnection(self._host, self._port, timeout=self.timeout, blocksize=READ_BYTES)
+
+    def _attempt(self, method: str, target: str, headers: dict[str, str], body: Body | None) -> Response:
+        connection = self._connection()
+        try:
+            try:
+                connection.request(
+                    method,
+                    target,
+                    body=body.open() if body is not None else None,
+                    headers=headers,
+                    encode_chunked=body is not None and body.length is None,
+                )
+            except (OSError, http.client.HTTPException) as send_error:
+                # The server may have answered and closed early (a 413 decided from Content-Length): read that answer.
+                if connection.sock is None:
+                    raise
+                try:
+                    return Response(connection, connection.getresponse())
+                except (OSError, http.client.HTTPException):
+                    raise send_error from None
+            return Response(connection, connection.getresponse())
+        except TimeoutError as error:
+            connection.close()
+            raise APITimeoutError(f"No answer from {method} {target.split('?')[0]} within {self.timeout} s.", code="timeout") from error
+        except (OSError, http.client.HTTPException) as error:
+            connection.close()
+            raise APIConnectionError(f"{method} {target.split('?')[0]} failed: {error!r}", code="connection_error") from error
+        except BaseException:
+            connection.close()
+            raise

@@ -1,0 +1,138 @@
+"""A tus 1.0 client on http.client: creation, HEAD for the offset, PATCH in chunks, resume after failures."""
+
+from __future__ import annotations
+
+import base64
+import time
+from collections.abc import Callable
+from urllib.parse import urlsplit
+
+from ._http import Body, HttpClient, backoff_seconds
+from ._source import OpenedSource, ProgressCallback
+from .errors import ConflictError, FileStorageError, RateLimitError
+from .types import FileObject
+
+TUS_VERSION = "1.0.0"
+#: Failures after which an upload asks HEAD for the offset and continues: the bytes the server kept are not sent again.
+RESUMABLE_STATUSES = frozenset({409, 423, 429, 500, 502, 503, 504})
+#: How often HEAD is asked again while the upload is locked by a request that was cut off (423, released within 15 s).
+LOCKED_RETRIES = 8
+
+
+def encode_metadata(values: dict[str, str | None]) -> str:
+    """tus Upload-Metadata: comma-separated ``key base64(value)`` pairs."""
+    return ",".join(f"{key} {base64.b64encode(value.encode()).decode()}" for key, value in values.items() if value is not None)
+
+
+class ResumableUpload:
+    """
+    An upload through the tus endpoint ``/v1/uploads``. ``url`` names it: keep it to resume with
+    ``client.uploads.resume(url, source)`` after a crash. ``send()`` uploads what the server does not have yet.
+    """
+
+    def __init__(self, http: HttpClient, source: OpenedSource, url: str, offset: int, chunk_size: int, get_file: Callable[[str], FileObject]) -> None:
+        if source.size is None:
+            raise ValueError("A resumable upload needs a source of known size (a path, bytes or a seekable file).")
+        self._http = http
+        self._source = source
+        self._path = urlsplit(url).path
+        self.url = url
+        #: Bytes the server holds.
+        self.offset = offset
+        self.size: int = source.size
+        self.chunk_size = chunk_size
+        #: The id of the file once the upload is complete.
+        self.file_id: str | None = None
+        self._get_file = get_file
+
+    def send(self, on_progress: ProgressCallback | None = None) -> FileObject:
+        """
+        Sends the rest of the file, one PATCH per chunk (each streamed from the source). After a failed PATCH it asks
+        the server for its offset and continues from there, up to the client's ``max_retries`` failures in a row.
+        Answers the file once the server has committed it.
+        """
+        failures = 0
+        if on_progress:
+            on_progress(self.offset, self.size)
+        while self.file_id is None:
+            try:
+                end = min(self.size, self.offset + self.chunk_size)
+                start = self.offset
+                answer = self._http.send(
+                    "PATCH",
+                    self._path,
+                    headers={"Tus-Resumable": TUS_VERSION, "Upload-Offset": str(start), "Content-Type": "application/offset+octet-stream"},
+                    body=Body(open=lambda: self._source.read(start, end), length=end - start),
+                    retry=False,
+                )
+                answer.close()
+                self.offset = int(answer.headers["upload-offset"])
+                self.file_id = answer.headers.get("x-file-id")
+                failures = 0
+                if on_progress:
+                    on_progress(self.offset, self.size)
+            except FileStorageError as error:
+                if not _resumable(error) or failures >= self._http.max_retries:
+                    raise
+                failures += 1
+                retry_after = error.retry_after if isinstance(error, RateLimitError) else None
+                time.sleep(retry_after if retry_after is not None else backoff_seconds(failures - 1))
+                self.refresh()
+        return self._get_file(self.file_id)
+
+    def refresh(self) -> int:
+        """Asks the server how many bytes it holds (HEAD); answers the offset."""
+        for attempt in range(LOCKED_RETRIES + 1):
+            try:
+                head = self._http.send("HEAD", self._path, headers={"Tus-Resumable": TUS_VERSION})
+                break
+            except ConflictError:
+                # The request that was cut off may still hold the upload's lock for a few seconds.
+                if attempt >= LOCKED_RETRIES:
+                    raise
+                time.sleep(backoff_seconds(attempt))
+        head.close()
+        length = head.headers.get("upload-length")
+        if length is not None and int(length) != self.size:
+            raise ValueError(f"The upload at {self.url} is {length} bytes long, the source {self.size}: not the same file.")
+        self.offset = int(head.headers["upload-offset"])
+        self.file_id = head.headers.get("x-file-id") or None
+        return self.offset
+
+    def abort(self) -> None:
+        """Deletes the upload and the bytes sent so far (tus termination); the reserved quota is given back."""
+        self._http.send("DELETE", self._path, headers={"Tus-Resumable": TUS_VERSION}).close()
+
+
+def _resumable(error: FileStorageError) -> bool:
+    return error.status is None or error.status in RESUMABLE_STATUSES
+
+
+def create_upload(
+    http: HttpClient,
+    source: OpenedSource,
+    *,
+    filename: str,
+    name: str | None,
+    folder_id: str | None,
+    overwrite: bool | None,
+    chunk_size: int,
+    get_file: Callable[[str], FileObject],
+) -> ResumableUpload:
+    if source.size is None:
+        raise ValueError("A resumable upload needs a source of known size (a path, bytes or a seekable file).")
+    metadata = encode_metadata(
+        {"filename": filename, "name": name, "folder_id": folder_id, "overwrite": None if overwrite is None else str(overwrite).lower()}
+    )
+    created = http.send("POST", "/v1/uploads", headers={"Tus-Resumable": TUS_VERSION, "Upload-Length": str(source.size), "Upload-Metadata": metadata})
+    created.close()
+    location = created.headers.get("location")
+    if not location:
+        raise FileStorageError("The tus endpoint answered without a Location.", code="invalid_response", status=created.status)
+    return ResumableUpload(http, source, location, int(created.headers.get("upload-offset") or 0), chunk_size, get_file)
+
+
+def resume_upload(http: HttpClient, source: OpenedSource, url: str, chunk_size: int, get_file: Callable[[str], FileObject]) -> ResumableUpload:
+    upload = ResumableUpload(http, source, url, 0, chunk_size, get_file)
+    upload.refresh()
+    return upload

@@ -1,0 +1,194 @@
+"""The library against a live server, beyond the conformance scenario."""
+
+import datetime
+import hashlib
+import io
+import json
+import os
+import threading
+import unittest
+from urllib.parse import urlsplit
+
+from conformance.support import CuttingProxy, ReceivedDelivery, WebhookReceiver
+from file_storage import (
+    AuthenticationError,
+    FileStorage,
+    InvalidRequestError,
+    NotFoundError,
+    PermissionDeniedError,
+    verify_standard_webhook,
+    verify_webhook_signature,
+)
+
+from .live import API_KEY, BASE_URL, events_route_missing, needs_server
+
+KiB = 1024
+
+
+@needs_server
+class AgainstTheServer(unittest.TestCase):
+    client: FileStorage
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        cls.client = FileStorage(API_KEY or "", BASE_URL or "")
+
+    def test_a_resumable_upload_survives_a_cut_connection_by_itself(self) -> None:
+        content = os.urandom(700 * KiB)
+        server = urlsplit(BASE_URL or "")
+        proxy = CuttingProxy(server.hostname or "127.0.0.1", server.port or 80)
+        self.addCleanup(proxy.close)
+        client = FileStorage(API_KEY or "", proxy.url, resumable_threshold=256 * KiB, chunk_size=256 * KiB)
+        proxy.cut_after(400 * KiB)  # in the middle of the second chunk
+        progress: list[int] = []
+        uploaded = client.files.upload(content, name="cut.bin", on_progress=lambda loaded, total: progress.append(loaded))
+        self.assertEqual(proxy.cuts, 1)
+        self.assertEqual((uploaded["size"], uploaded["md5_hash"]), (len(content), hashlib.md5(content).hexdigest()))
+        self.assertEqual(progress[-1], len(content))
+        # It continued from the server's offset instead of starting again: less than twice the file went through.
+        self.assertLess(proxy.forwarded, 2 * len(content))
+
+    def test_uploads_from_a_pipe_chunked_and_downloads_to_a_file_object(self) -> None:
+        read_end, write_end = os.pipe()
+        content = os.urandom(300 * KiB)
+
+        def produce() -> None:
+            with os.fdopen(write_end, "wb") as writer:
+                writer.write(content)
+
+        producer = threading.Thread(target=produce)
+        producer.start()
+        with os.fdopen(read_end, "rb") as reader:
+            uploaded = self.client.files.upload(reader, name="piped.bin")
+        producer.join()
+        self.assertEqual((uploaded["size"], uploaded["md5_hash"]), (len(content), hashlib.md5(content).hexdigest()))
+        seekable = io.BytesIO(content)
+        from_object = self.client.files.upload(seekable, name="object.bin")
+        target = io.BytesIO()
+        self.assertEqual(self.client.files.download_to(from_object["id"], target), len(content))
+        self.assertEqual(target.getvalue(), content)
+
+    def test_raises_typed_errors_with_status_code_and_request_id(self) -> None:
+        with self.assertRaises(NotFoundError) as missing:
+            self.client.files.get("file_nope")
+        self.assertEqual((missing.exception.status, missing.exception.code), (404, "not_found"))
+        self.assertTrue(missing.exception.request_id)
+        with self.assertRaises(InvalidRequestError) as invalid:
+            self.client.files.list(per_page=1000)
+        self.assertIn("fields", invalid.exception.details)
+        with self.assertRaises(AuthenticationError):
+            FileStorage("fss_wrong", BASE_URL or "", max_retries=0).user.info()
+
+    def test_manages_api_keys_and_reads_user_info(self) -> None:
+        created = self.client.api_keys.create("reader", ["read"])
+        reader = FileStorage(created["api_key"], BASE_URL or "")
+        info = reader.user.info()
+        self.assertEqual((info["key"]["scopes"], info["key"]["elevated"]), (["read"], False))
+        with self.assertRaises(PermissionDeniedError):
+            reader.folders.create("not allowed")
+        self.assertIn(created["id"], [key["id"] for key in self.client.api_keys.list_all()])
+        self.client.api_keys.revoke(created["id"])
+        with self.assertRaises(AuthenticationError):
+            reader.user.info()
+
+    def test_folders_shares_webhooks_and_trash_round_trip(self) -> None:
+        folder = self.client.folders.create("Round trip")
+        renamed = self.client.folders.update(folder["id"], name="Renamed")
+        self.assertEqual(renamed["name"], "Renamed")
+        uploaded = self.client.files.upload(b"in a folder", name="inside.txt", folder_id=folder["id"])
+        moved = self.client.files.update(uploaded["id"], folder_id=None)
+        self.assertIsNone(moved["folder_id"])
+        share = self.client.shares.create(uploaded["id"])
+        self.assertEqual(self.client.shares.open(share["url"])["file"]["name"], "inside.txt")
+        visitor_copy = io.BytesIO()
+        self.assertEqual(self.client.shares.download_to(share["url"], visitor_copy), len(b"in a folder"))
+        self.assertEqual(visitor_copy.getvalue(), b"in a folder")
+        self.assertIn(share["id"], [s["id"] for s in self.client.shares.list_all(file_id=uploaded["id"])])
+        self.client.shares.revoke(share["id"])
+        with self.assertRaises(NotFoundError):
+            self.client.shares.open(share["url"])
+        webhook = self.client.webhooks.create("http://127.0.0.1:9/hooks", ["folder.created"], active=False)
+        self.assertTrue(self.client.webhooks.update(webhook["id"], active=True, events=["file.deleted"])["active"])
+        self.assertEqual(self.client.webhooks.get(webhook["id"])["events"], ["file.deleted"])
+        self.assertEqual(self.client.webhooks.delete(webhook["id"]), {"id": webhook["id"], "deleted": True})
+        deleted_folder = self.client.folders.delete(folder["id"])
+        self.assertEqual(deleted_folder["id"], folder["id"])
+        self.client.files.delete(uploaded["id"])
+        self.assertGreaterEqual(self.client.trash.empty()["deleted_count"], 1)
+        with self.assertRaises(NotFoundError):
+            self.client.files.restore(uploaded["id"])
+
+    def test_list_all_follows_cursors_so_a_delete_while_iterating_skips_nothing(self) -> None:
+        folder = self.client.folders.create("Cursor walk")
+        names = [f"walk-{i}.txt" for i in range(4)]
+        for name in names:
+            self.client.files.upload(name.encode(), name=name, folder_id=folder["id"])
+        if "next_cursor" not in self.client.files.list(folder_id=folder["id"], per_page=1).pagination:
+            self.skipTest("this server pages by number only (no pagination.next_cursor)")
+        seen = []
+        for file in self.client.files.list_all(folder_id=folder["id"], sort="name_asc", per_page=1):
+            seen.append(file["name"])
+            if len(seen) == 1:
+                self.client.files.delete(file["id"])  # with page numbers, the next page would now skip walk-1.txt
+        self.assertEqual(seen, names)
+
+    def test_tails_the_event_feed_with_a_long_poll_filtered_by_type(self) -> None:
+        if events_route_missing():
+            self.skipTest("GET /v1/events is not on this server (404)")
+        caught_up = self.client.events.stream()
+        for _ in caught_up:
+            pass
+        # The folder is created while the tail's long poll is already waiting.
+        creator = threading.Timer(0.5, lambda: self.client.folders.create("Tailed"))
+        creator.start()
+        self.addCleanup(creator.cancel)
+        tail = self.client.events.tail(after=caught_up.cursor, types=["folder.created"], wait=20)
+        event = next(iter(tail))
+        self.assertEqual((event["event"], event["data"]["folder"]["name"]), ("folder.created", "Tailed"))
+
+    def test_rotates_a_webhook_secret_and_deliveries_verify_with_the_new_one(self) -> None:
+        receiver = WebhookReceiver()
+        self.addCleanup(receiver.close)
+        old_secret = "an-old-webhook-secret-0123456789"
+        webhook = self.client.webhooks.create(receiver.url, ["folder.created"], secret=old_secret)
+        self.addCleanup(self.client.webhooks.delete, webhook["id"])
+        try:
+            rotated = self.client.webhooks.rotate_secret(webhook["id"], expires_in=3600)
+        except NotFoundError:
+            self.skipTest("POST /v1/webhooks/{id}/rotate-secret is not on this server (404)")
+        self.assertEqual(rotated["id"], webhook["id"])
+        self.assertNotEqual(rotated["secret"], old_secret)
+        self.assertIsNotNone(rotated["previous_secret_expires_at"])
+        folder = self.client.folders.create("After the rotation")
+        delivery = receiver.wait_until(lambda d: bool(json.loads(d.raw_body)["data"]["folder"]["id"] == folder["id"]), 1)[0]
+        self.assertTrue(verify_webhook_signature(delivery.raw_body, delivery.headers, rotated["secret"]))
+        self.assertFalse(verify_webhook_signature(delivery.raw_body, delivery.headers, old_secret))
+        # During the grace period the Standard Webhooks header carries a signature by each secret.
+        self.assertTrue(verify_standard_webhook(delivery.raw_body, delivery.headers, rotated["secret"]))
+        self.assertTrue(verify_standard_webhook(delivery.raw_body, delivery.headers, old_secret))
+        self.assertFalse(verify_standard_webhook(delivery.raw_body, delivery.headers, "yet-another-secret"))
+
+    def test_replays_a_window_of_events_to_a_webhook(self) -> None:
+        receiver = WebhookReceiver()
+        self.addCleanup(receiver.close)
+        webhook = self.client.webhooks.create(receiver.url, ["folder.created"])
+        self.addCleanup(self.client.webhooks.delete, webhook["id"])
+        since = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(seconds=1)
+        folder = self.client.folders.create("Replayed")
+
+        def about_folder(delivery: ReceivedDelivery) -> bool:
+            return bool(json.loads(delivery.raw_body)["data"]["folder"]["id"] == folder["id"])
+
+        receiver.wait_until(about_folder, 1)
+        try:
+            replayed = self.client.webhooks.replay(webhook["id"], since=since)
+        except NotFoundError:
+            self.skipTest("POST /v1/webhooks/{id}/replay is not on this server (404)")
+        self.assertGreaterEqual(replayed["queued"], 1)
+        first, again = receiver.wait_until(about_folder, 2)
+        self.assertEqual(json.loads(first.raw_body)["timestamp"], json.loads(again.raw_body)["timestamp"])
+        self.assertNotEqual(first.header("X-Service-Delivery-ID"), again.header("X-Service-Delivery-ID"))
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,117 @@
+# frozen_string_literal: true
+
+require 'json'
+require 'time'
+
+module FileStorage
+  # Every error the client raises for an answer of the server, or for a failed exchange with it.
+  class Error < StandardError
+    # The envelope's error code, e.g. "not_found"; "connection_error" or "timeout" when no answer arrived.
+    attr_reader :code
+    # The HTTP status, or nil when no answer arrived.
+    attr_reader :status
+    # The envelope's details (a Hash), or nil.
+    attr_reader :details
+    # The X-Request-Id of the answer: quote it when asking for support.
+    attr_reader :request_id
+    # The answer's headers (lower-case names), or nil.
+    attr_reader :headers
+
+    def initialize(code:, message:, status: nil, details: nil, request_id: nil, headers: nil)
+      super(message)
+      @code = code
+      @status = status
+      @details = details
+      @request_id = request_id
+      @headers = headers
+    end
+  end
+
+  class InvalidRequestError < Error; end
+  class AuthenticationError < Error; end
+  class PermissionDeniedError < Error; end
+  class NotFoundError < Error; end
+  class ConflictError < Error; end
+  # The same Idempotency-Key was sent with a different request (422), or while its first request still runs (409).
+  class IdempotencyError < Error; end
+  # An event feed cursor older than the retention (410): start again from a fresh listing.
+  class CursorExpiredError < Error; end
+
+  class RateLimitError < Error
+    # Seconds to wait before the next request (the Retry-After header), or nil.
+    def retry_after
+      FileStorage.parse_retry_after(headers && headers['retry-after'])
+    end
+  end
+
+  class FileTooLargeError < Error
+    def file_size = details&.fetch('file_size', nil)
+    def max_size = details&.fetch('max_size', nil)
+    def plan = details&.fetch('plan', nil)
+  end
+
+  class StorageExceededError < Error
+    def current_usage = details&.fetch('current_usage', nil)
+    def storage_limit = details&.fetch('storage_limit', nil)
+    def required_space = details&.fetch('required_space', nil)
+  end
+
+  class ShareExpiredError < Error; end
+  class PasswordRequiredError < Error; end
+  class FileInfectedError < Error; end
+  class ServiceUnavailableError < Error; end
+  class InternalServerError < Error; end
+  # No answer arrived: the connection failed or was cut.
+  class ConnectionError < Error; end
+  # No answer arrived within the client's timeout.
+  class TimeoutError < Error; end
+
+  ERROR_CLASSES = {
+    'invalid_request' => InvalidRequestError,
+    'authentication_failed' => AuthenticationError,
+    'permission_denied' => PermissionDeniedError,
+    'not_found' => NotFoundError,
+    'conflict' => ConflictError,
+    'idempotency_key_in_use' => IdempotencyError,
+    'idempotency_key_reused' => IdempotencyError,
+    'cursor_expired' => CursorExpiredError,
+    'rate_limit_exceeded' => RateLimitError,
+    'file_too_large' => FileTooLargeError,
+    'storage_exceeded' => StorageExceededError,
+    'share_expired' => ShareExpiredError,
+    'password_required' => PasswordRequiredError,
+    'file_infected' => FileInfectedError,
+    'service_unavailable' => ServiceUnavailableError,
+    'internal_error' => InternalServerError
+  }.freeze
+
+  # Answers without an envelope (a proxy's 502, say) still get the class their status implies.
+  CODES_BY_STATUS = {
+    400 => 'invalid_request', 401 => 'authentication_failed', 403 => 'permission_denied', 404 => 'not_found',
+    409 => 'conflict', 410 => 'not_found', 429 => 'rate_limit_exceeded', 503 => 'service_unavailable'
+  }.freeze
+
+  # The typed error for a failed answer; reads the error envelope when there is one.
+  def self.error_from_response(status, headers, body)
+    envelope = begin
+      JSON.parse(body.to_s)
+    rescue JSON::ParserError
+      nil
+    end
+    error = envelope.is_a?(Hash) && envelope['error'].is_a?(Hash) ? envelope['error'] : {}
+    code = error['code'] || CODES_BY_STATUS.fetch(status) { status >= 500 ? 'internal_error' : 'http_error' }
+    klass = ERROR_CLASSES.fetch(code, Error)
+    klass.new(code: code, message: error['message'] || "HTTP #{status}", status: status,
+              details: error['details'], request_id: headers['x-request-id'], headers: headers)
+  end
+
+  # Retry-After in seconds, from either of its forms (delta-seconds or an HTTP date).
+  def self.parse_retry_after(value)
+    return nil if value.nil? || value.strip.empty?
+    return [Float(value), 0].max if value.strip.match?(/\A\d+(\.\d+)?\z/)
+
+    [Time.httpdate(value) - Time.now, 0].max
+  rescue ArgumentError
+    nil
+  end
+end

@@ -1,0 +1,132 @@
+# frozen_string_literal: true
+
+require 'json'
+require 'net/http'
+require 'securerandom'
+require 'uri'
+
+module FileStorage
+  # An answer: its status, its headers (lower-case names) and its body (nil when streamed to a block).
+  Response = Struct.new(:status, :headers, :body) do
+    def json = JSON.parse(body)
+  end
+
+  # A request body that can be produced again for a retry, or not (a stream given by the caller).
+  # `open` answers an IO-like object (read(length, buffer)); `size` is nil when unknown (sent chunked).
+  RequestBody = Struct.new(:opener, :size, :content_type, :replayable, keyword_init: true) do
+    def open = opener.call
+  end
+
+  # Sends requests: authentication, timeouts, retries with backoff and the automatic Idempotency-Key of POSTs.
+  class HttpClient
+    RETRYABLE_STATUSES = [429, 502, 503, 504].freeze
+    MAX_BACKOFF = 8.0
+    MAX_RETRY_AFTER = 120
+    NETWORK_ERRORS = [IOError, SystemCallError, SocketError, EOFError, OpenSSL::SSL::SSLError,
+                      Net::HTTPBadResponse].freeze
+
+    attr_reader :base_url, :timeout, :max_retries
+
+    def initialize(api_key:, base_url:, timeout: 60, max_retries: 2)
+      raise ArgumentError, 'FileStorage needs an api_key.' if api_key.nil? || api_key.empty?
+      raise ArgumentError, 'FileStorage needs a base_url.' if base_url.nil? || base_url.empty?
+
+      @api_key = api_key
+      @base_url = base_url.sub(%r{/+\z}, '')
+      @timeout = timeout
+      @max_retries = max_retries
+    end
+
+    def url(path, query = nil)
+      uri = URI.join("#{@base_url}/", path.sub(%r{\A/}, ''))
+      params = (query || {}).reject { |_, value| value.nil? }.map { |key, value| [key.to_s, value.to_s] }
+      uri.query = URI.encode_www_form(URI.decode_www_form(uri.query || '') + params) unless params.empty?
+      uri
+    end
+
+    # The JSON envelope's `data` of a successful answer.
+    def data(method, path, **options)
+      envelope(method, path, **options)['data']
+    end
+
+    def envelope(method, path, **options)
+      send_request(method, path, **options).json
+    end
+
+    # One logical request: retried on 429 (after Retry-After), 502/503/504 and network errors, with exponential
+    # backoff, as long as its body can be sent again. Every attempt of a POST carries the same Idempotency-Key,
+    # so a retry after a lost answer replays the first result instead of acting twice.
+    # With a block, a successful answer's body is streamed to it in chunks instead of being read whole.
+    def send_request(method, path, query: nil, json: nil, body: nil, headers: {}, anonymous: false, retryable: true, &on_chunk)
+      headers = { 'Accept' => 'application/json' }.merge(headers)
+      headers['Authorization'] = "Bearer #{@api_key}" unless anonymous
+      if method == :post && headers.keys.none? { |key| key.casecmp?('idempotency-key') }
+        headers['Idempotency-Key'] = SecureRandom.uuid
+      end
+      headers['Content-Type'] = 'application/json' unless json.nil?
+      headers['Content-Type'] = body.content_type if body&.content_type
+      uri = url(path, query)
+      retries = !retryable || (body && !body.replayable) ? 0 : @max_retries
+
+      attempt = 0
+      loop do
+        response = begin
+          perform(method, uri, headers, json, body, &on_chunk)
+        rescue Net::OpenTimeout, Net::ReadTimeout, Net::WriteTimeout => e
+          raise TimeoutError.new(code: 'timeout', message: "No answer from #{method.upcase} #{path} within #{@timeout} s (#{e.class})") if attempt >= retries
+        rescue *NETWORK_ERRORS => e
+          raise ConnectionError.new(code: 'connection_error', message: "#{method.upcase} #{path} failed: #{e.message}") if attempt >= retries
+        end
+        if response.nil?
+          sleep(HttpClient.backoff(attempt))
+        elsif response.status < 400
+          return response
+        elsif attempt < retries && RETRYABLE_STATUSES.include?(response.status)
+          retry_after = FileStorage.parse_retry_after(response.headers['retry-after'])
+          sleep(retry_after && retry_after <= MAX_RETRY_AFTER ? retry_after : HttpClient.backoff(attempt))
+        else
+          raise FileStorage.error_from_response(response.status, response.headers, response.body)
+        end
+        attempt += 1
+      end
+    end
+
+    # 0.5 s, 1 s, 2 s… with full jitter, at most 8 s.
+    def self.backoff(attempt)
+      ceiling = [MAX_BACKOFF, 0.5 * (2**attempt)].min
+      (ceiling / 2) + (rand * ceiling / 2)
+    end
+
+    private
+
+    def perform(method, uri, headers, json, body, &on_chunk)
+      request = Net::HTTPGenericRequest.new(method.to_s.upcase, !json.nil? || !body.nil?, method != :head, uri, headers)
+      if json
+        request.body = JSON.generate(json)
+      elsif body
+        request.body_stream = body.open
+        if body.size
+          request['Content-Length'] = body.size.to_s
+        else
+          request['Transfer-Encoding'] = 'chunked'
+        end
+      elsif %i[post patch].include?(method)
+        request['Content-Length'] = '0'
+      end
+      Net::HTTP.start(uri.host, uri.port, use_ssl: uri.scheme == 'https', open_timeout: @timeout,
+                                          read_timeout: @timeout, write_timeout: @timeout) do |http|
+        http.request(request) do |answer|
+          status = answer.code.to_i
+          answer_headers = answer.to_hash.transform_values(&:first)
+          if status < 400 && on_chunk
+            answer.read_body { |chunk| on_chunk.call(chunk) }
+            return Response.new(status, answer_headers, nil)
+          end
+          return Response.new(status, answer_headers, answer.read_body)
+        end
+      end
+    ensure
+      request&.body_stream&.close if request&.body_stream.respond_to?(:close)
+    end
+  end
+end

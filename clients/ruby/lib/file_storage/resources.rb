@@ -1,0 +1,336 @@
+# frozen_string_literal: true
+
+require 'erb'
+
+module FileStorage
+  # Builds `/v1/files/{id}`-style paths with each id escaped.
+  module Paths
+    module_function
+
+    def build(*segments) = segments.map { |segment| ERB::Util.url_encode(segment.to_s) }.join('/').prepend('/')
+  end
+
+  # Options every POST takes: an Idempotency-Key is generated unless given (give one to retry across restarts).
+  module PostOptions
+    private
+
+    def idempotency(key) = key ? { 'Idempotency-Key' => key } : {}
+  end
+
+  # Files: upload (streamed, resumable above a threshold), list, get, update, delete, restore, download.
+  class Files
+    include Listing
+    include PostOptions
+
+    def initialize(http, resumable_threshold:, resumable_chunk:)
+      @http = http
+      @resumable_threshold = resumable_threshold
+      @resumable_chunk = resumable_chunk
+    end
+
+    # Uploads a file from a path or an IO, streamed. A path at or above the resumable threshold goes through the
+    # tus endpoint in chunks, resuming after failures; anything else is one multipart request. Only a path is
+    # retried (an IO can be read once). `on_progress` is called with (bytes_sent, total_or_nil).
+    def upload(source, name: nil, folder_id: nil, overwrite: nil, on_progress: nil, idempotency_key: nil,
+               resumable_threshold: @resumable_threshold)
+      opened = UploadSource.open(source)
+      filename = name || opened.name
+      raise ArgumentError, 'upload needs name: when the source is a stream without a path.' if filename.nil?
+
+      if opened.replayable? && opened.size.positive? && opened.size >= resumable_threshold
+        location = Tus.create(@http, opened.size, filename: filename, name: name, folder_id: folder_id,
+                                                  overwrite: overwrite)
+        return get(Tus.resume(@http, location, opened, chunk_bytes: @resumable_chunk, on_progress: on_progress))
+      end
+      fields = { 'folder_id' => folder_id, 'name' => name, 'overwrite' => overwrite.nil? ? nil : overwrite.to_s }
+      body = MultipartBody.build(opened, filename, fields, on_progress: on_progress)
+      @http.data(:post, '/v1/files/upload', body: body, headers: idempotency(idempotency_key))
+    end
+
+    # Starts a resumable upload of a path and answers its location, to be sent with `resume_upload`, even from
+    # another process after this one stopped.
+    def start_resumable_upload(path, name: nil, folder_id: nil, overwrite: nil)
+      opened = UploadSource.open(path)
+      Tus.create(@http, opened.size, filename: name || opened.name, name: name, folder_id: folder_id,
+                                     overwrite: overwrite)
+    end
+
+    # Sends what the server has not got yet of a resumable upload, from its offset; answers the stored file.
+    def resume_upload(location, path, on_progress: nil)
+      get(Tus.resume(@http, location, UploadSource.open(path), chunk_bytes: @resumable_chunk, on_progress: on_progress))
+    end
+
+    # One page of the files of a folder (the root by default): page:, per_page:, folder_id:, sort:, type:, search:.
+    def list(**query) = fetch_page('/v1/files', query)
+
+    # Every file, page after page: `client.files.each(search: 'report').each { |file| ... }`.
+    def each(**query, &)
+      items = each_item('/v1/files', query)
+      block_given? ? items.each(&) : items
+    end
+
+    def get(file_id) = @http.data(:get, Paths.build('v1', 'files', file_id))
+
+    # Renames and/or moves a file (`folder_id: nil` with `move_to_root: true` moves it to the root).
+    def update(file_id, name: nil, folder_id: :unchanged)
+      changes = {}
+      changes['name'] = name unless name.nil?
+      changes['folder_id'] = folder_id unless folder_id == :unchanged
+      @http.data(:patch, Paths.build('v1', 'files', file_id), json: changes)
+    end
+
+    # Moves a file to the trash, or with `permanent: true` (an elevated key) deletes it for good.
+    def delete(file_id, permanent: nil)
+      @http.data(:delete, Paths.build('v1', 'files', file_id), query: { permanent: permanent })
+    end
+
+    def bulk_delete(file_ids, idempotency_key: nil)
+      @http.data(:post, '/v1/files/bulk-delete', json: { file_ids: file_ids }, headers: idempotency(idempotency_key))
+    end
+
+    def restore(file_id, idempotency_key: nil)
+      @http.data(:post, Paths.build('v1', 'files', file_id, 'restore'), headers: idempotency(idempotency_key))
+    end
+
+    # Streams the file's content to `destination`: a path (a failed download leaves no partial file behind), an
+    # IO (anything with #write), or a block that receives each chunk.
+    def download(file_id, destination = nil, &on_chunk)
+      # The download route takes a signed link, not the key: the file's fresh download_url is that link. Its path
+      # and signature are sent to this client's base URL, which may differ from the server's public address.
+      link = URI(get(file_id)['download_url'])
+      FileStorage.stream_to(destination, on_chunk) do |sink|
+        @http.send_request(:get, link.request_uri, anonymous: true, headers: { 'Accept' => '*/*' }, &sink)
+      end
+    end
+  end
+
+  # Streams a download into a path, an IO or a block; a path is removed again when the download fails.
+  def self.stream_to(destination, on_chunk)
+    if destination.is_a?(String) || (defined?(Pathname) && destination.is_a?(Pathname))
+      begin
+        File.open(destination.to_s, 'wb') { |file| yield ->(chunk) { file.write(chunk) } }
+      rescue StandardError
+        File.delete(destination.to_s) if File.exist?(destination.to_s)
+        raise
+      end
+    elsif destination.respond_to?(:write)
+      yield ->(chunk) { destination.write(chunk) }
+    elsif on_chunk
+      yield on_chunk
+    else
+      raise ArgumentError, 'download needs a path, an IO or a block.'
+    end
+    nil
+  end
+
+  class Trash
+    include Listing
+
+    def initialize(http) = @http = http
+
+    # page:, per_page:, sort:, search:
+    def list(**query) = fetch_page('/v1/trash', query)
+
+    def each(**query, &)
+      items = each_item('/v1/trash', query)
+      block_given? ? items.each(&) : items
+    end
+
+    # Deletes every file in the trash for good.
+    def empty = @http.data(:delete, '/v1/trash')
+  end
+
+  class Folders
+    include Listing
+    include PostOptions
+
+    def initialize(http) = @http = http
+
+    def create(name:, parent_id: nil, idempotency_key: nil)
+      body = { name: name }
+      body[:parent_id] = parent_id unless parent_id.nil?
+      @http.data(:post, '/v1/folders', json: body, headers: idempotency(idempotency_key))
+    end
+
+    # page:, per_page:, parent_id:, sort:, search:
+    def list(**query) = fetch_page('/v1/folders', query)
+
+    def each(**query, &)
+      items = each_item('/v1/folders', query)
+      block_given? ? items.each(&) : items
+    end
+
+    # Renames and/or moves a folder (`parent_id: nil` moves it to the root).
+    def update(folder_id, name: nil, parent_id: :unchanged)
+      changes = {}
+      changes['name'] = name unless name.nil?
+      changes['parent_id'] = parent_id unless parent_id == :unchanged
+      @http.data(:patch, Paths.build('v1', 'folders', folder_id), json: changes)
+    end
+
+    def delete(folder_id) = @http.data(:delete, Paths.build('v1', 'folders', folder_id))
+  end
+
+  class Shares
+    include Listing
+    include PostOptions
+
+    def initialize(http) = @http = http
+
+    # file_id:, and optionally password:, expires_at: (ISO 8601) — see the API for every field.
+    def create(idempotency_key: nil, **share)
+      @http.data(:post, '/v1/shares', json: share, headers: idempotency(idempotency_key))
+    end
+
+    # page:, per_page:, file_id:
+    def list(**query) = fetch_page('/v1/shares', query)
+
+    def each(**query, &)
+      items = each_item('/v1/shares', query)
+      block_given? ? items.each(&) : items
+    end
+
+    def revoke(share_id) = @http.data(:delete, Paths.build('v1', 'shares', share_id))
+
+    # What a share link shows its visitor, without an API key. Takes the share's url or its token.
+    def open(url_or_token, password: nil)
+      @http.data(:get, Paths.build('s', token_of(url_or_token)), anonymous: true, headers: password_header(password))
+    end
+
+    # The shared file's content as a visitor downloads it, to a path, an IO or a block.
+    def download(url_or_token, destination = nil, password: nil, &on_chunk)
+      FileStorage.stream_to(destination, on_chunk) do |sink|
+        @http.send_request(:get, Paths.build('s', token_of(url_or_token), 'download'), anonymous: true,
+                                                                                        headers: { 'Accept' => '*/*' }.merge(password_header(password)), &sink)
+      end
+    end
+
+    private
+
+    def token_of(url_or_token)
+      url_or_token.match?(%r{\Ahttps?://}) ? URI(url_or_token).path.split('/').reject(&:empty?).last : url_or_token
+    end
+
+    def password_header(password) = password.nil? ? {} : { 'X-Share-Password' => password }
+  end
+
+  class Webhooks
+    include Listing
+    include PostOptions
+
+    def initialize(http) = @http = http
+
+    # Registers a webhook (url:, events:); the answer shows its signing secret this once.
+    def create(idempotency_key: nil, **webhook)
+      @http.data(:post, '/v1/webhooks', json: webhook, headers: idempotency(idempotency_key))
+    end
+
+    def list(**query) = fetch_page('/v1/webhooks', query)
+
+    def each(**query, &)
+      items = each_item('/v1/webhooks', query)
+      block_given? ? items.each(&) : items
+    end
+
+    def get(webhook_id) = @http.data(:get, Paths.build('v1', 'webhooks', webhook_id))
+
+    def update(webhook_id, **changes) = @http.data(:patch, Paths.build('v1', 'webhooks', webhook_id), json: changes)
+
+    def delete(webhook_id) = @http.data(:delete, Paths.build('v1', 'webhooks', webhook_id))
+
+    # Sends a `webhook.test` event to the webhook; answers the queued delivery.
+    def test(webhook_id, idempotency_key: nil)
+      @http.data(:post, Paths.build('v1', 'webhooks', webhook_id, 'test'), headers: idempotency(idempotency_key))
+    end
+
+    # One page of a webhook's deliveries: page:, per_page:, status:
+    def deliveries(webhook_id, **query) = fetch_page(Paths.build('v1', 'webhooks', webhook_id, 'deliveries'), query)
+
+    def each_delivery(webhook_id, **query, &)
+      items = each_item(Paths.build('v1', 'webhooks', webhook_id, 'deliveries'), query)
+      block_given? ? items.each(&) : items
+    end
+
+    def iso8601(time) = time.respond_to?(:utc) ? time.utc.strftime('%Y-%m-%dT%H:%M:%S.%LZ') : time.to_s
+
+    def delivery(webhook_id, delivery_id)
+      @http.data(:get, Paths.build('v1', 'webhooks', webhook_id, 'deliveries', delivery_id))
+    end
+
+    # A new signing secret, shown this once. For `expires_in` seconds (default 24 hours) deliveries are signed
+    # with both the old and the new secret, so receivers can switch over.
+    def rotate_secret(webhook_id, expires_in: nil, idempotency_key: nil)
+      body = expires_in.nil? ? {} : { expires_in: expires_in }
+      @http.data(:post, Paths.build('v1', 'webhooks', webhook_id, 'rotate-secret'), json: body,
+                                                                                    headers: idempotency(idempotency_key))
+    end
+
+    # Queues a new delivery of every retained event from `since` until `before` (exclusive; now when nil) that the
+    # webhook subscribes to; answers { 'queued' => count }. Times are Time objects or ISO 8601 strings.
+    def replay(webhook_id, since:, before: nil, idempotency_key: nil)
+      window = { since: iso8601(since) }
+      window[:until] = iso8601(before) unless before.nil?
+      @http.data(:post, Paths.build('v1', 'webhooks', webhook_id, 'replay'), json: window, headers: idempotency(idempotency_key))
+    end
+
+    # Sends a delivery again (same delivery id); answers the delivery, queued.
+    def redeliver(webhook_id, delivery_id, idempotency_key: nil)
+      @http.data(:post, Paths.build('v1', 'webhooks', webhook_id, 'deliveries', delivery_id, 'redeliver'),
+                 headers: idempotency(idempotency_key))
+    end
+  end
+
+  class ApiKeys
+    include Listing
+    include PostOptions
+
+    def initialize(http) = @http = http
+
+    # Creates a key (name:, scopes:); the answer shows the key itself this once.
+    def create(idempotency_key: nil, **key)
+      @http.data(:post, '/v1/api-keys', json: key, headers: idempotency(idempotency_key))
+    end
+
+    def list(**query) = fetch_page('/v1/api-keys', query)
+
+    def each(**query, &)
+      items = each_item('/v1/api-keys', query)
+      block_given? ? items.each(&) : items
+    end
+
+    def revoke(key_id) = @http.data(:delete, Paths.build('v1', 'api-keys', key_id))
+  end
+
+  class User
+    def initialize(http) = @http = http
+
+    # The account, its plan, storage use and limits, and the calling key.
+    def info = @http.data(:get, '/v1/user/info')
+  end
+
+  # The account's event feed: every change, oldest first, from a cursor (GET /v1/events).
+  class Events
+    def initialize(http) = @http = http
+
+    # One batch: { 'data' => [events], 'next_cursor' => cursor }. after:, limit:, types: (Array or String),
+    # wait: seconds to hold the request open until an event arrives (0..30).
+    def list(after: nil, limit: nil, types: nil, wait: nil)
+      types = types.join(',') if types.is_a?(Array)
+      @http.envelope(:get, '/v1/events', query: { after: after, limit: limit, types: types, wait: wait })
+    end
+
+    # Every event from `after` on, tailing the feed with long polls; never ends unless `stop_when_idle: true`, in
+    # which case it stops at the first empty batch. Yields each event; answers the cursor to continue from.
+    def each(after: nil, types: nil, wait: 30, stop_when_idle: false)
+      return enum_for(:each, after: after, types: types, wait: wait, stop_when_idle: stop_when_idle) unless block_given?
+
+      cursor = after
+      loop do
+        batch = list(after: cursor, types: types, wait: stop_when_idle ? 0 : wait)
+        batch['data'].each { |event| yield event }
+        cursor = batch['next_cursor']
+        return cursor if stop_when_idle && batch['data'].empty?
+      end
+    end
+  end
+end

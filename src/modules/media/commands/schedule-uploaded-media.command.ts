@@ -1,0 +1,87 @@
+import { InjectQueue } from '@nestjs/bullmq';
+import { Command, CommandHandler, ICommandHandler } from '@nestjs/cqrs';
+import type { Queue } from 'bullmq';
+import { In } from 'typeorm';
+import { Clock } from '../../../common/clock.js';
+import { AppConfig } from '../../../config/app-config.js';
+import { entityJsonColumns } from '../../../infra/database/sql-dialect.js';
+import { Transactions } from '../../../infra/database/transactions.js';
+import { QUEUES } from '../../../infra/queue/queue-names.js';
+import { blobKeys } from '../../../infra/storage/blob-storage.js';
+import { FileEntity } from '../../files/file.entity.js';
+import { FileMediaEntity } from '../file-media.entity.js';
+import { mediaJobId, mediaJobOptions, thumbnailKind, versionOf, type MediaJobData } from '../media-jobs.js';
+
+/**
+ * Media work for a batch of uploads (the file.uploaded events of one outbox relay pass): the media rows of
+ * the files' current versions start over in one statement, then every scan and thumbnail job goes to
+ * Redis in one addBulk per queue. A file gone or already scheduled for its current version is left
+ * as it is (its job ids are deterministic, so adding them again is a no-op).
+ */
+export class ScheduleUploadedMediaCommand extends Command<{ scans: number; thumbnails: number }> {
+  constructor(readonly files: Array<{ fileId: string; accountId: string }>) {
+    super();
+  }
+}
+
+@CommandHandler(ScheduleUploadedMediaCommand)
+export class ScheduleUploadedMediaHandler implements ICommandHandler<ScheduleUploadedMediaCommand> {
+  constructor(
+    private readonly transactions: Transactions,
+    private readonly clock: Clock,
+    private readonly config: AppConfig,
+    @InjectQueue(QUEUES.thumbnails) private readonly thumbnails: Queue<MediaJobData>,
+    @InjectQueue(QUEUES.scans) private readonly scans: Queue<MediaJobData>,
+  ) {}
+
+  async execute({ files: uploaded }: ScheduleUploadedMediaCommand): Promise<{ scans: number; thumbnails: number }> {
+    if (uploaded.length === 0) return { scans: 0, thumbnails: 0 };
+    const accountOf = new Map(uploaded.map((f) => [f.fileId, f.accountId]));
+    const found = await this.transactions.dataSource.getRepository(FileEntity).find({
+      select: { id: true, accountId: true, blobKey: true, mimeType: true, thumbnailKey: true },
+      where: { id: In([...accountOf.keys()]) },
+    });
+    const files = found.filter((file) => accountOf.get(file.id) === file.accountId);
+    if (files.length === 0) return { scans: 0, thumbnails: 0 };
+
+    const now = this.clock.now();
+    await this.transactions.run((tx) => {
+      const dialect = this.transactions.dialect;
+      const columns = entityJsonColumns(tx, FileMediaEntity, ['fileId', 'blobKey', 'thumbnailStatus', 'updatedAt']);
+      const params = dialect.parameters();
+      const rows = params.add(
+        JSON.stringify(
+          files.map((file) => {
+            const own = blobKeys.thumbnail(file.accountId, file.id, versionOf(file.blobKey));
+            const thumbnailStatus = thumbnailKind(file.mimeType) ? (file.thumbnailKey === own ? 'ready' : 'pending') : 'none';
+            return columns.row({ fileId: file.id, blobKey: file.blobKey, thumbnailStatus, updatedAt: now });
+          }),
+        ),
+      );
+      // Only for the version the file still holds; a row already describing that version keeps its results.
+      return tx.query(
+        `INSERT INTO file_media (file_id, blob_key, thumbnail_status, thumbnail_error, scan_threat, scan_note, scanned_at, updated_at)
+         SELECT v.file_id, v.blob_key, v.thumbnail_status, NULL, NULL, NULL, NULL, v.updated_at
+         FROM ${dialect.jsonRows(rows, columns.types)} JOIN files ON files.id = v.file_id AND files.blob_key = v.blob_key WHERE true
+         ON CONFLICT (file_id) DO UPDATE SET blob_key = excluded.blob_key, thumbnail_status = excluded.thumbnail_status, thumbnail_error = NULL,
+           scan_threat = NULL, scan_note = NULL, scanned_at = NULL, updated_at = excluded.updated_at
+         WHERE file_media.blob_key <> excluded.blob_key`,
+        params.values,
+      );
+    });
+
+    const retryDelay = this.config.media.retryDelayMs;
+    const job = (file: FileEntity): MediaJobData => ({ fileId: file.id, accountId: file.accountId, blobKey: file.blobKey });
+    const withThumbnails = files.filter((file) => thumbnailKind(file.mimeType) !== null);
+    // Enqueued after the commit; each is a no-op for a version whose job exists already.
+    await Promise.all([
+      withThumbnails.length > 0
+        ? this.thumbnails.addBulk(
+            withThumbnails.map((file) => ({ name: 'thumbnail', data: job(file), opts: mediaJobOptions('thumbnail', mediaJobId('thumbnail', file.id, file.blobKey), retryDelay) })),
+          )
+        : Promise.resolve([]),
+      this.scans.addBulk(files.map((file) => ({ name: 'scan', data: job(file), opts: mediaJobOptions('scan', mediaJobId('scan', file.id, file.blobKey), retryDelay) }))),
+    ]);
+    return { scans: files.length, thumbnails: withThumbnails.length };
+  }
+}

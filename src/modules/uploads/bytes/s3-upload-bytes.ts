@@ -1,0 +1,146 @@
+import type { Part } from '@aws-sdk/client-s3';
+import { type MetadataValue, S3Store } from '@tus/s3-store';
+import { ERRORS, type Upload } from '@tus/utils';
+import type { ReadStream } from 'node:fs';
+import type { Readable } from 'node:stream';
+import { Transactions } from '../../../infra/database/transactions.js';
+import { blobKeys } from '../../../infra/storage/blob-storage.js';
+import type { S3Settings } from '../../../infra/storage/s3-blob-storage.js';
+import { ResumableUploadPartEntity } from '../resumable-upload-part.entity.js';
+import type { ResumableUploadEntity } from '../resumable-upload.entity.js';
+import type { ResumableUploadRows } from '../resumable-upload.store.js';
+import type { UploadBytes } from './upload-bytes.js';
+
+/** S3 parts of 8 MiB (the minimum is 5 MiB): at most 1,280 parts for a 10 GiB file, well under S3's 10,000. */
+const PART_SIZE = 8 * 1024 * 1024;
+/** Sizes an upload of unknown length (Upload-Defer-Length) as the largest file a plan allows. */
+const LARGEST_FILE = 10 * 1024 ** 3;
+/** Parts uploading at once, across all uploads of this process; each is staged on disk (os.tmpdir()) first. */
+const CONCURRENT_PARTS = 8;
+
+/**
+ * STORAGE_DRIVER=s3: @tus/s3-store, so each upload is one S3 multipart upload at its temporary key
+ * `tmp/<upload id>`. A PATCH's bytes are cut into 8 MiB parts, each staged in a temporary file
+ * (never in memory) and sent as an UploadPart; bytes left over at the end of a PATCH, too few for a
+ * part (S3's minimum is 5 MiB), are kept as one small object (`tus-parts/<upload id>`) and put in
+ * front of the next PATCH's bytes. The last PATCH completes the multipart upload, which leaves the
+ * whole file at the temporary key for the multipart upload's commit.
+ *
+ * Our database replaces the store's `.info` objects and S3's ListParts: the resumable_uploads row
+ * holds the multipart upload id and the length, and resumable_upload_parts the parts stored, so
+ * every process knows the offset from one place (and S3-compatible servers without ListParts work).
+ */
+export class S3UploadBytes extends S3Store implements UploadBytes {
+  readonly readsUnfinished = false;
+
+  constructor(
+    settings: S3Settings,
+    private readonly rows: ResumableUploadRows,
+    private readonly transactions: Transactions,
+  ) {
+    super({
+      partSize: PART_SIZE,
+      maxConcurrentPartUploads: CONCURRENT_PARTS,
+      // Expiry is ours (ResumableUploadExpiry), so no object tags either.
+      expirationPeriodInMilliseconds: 0,
+      useTags: false,
+      s3ClientConfig: {
+        bucket: settings.bucket,
+        endpoint: settings.endpoint,
+        region: settings.region ?? 'us-east-1',
+        forcePathStyle: settings.forcePathStyle,
+        // Streamed parts otherwise go out aws-chunked with a trailing CRC, which S3-compatible servers (s3rver, older MinIO, Ceph) store as is.
+        requestChecksumCalculation: 'WHEN_REQUIRED',
+        responseChecksumValidation: 'WHEN_REQUIRED',
+        credentials:
+          settings.accessKeyId && settings.secretAccessKey ? { accessKeyId: settings.accessKeyId, secretAccessKey: settings.secretAccessKey } : undefined,
+      },
+    });
+  }
+
+  // The store names S3 objects after the ids it is given: it is given temporary keys.
+
+  override async create(upload: Upload): Promise<Upload> {
+    const id = upload.id;
+    upload.id = blobKeys.temp(id);
+    try {
+      return await super.create(upload);
+    } finally {
+      upload.id = id;
+    }
+  }
+
+  override write(source: Readable, id: string, offset: number): Promise<number> {
+    return super.write(source, blobKeys.temp(id), offset);
+  }
+
+  override async getUpload(id: string): Promise<Upload> {
+    const upload = await super.getUpload(blobKeys.temp(id));
+    upload.id = id;
+    return upload;
+  }
+
+  /** The length is recorded by ResumableUploadStore; nothing to add in S3. */
+  override async declareUploadLength(): Promise<void> {}
+
+  async discard(upload: ResumableUploadEntity): Promise<void> {
+    const key = blobKeys.temp(upload.id);
+    if (upload.storageUploadId) {
+      // Fails once completed (the object is then the temporary blob, which BlobStorage removes).
+      await this.client.abortMultipartUpload({ Bucket: this.bucket, Key: key, UploadId: upload.storageUploadId }).catch(() => undefined);
+    }
+    await this.deleteIncompletePart(key).catch(() => undefined);
+    await this.transactions.run((tx) => tx.getRepository(ResumableUploadPartEntity).delete({ uploadId: upload.id }));
+  }
+
+  protected override partKey(key: string, isIncomplete = false): string {
+    return isIncomplete ? blobKeys.incompletePart(uploadIdOf(key)) : key;
+  }
+
+  protected override async saveMetadata(upload: Upload, storageUploadId: string): Promise<void> {
+    await this.rows.recordStorageUpload(uploadIdOf(upload.id), storageUploadId);
+  }
+
+  protected override async getMetadata(key: string): Promise<MetadataValue> {
+    const row = await this.rows.find(uploadIdOf(key));
+    if (!row?.storageUploadId) throw ERRORS.FILE_NOT_FOUND;
+    const file = this.rows.upload(row);
+    file.id = key;
+    return { file, 'upload-id': row.storageUploadId, 'tus-version': '1.0.0' };
+  }
+
+  protected override async uploadPart(metadata: MetadataValue, body: Readable | Buffer, partNumber: number): Promise<string> {
+    const etag = await super.uploadPart(metadata, body, partNumber);
+    // The store hands over a staged part file (read whole by now) or, for an empty upload, an empty buffer.
+    const size = Buffer.isBuffer(body) ? body.length : (body as ReadStream).bytesRead;
+    const uploadId = uploadIdOf(metadata.file.id);
+    await this.transactions.run(async (tx) => {
+      const parts = tx.getRepository(ResumableUploadPartEntity);
+      // A part sent again (after a failed PATCH) replaces the one S3 has under its number.
+      await parts.delete({ uploadId, partNumber });
+      await parts.insert({ uploadId, partNumber, etag, size });
+    });
+    return etag;
+  }
+
+  /** The parts stored, numbered 1, 2, 3... without a gap (a part after a gap was cut off by a failure and is sent again). */
+  protected override async retrieveParts(key: string): Promise<Part[]> {
+    const stored = await this.transactions.run((tx) =>
+      tx.getRepository(ResumableUploadPartEntity).find({ where: { uploadId: uploadIdOf(key) }, order: { partNumber: 'ASC' } }),
+    );
+    const parts: Part[] = [];
+    for (const part of stored) {
+      if (part.partNumber !== parts.length + 1) break;
+      parts.push({ PartNumber: part.partNumber, ETag: part.etag, Size: part.size });
+    }
+    return parts;
+  }
+
+  protected override calcOptimalPartSize(size?: number): number {
+    return super.calcOptimalPartSize(size ?? LARGEST_FILE);
+  }
+}
+
+function uploadIdOf(key: string): string {
+  return key.slice(key.lastIndexOf('/') + 1);
+}

@@ -1,0 +1,67 @@
+import { createHash } from 'node:crypto';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Transform, type Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { ApiError, InvalidRequest } from '../../common/errors/api-error.js';
+
+/** The algorithms of the tus checksum extension we accept (Tus-Checksum-Algorithm). */
+export const CHECKSUM_ALGORITHMS = ['md5', 'sha1'] as const;
+type ChecksumAlgorithm = (typeof CHECKSUM_ALGORITHMS)[number];
+
+/** tus's 460 Checksum Mismatch. */
+export const CHECKSUM_MISMATCH = 460;
+
+export interface UploadChecksum {
+  algorithm: ChecksumAlgorithm;
+  /** The digest the client announced (raw bytes). */
+  expected: Buffer;
+}
+
+/** Reads `Upload-Checksum: <algorithm> <base64 digest>`; undefined when absent, 400 when not one we take. */
+export function parseUploadChecksum(header: string | string[] | undefined): UploadChecksum | undefined {
+  if (header === undefined) return undefined;
+  const problem = (message: string) => InvalidRequest.fields([{ field: 'Upload-Checksum', message }]);
+  const [algorithm, digest, ...rest] = String(header).trim().split(' ');
+  if (rest.length > 0 || !digest) throw problem('must be "<algorithm> <base64 digest>"');
+  if (!(CHECKSUM_ALGORITHMS as readonly string[]).includes(algorithm)) throw problem(`algorithm must be one of ${CHECKSUM_ALGORITHMS.join(', ')}`);
+  const expected = Buffer.from(digest, 'base64');
+  if (expected.length !== createHash(algorithm).digest().length || expected.toString('base64') !== digest) throw problem(`is not a base64 ${algorithm} digest`);
+  return { algorithm: algorithm as ChecksumAlgorithm, expected };
+}
+
+export class ChecksumMismatch extends ApiError {
+  constructor(algorithm: string) {
+    super(CHECKSUM_MISMATCH, 'invalid_request', `The chunk's ${algorithm} does not match Upload-Checksum; nothing of it was stored. Send it again.`, {
+      fields: [{ field: 'Upload-Checksum', message: 'does not match the bytes received' }],
+    });
+  }
+}
+
+/**
+ * A chunk sent with Upload-Checksum is stored all or nothing: its bytes are first written to a
+ * temporary file (on disk, never in memory) while their digest is computed, and only a chunk whose
+ * digest matches goes on to the upload. Answers the verified bytes; `discard()` removes the file.
+ */
+export async function verifiedChunk(source: Readable, checksum: UploadChecksum): Promise<{ bytes: Readable; discard: () => Promise<void> }> {
+  const dir = await mkdtemp(join(tmpdir(), 'fss-tus-chunk-'));
+  const discard = () => rm(dir, { recursive: true, force: true });
+  try {
+    const digest = createHash(checksum.algorithm);
+    const hashing = new Transform({
+      transform(chunk: Buffer, _encoding, callback) {
+        digest.update(chunk);
+        callback(null, chunk);
+      },
+    });
+    const path = join(dir, 'chunk');
+    await pipeline(source, hashing, createWriteStream(path));
+    if (!digest.digest().equals(checksum.expected)) throw new ChecksumMismatch(checksum.algorithm);
+    return { bytes: createReadStream(path), discard };
+  } catch (error) {
+    await discard();
+    throw error;
+  }
+}

@@ -1,0 +1,62 @@
+import { InjectQueue } from '@nestjs/bullmq';
+import { Command, CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
+import type { Queue } from 'bullmq';
+import type { Actor } from '../../../common/auth/actor.js';
+import { Clock } from '../../../common/clock.js';
+import { InvalidRequest, NotFound } from '../../../common/errors/api-error.js';
+import { Transactions } from '../../../infra/database/transactions.js';
+import { QUEUES } from '../../../infra/queue/queue-names.js';
+import type { ReplayJob } from '../delivery/replay-events.processor.js';
+import { replayWindowSql } from '../delivery/replay-window.js';
+import type { ReplayQueuedResponse, ReplayWebhookRequest } from '../dto/replay-webhook.request.js';
+import { WebhookEntity } from '../webhook.entity.js';
+
+/**
+ * Replays a window of retained events to a webhook: a new delivery (new delivery id, same event id, the
+ * usual schedule and attempt log) of every event in [since, until) that the webhook subscribes to. The
+ * answer counts them with one query; the deliveries are made in batches by a background job
+ * (ReplayEventsProcessor), so a window of 100,000 events does not hold the request. An event that already
+ * has a pending replay delivery to this webhook is neither counted nor queued again.
+ */
+export class ReplayEventsCommand extends Command<ReplayQueuedResponse> {
+  constructor(
+    readonly actor: Actor,
+    readonly webhookId: string,
+    readonly request: ReplayWebhookRequest,
+  ) {
+    super();
+  }
+}
+
+@CommandHandler(ReplayEventsCommand)
+export class ReplayEventsHandler implements ICommandHandler<ReplayEventsCommand> {
+  constructor(
+    private readonly transactions: Transactions,
+    private readonly clock: Clock,
+    @InjectQueue(QUEUES.webhookReplays) private readonly queue: Queue<ReplayJob>,
+  ) {}
+
+  async execute({ actor, webhookId, request }: ReplayEventsCommand): Promise<ReplayQueuedResponse> {
+    const webhook = await this.transactions.dataSource.getRepository(WebhookEntity).findOneBy({ id: webhookId, accountId: actor.accountId });
+    if (!webhook) throw new NotFound('webhook', webhookId);
+    const since = new Date(request.since);
+    const until = request.until === undefined ? this.clock.now() : new Date(request.until);
+    if (!(since.getTime() < until.getTime())) throw InvalidRequest.fields([{ field: 'since', message: 'must be before until (or before now)' }]);
+
+    // The same window while its job has not finished: that job queues these events; nothing new here.
+    // An open window (no until) is keyed as open, not by this request's now, so a retry finds its job.
+    const jobId = `replay-${webhook.id}-${since.getTime()}-${request.until === undefined ? 'open' : until.getTime()}`;
+    const running = await this.queue.getJob(jobId);
+    if (running && !(await running.isCompleted()) && !(await running.isFailed())) return { queued: 0 };
+
+    const window = replayWindowSql(this.transactions.dialect, webhook, since, until);
+    const [{ count }]: Array<{ count: string | number }> = await this.transactions.dataSource.query(
+      `SELECT COUNT(*) AS count FROM outbox_events WHERE ${window.where}`,
+      window.parameters.values,
+    );
+    const queued = Number(count);
+    if (queued === 0) return { queued };
+    await this.queue.add('replay', { webhookId: webhook.id, since: since.toISOString(), until: until.toISOString() }, { jobId, removeOnComplete: true, removeOnFail: true });
+    return { queued };
+  }
+}

@@ -1,0 +1,76 @@
+import { Processor, WorkerHost } from '@nestjs/bullmq';
+import type { Job } from 'bullmq';
+import { Clock } from '../../../common/clock.js';
+import { Transactions } from '../../../infra/database/transactions.js';
+import { QUEUES } from '../../../infra/queue/queue-names.js';
+import { WebhookEntity } from '../webhook.entity.js';
+import { DeliverySignal } from './delivery-signal.js';
+import { DeliveryTargets } from './delivery-targets.js';
+import { newDelivery } from './new-delivery.js';
+import { replayWindowSql } from './replay-window.js';
+import { WebhookDeliveryRepository } from './webhook-delivery.repository.js';
+
+export interface ReplayJob {
+  webhookId: string;
+  since: string;
+  until: string;
+}
+
+/** Events made into replay deliveries per transaction. */
+const BATCH = 500;
+
+/**
+ * Makes the deliveries of a webhook replay (ReplayEventsCommand), BATCH events per transaction in
+ * (occurred_at, id) order, waking the dispatcher after each batch so they start going out at once.
+ * Safe to run again after a crash: an event with a pending replay delivery is skipped (and the unique
+ * index refuses a second one).
+ */
+@Processor(QUEUES.webhookReplays)
+export class ReplayEventsProcessor extends WorkerHost {
+  constructor(
+    private readonly transactions: Transactions,
+    private readonly clock: Clock,
+    private readonly targets: DeliveryTargets,
+    private readonly deliveries: WebhookDeliveryRepository,
+    private readonly signal: DeliverySignal,
+  ) {
+    super();
+  }
+
+  async process(job: Job<ReplayJob>): Promise<{ queued: number }> {
+    const since = new Date(job.data.since);
+    const until = new Date(job.data.until);
+    let position = { occurredAt: job.data.since, id: '' };
+    let queued = 0;
+    for (;;) {
+      const batch = await this.transactions.run(async (tx) => {
+        const webhook = await tx.getRepository(WebhookEntity).findOneBy({ id: job.data.webhookId });
+        const secret = webhook && this.targets.secretOf(webhook);
+        if (!webhook || !secret) return null;
+        const dialect = this.transactions.dialect;
+        const params = dialect.parameters();
+        const after = `(outbox_events.occurred_at > ${params.add(position.occurredAt)} OR (outbox_events.occurred_at = ${params.add(position.occurredAt)} AND outbox_events.id > ${params.add(position.id)}))`;
+        const window = replayWindowSql(dialect, webhook, since, until, params);
+        const rows: Array<{ id: string; event: string; payload: string; occurred_at: string }> = await tx.query(
+          `SELECT id, event, payload, occurred_at FROM outbox_events WHERE ${after} AND ${window.where} ORDER BY occurred_at, id LIMIT ${BATCH}`,
+          params.values,
+        );
+        const now = this.clock.now();
+        const inserted = await this.deliveries.insertNew(
+          tx,
+          rows.map((row) =>
+            newDelivery(webhook, secret, { id: row.id, name: row.event, occurredAt: new Date(row.occurred_at), data: JSON.parse(row.payload) as unknown }, now, 'replay'),
+          ),
+        );
+        return { rows, inserted };
+      });
+      if (!batch) return { queued };
+      queued += batch.inserted;
+      if (batch.inserted > 0) this.signal.nudge();
+      if (batch.rows.length < BATCH) return { queued };
+      const last = batch.rows[batch.rows.length - 1];
+      position = { occurredAt: last.occurred_at, id: last.id };
+      await job.updateProgress({ queued });
+    }
+  }
+}

@@ -1,0 +1,186 @@
+import { CommandBus } from '@nestjs/cqrs';
+import { DataSource } from 'typeorm';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { TrimEventsCommand } from '../../../src/modules/events/commands/trim-events.command.js';
+import { createAccount, createKey, type TestAccount } from '../../support/accounts.js';
+import { useTestApp } from '../../support/app-fixture.js';
+import { drainFeed, feedSettled, readFeed } from '../../support/events.js';
+import type { TestApp } from '../../support/test-app.js';
+import { uploadOk } from '../../support/uploads.js';
+import { eventually } from '../../support/time.js';
+import { recordEvent } from '../../support/webhook-receiver.js';
+import { FeedWakeups } from '../../../src/modules/events/feed-wakeups.js';
+
+const uploaded = (i: number) => ({ file: { id: `file_${i}`, name: `f${i}.txt`, size: i, type: 'text/plain', folder_id: null, uploaded_by: 'usr_x', created_at: new Date().toISOString() } });
+const DAY = 86_400_000;
+
+describe('event feed: GET /v1/events', () => {
+  let t: TestApp;
+  let owner: TestAccount;
+  useTestApp((started) => ({ t, owner } = started));
+  let other: TestAccount;
+
+  beforeAll(async () => {
+    other = await createAccount(t.app);
+  });
+
+  it('pages through the account\'s events oldest first, each with its stable id, and never shows another account\'s', async () => {
+    const account = await createAccount(t.app);
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      ids.push(await recordEvent(t.app, 'file.uploaded', account.accountId, uploaded(i)));
+      await recordEvent(t.app, 'file.uploaded', other.accountId, uploaded(100 + i));
+    }
+    await feedSettled(t.app);
+
+    const first = await readFeed(t.baseUrl, account.auth, { limit: 2 });
+    expect(first.status).toBe(200);
+    expect(first.events.map((e) => e.id)).toEqual(ids.slice(0, 2));
+    expect(first.events[0]).toEqual({ id: ids[0], event: 'file.uploaded', timestamp: expect.any(String), data: expect.objectContaining({ file: expect.objectContaining({ id: 'file_0' }) }) });
+    const second = await readFeed(t.baseUrl, account.auth, { limit: 2, after: first.nextCursor });
+    expect(second.events.map((e) => e.id)).toEqual(ids.slice(2, 4));
+    const third = await readFeed(t.baseUrl, account.auth, { limit: 2, after: second.nextCursor });
+    expect(third.events.map((e) => e.id)).toEqual(ids.slice(4));
+    // The end of the feed still answers a cursor to keep polling with, and it sees only what comes later.
+    const end = await readFeed(t.baseUrl, account.auth, { after: third.nextCursor });
+    expect(end.events).toEqual([]);
+    expect(end.nextCursor).toEqual(expect.any(String));
+    const later = await recordEvent(t.app, 'folder.created', account.accountId, { folder: { id: 'fld_1' } });
+    await feedSettled(t.app);
+    expect((await readFeed(t.baseUrl, account.auth, { after: end.nextCursor })).events.map((e) => e.id)).toEqual([later]);
+    // Repeating a request with the same cursor answers the same events: the cursor is a position, not a consumption.
+    expect((await readFeed(t.baseUrl, account.auth, { limit: 2, after: first.nextCursor })).events.map((e) => e.id)).toEqual(ids.slice(2, 4));
+  });
+
+  it('filters by types, and the cursor moves past the events it filtered out', async () => {
+    const account = await createAccount(t.app);
+    const uploadedIds = [await recordEvent(t.app, 'file.uploaded', account.accountId, uploaded(1))];
+    await recordEvent(t.app, 'folder.created', account.accountId, { folder: { id: 'fld_1' } });
+    uploadedIds.push(await recordEvent(t.app, 'file.uploaded', account.accountId, uploaded(2)));
+    const deleted = await recordEvent(t.app, 'file.deleted', account.accountId, { file: { id: 'file_1' } });
+    await feedSettled(t.app);
+
+    const page = await readFeed(t.baseUrl, account.auth, { types: 'file.uploaded' });
+    expect(page.events.map((e) => e.id)).toEqual(uploadedIds);
+    expect((await readFeed(t.baseUrl, account.auth, { types: 'file.deleted,file.uploaded' })).events.map((e) => e.id)).toEqual([...uploadedIds, deleted]);
+    expect((await readFeed(t.baseUrl, account.auth, { types: 'file.uploaded', after: page.nextCursor })).events).toEqual([]);
+  });
+
+  it('refuses an unknown type, a tampered or foreign cursor and out-of-range limit or wait with 400', async () => {
+    const account = await createAccount(t.app);
+    await recordEvent(t.app, 'file.uploaded', account.accountId, uploaded(1));
+    await feedSettled(t.app);
+    const { nextCursor } = await readFeed(t.baseUrl, account.auth);
+
+    const unknownType = await readFeed(t.baseUrl, account.auth, { types: 'file.uploaded,file.exploded' });
+    expect(unknownType.status).toBe(400);
+    expect(unknownType.body.error).toMatchObject({ code: 'invalid_request', details: { fields: [expect.objectContaining({ field: 'types' })] } });
+
+    const [position, mac] = nextCursor.split('.');
+    const altered = `${(parseInt(position, 36) - 1).toString(36)}.${mac}`;
+    for (const cursor of [altered, `${nextCursor}x`, 'garbage', '']) {
+      const answer = await readFeed(t.baseUrl, account.auth, { after: cursor });
+      expect(answer.status, cursor).toBe(400);
+      expect(answer.body.error.code).toBe('invalid_request');
+    }
+    // Another account's cursor is refused as well: a cursor is bound to the account it was issued to.
+    const foreign = await readFeed(t.baseUrl, other.auth, { after: nextCursor });
+    expect(foreign.status).toBe(400);
+
+    for (const query of [{ limit: 0 }, { limit: 1001 }, { wait: 31 }, { wait: -1 }]) {
+      expect((await readFeed(t.baseUrl, account.auth, query)).status, JSON.stringify(query)).toBe(400);
+    }
+  });
+
+  it('needs the read scope', async () => {
+    const writeOnly = await createKey(t.app, owner, ['write']);
+    expect((await readFeed(t.baseUrl, writeOnly.auth)).status).toBe(403);
+    const readOnly = await createKey(t.app, owner, ['read']);
+    expect((await readFeed(t.baseUrl, readOnly.auth)).status).toBe(200);
+  });
+
+  it('long-polls: a waiting request is answered with the event of an upload made while it waits', async () => {
+    const account = await createAccount(t.app);
+    const { nextCursor } = await readFeed(t.baseUrl, account.auth);
+    const waiting = readFeed(t.baseUrl, account.auth, { after: nextCursor, wait: 25 });
+    // Let the request reach its wait before the upload; it must not be answered earlier.
+    const early = await Promise.race([waiting.then(() => 'answered'), new Promise((resolve) => setTimeout(() => resolve('waiting'), 300))]);
+    expect(early).toBe('waiting');
+
+    const file = await uploadOk(t, account.auth, 'hello feed', { name: 'feed.txt' });
+    const answer = await waiting;
+    expect(answer.status).toBe(200);
+    expect(answer.events).toHaveLength(1);
+    expect(answer.events[0]).toMatchObject({ event: 'file.uploaded', data: { file: { id: file.id, name: 'feed.txt' } } });
+  }, 40_000);
+
+  it('long-polls: answers empty, with a cursor to continue from, when nothing arrives before the deadline', async () => {
+    const account = await createAccount(t.app);
+    const { nextCursor } = await readFeed(t.baseUrl, account.auth);
+    // Another account's event wakes nobody here.
+    setTimeout(() => void recordEvent(t.app, 'file.uploaded', other.accountId, uploaded(7)), 200);
+    const answer = await readFeed(t.baseUrl, account.auth, { after: nextCursor, wait: 1 });
+    expect(answer.status).toBe(200);
+    expect(answer.events).toEqual([]);
+    expect((await readFeed(t.baseUrl, account.auth, { after: answer.nextCursor })).status).toBe(200);
+  });
+
+  it('stops waiting when the client goes away', async () => {
+    const account = await createAccount(t.app);
+    const wakeups = t.app.get(FeedWakeups);
+    const before = wakeups.waiters;
+    const abort = new AbortController();
+    const waiting = readFeed(t.baseUrl, account.auth, { wait: 25 }, abort.signal).catch(() => 'aborted');
+    await eventually(async () => wakeups.waiters > before, 10_000, 'the request waiting');
+    abort.abort();
+    expect(await waiting).toBe('aborted');
+    await eventually(async () => wakeups.waiters === before, 10_000, 'the wait cleaned up');
+  });
+});
+
+describe('event feed retention', () => {
+  let t: TestApp;
+  let owner: TestAccount;
+  useTestApp((started) => ({ t, owner } = started));
+
+  it('trims events older than the retention; a cursor from before them answers 410 cursor_expired, never a silent gap', async () => {
+    const old = [await recordEvent(t.app, 'file.uploaded', owner.accountId, uploaded(1)), await recordEvent(t.app, 'file.uploaded', owner.accountId, uploaded(2))];
+    await feedSettled(t.app);
+    const start = await readFeed(t.baseUrl, owner.auth, { limit: 1 });
+    expect(start.events.map((e) => e.id)).toEqual([old[0]]);
+    const db = t.app.get(DataSource);
+    await eventually(async () => (await db.query('SELECT id FROM outbox_events WHERE relayed_at IS NULL')).length === 0, 20_000, 'events relayed');
+
+    // 31 days later (the default retention is 30), the trim removes both.
+    const trimmed = await t.app.get(CommandBus).execute(new TrimEventsCommand(new Date(Date.now() + 31 * DAY)));
+    expect(trimmed.trimmed).toBe(2);
+    const expired = await readFeed(t.baseUrl, owner.auth, { after: start.nextCursor });
+    expect(expired.status).toBe(410);
+    expect(expired.body.error.code).toBe('cursor_expired');
+
+    // Starting again without a cursor reads on from the oldest retained event.
+    const fresh = await recordEvent(t.app, 'file.uploaded', owner.accountId, uploaded(3));
+    await feedSettled(t.app);
+    const restart = await readFeed(t.baseUrl, owner.auth);
+    expect(restart.status).toBe(200);
+    expect(restart.events.map((e) => e.id)).toEqual([fresh]);
+    // A current cursor survives later trims that remove nothing after it.
+    await t.app.get(CommandBus).execute(new TrimEventsCommand(new Date(Date.now() + 31 * DAY)));
+    expect((await readFeed(t.baseUrl, owner.auth, { after: restart.nextCursor })).status).toBe(200);
+  });
+
+  it('never trims an event not yet relayed to webhooks, nor anything after it', async () => {
+    const db = t.app.get(DataSource);
+    const account = await createAccount(t.app);
+    const stuck = await recordEvent(t.app, 'file.uploaded', account.accountId, uploaded(1));
+    const after = await recordEvent(t.app, 'file.uploaded', account.accountId, uploaded(2));
+    await feedSettled(t.app);
+    await eventually(async () => (await db.query('SELECT id FROM outbox_events WHERE relayed_at IS NULL')).length === 0, 20_000, 'events relayed');
+    const params = db.options.type === 'postgres' ? '$1' : '?';
+    // As if the relay had not reached it yet.
+    await db.query(`UPDATE outbox_events SET relayed_at = NULL WHERE id = ${params}`, [stuck]);
+    await t.app.get(CommandBus).execute(new TrimEventsCommand(new Date(Date.now() + 31 * DAY)));
+    const { events } = await drainFeed(t.baseUrl, account.auth);
+    expect(events.map((e) => e.id)).toEqual([stuck, after]);
+  });
+});

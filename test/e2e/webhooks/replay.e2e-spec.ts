@@ -1,0 +1,103 @@
+import { DataSource } from 'typeorm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Transactions } from '../../../src/infra/database/transactions.js';
+import { domainEvent, Outbox } from '../../../src/infra/outbox/outbox.js';
+import { WebhookDeliveryEntity } from '../../../src/modules/webhooks/webhook-delivery.entity.js';
+import { createAccount, createKey, type TestAccount } from '../../support/accounts.js';
+import { useTestApp } from '../../support/app-fixture.js';
+import type { TestApp } from '../../support/test-app.js';
+import { eventually } from '../../support/time.js';
+import { recordEvent, startWebhookReceiver, type WebhookReceiver } from '../../support/webhook-receiver.js';
+
+const uploaded = (i: number) => ({ file: { id: `file_${i}`, name: `f${i}.txt`, size: i, type: 'text/plain', folder_id: null, uploaded_by: 'usr_x', created_at: new Date().toISOString() } });
+const fileIdOf = (body: { data: Record<string, unknown> }) => (body.data.file as { id: string }).id;
+
+describe('webhook replay: POST /v1/webhooks/{id}/replay', () => {
+  let t: TestApp;
+  let owner: TestAccount;
+  useTestApp((started) => ({ t, owner } = started));
+  let receiver: WebhookReceiver;
+
+  beforeAll(async () => {
+    receiver = await startWebhookReceiver();
+  });
+  afterAll(async () => {
+    await receiver.close();
+  });
+
+  it('delivers every retained event of the window that the webhook subscribes to again, with new delivery ids and the same event ids; twice while pending queues nothing new', async () => {
+    const account = await createAccount(t.app);
+    const since = new Date(Date.now() - 60_000);
+    // Recorded before the webhook existed: they were never delivered to it.
+    const ids = [];
+    for (let i = 1; i <= 3; i++) ids.push(await recordEvent(t.app, 'file.uploaded', account.accountId, uploaded(i), new Date(since.getTime() + i * 1000)));
+    await recordEvent(t.app, 'folder.created', account.accountId, { folder: { id: 'fld_1' } }, new Date(since.getTime() + 4000));
+    const outside = await recordEvent(t.app, 'file.uploaded', account.accountId, uploaded(9), new Date(since.getTime() - 1000));
+    const path = `/replay-${account.accountId}`;
+    const webhook = (await t.http().post('/v1/webhooks').set(account.auth).send({ url: `${receiver.url}${path}`, events: ['file.uploaded'] }).expect(201)).body.data;
+    const mine = () => receiver.received.filter((d) => d.path === `/hooks${path}`);
+    // Held answers keep the replayed deliveries pending while the same window is replayed again.
+    receiver.respondWith(() => ({ status: 200, delayMs: 1500 }));
+
+    const first = await t.http().post(`/v1/webhooks/${webhook.id}/replay`).set(account.auth).send({ since: since.toISOString() }).expect(202);
+    expect(first.body.data).toEqual({ queued: 3 });
+    const again = await t.http().post(`/v1/webhooks/${webhook.id}/replay`).set(account.auth).send({ since: since.toISOString() }).expect(202);
+    expect(again.body.data).toEqual({ queued: 0 });
+
+    const delivered = await receiver.waitFor(() => mine().length >= 3, 30_000, 'three replayed deliveries');
+    expect(delivered.filter((d) => d.path === `/hooks${path}`).map((d) => fileIdOf(d.body)).sort()).toEqual(['file_1', 'file_2', 'file_3']);
+    const deliveries = t.app.get(DataSource).getRepository(WebhookDeliveryEntity);
+    await eventually(async () => (await deliveries.countBy({ webhookId: webhook.id, status: 'succeeded' })) === 3, 30_000, 'three succeeded');
+    const rows = await deliveries.findBy({ webhookId: webhook.id });
+    expect(rows.map((r) => r.eventId).sort()).toEqual([...ids].sort());
+    expect(rows.every((r) => r.origin === 'replay')).toBe(true);
+    expect(rows.map((r) => r.eventId)).not.toContain(outside);
+    // Listed in the delivery log with the usual attempt record.
+    const log = (await t.http().get(`/v1/webhooks/${webhook.id}/deliveries`).set(account.auth).expect(200)).body.data;
+    expect(log).toHaveLength(3);
+    expect(log.every((d: { attempts: number; attempt_log: unknown[] }) => d.attempts === 1 && d.attempt_log.length === 1)).toBe(true);
+
+    // Once those finished, the same window replays again: new delivery ids for the same events.
+    receiver.respondWith(() => 200);
+    const third = await t.http().post(`/v1/webhooks/${webhook.id}/replay`).set(account.auth).send({ since: since.toISOString() }).expect(202);
+    expect(third.body.data).toEqual({ queued: 3 });
+    await eventually(async () => (await deliveries.countBy({ webhookId: webhook.id, status: 'succeeded' })) === 6, 30_000, 'six succeeded');
+    const all = await deliveries.findBy({ webhookId: webhook.id });
+    expect(new Set(all.map((r) => r.id)).size).toBe(6);
+    expect(new Set(all.map((r) => r.eventId)).size).toBe(3);
+  }, 60_000);
+
+  it('takes until (exclusive), and refuses a bad window, another account\'s webhook and a key that is not elevated', async () => {
+    const account = await createAccount(t.app);
+    const base = new Date(Date.now() - 60_000);
+    for (let i = 1; i <= 3; i++) await recordEvent(t.app, 'file.uploaded', account.accountId, uploaded(i), new Date(base.getTime() + i * 1000));
+    const webhook = (await t.http().post('/v1/webhooks').set(account.auth).send({ url: `${receiver.url}/window`, events: ['file.uploaded'] }).expect(201)).body.data;
+    const window = { since: base.toISOString(), until: new Date(base.getTime() + 3000).toISOString() };
+    expect((await t.http().post(`/v1/webhooks/${webhook.id}/replay`).set(account.auth).send(window).expect(202)).body.data).toEqual({ queued: 2 });
+
+    const bad = await t.http().post(`/v1/webhooks/${webhook.id}/replay`).set(account.auth).send({ since: window.until, until: window.since }).expect(400);
+    expect(bad.body.error.code).toBe('invalid_request');
+    await t.http().post(`/v1/webhooks/${webhook.id}/replay`).set(account.auth).send({ since: 'yesterday' }).expect(400);
+    await t.http().post(`/v1/webhooks/${webhook.id}/replay`).set(account.auth).send({}).expect(400);
+    await t.http().post(`/v1/webhooks/${webhook.id}/replay`).set(owner.auth).send(window).expect(404);
+    const plain = await createKey(t.app, account, ['read', 'write', 'delete', 'share'], false);
+    await t.http().post(`/v1/webhooks/${webhook.id}/replay`).set(plain.auth).send(window).expect(403);
+  });
+
+  it('queues a large window in the background: the answer counts every event, and each gets its delivery', async () => {
+    const account = await createAccount(t.app);
+    const total = 1500; // three batches of the replay job (500 each)
+    const since = new Date(Date.now() - 3_600_000);
+    await t.app.get(Transactions).run((tx) =>
+      Outbox.record(tx, ...Array.from({ length: total }, (_, i) => domainEvent('file.uploaded', account.accountId, new Date(since.getTime() + i), uploaded(i)))),
+    );
+    const webhook = (await t.http().post('/v1/webhooks').set(account.auth).send({ url: `${receiver.url}/large`, events: ['file.uploaded'] }).expect(201)).body.data;
+    const answer = await t.http().post(`/v1/webhooks/${webhook.id}/replay`).set(account.auth).send({ since: since.toISOString() }).expect(202);
+    expect(answer.body.data).toEqual({ queued: total });
+
+    const deliveries = t.app.get(DataSource).getRepository(WebhookDeliveryEntity);
+    await eventually(async () => (await deliveries.countBy({ webhookId: webhook.id })) === total, 120_000, `${total} replay deliveries`);
+    const large = () => receiver.received.filter((d) => d.path === '/hooks/large');
+    await receiver.waitFor(() => new Set(large().map((d) => fileIdOf(d.body))).size === total, 120_000, 'every replayed event delivered');
+  }, 300_000);
+});
