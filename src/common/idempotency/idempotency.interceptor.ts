@@ -70,7 +70,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     if (key === null || !VALID_KEY.test(key)) {
       throw InvalidRequest.fields([{ field: 'Idempotency-Key', message: 'must be 1 to 255 printable ASCII characters, sent once' }]);
     }
-    const redisKey = `${this.config.redisKeyPrefix}:idempotency:${request.actor.accountId}:${createHash('sha256').update(key).digest('hex')}`;
+    const redisKey = idempotencyRecordKey(this.config.redisKeyPrefix, request.actor.accountId, key);
     const fingerprint = fingerprintOf(request);
     const claimed = this.claim(redisKey, fingerprint).catch((error: unknown) => {
       if (error instanceof ApiError || error instanceof IdempotentReplay) throw error;
@@ -143,6 +143,11 @@ export class IdempotencyInterceptor implements NestInterceptor {
       if (!response.writableFinished) settle(false);
     });
   }
+}
+
+/** Where a key's record (running or complete) lives in Redis: per account, the key hashed. */
+export function idempotencyRecordKey(redisKeyPrefix: string, accountId: string, key: string): string {
+  return `${redisKeyPrefix}:idempotency:${accountId}:${createHash('sha256').update(key).digest('hex')}`;
 }
 
 function keyInUse(): ApiError {

@@ -3,7 +3,10 @@ import type { INestApplicationContext } from '@nestjs/common';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AppModule } from '../../../src/app.module.js';
+import type { Redis } from 'ioredis';
+import { idempotencyRecordKey } from '../../../src/common/idempotency/idempotency.interceptor.js';
 import { loadConfig } from '../../../src/config/app-config.js';
+import { REDIS } from '../../../src/infra/redis/redis.module.js';
 import { createAccount, type TestAccount } from '../../support/accounts.js';
 import { freePort, type ServerProcess, startServerProcess } from '../../support/processes.js';
 import { createTestEnvironment, type TestEnvironment } from '../../support/test-app.js';
@@ -95,18 +98,17 @@ describe('Idempotency-Key on POST, across two server processes', () => {
     expect(folders.body.data.map((f: { name: string }) => f.name).filter((n: string) => n.startsWith('bad-'))).toEqual([]);
   });
 
-  it('answers 409 idempotency_key_in_use to a retry on the other process while the first upload still runs', async (ctx) => {
-    // Known problem, not yet explained: with another test file running alongside (npm test runs two at once), the
-    // retry on the second process got no answer at all within 45 s, on both databases; alone it passes in ~13 s.
-    // Skipped in the full suite only, so that it keeps running wherever it is run on its own; see the session note.
-    if (process.env.SKIPPED_TESTS_REPORT) ctx.skip('a retry on the second process can go unanswered while another test file runs alongside (under investigation)');
+  it('answers 409 idempotency_key_in_use to a retry on the other process while the first upload still runs', async () => {
     const key = 'slow-upload';
     const running = rawUpload(first, withKey(key), { fileSize: 4 * MiB, declaredLength: 4 * MiB + 400, holdAfter: MiB, filename: 'slow.bin' });
+    // Only once the first process holds the key is the retry a retry: sent earlier (as on a loaded machine), it
+    // would take the key itself and upload.
+    const redis = context.get<Redis>(REDIS);
+    const record = idempotencyRecordKey(loadConfig(environment.env).redisKeyPrefix, owner.accountId, key);
+    await eventually(async () => (await redis.get(record))?.includes('"running"'), 30_000, 'the first upload to hold the key');
     // The same request again on the other process (same multipart length), answered before its body is read.
-    const retry = await eventually(async () => {
-      const res = await rawUpload(second, withKey(key), { fileSize: 4 * MiB, declaredLength: 4 * MiB + 400, filename: 'slow.bin' });
-      return res.status === 409 ? res : null;
-    }, 45_000, 'the in-use answer');
+    const retry = await rawUpload(second, withKey(key), { fileSize: 4 * MiB, declaredLength: 4 * MiB + 400, filename: 'slow.bin' });
+    expect(retry.status).toBe(409);
     expect(retry.body.error.code).toBe('idempotency_key_in_use');
     // The first process dies mid-upload: its lock lapses and the key is usable again.
     await first.stop('SIGKILL');
