@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { Redis } from 'ioredis';
+import { Clock } from '../../common/clock.js';
 import { ApiError, ServiceUnavailable } from '../../common/errors/api-error.js';
 import { clientNetwork } from '../../common/net/ip-address.js';
 import { AppConfig } from '../../config/app-config.js';
@@ -90,6 +91,7 @@ export class PasswordAttempts {
   constructor(
     @Inject(REDIS) private readonly redis: Redis,
     private readonly config: AppConfig,
+    private readonly clock: Clock,
   ) {}
 
   private key(shareId: string, clientIp: string): string {
@@ -118,7 +120,7 @@ export class PasswordAttempts {
           TAKE_LINK_ATTEMPT,
           1,
           this.linkKey(shareId),
-          Date.now(),
+          this.clock.now().getTime(),
           LINK_FREE_PASSWORD_FAILURES,
           LINK_MAX_BACKOFF_SECONDS * 1000,
           LINK_FAILURE_MEMORY_MS,
