@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// npm run bench [-- --quick] [--db sqlite|postgres] [--only upload,download,listing,webhooks,purge,cli,memory,tus,webhooks-direct,feed]
+// npm run bench [-- --quick] [--db sqlite|postgres] [--only upload,download,listing,webhooks,purge,cli,memory,tus,webhooks-direct,feed,replay]
 //                [--runs N] [--connections N] [--files N] [--purge-via job|cli] [--server-env NAME=VALUE ...]
 // Benchmarks the built service (dist/) as a real server process against real Redis and the chosen
 // database, side by side with baselines; prints one table and writes JSON to bench/results/.
@@ -19,6 +19,7 @@ import { feedScenario } from './scenarios/feed.mjs';
 import { memoryScenario } from './scenarios/memory.mjs';
 import { listingScenario } from './scenarios/listing.mjs';
 import { purgeScenario } from './scenarios/purge.mjs';
+import { replayScenario } from './scenarios/replay.mjs';
 import { tusScenario } from './scenarios/tus.mjs';
 import { uploadScenario } from './scenarios/upload.mjs';
 import { webhooksScenario, webhooksVersusDirectSendScenario } from './scenarios/webhooks.mjs';
@@ -34,6 +35,7 @@ const SCENARIOS = {
   tus: { title: '8 resumable upload (tus)', run: tusScenario, needsServer: true },
   'webhooks-direct': { title: '4b webhooks vs direct send', run: webhooksVersusDirectSendScenario, needsServer: true },
   feed: { title: '9 event feed', run: feedScenario, needsServer: true },
+  replay: { title: '10 webhook replay', run: replayScenario, needsServer: true },
 };
 
 const { values: args } = parseArgs({

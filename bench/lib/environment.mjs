@@ -57,7 +57,9 @@ export async function createEnvironment(db, label, overrides = {}) {
       const server = await startNode(resolve(DIST, 'main.js'), [], { ...env, ...extra, PORT: String(port), PUBLIC_BASE_URL: url }, {
         readyText: 'listening on',
         name: 'dist/main.js',
-        nodeFlags,
+        // BENCH_SERVER_NODE_FLAGS, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", profiles the server under test
+        // (Node refuses --cpu-prof in NODE_OPTIONS).
+        nodeFlags: [...nodeFlags, ...(process.env.BENCH_SERVER_NODE_FLAGS ?? '').split(' ').filter(Boolean)],
       });
       environment.server = { ...server, url, port };
       return environment.server;

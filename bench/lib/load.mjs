@@ -18,6 +18,8 @@ export function load(url, { headers = {}, connections = 10, duration = 5, overal
           p99: result.latency.p99,
           max: result.latency.max,
           non2xx: result.non2xx,
+          /** { "<status>": { count } } for every status answered. */
+          statusCodes: result.statusCodeStats,
           errors: result.errors + result.timeouts,
           seconds: result.duration,
         });
