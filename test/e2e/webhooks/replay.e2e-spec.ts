@@ -1,6 +1,7 @@
-import { DataSource } from 'typeorm';
+import { DataSource, IsNull } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Transactions } from '../../../src/infra/database/transactions.js';
+import { OutboxEventEntity } from '../../../src/infra/outbox/outbox-event.entity.js';
 import { domainEvent, Outbox } from '../../../src/infra/outbox/outbox.js';
 import { WebhookDeliveryEntity } from '../../../src/modules/webhooks/webhook-delivery.entity.js';
 import { createAccount, createKey, type TestAccount } from '../../support/accounts.js';
@@ -11,6 +12,16 @@ import { recordEvent, startWebhookReceiver, type WebhookReceiver } from '../../s
 
 const uploaded = (i: number) => ({ file: { id: `file_${i}`, name: `f${i}.txt`, size: i, type: 'text/plain', folder_id: null, uploaded_by: 'usr_x', created_at: new Date().toISOString() } });
 const fileIdOf = (body: { data: Record<string, unknown> }) => (body.data.file as { id: string }).id;
+
+/**
+ * Waits until the relay has passed over the account's recorded events. A webhook created before then would
+ * also get them as ordinary deliveries (the relay matches the webhooks that exist when it runs), which is not
+ * what these tests set up: history from before the webhook existed.
+ */
+async function relayed(t: TestApp, accountId: string): Promise<void> {
+  const outbox = t.app.get(DataSource).getRepository(OutboxEventEntity);
+  await eventually(async () => (await outbox.countBy({ accountId, relayedAt: IsNull() })) === 0, 60_000, 'the recorded events relayed');
+}
 
 describe('webhook replay: POST /v1/webhooks/{id}/replay', () => {
   let t: TestApp;
@@ -33,6 +44,7 @@ describe('webhook replay: POST /v1/webhooks/{id}/replay', () => {
     for (let i = 1; i <= 3; i++) ids.push(await recordEvent(t.app, 'file.uploaded', account.accountId, uploaded(i), new Date(since.getTime() + i * 1000)));
     await recordEvent(t.app, 'folder.created', account.accountId, { folder: { id: 'fld_1' } }, new Date(since.getTime() + 4000));
     const outside = await recordEvent(t.app, 'file.uploaded', account.accountId, uploaded(9), new Date(since.getTime() - 1000));
+    await relayed(t, account.accountId);
     const path = `/replay-${account.accountId}`;
     const webhook = (await t.http().post('/v1/webhooks').set(account.auth).send({ url: `${receiver.url}${path}`, events: ['file.uploaded'] }).expect(201)).body.data;
     const mine = () => receiver.received.filter((d) => d.path === `/hooks${path}`);
@@ -71,6 +83,7 @@ describe('webhook replay: POST /v1/webhooks/{id}/replay', () => {
     const account = await createAccount(t.app);
     const base = new Date(Date.now() - 60_000);
     for (let i = 1; i <= 3; i++) await recordEvent(t.app, 'file.uploaded', account.accountId, uploaded(i), new Date(base.getTime() + i * 1000));
+    await relayed(t, account.accountId);
     const webhook = (await t.http().post('/v1/webhooks').set(account.auth).send({ url: `${receiver.url}/window`, events: ['file.uploaded'] }).expect(201)).body.data;
     const window = { since: base.toISOString(), until: new Date(base.getTime() + 3000).toISOString() };
     expect((await t.http().post(`/v1/webhooks/${webhook.id}/replay`).set(account.auth).send(window).expect(202)).body.data).toEqual({ queued: 2 });
@@ -86,11 +99,12 @@ describe('webhook replay: POST /v1/webhooks/{id}/replay', () => {
 
   it('queues a large window in the background: the answer counts every event, and each gets its delivery', async () => {
     const account = await createAccount(t.app);
-    const total = 1500; // three batches of the replay job (500 each)
+    const total = 1500; // several batches of the replay job
     const since = new Date(Date.now() - 3_600_000);
     await t.app.get(Transactions).run((tx) =>
       Outbox.record(tx, ...Array.from({ length: total }, (_, i) => domainEvent('file.uploaded', account.accountId, new Date(since.getTime() + i), uploaded(i)))),
     );
+    await relayed(t, account.accountId);
     const webhook = (await t.http().post('/v1/webhooks').set(account.auth).send({ url: `${receiver.url}/large`, events: ['file.uploaded'] }).expect(201)).body.data;
     const answer = await t.http().post(`/v1/webhooks/${webhook.id}/replay`).set(account.auth).send({ since: since.toISOString() }).expect(202);
     expect(answer.body.data).toEqual({ queued: total });

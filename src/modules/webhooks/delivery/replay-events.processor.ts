@@ -1,3 +1,4 @@
+import { setImmediate } from 'node:timers/promises';
 import { Processor, WorkerHost } from '@nestjs/bullmq';
 import type { Job } from 'bullmq';
 import { Clock } from '../../../common/clock.js';
@@ -16,8 +17,11 @@ export interface ReplayJob {
   until: string;
 }
 
-/** Events made into replay deliveries per transaction. */
-const BATCH = 500;
+/**
+ * Events made into replay deliveries per transaction: on SQLite a transaction holds the one connection and
+ * the event loop, so a batch stays short enough for API requests to get in between.
+ */
+const BATCH = 200;
 
 /**
  * Makes the deliveries of a webhook replay (ReplayEventsCommand), BATCH events per transaction in
@@ -71,6 +75,8 @@ export class ReplayEventsProcessor extends WorkerHost {
       const last = batch.rows[batch.rows.length - 1];
       position = { occurredAt: last.occurred_at, id: last.id };
       await job.updateProgress({ queued });
+      // Let waiting requests and the dispatcher run before the next batch.
+      await setImmediate();
     }
   }
 }
