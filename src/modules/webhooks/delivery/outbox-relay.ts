@@ -4,8 +4,11 @@ import { In, type QueryRunner } from 'typeorm';
 import { Clock } from '../../../common/clock.js';
 import { Transactions } from '../../../infra/database/transactions.js';
 import { OutboxRelayedEvent, type RelayedOutboxEvent } from '../../../infra/outbox/outbox-relayed.event.js';
+import type { WebhookDeliveryEntity } from '../webhook-delivery.entity.js';
 import { WebhookEntity } from '../webhook.entity.js';
+import type { DeliveryToAttempt } from './delivery-reader.js';
 import { DeliveryTargets } from './delivery-targets.js';
+import { FirstAttempts } from './first-attempts.js';
 import { newDelivery } from './new-delivery.js';
 import { WebhookDeliveryRepository } from './webhook-delivery.repository.js';
 
@@ -17,10 +20,13 @@ interface OutboxRow {
   occurred_at: string;
 }
 
-/** What one relay pass did: outbox rows relayed, and the deliveries it created (not yet queued). */
+/**
+ * What one relay pass did: outbox rows relayed, and the deliveries it created (not yet queued), ready to
+ * attempt; those whose first attempt this process makes (FirstAttempts) hold a slot and are marked.
+ */
 export interface RelayPass {
   relayed: number;
-  deliveries: Array<{ id: string; series: number }>;
+  deliveries: Array<DeliveryToAttempt & { firstAttemptHere: boolean }>;
 }
 
 const NOTHING: RelayPass = { relayed: 0, deliveries: [] };
@@ -30,9 +36,10 @@ const NOTHING: RelayPass = { relayed: 0, deliveries: [] };
  * rows relayed, on a connection of its own on PostgreSQL. Everything it reads (outbox rows, webhooks)
  * is read outside any transaction, so on SQLite it does not wait for the write turn; the writes are one
  * short transaction taken ahead of waiting requests (`runFirst`): claim the rows (an UPDATE answering the
- * ids it changed), then insert the deliveries of the claimed rows only. A row read but claimed meanwhile by another process (or, on
- * SQLite, read from a transaction still open that then rolled back) is thus never delivered; (event,
- * webhook) is unique as well. After the commit, OutboxRelayedEvent lets other modules act on the batch.
+ * ids it changed), then insert the deliveries of the claimed rows only. A row read but claimed meanwhile by
+ * another process (or, on SQLite, read from a transaction still open that then rolled back) is thus never
+ * delivered; (event, webhook) is unique as well, and only deliveries actually inserted are answered. After
+ * the commit, OutboxRelayedEvent lets other modules act on the batch.
  */
 @Injectable()
 export class OutboxRelay {
@@ -42,6 +49,7 @@ export class OutboxRelay {
     private readonly targets: DeliveryTargets,
     private readonly deliveries: WebhookDeliveryRepository,
     private readonly events: EventBus,
+    private readonly firstAttempts: FirstAttempts,
   ) {}
 
   /** The relay's own connection (see Transactions.reserveConnection), taken at the first pass. */
@@ -74,30 +82,44 @@ export class OutboxRelay {
     };
     const now = this.clock.now();
     const parsed = events.map((event) => ({ row: event, data: JSON.parse(event.payload) as Record<string, unknown> }));
-    const deliveries = parsed.flatMap(({ row, data }) =>
+    const candidates = parsed.flatMap(({ row, data }) =>
       webhooks
         .filter((webhook) => webhook.accountId === row.account_id && webhook.subscribesTo(row.event))
         .flatMap((webhook) => {
           const secret = secretOf(webhook);
           if (secret === null) return [];
-          return [newDelivery(webhook, secret, { id: row.id, name: row.event, occurredAt: new Date(row.occurred_at), data }, now)];
+          return [toAttempt(newDelivery(webhook, secret, { id: row.id, name: row.event, occurredAt: new Date(row.occurred_at), data }, now), webhook)];
         }),
     );
 
-    const claimed = await this.transactions.runFirst(async (tx) => {
-      const ids = await this.claim(tx.queryRunner!, events.map((e) => e.id), now);
-      const created = deliveries.filter((delivery) => ids.has(delivery.eventId!));
-      await this.deliveries.insertNew(tx, created);
-      return { ids, created };
-    }, connection);
+    // Taken before the insert, so their rows go in as queued and no sweep (of any process) queues them meanwhile.
+    const firstAttempts = this.firstAttempts.take(candidates);
+    const claimed = await this.transactions
+      .runFirst(async (tx) => {
+        const ids = await this.claim(tx.queryRunner!, events.map((e) => e.id), now);
+        const claimedDeliveries = candidates.filter((delivery) => ids.has(delivery.eventId));
+        const inserted = await this.deliveries.insertNew(
+          tx,
+          claimedDeliveries.map((delivery) => ({ ...delivery, queuedAt: firstAttempts.has(delivery.id) ? now : null })),
+        );
+        return { ids, created: candidates.filter((delivery) => inserted.has(delivery.id)) };
+      }, connection)
+      .catch((error: unknown) => {
+        this.firstAttempts.release(candidates.filter((delivery) => firstAttempts.has(delivery.id)));
+        throw error;
+      });
+    const created = new Set(claimed.created.map((delivery) => delivery.id));
+    this.firstAttempts.release(candidates.filter((delivery) => firstAttempts.has(delivery.id) && !created.has(delivery.id)));
     if (claimed.ids.size === 0) return NOTHING;
 
     const relayed: RelayedOutboxEvent[] = parsed
       .filter(({ row }) => claimed.ids.has(row.id))
       .map(({ row, data }) => ({ id: row.id, name: row.event, accountId: row.account_id, data }));
     this.events.publish(new OutboxRelayedEvent(relayed));
-    // An (event, webhook) pair that already had its delivery was skipped by the insert; queueing its id is a no-op.
-    return { relayed: claimed.ids.size, deliveries: claimed.created.map((d) => ({ id: d.id!, series: d.series! })) };
+    return {
+      relayed: claimed.ids.size,
+      deliveries: claimed.created.map((delivery) => ({ ...delivery, firstAttemptHere: firstAttempts.has(delivery.id) })),
+    };
   }
 
   /** Gives the relay's connection back; called once the relay loop has stopped. */
@@ -121,4 +143,10 @@ export class OutboxRelay {
     );
     return new Set((result.records as Array<{ id: string }>).map((r) => r.id));
   }
+}
+
+/** A delivery just created, with the webhook it was read with (its url and secrets as they are now). */
+function toAttempt(delivery: Partial<WebhookDeliveryEntity>, webhook: WebhookEntity): DeliveryToAttempt & Partial<WebhookDeliveryEntity> {
+  const { url, secretSealed, previousSecretSealed, previousSecretExpiresAt } = webhook;
+  return { ...(delivery as WebhookDeliveryEntity), webhook: { url, secretSealed, previousSecretSealed, previousSecretExpiresAt } };
 }

@@ -19,6 +19,7 @@ const NEW_DELIVERY_COLUMNS = [
   'createdAt',
   'nextAttemptAt',
   'attemptLog',
+  'queuedAt',
 ] as const satisfies Array<keyof WebhookDeliveryEntity>;
 
 /** The columns a finished attempt changes. */
@@ -47,23 +48,23 @@ export class WebhookDeliveryRepository {
 
   /**
    * Inserts new deliveries; one whose (event, webhook) already has its delivery (or, for a replay, a pending
-   * replay) is skipped. Answers how many were inserted.
+   * replay) is skipped. Answers the ids of those inserted.
    */
-  async insertNew(tx: EntityManager, deliveries: Array<Partial<WebhookDeliveryEntity>>): Promise<number> {
-    if (deliveries.length === 0) return 0;
+  async insertNew(tx: EntityManager, deliveries: Array<Partial<WebhookDeliveryEntity>>): Promise<Set<string>> {
+    if (deliveries.length === 0) return new Set();
     const dialect = this.transactions.dialect;
     const columns = entityJsonColumns(tx, WebhookDeliveryEntity, [...NEW_DELIVERY_COLUMNS]);
     const params = dialect.parameters();
     const rows = params.add(JSON.stringify(deliveries.map(columns.row)));
-    const inserted: unknown[] = await tx.query(`${dialect.insertJsonRowsIgnoringConflicts('webhook_deliveries', rows, columns.types)} RETURNING id`, params.values);
-    return inserted.length;
+    const inserted: Array<{ id: string }> = await tx.query(`${dialect.insertJsonRowsIgnoringConflicts('webhook_deliveries', rows, columns.types)} RETURNING id`, params.values);
+    return new Set(inserted.map((row) => row.id));
   }
 
   /** The oldest deliveries whose current series has no queue job yet. */
-  unqueued(limit: number): Promise<Array<{ id: string; series: number }>> {
+  unqueued(limit: number): Promise<Array<{ id: string; series: number; attempts: number }>> {
     // In order by idx_webhook_deliveries_unqueued; the status index would read and sort every pending delivery.
     return this.transactions.dataSource.query(
-      `SELECT id, series FROM webhook_deliveries WHERE queued_at IS NULL AND ${this.transactions.dialect.notIndexed('status')} = 'pending' ORDER BY created_at, id LIMIT ${limit}`,
+      `SELECT id, series, attempts FROM webhook_deliveries WHERE queued_at IS NULL AND ${this.transactions.dialect.notIndexed('status')} = 'pending' ORDER BY created_at, id LIMIT ${limit}`,
     );
   }
 
@@ -78,6 +79,21 @@ export class WebhookDeliveryRepository {
       return tx.query(
         `UPDATE webhook_deliveries SET queued_at = v.queued_at FROM ${dialect.jsonRows(rows, columns.types)}
          WHERE webhook_deliveries.id = v.id AND webhook_deliveries.series = v.series AND ${dialect.notIndexed('webhook_deliveries.queued_at')} IS NULL`,
+        params.values,
+      );
+    });
+  }
+
+  /** Marks these series as not queued, so the sweep queues them (their job could not be added). */
+  async markUnqueued(deliveries: Array<{ id: string; series: number }>): Promise<void> {
+    const dialect = this.transactions.dialect;
+    await this.transactions.runFirst((tx) => {
+      const columns = entityJsonColumns(tx, WebhookDeliveryEntity, ['id', 'series']);
+      const params = dialect.parameters();
+      const rows = params.add(JSON.stringify(deliveries.map((d) => columns.row({ id: d.id, series: Number(d.series) }))));
+      return tx.query(
+        `UPDATE webhook_deliveries SET queued_at = NULL FROM ${dialect.jsonRows(rows, columns.types)}
+         WHERE webhook_deliveries.id = v.id AND webhook_deliveries.series = v.series`,
         params.values,
       );
     });
