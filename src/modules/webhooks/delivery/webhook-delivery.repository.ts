@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
-import { entityJsonColumns } from '../../../infra/database/sql-dialect.js';
+import { entityJsonColumns, type SqlParameters } from '../../../infra/database/sql-dialect.js';
 import { Transactions } from '../../../infra/database/transactions.js';
 import { WebhookDeliveryEntity } from '../webhook-delivery.entity.js';
 
@@ -58,6 +58,18 @@ export class WebhookDeliveryRepository {
     const rows = params.add(JSON.stringify(deliveries.map(columns.row)));
     const inserted: Array<{ id: string }> = await tx.query(`${dialect.insertJsonRowsIgnoringConflicts('webhook_deliveries', rows, columns.types)} RETURNING id`, params.values);
     return new Set(inserted.map((row) => row.id));
+  }
+
+  /**
+   * PostgreSQL: the INSERT of insertNew as a statement to put in a WITH clause (RETURNING left to the caller),
+   * taking only the rows `where` (over `v`) holds; its parameters are added to `params`.
+   */
+  insertNewStatement(manager: EntityManager, deliveries: Array<Partial<WebhookDeliveryEntity>>, params: SqlParameters, where: string): string {
+    const columns = entityJsonColumns(manager, WebhookDeliveryEntity, [...NEW_DELIVERY_COLUMNS]);
+    const rows = params.add(JSON.stringify(deliveries.map(columns.row)));
+    const names = Object.keys(columns.types);
+    return `INSERT INTO webhook_deliveries (${names.join(', ')})
+      SELECT ${names.map((name) => `v.${name}`).join(', ')} FROM ${this.transactions.dialect.jsonRows(rows, columns.types)} WHERE ${where} ON CONFLICT DO NOTHING`;
   }
 
   /** The oldest deliveries whose current series has no queue job yet. */
