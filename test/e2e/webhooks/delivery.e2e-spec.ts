@@ -6,6 +6,7 @@ import { getQueueToken } from '@nestjs/bullmq';
 import type { Queue } from 'bullmq';
 import { QUEUES } from '../../../src/infra/queue/queue-names.js';
 import { RETRY_DELAYS_MS } from '../../../src/modules/webhooks/delivery/delivery-schedule.js';
+import { FIRST_ATTEMPT_GUARD_MS } from '../../../src/modules/webhooks/delivery/delivery-queuer.js';
 import { WebhookEntity } from '../../../src/modules/webhooks/webhook.entity.js';
 import { createAccount, type TestAccount } from '../../support/accounts.js';
 import { startTestApp, type TestApp } from '../../support/test-app.js';
@@ -136,7 +137,8 @@ describe('webhook delivery', () => {
     await recordEvent(t.app, 'file.deleted', owner.accountId, { file: { id: 'file_2', name: 'old.txt', deleted_by: owner.userId, deleted_at: new Date().toISOString(), permanent: false } });
 
     // The schedule, exactly: after each failed attempt the job waits the configured delay (RETRY_DELAYS_MS,
-    // 5 s then 25 s), counted from the end of that attempt, and the next attempt comes no earlier.
+    // 5 s then 25 s), counted from the end of that attempt, and the next attempt comes no earlier. The first
+    // attempt is made straight after the relay, the others by the delivery's job.
     const queue = t.app.get<Queue>(getQueueToken(QUEUES.webhookDeliveries));
     const broken_ = (r: ReceivedDelivery[]) => at('broken')(r);
     for (const [step, delay] of RETRY_DELAYS_MS.entries()) {
@@ -144,7 +146,8 @@ describe('webhook delivery', () => {
       const deliveryId = attempt.headers['x-service-delivery-id'];
       const retry = await eventually(async () => {
         const job = (await queue.getJobs(['delayed'])).find((j) => j.data.deliveryId === deliveryId);
-        if (!job) return undefined;
+        // Until the first attempt is logged, its job waits as a guard (FIRST_ATTEMPT_GUARD_MS), not as the retry.
+        if (!job || job.delay === FIRST_ATTEMPT_GUARD_MS) return undefined;
         // BullMQ keeps a delayed job under its due time (in ms) times 0x1000.
         const score = Number(await (await queue.backend.client).zscore(queue.keys.delayed, job.id!));
         return { delay: job.delay, dueAt: Math.floor(score / 0x1000) };

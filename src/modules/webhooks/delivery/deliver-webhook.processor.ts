@@ -1,32 +1,49 @@
 import { Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { OnWorkerEvent, Processor, WorkerHost } from '@nestjs/bullmq';
-import { DelayedError, type Job } from 'bullmq';
-import { Clock } from '../../../common/clock.js';
+import { DelayedError, type Job, UnrecoverableError } from 'bullmq';
 import { AppConfig } from '../../../config/app-config.js';
-import { Metrics } from '../../../infra/observability/metrics.js';
 import { QUEUES } from '../../../infra/queue/queue-names.js';
 import { DELIVERY_BACKOFF, retryDelayMs } from './delivery-schedule.js';
-import { AttemptRecorder } from './attempt-recorder.js';
+import { DeliveryAttempts } from './delivery-attempts.js';
 import { DeliveryReader } from './delivery-reader.js';
-import { DeliveryTargets } from './delivery-targets.js';
-import { succeeded, WebhookSender } from './webhook-sender.js';
+import { FirstAttempts } from './first-attempts.js';
+import { succeeded } from './webhook-sender.js';
 import { WebhookSlots } from './webhook-slots.js';
 
-/** How long a job over its webhook's limit waits for a slot before it is turned away. */
-const SLOT_WAIT_MS = 50;
+/** A job early for its delivery's next attempt by more than this is put back until then. */
+const EARLY_TOLERANCE_MS = 50;
+/** How long a job waits when this process is making an attempt at its delivery already. */
+const BUSY_DELAY_MS = 1_000;
 
 export interface DeliveryJob {
   deliveryId: string;
   series: number;
+  /** Attempts the delivery had before this series (absent in jobs queued before it was added: then counted by BullMQ). */
+  attemptsBefore?: number;
+}
+
+/** A failed attempt with attempts left; BullMQ schedules the next one by the attempt's place in its series. */
+class AttemptFailed extends Error {
+  constructor(
+    message: string,
+    readonly attemptInSeries: number,
+  ) {
+    super(message);
+  }
 }
 
 /**
- * Delivers webhook events: one job per delivery series, three attempts on the 0/5/25 s schedule.
+ * Delivers webhook events: one job per delivery series, three attempts on the 0/5/25 s schedule. The
+ * first attempt of a new delivery is usually made by FirstAttempts before the job is due; the job then
+ * makes the others. Attempts are counted on the delivery row, so it does not matter who made them.
  * A job only ever acts on a delivery still pending in the same series, so a duplicate job (a replay
  * after a crash, two relays) cannot deliver twice what has already succeeded.
  */
 @Processor(QUEUES.webhookDeliveries, {
-  settings: { backoffStrategy: (attemptsMade: number, type?: string) => (type === DELIVERY_BACKOFF ? retryDelayMs(attemptsMade) : 0) },
+  settings: {
+    backoffStrategy: (attemptsMade: number, type?: string, error?: Error) =>
+      type === DELIVERY_BACKOFF ? retryDelayMs(error instanceof AttemptFailed ? error.attemptInSeries : attemptsMade) : 0,
+  },
   // A killed worker's jobs are picked up again within about 15 s; attempts still get their full 30 s (the lock is renewed).
   lockDuration: 10_000,
   stalledInterval: 5_000,
@@ -34,22 +51,16 @@ export interface DeliveryJob {
 })
 export class DeliverWebhookProcessor extends WorkerHost implements OnApplicationBootstrap {
   private readonly logger = new Logger('WebhookDelivery');
-  /** One webhook may use all but a quarter of the worker's slots; the rest stay free for the others. */
-  private readonly slots: WebhookSlots;
   private lastRedisWarning = 0;
 
   constructor(
     private readonly config: AppConfig,
-    private readonly recorder: AttemptRecorder,
-    private readonly sender: WebhookSender,
-    private readonly targets: DeliveryTargets,
-    private readonly metrics: Metrics,
+    private readonly attempts: DeliveryAttempts,
     private readonly reader: DeliveryReader,
-    private readonly clock: Clock,
+    private readonly slots: WebhookSlots,
+    private readonly firstAttempts: FirstAttempts,
   ) {
     super();
-    const concurrency = config.webhookDeliveryConcurrency;
-    this.slots = new WebhookSlots(Math.max(1, concurrency - Math.max(1, Math.floor(concurrency / 4))), SLOT_WAIT_MS);
   }
 
   onApplicationBootstrap(): void {
@@ -58,43 +69,39 @@ export class DeliverWebhookProcessor extends WorkerHost implements OnApplication
 
   async process(job: Job<DeliveryJob>, token?: string): Promise<string> {
     const { deliveryId, series } = job.data;
+    if (this.firstAttempts.isAttempting(deliveryId)) return this.postpone(job, Date.now() + BUSY_DELAY_MS, token);
     const delivery = await this.reader.read(deliveryId);
     if (!delivery || delivery.series !== series || delivery.status !== 'pending') return 'skipped';
+    // Queued by the sweep after a failed first attempt (its guard job was not in Redis): wait for the retry's time.
+    const due = delivery.nextAttemptAt?.getTime() ?? 0;
+    if (due > Date.now() + EARLY_TOLERANCE_MS) return this.postpone(job, due, token);
     const webhookId = delivery.webhookId;
 
     if (!(await this.slots.acquire(webhookId))) {
       // Step aside briefly (not counted as an attempt) and let other receivers use the slot.
-      await job.moveToDelayed(Date.now() + 100 + Math.floor(Math.random() * 100), token);
-      throw new DelayedError();
+      return this.postpone(job, Date.now() + 100 + Math.floor(Math.random() * 100), token);
     }
     let result;
     try {
-      const secrets = this.targets.signingSecrets(webhookId, delivery.webhook, this.clock.now());
-      result =
-        secrets === null
-          ? { startedAt: new Date(), durationMs: 0, responseStatus: null, error: 'the webhook secret cannot be decrypted (SECRETS_ENCRYPTION_KEY changed?)' }
-          : await this.sender.send({
-              url: delivery.webhook.url,
-              secrets,
-              deliveryId: delivery.id,
-              eventId: delivery.eventId,
-              webhookId,
-              event: delivery.event,
-              body: delivery.body,
-            });
+      result = await this.attempts.send(delivery);
     } finally {
       this.slots.release(webhookId);
     }
 
-    const attemptInSeries = job.attemptsMade + 1;
-    const recorded = await this.recorder.record({ delivery, attemptInSeries, result });
-    this.metrics.deliveryAttemptSeconds.observe(result.durationMs / 1000);
+    const attemptInSeries = job.data.attemptsBefore === undefined ? job.attemptsMade + 1 : delivery.attempts - job.data.attemptsBefore + 1;
+    const recorded = await this.attempts.record(delivery, attemptInSeries, result);
     if (!recorded.recorded) return 'superseded';
-    this.metrics.deliveries.inc({ outcome: recorded.status === 'pending' ? 'retrying' : (recorded.status as string) });
-    if (recorded.webhookDisabled) this.logger.warn({ webhookId }, 'Webhook deactivated: every delivery failed for 24 hours');
     if (succeeded(result)) return 'succeeded';
-    // Failing the job lets BullMQ schedule the next attempt with the webhook backoff (or give up after the third).
-    throw new Error(result.error ?? 'delivery failed');
+    const error = result.error ?? 'delivery failed';
+    // Failing the job lets BullMQ schedule the next attempt with the webhook backoff; after the last it gives up.
+    if (recorded.status !== 'pending') throw new UnrecoverableError(error);
+    throw new AttemptFailed(error, attemptInSeries);
+  }
+
+  /** Puts the job back until `at`, not counted as an attempt. */
+  private async postpone(job: Job<DeliveryJob>, at: number, token?: string): Promise<never> {
+    await job.moveToDelayed(at, token);
+    throw new DelayedError();
   }
 
   @OnWorkerEvent('error')

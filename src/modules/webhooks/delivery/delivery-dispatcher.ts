@@ -1,8 +1,9 @@
 import { Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { OutboxSignal } from '../../../infra/outbox/outbox-signal.js';
-import { DeliveryQueuer } from './delivery-queuer.js';
+import { DeliveryQueuer, type SeriesToQueue } from './delivery-queuer.js';
 import { DeliverySignal } from './delivery-signal.js';
-import { OutboxRelay } from './outbox-relay.js';
+import { FirstAttempts } from './first-attempts.js';
+import { OutboxRelay, type RelayPass } from './outbox-relay.js';
 
 const BATCH = 500;
 /** Only a safety net (a signal lost while Redis was away, rows written by hand): every commit wakes the relay. */
@@ -14,7 +15,8 @@ const STALE_CHECK_EVERY_MS = 30_000;
  *  1. relay (OutboxRelay): pending outbox rows become delivery rows, and are marked relayed;
  *  2. queue (DeliveryQueuer): the new delivery rows go to BullMQ in one addBulk, then are marked queued.
  * Step 2 runs beside the relay loop rather than inside it, so events committed while one addBulk is on its
- * way to Redis are relayed at once. A crash between any two steps leaves rows that a later sweep (in this
+ * way to Redis are relayed at once. Beside it, as far as free slots allow, the first attempt at each new
+ * delivery is made here at once (FirstAttempts), its job standing guard. A crash between any two steps leaves rows that a later sweep (in this
  * or another process) picks up: the sweep queues every delivery still unqueued, and runs on each poll
  * tick, after a delivery was created outside the relay (test event, redelivery), and after queueing failed.
  * While Redis is down, step 2 waits and deliveries accumulate in the database.
@@ -40,6 +42,7 @@ export class DeliveryDispatcher implements OnApplicationBootstrap, OnApplication
   constructor(
     private readonly relay: OutboxRelay,
     private readonly queuer: DeliveryQueuer,
+    private readonly firstAttempts: FirstAttempts,
     private readonly signal: DeliverySignal,
     private readonly outboxSignal: OutboxSignal,
   ) {}
@@ -78,7 +81,7 @@ export class DeliveryDispatcher implements OnApplicationBootstrap, OnApplication
       let more = false;
       try {
         const pass = await this.relay.relay(BATCH);
-        if (pass.deliveries.length > 0) this.queueInBackground(pass.deliveries);
+        if (pass.deliveries.length > 0) this.handOver(pass.deliveries);
         if (this.sweep) {
           this.sweep = false;
           more = (await this.queuer.queuePending(BATCH)) === BATCH;
@@ -101,19 +104,29 @@ export class DeliveryDispatcher implements OnApplicationBootstrap, OnApplication
     }
   }
 
-  /** Hands new deliveries to BullMQ without holding up the relay; what fails is left for the sweep. */
-  private queueInBackground(deliveries: Array<{ id: string; series: number }>): void {
-    const queued: Promise<void> = this.queuer
+  /** Queues the new deliveries and starts the first attempts the relay took slots for, neither holding up the relay. */
+  private handOver(deliveries: RelayPass['deliveries']): void {
+    const queued = this.queueInBackground(deliveries.map(({ id, series, attempts, firstAttemptHere }) => ({ id, series, attempts, firstAttemptHere })));
+    const firstAttempts = deliveries.filter((delivery) => delivery.firstAttemptHere);
+    if (firstAttempts.length > 0) this.firstAttempts.start(firstAttempts, queued);
+  }
+
+  /** Hands new deliveries to BullMQ without holding up the relay; what fails is left for the sweep. Answers whether they were queued. */
+  private queueInBackground(deliveries: SeriesToQueue[]): Promise<boolean> {
+    const queued: Promise<boolean> = this.queuer
       .queue(deliveries)
       .then((done) => {
         if (!done) this.sweep = true;
+        return done;
       })
       .catch((error: unknown) => {
         this.sweep = true;
         this.warn('Could not queue webhook deliveries; retrying', error);
-      })
-      .finally(() => this.queueing.delete(queued));
-    this.queueing.add(queued);
+        return false;
+      });
+    const settled = queued.then(() => undefined).finally(() => this.queueing.delete(settled));
+    this.queueing.add(settled);
+    return queued;
   }
 
   /** Answers true when woken, false when the time ran out. */

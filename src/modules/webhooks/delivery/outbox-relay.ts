@@ -2,10 +2,14 @@ import { Injectable } from '@nestjs/common';
 import { EventBus } from '@nestjs/cqrs';
 import { In, type QueryRunner } from 'typeorm';
 import { Clock } from '../../../common/clock.js';
+import type { SqlParameters } from '../../../infra/database/sql-dialect.js';
 import { Transactions } from '../../../infra/database/transactions.js';
 import { OutboxRelayedEvent, type RelayedOutboxEvent } from '../../../infra/outbox/outbox-relayed.event.js';
+import type { WebhookDeliveryEntity } from '../webhook-delivery.entity.js';
 import { WebhookEntity } from '../webhook.entity.js';
+import type { DeliveryToAttempt } from './delivery-reader.js';
 import { DeliveryTargets } from './delivery-targets.js';
+import { FirstAttempts } from './first-attempts.js';
 import { newDelivery } from './new-delivery.js';
 import { WebhookDeliveryRepository } from './webhook-delivery.repository.js';
 
@@ -17,10 +21,13 @@ interface OutboxRow {
   occurred_at: string;
 }
 
-/** What one relay pass did: outbox rows relayed, and the deliveries it created (not yet queued). */
+/**
+ * What one relay pass did: outbox rows relayed, and the deliveries it created (not yet queued), ready to
+ * attempt; those whose first attempt this process makes (FirstAttempts) hold a slot and are marked.
+ */
 export interface RelayPass {
   relayed: number;
-  deliveries: Array<{ id: string; series: number }>;
+  deliveries: Array<DeliveryToAttempt & { firstAttemptHere: boolean }>;
 }
 
 const NOTHING: RelayPass = { relayed: 0, deliveries: [] };
@@ -30,9 +37,10 @@ const NOTHING: RelayPass = { relayed: 0, deliveries: [] };
  * rows relayed, on a connection of its own on PostgreSQL. Everything it reads (outbox rows, webhooks)
  * is read outside any transaction, so on SQLite it does not wait for the write turn; the writes are one
  * short transaction taken ahead of waiting requests (`runFirst`): claim the rows (an UPDATE answering the
- * ids it changed), then insert the deliveries of the claimed rows only. A row read but claimed meanwhile by another process (or, on
- * SQLite, read from a transaction still open that then rolled back) is thus never delivered; (event,
- * webhook) is unique as well. After the commit, OutboxRelayedEvent lets other modules act on the batch.
+ * ids it changed), then insert the deliveries of the claimed rows only. A row read but claimed meanwhile by
+ * another process (or, on SQLite, read from a transaction still open that then rolled back) is thus never
+ * delivered; (event, webhook) is unique as well, and only deliveries actually inserted are answered. After
+ * the commit, OutboxRelayedEvent lets other modules act on the batch.
  */
 @Injectable()
 export class OutboxRelay {
@@ -42,6 +50,7 @@ export class OutboxRelay {
     private readonly targets: DeliveryTargets,
     private readonly deliveries: WebhookDeliveryRepository,
     private readonly events: EventBus,
+    private readonly firstAttempts: FirstAttempts,
   ) {}
 
   /** The relay's own connection (see Transactions.reserveConnection), taken at the first pass. */
@@ -74,30 +83,37 @@ export class OutboxRelay {
     };
     const now = this.clock.now();
     const parsed = events.map((event) => ({ row: event, data: JSON.parse(event.payload) as Record<string, unknown> }));
-    const deliveries = parsed.flatMap(({ row, data }) =>
+    const candidates = parsed.flatMap(({ row, data }) =>
       webhooks
         .filter((webhook) => webhook.accountId === row.account_id && webhook.subscribesTo(row.event))
         .flatMap((webhook) => {
           const secret = secretOf(webhook);
           if (secret === null) return [];
-          return [newDelivery(webhook, secret, { id: row.id, name: row.event, occurredAt: new Date(row.occurred_at), data }, now)];
+          return [toAttempt(newDelivery(webhook, secret, { id: row.id, name: row.event, occurredAt: new Date(row.occurred_at), data }, now), webhook)];
         }),
     );
 
-    const claimed = await this.transactions.runFirst(async (tx) => {
-      const ids = await this.claim(tx.queryRunner!, events.map((e) => e.id), now);
-      const created = deliveries.filter((delivery) => ids.has(delivery.eventId!));
-      await this.deliveries.insertNew(tx, created);
-      return { ids, created };
-    }, connection);
+    // Taken before the insert, so their rows go in as queued and no sweep (of any process) queues them meanwhile.
+    const firstAttempts = this.firstAttempts.take(candidates);
+    const rows = candidates.map((delivery) => ({ ...delivery, queuedAt: firstAttempts.has(delivery.id) ? now : null }));
+    const claimed = await this.claimAndInsert(connection, events.map((e) => e.id), rows, now)
+      .then(({ ids, inserted }) => ({ ids, created: candidates.filter((delivery) => inserted.has(delivery.id)) }))
+      .catch((error: unknown) => {
+        this.firstAttempts.release(candidates.filter((delivery) => firstAttempts.has(delivery.id)));
+        throw error;
+      });
+    const created = new Set(claimed.created.map((delivery) => delivery.id));
+    this.firstAttempts.release(candidates.filter((delivery) => firstAttempts.has(delivery.id) && !created.has(delivery.id)));
     if (claimed.ids.size === 0) return NOTHING;
 
     const relayed: RelayedOutboxEvent[] = parsed
       .filter(({ row }) => claimed.ids.has(row.id))
       .map(({ row, data }) => ({ id: row.id, name: row.event, accountId: row.account_id, data }));
     this.events.publish(new OutboxRelayedEvent(relayed));
-    // An (event, webhook) pair that already had its delivery was skipped by the insert; queueing its id is a no-op.
-    return { relayed: claimed.ids.size, deliveries: claimed.created.map((d) => ({ id: d.id!, series: d.series! })) };
+    return {
+      relayed: claimed.ids.size,
+      deliveries: claimed.created.map((delivery) => ({ ...delivery, firstAttemptHere: firstAttempts.has(delivery.id) })),
+    };
   }
 
   /** Gives the relay's connection back; called once the relay loop has stopped. */
@@ -107,18 +123,52 @@ export class OutboxRelay {
     await connection?.release();
   }
 
-  /** Marks these outbox rows relayed, each found by its primary key; answers the ids this statement changed. */
-  private async claim(runner: QueryRunner, ids: string[], now: Date): Promise<Set<string>> {
+  /**
+   * Marks these outbox rows relayed, each found by its primary key, and inserts the deliveries of the rows
+   * this call claimed; answers the ids of both. On PostgreSQL one statement (the claim and the insert as
+   * WITH clauses, atomic by themselves), so one round trip instead of four; on SQLite one short
+   * transaction, taken ahead of waiting requests.
+   */
+  private async claimAndInsert(
+    connection: QueryRunner,
+    eventIds: string[],
+    deliveries: Array<Partial<WebhookDeliveryEntity> & { eventId: string }>,
+    now: Date,
+  ): Promise<{ ids: Set<string>; inserted: Set<string> }> {
     const dialect = this.transactions.dialect;
-    const params = dialect.parameters();
-    // A structured result, because the drivers shape a plain UPDATE ... RETURNING answer differently.
-    const result = await runner.query(
-      `UPDATE outbox_events SET relayed_at = ${params.add(now.toISOString())}
-       WHERE id IN (SELECT value FROM ${dialect.jsonValues(params.add(JSON.stringify(ids)))}) AND ${dialect.notIndexed('relayed_at')} IS NULL
-       RETURNING id`,
-      params.values,
-      true,
-    );
-    return new Set((result.records as Array<{ id: string }>).map((r) => r.id));
+    if (dialect.writableCte) {
+      const params = dialect.parameters();
+      const claim = this.claimStatement(eventIds, now, params);
+      const insert = this.deliveries.insertNewStatement(connection.manager, deliveries, params, 'v.event_id IN (SELECT id FROM claimed)');
+      const rows: Array<{ kind: string; id: string }> = await connection.query(
+        `WITH claimed AS (${claim}), inserted AS (${insert} RETURNING id)
+         SELECT 'event' AS kind, id FROM claimed UNION ALL SELECT 'delivery' AS kind, id FROM inserted`,
+        params.values,
+      );
+      const idsOf = (kind: string) => new Set(rows.filter((row) => row.kind === kind).map((row) => row.id));
+      return { ids: idsOf('event'), inserted: idsOf('delivery') };
+    }
+    return this.transactions.runFirst(async (tx) => {
+      const params = dialect.parameters();
+      // A structured result, because the drivers shape a plain UPDATE ... RETURNING answer differently.
+      const result = await tx.queryRunner!.query(this.claimStatement(eventIds, now, params), params.values, true);
+      const ids = new Set((result.records as Array<{ id: string }>).map((r) => r.id));
+      const inserted = await this.deliveries.insertNew(tx, deliveries.filter((delivery) => ids.has(delivery.eventId)));
+      return { ids, inserted };
+    }, connection);
   }
+
+  /** Marks these outbox rows relayed, each found by its primary key, answering the ids it changed. */
+  private claimStatement(ids: string[], now: Date, params: SqlParameters): string {
+    const dialect = this.transactions.dialect;
+    return `UPDATE outbox_events SET relayed_at = ${params.add(now.toISOString())}
+       WHERE id IN (SELECT value FROM ${dialect.jsonValues(params.add(JSON.stringify(ids)))}) AND ${dialect.notIndexed('relayed_at')} IS NULL
+       RETURNING id`;
+  }
+}
+
+/** A delivery just created, with the webhook it was read with (its url and secrets as they are now). */
+function toAttempt(delivery: Partial<WebhookDeliveryEntity>, webhook: WebhookEntity): DeliveryToAttempt & Partial<WebhookDeliveryEntity> {
+  const { url, secretSealed, previousSecretSealed, previousSecretExpiresAt } = webhook;
+  return { ...(delivery as WebhookDeliveryEntity), webhook: { url, secretSealed, previousSecretSealed, previousSecretExpiresAt } };
 }

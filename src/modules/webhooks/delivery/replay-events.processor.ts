@@ -66,7 +66,7 @@ export class ReplayEventsProcessor extends WorkerHost {
             newDelivery(webhook, secret, { id: row.id, name: row.event, occurredAt: new Date(row.occurred_at), data: JSON.parse(row.payload) as unknown }, now, 'replay'),
           ),
         );
-        return { rows, inserted };
+        return { rows, inserted: inserted.size };
       });
       if (!batch) return { queued };
       queued += batch.inserted;

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
-import { entityJsonColumns } from '../../../infra/database/sql-dialect.js';
+import { entityJsonColumns, type SqlParameters } from '../../../infra/database/sql-dialect.js';
 import { Transactions } from '../../../infra/database/transactions.js';
 import { WebhookDeliveryEntity } from '../webhook-delivery.entity.js';
 
@@ -19,6 +19,7 @@ const NEW_DELIVERY_COLUMNS = [
   'createdAt',
   'nextAttemptAt',
   'attemptLog',
+  'queuedAt',
 ] as const satisfies Array<keyof WebhookDeliveryEntity>;
 
 /** The columns a finished attempt changes. */
@@ -47,23 +48,35 @@ export class WebhookDeliveryRepository {
 
   /**
    * Inserts new deliveries; one whose (event, webhook) already has its delivery (or, for a replay, a pending
-   * replay) is skipped. Answers how many were inserted.
+   * replay) is skipped. Answers the ids of those inserted.
    */
-  async insertNew(tx: EntityManager, deliveries: Array<Partial<WebhookDeliveryEntity>>): Promise<number> {
-    if (deliveries.length === 0) return 0;
+  async insertNew(tx: EntityManager, deliveries: Array<Partial<WebhookDeliveryEntity>>): Promise<Set<string>> {
+    if (deliveries.length === 0) return new Set();
     const dialect = this.transactions.dialect;
     const columns = entityJsonColumns(tx, WebhookDeliveryEntity, [...NEW_DELIVERY_COLUMNS]);
     const params = dialect.parameters();
     const rows = params.add(JSON.stringify(deliveries.map(columns.row)));
-    const inserted: unknown[] = await tx.query(`${dialect.insertJsonRowsIgnoringConflicts('webhook_deliveries', rows, columns.types)} RETURNING id`, params.values);
-    return inserted.length;
+    const inserted: Array<{ id: string }> = await tx.query(`${dialect.insertJsonRowsIgnoringConflicts('webhook_deliveries', rows, columns.types)} RETURNING id`, params.values);
+    return new Set(inserted.map((row) => row.id));
+  }
+
+  /**
+   * PostgreSQL: the INSERT of insertNew as a statement to put in a WITH clause (RETURNING left to the caller),
+   * taking only the rows `where` (over `v`) holds; its parameters are added to `params`.
+   */
+  insertNewStatement(manager: EntityManager, deliveries: Array<Partial<WebhookDeliveryEntity>>, params: SqlParameters, where: string): string {
+    const columns = entityJsonColumns(manager, WebhookDeliveryEntity, [...NEW_DELIVERY_COLUMNS]);
+    const rows = params.add(JSON.stringify(deliveries.map(columns.row)));
+    const names = Object.keys(columns.types);
+    return `INSERT INTO webhook_deliveries (${names.join(', ')})
+      SELECT ${names.map((name) => `v.${name}`).join(', ')} FROM ${this.transactions.dialect.jsonRows(rows, columns.types)} WHERE ${where} ON CONFLICT DO NOTHING`;
   }
 
   /** The oldest deliveries whose current series has no queue job yet. */
-  unqueued(limit: number): Promise<Array<{ id: string; series: number }>> {
+  unqueued(limit: number): Promise<Array<{ id: string; series: number; attempts: number }>> {
     // In order by idx_webhook_deliveries_unqueued; the status index would read and sort every pending delivery.
     return this.transactions.dataSource.query(
-      `SELECT id, series FROM webhook_deliveries WHERE queued_at IS NULL AND ${this.transactions.dialect.notIndexed('status')} = 'pending' ORDER BY created_at, id LIMIT ${limit}`,
+      `SELECT id, series, attempts FROM webhook_deliveries WHERE queued_at IS NULL AND ${this.transactions.dialect.notIndexed('status')} = 'pending' ORDER BY created_at, id LIMIT ${limit}`,
     );
   }
 
@@ -78,6 +91,21 @@ export class WebhookDeliveryRepository {
       return tx.query(
         `UPDATE webhook_deliveries SET queued_at = v.queued_at FROM ${dialect.jsonRows(rows, columns.types)}
          WHERE webhook_deliveries.id = v.id AND webhook_deliveries.series = v.series AND ${dialect.notIndexed('webhook_deliveries.queued_at')} IS NULL`,
+        params.values,
+      );
+    });
+  }
+
+  /** Marks these series as not queued, so the sweep queues them (their job could not be added). */
+  async markUnqueued(deliveries: Array<{ id: string; series: number }>): Promise<void> {
+    const dialect = this.transactions.dialect;
+    await this.transactions.runFirst((tx) => {
+      const columns = entityJsonColumns(tx, WebhookDeliveryEntity, ['id', 'series']);
+      const params = dialect.parameters();
+      const rows = params.add(JSON.stringify(deliveries.map((d) => columns.row({ id: d.id, series: Number(d.series) }))));
+      return tx.query(
+        `UPDATE webhook_deliveries SET queued_at = NULL FROM ${dialect.jsonRows(rows, columns.types)}
+         WHERE webhook_deliveries.id = v.id AND webhook_deliveries.series = v.series`,
         params.values,
       );
     });

@@ -1,16 +1,38 @@
 /**
- * Attempts in flight per webhook in this process, so one slow receiver cannot take every worker slot.
- * A job over the limit waits a moment for a slot of its webhook: a fast receiver frees one within
- * milliseconds, while a slow one keeps them all and its job is turned away (see the processor).
+ * Attempts in flight per webhook in this process (queue jobs and first attempts alike), so one slow
+ * receiver cannot take every slot. A job over the limit waits a moment for a slot of its webhook: a fast
+ * receiver frees one within milliseconds, while a slow one keeps them all and its job is turned away
+ * (see the processor). A first attempt never waits: without a free slot it is left to its queue job.
  */
+/** How long a job over its webhook's limit waits for a slot before it is turned away. */
+const SLOT_WAIT_MS = 50;
+
 export class WebhookSlots {
   private readonly inFlight = new Map<string, number>();
   private readonly waiting = new Map<string, Array<() => void>>();
+  private taken = 0;
 
   constructor(
     private readonly limit: number,
     private readonly maxWaitMs: number,
   ) {}
+
+  /** One webhook may use all but a quarter of the process's attempts in flight; the rest stay free for the others. */
+  static forConcurrency(concurrency: number): WebhookSlots {
+    return new WebhookSlots(Math.max(1, concurrency - Math.max(1, Math.floor(concurrency / 4))), SLOT_WAIT_MS);
+  }
+
+  /** Slots taken over all webhooks. */
+  get total(): number {
+    return this.taken;
+  }
+
+  /** Takes a slot of the webhook only if one is free now. */
+  tryAcquire(webhookId: string): boolean {
+    if ((this.inFlight.get(webhookId) ?? 0) >= this.limit) return false;
+    this.take(webhookId);
+    return true;
+  }
 
   /** Takes a slot of the webhook, waiting up to maxWaitMs for one; false when none came free. */
   async acquire(webhookId: string): Promise<boolean> {
@@ -19,11 +41,12 @@ export class WebhookSlots {
       const left = deadline - performance.now();
       if (left <= 0 || !(await this.released(webhookId, left))) return false;
     }
-    this.inFlight.set(webhookId, (this.inFlight.get(webhookId) ?? 0) + 1);
+    this.take(webhookId);
     return true;
   }
 
   release(webhookId: string): void {
+    this.taken--;
     const left = (this.inFlight.get(webhookId) ?? 1) - 1;
     if (left > 0) this.inFlight.set(webhookId, left);
     else this.inFlight.delete(webhookId);
@@ -31,6 +54,11 @@ export class WebhookSlots {
     const next = waiters?.shift();
     if (waiters && waiters.length === 0) this.waiting.delete(webhookId);
     next?.();
+  }
+
+  private take(webhookId: string): void {
+    this.inFlight.set(webhookId, (this.inFlight.get(webhookId) ?? 0) + 1);
+    this.taken++;
   }
 
   /** Resolves true when a slot of the webhook is released, false after `ms`. */
