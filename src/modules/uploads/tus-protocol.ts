@@ -2,6 +2,8 @@ import { HttpStatus, Injectable } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
 import { Server, type ServerOptions } from '@tus/server';
 import type { Request, Response } from 'express';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { NodeRequest, sendNodeResponse } from 'srvx/node';
 import type { Actor } from '../../common/auth/actor.js';
 import { ApiError, type ErrorCode, NotFound } from '../../common/errors/api-error.js';
 import { ApiExceptionFilter } from '../../common/http/api-exception.filter.js';
@@ -118,6 +120,11 @@ export class TusProtocol {
  * @tus/server answering every error with our JSON envelope: those that went through
  * onResponseError already are, and the few it answers by itself (a missing Tus-Resumable, an
  * invalid header) are wrapped here; either way the body is declared as JSON.
+ *
+ * It also leaves the request body to our store: @tus/server would turn the Node request into a web
+ * stream and back into a Node stream, which costs as much CPU as hashing the bytes (docs/bench.md,
+ * scenario 8). Without a body it hands the store an empty stream, and the store reads the request
+ * itself (tusRequestBody).
  */
 class EnvelopedTusServer extends Server {
   constructor(
@@ -125,6 +132,13 @@ class EnvelopedTusServer extends Server {
     private readonly renderError: (error: { status_code: number; body: string }) => { status_code: number; body: string },
   ) {
     super(options);
+  }
+
+  /** As Server.handle, with the same Node adapter (srvx), minus the body. */
+  override async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const request = new NodeRequest({ req, res });
+    Object.defineProperty(request, 'body', { value: null });
+    return sendNodeResponse(res, await this.handleWeb(request as unknown as globalThis.Request));
   }
 
   override async write(context: Parameters<Server['write']>[0], headers: Headers, status: number, body = ''): ReturnType<Server['write']> {

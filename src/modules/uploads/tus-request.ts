@@ -1,4 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { PassThrough, type Readable } from 'node:stream';
 import type { Request, Response } from 'express';
 import type { Actor } from '../../common/auth/actor.js';
 
@@ -20,4 +21,24 @@ export function tusActor(): Actor {
   const actor = tusRequests.getStore()?.actor;
   if (!actor) throw new Error('A tus hook ran outside an authenticated request');
   return actor;
+}
+
+/**
+ * The bytes of the current tus request, straight from the socket (TusProtocol hands @tus/server
+ * no body, see there). As @tus/server does with a body, a client that goes away ends it early
+ * instead of failing it: what arrived is stored, and the upload resumes from there.
+ */
+export function tusRequestBody(): Readable {
+  const request = tusRequests.getStore()?.request;
+  if (!request) throw new Error('A tus store write ran outside a tus request');
+  const body = new PassThrough();
+  const cut = () => {
+    request.unpipe(body);
+    body.end();
+  };
+  request.once('error', cut);
+  request.once('close', () => {
+    if (!request.complete) cut();
+  });
+  return request.pipe(body);
 }
