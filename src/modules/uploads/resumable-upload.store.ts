@@ -152,7 +152,8 @@ export class ResumableUploadStore extends DataStore {
       await this.forget(row.id, row);
       throw tooLarge;
     }
-    let held = (await this.transactions.run((tx) => tx.getRepository(UploadReservationEntity).findOneBy({ id: row.id })))?.bytes ?? 0;
+    // Where to start counting; holdQuota reads it again in its transaction before it changes it.
+    let held = (await this.transactions.dataSource.getRepository(UploadReservationEntity).findOneBy({ id: row.id }))?.bytes ?? 0;
     let size = offset;
     let refusal: ApiError | null = null;
     const meter = new Transform({
@@ -310,8 +311,9 @@ export class ResumableUploadRows implements KvStore<Upload> {
     private readonly expiryMs: number,
   ) {}
 
+  /** A read of one row needs no transaction (each PATCH reads its upload a few times; on PostgreSQL each transaction is three round trips). */
   find(id: string): Promise<ResumableUploadEntity | null> {
-    return this.transactions.run((tx) => tx.getRepository(ResumableUploadEntity).findOneBy({ id }));
+    return this.transactions.dataSource.getRepository(ResumableUploadEntity).findOneBy({ id });
   }
 
   async get(id: string): Promise<Upload | undefined> {
