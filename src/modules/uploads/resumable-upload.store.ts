@@ -14,7 +14,7 @@ import type { UploadBytes } from './bytes/upload-bytes.js';
 import { ResumableMd5 } from './resumable-md5.js';
 import { ResumableUploadPartEntity } from './resumable-upload-part.entity.js';
 import { ResumableUploadEntity } from './resumable-upload.entity.js';
-import { tusActor, tusRequestBody, tusRequests } from './tus-request.js';
+import { forgetRow, rememberedRow, tusActor, tusRequestBody, tusRequests } from './tus-request.js';
 import { parseUploadChecksum, verifiedChunk } from './upload-checksum.js';
 
 /** A deferred upload's reservation grows this far ahead of its bytes, so a large one costs few database round trips. */
@@ -221,6 +221,7 @@ export class ResumableUploadStore extends DataStore {
         if (!(await tryReserveStorage(tx, reservation.accountId, -excess))) return reservation.accountId;
         await tx.getRepository(UploadReservationEntity).update({ id }, { bytes: length, updatedAt: now });
       }
+      forgetRow(id);
       await tx.getRepository(ResumableUploadEntity).update({ id }, { length });
       return null;
     });
@@ -311,9 +312,9 @@ export class ResumableUploadRows implements KvStore<Upload> {
     private readonly expiryMs: number,
   ) {}
 
-  /** A read of one row needs no transaction (each PATCH reads its upload a few times; on PostgreSQL each transaction is three round trips). */
+  /** Read once per tus request (rememberedRow), and without a transaction: on PostgreSQL each round trip waits for the database. */
   find(id: string): Promise<ResumableUploadEntity | null> {
-    return this.transactions.dataSource.getRepository(ResumableUploadEntity).findOneBy({ id });
+    return rememberedRow(id, () => this.transactions.dataSource.getRepository(ResumableUploadEntity).findOneBy({ id }));
   }
 
   async get(id: string): Promise<Upload | undefined> {
@@ -324,6 +325,7 @@ export class ResumableUploadRows implements KvStore<Upload> {
   async set(): Promise<void> {}
 
   async delete(id: string): Promise<void> {
+    forgetRow(id);
     await this.transactions.run(async (tx) => {
       await tx.getRepository(ResumableUploadPartEntity).delete({ uploadId: id });
       await tx.getRepository(ResumableUploadEntity).delete({ id });
@@ -333,11 +335,13 @@ export class ResumableUploadRows implements KvStore<Upload> {
   /** After a PATCH: the idle expiry starts again, and the MD5 so far is saved (unless null: the saved one stays). */
   async progress(id: string, md5: ResumableMd5 | null): Promise<void> {
     const change = md5 ? { md5State: md5.offset > 0 ? md5.save() : null, md5Offset: md5.offset } : {};
+    forgetRow(id);
     await this.transactions.run((tx) => tx.getRepository(ResumableUploadEntity).update({ id }, { expiresAt: this.expiresFromNow(), ...change }));
   }
 
   /** On S3: the multipart upload that receives the bytes. */
   async recordStorageUpload(id: string, storageUploadId: string): Promise<void> {
+    forgetRow(id);
     await this.transactions.run((tx) => tx.getRepository(ResumableUploadEntity).update({ id }, { storageUploadId }));
   }
 

@@ -12,6 +12,8 @@ export interface TusRequest {
   actor: Actor | null;
   request: Request;
   response: Response;
+  /** Upload rows this request has read (ResumableUploadRows.find), until it changes them. */
+  rows?: Map<string, Promise<unknown>>;
 }
 
 export const tusRequests = new AsyncLocalStorage<TusRequest>();
@@ -41,4 +43,28 @@ export function tusRequestBody(): Readable {
     if (!request.complete) cut();
   });
   return request.pipe(body);
+}
+
+/**
+ * `read()` of the upload `id`, once per tus request: the reads that follow (@tus/server's getUpload,
+ * the file store's own, the store's write, all under the upload's lock, which keeps every other
+ * writer away) get the same answer until `forgetRow(id)`, which every change of the row calls.
+ * Outside a tus request (jobs, commands) it just reads.
+ */
+export function rememberedRow<T>(id: string, read: () => Promise<T>): Promise<T> {
+  const context = tusRequests.getStore();
+  if (!context) return read();
+  context.rows ??= new Map();
+  let row = context.rows.get(id) as Promise<T> | undefined;
+  if (!row) {
+    row = read();
+    context.rows.set(id, row);
+    row.catch(() => context.rows?.delete(id));
+  }
+  return row;
+}
+
+/** The row of `id` changed: the next read in this request goes to the database. */
+export function forgetRow(id: string): void {
+  tusRequests.getStore()?.rows?.delete(id);
 }
