@@ -1,5 +1,5 @@
 import { Readable, Transform } from 'node:stream';
-import { DataStore, ERRORS, type KvStore, Upload } from '@tus/utils';
+import { DataStore, ERRORS, type KvStore, StreamLimiter, Upload } from '@tus/utils';
 import { Clock } from '../../common/clock.js';
 import { ApiError, FileTooLarge } from '../../common/errors/api-error.js';
 import { Transactions } from '../../infra/database/transactions.js';
@@ -14,7 +14,7 @@ import type { UploadBytes } from './bytes/upload-bytes.js';
 import { ResumableMd5 } from './resumable-md5.js';
 import { ResumableUploadPartEntity } from './resumable-upload-part.entity.js';
 import { ResumableUploadEntity } from './resumable-upload.entity.js';
-import { tusActor, tusRequests } from './tus-request.js';
+import { forgetRow, rememberedRow, tusActor, tusRequestBody, tusRequests } from './tus-request.js';
 import { parseUploadChecksum, verifiedChunk } from './upload-checksum.js';
 
 /** A deferred upload's reservation grows this far ahead of its bytes, so a large one costs few database round trips. */
@@ -68,27 +68,45 @@ export class ResumableUploadStore extends DataStore {
     return this.bytes.getUpload(id);
   }
 
-  override async write(readable: Readable, id: string, offset: number): Promise<number> {
+  /** `placeholder` is @tus/server's empty body stream: the bytes come from the request itself (tusRequestBody). */
+  override async write(placeholder: Readable, id: string, offset: number): Promise<number> {
+    placeholder.resume();
     const row = await this.rows.find(id);
     if (!row) throw ERRORS.FILE_NOT_FOUND;
     if (row.fileId) {
-      readable.resume();
+      tusRequestBody().resume();
       return offset;
     }
+    const body = this.heldToLength(tusRequestBody(), row, offset);
     // Its idle expiry starts again when the PATCH ends (rows.progress); meanwhile the PATCH's lock keeps the expiry job away.
     const checksum = parseUploadChecksum(tusRequests.getStore()?.request.headers['upload-checksum']);
-    const chunk = checksum ? await verifiedChunk(readable, checksum) : null;
+    const chunk = checksum ? await verifiedChunk(body, checksum) : null;
     try {
-      return await this.append(chunk?.bytes ?? readable, row, offset);
+      return await this.append(chunk?.bytes ?? body, row, offset);
     } finally {
       await chunk?.discard();
     }
+  }
+
+  /**
+   * No more bytes than the upload's length leaves (413, @tus/server's own limit). Node already
+   * holds a body to its Content-Length, which @tus/server checked against the length; only a body
+   * without one (chunked) needs counting.
+   */
+  private heldToLength(readable: Readable, row: ResumableUploadEntity, offset: number): Readable {
+    if (row.length === null || tusRequests.getStore()?.request.headers['content-length'] !== undefined) return readable;
+    const limit = new StreamLimiter(row.length - offset);
+    readable.on('error', (error) => limit.destroy(error));
+    return readable.pipe(limit);
   }
 
   /** Stores the bytes at `offset`, hashing them on the way; an upload of unknown length is held to the plan and the quota as they stream. */
   private async append(readable: Readable, row: ResumableUploadEntity, offset: number): Promise<number> {
     const id = row.id;
     const md5 = await this.md5At(row, offset);
+    // Whatever cuts the bytes short (a limit) is what the client hears, rather than the store's failure to write them.
+    let cut: Error | null = null;
+    readable.once('error', (error) => (cut = error));
     const limit = row.length === null ? await this.deferredLimit(row, offset) : null;
     let source = limit ? readable.pipe(limit.meter) : readable;
     if (limit) readable.on('error', (error) => limit.meter.destroy(error));
@@ -112,7 +130,7 @@ export class ResumableUploadStore extends DataStore {
       // The stores report their own failure for a stream we cut; the client hears why we cut it.
       const refusal = limit?.refusal();
       if (refusal instanceof FileTooLarge) await this.forget(id);
-      throw refusal ?? error;
+      throw refusal ?? cut ?? error;
     } finally {
       // Saved only when it is the MD5 of exactly the bytes stored; otherwise the saved one stays (see md5At).
       await this.rows.progress(id, md5 && md5.offset === stored ? md5 : null);
@@ -134,7 +152,8 @@ export class ResumableUploadStore extends DataStore {
       await this.forget(row.id, row);
       throw tooLarge;
     }
-    let held = (await this.transactions.run((tx) => tx.getRepository(UploadReservationEntity).findOneBy({ id: row.id })))?.bytes ?? 0;
+    // Where to start counting; holdQuota reads it again in its transaction before it changes it.
+    let held = (await this.transactions.dataSource.getRepository(UploadReservationEntity).findOneBy({ id: row.id }))?.bytes ?? 0;
     let size = offset;
     let refusal: ApiError | null = null;
     const meter = new Transform({
@@ -202,6 +221,7 @@ export class ResumableUploadStore extends DataStore {
         if (!(await tryReserveStorage(tx, reservation.accountId, -excess))) return reservation.accountId;
         await tx.getRepository(UploadReservationEntity).update({ id }, { bytes: length, updatedAt: now });
       }
+      forgetRow(id);
       await tx.getRepository(ResumableUploadEntity).update({ id }, { length });
       return null;
     });
@@ -292,8 +312,9 @@ export class ResumableUploadRows implements KvStore<Upload> {
     private readonly expiryMs: number,
   ) {}
 
+  /** Read once per tus request (rememberedRow), and without a transaction: on PostgreSQL each round trip waits for the database. */
   find(id: string): Promise<ResumableUploadEntity | null> {
-    return this.transactions.run((tx) => tx.getRepository(ResumableUploadEntity).findOneBy({ id }));
+    return rememberedRow(id, () => this.transactions.dataSource.getRepository(ResumableUploadEntity).findOneBy({ id }));
   }
 
   async get(id: string): Promise<Upload | undefined> {
@@ -304,6 +325,7 @@ export class ResumableUploadRows implements KvStore<Upload> {
   async set(): Promise<void> {}
 
   async delete(id: string): Promise<void> {
+    forgetRow(id);
     await this.transactions.run(async (tx) => {
       await tx.getRepository(ResumableUploadPartEntity).delete({ uploadId: id });
       await tx.getRepository(ResumableUploadEntity).delete({ id });
@@ -313,11 +335,13 @@ export class ResumableUploadRows implements KvStore<Upload> {
   /** After a PATCH: the idle expiry starts again, and the MD5 so far is saved (unless null: the saved one stays). */
   async progress(id: string, md5: ResumableMd5 | null): Promise<void> {
     const change = md5 ? { md5State: md5.offset > 0 ? md5.save() : null, md5Offset: md5.offset } : {};
+    forgetRow(id);
     await this.transactions.run((tx) => tx.getRepository(ResumableUploadEntity).update({ id }, { expiresAt: this.expiresFromNow(), ...change }));
   }
 
   /** On S3: the multipart upload that receives the bytes. */
   async recordStorageUpload(id: string, storageUploadId: string): Promise<void> {
+    forgetRow(id);
     await this.transactions.run((tx) => tx.getRepository(ResumableUploadEntity).update({ id }, { storageUploadId }));
   }
 

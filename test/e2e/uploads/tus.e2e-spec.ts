@@ -301,6 +301,20 @@ describe.each(['local', 's3'] as const)('resumable uploads (tus 1.0) with tus-js
     expect(await storageOf(t.app, tight.accountId)).toMatchObject({ used: 3 * MiB, reserved: 0 });
   });
 
+  it('refuses a chunk without Content-Length that runs past the upload\'s length with 413, and resumes to the right MD5', async () => {
+    const content = randomBytes(2 * MiB);
+    const url = locationOf(await create(owner.auth, content.length));
+    const over = await streamingPatch(owner.auth, url, 0, 3 * MiB, content);
+    expect(over.status).toBe(413);
+    expect(over.body).toMatchObject({ error: { code: 'file_too_large' } });
+
+    const offset = Number((await head(owner.auth, url)).headers.get('upload-offset'));
+    expect(offset).toBeLessThan(content.length);
+    const rest = await patch(owner.auth, url, offset, content.subarray(offset));
+    expect(rest.status).toBe(204);
+    expect(await getFile(rest.headers.get('x-file-id')!)).toMatchObject({ size: content.length, md5_hash: md5(content) });
+  });
+
   it('counts a free plan\'s upload once, not per chunk: 80 chunks complete without a 429', async () => {
     const free = await createAccount(t.app, { plan: 'free' });
     const content = randomBytes(80 * 1024);

@@ -125,9 +125,9 @@ export class S3UploadBytes extends S3Store implements UploadBytes {
 
   /** The parts stored, numbered 1, 2, 3... without a gap (a part after a gap was cut off by a failure and is sent again). */
   protected override async retrieveParts(key: string): Promise<Part[]> {
-    const stored = await this.transactions.run((tx) =>
-      tx.getRepository(ResumableUploadPartEntity).find({ where: { uploadId: uploadIdOf(key) }, order: { partNumber: 'ASC' } }),
-    );
+    const stored = await this.transactions.dataSource
+      .getRepository(ResumableUploadPartEntity)
+      .find({ where: { uploadId: uploadIdOf(key) }, order: { partNumber: 'ASC' } });
     const parts: Part[] = [];
     for (const part of stored) {
       if (part.partNumber !== parts.length + 1) break;

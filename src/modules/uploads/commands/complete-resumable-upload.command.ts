@@ -8,6 +8,7 @@ import { UploadReservationEntity } from '../../files/upload/upload-reservation.e
 import { RedisUploadLocker } from '../redis-upload-locker.js';
 import { ResumableUploadEntity } from '../resumable-upload.entity.js';
 import { ResumableUploadStore } from '../resumable-upload.store.js';
+import { forgetRow } from '../tus-request.js';
 
 /** Answers the id of the file the upload became. */
 export class CompleteResumableUploadCommand extends Command<string> {
@@ -61,6 +62,7 @@ export class CompleteResumableUploadHandler implements ICommandHandler<CompleteR
   }
 
   private async recordFile(uploadId: string, fileId: string): Promise<string> {
+    forgetRow(uploadId);
     await this.transactions.run((tx) => tx.getRepository(ResumableUploadEntity).update({ id: uploadId }, { fileId }));
     return fileId;
   }
