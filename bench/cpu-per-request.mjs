@@ -1,9 +1,12 @@
 #!/usr/bin/env node
-// node bench/cpu-per-request.mjs [--db sqlite|postgres] [--files N] [--seconds S] [--connections C] [--query Q] [--cpu-prof DIR]
+// node bench/cpu-per-request.mjs [--db sqlite|postgres] [--files N] [--seconds S] [--connections C] [--query Q] [--cpu-prof DIR] [--gc]
 // CPU time the server process spends per GET /v1/files request: its user+system time (from /proc/<pid>/stat)
 // across an autocannon run, divided by the requests answered. With --cpu-prof the server writes a V8 CPU
-// profile to DIR when it stops. Linux only (/proc). Run it from a checkout's root against that checkout's dist/.
-import { readFileSync } from 'node:fs';
+// profile to DIR when it stops. With --gc it also counts the server's garbage collections during the run (minor
+// ones per 100 requests measure the garbage a request leaves with the 1 MiB semi-space of START_PROD_FLAGS).
+// Linux only (/proc). Run it from a checkout's root against that checkout's dist/.
+import { readFileSync, rmSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { createEnvironment, START_PROD_FLAGS } from './lib/environment.mjs';
 import { openDatabase } from './lib/database.mjs';
@@ -19,6 +22,7 @@ const { values: args } = parseArgs({
     connections: { type: 'string', default: '10' },
     query: { type: 'string', default: 'per_page=100&sort=name_asc' },
     'cpu-prof': { type: 'string' },
+    gc: { type: 'boolean', default: false },
   },
 });
 
@@ -38,13 +42,25 @@ try {
     await db.close();
   }
   const nodeFlags = args['cpu-prof'] ? [...START_PROD_FLAGS, '--cpu-prof', `--cpu-prof-dir=${args['cpu-prof']}`] : START_PROD_FLAGS;
-  const server = await environment.startServer({}, { nodeFlags });
+  const gcCountFile = `${environment.workDir}/gc-count.json`;
+  const server = args.gc
+    ? await environment.startServer({ GC_COUNT_FILE: gcCountFile }, { nodeFlags: [...nodeFlags, '--require', new URL('./lib/gc-count.cjs', import.meta.url).pathname] })
+    : await environment.startServer({}, { nodeFlags });
   const url = `${server.url}/v1/files?${args.query}`;
   const settings = { headers: account.auth, connections: Number(args.connections) };
   await load(url, { ...settings, duration: 3 }); // warm-up: JIT, caches
+  if (args.gc) process.kill(server.pid, 'SIGUSR2');
   const before = cpuMs(server.pid);
   const result = await load(url, { ...settings, duration: Number(args.seconds) });
   const spent = cpuMs(server.pid) - before;
+  let gc;
+  if (args.gc) {
+    process.kill(server.pid, 'SIGUSR2');
+    await sleep(1000);
+    const counts = JSON.parse(readFileSync(gcCountFile, 'utf8'));
+    rmSync(gcCountFile);
+    gc = { minorGcPer100Requests: Number(((100 * counts.minor) / result.requests).toFixed(2)), majorGcs: counts.major, gcMsPerRequest: Number((counts.ms / result.requests).toFixed(3)) };
+  }
   if (result.non2xx || result.errors) throw new Error(`${result.non2xx} non-2xx answers, ${result.errors} errors`);
   console.log(
     JSON.stringify({
@@ -56,6 +72,7 @@ try {
       p50: result.p50,
       p99: result.p99,
       cpuMsPerRequest: Number((spent / result.requests).toFixed(3)),
+      ...gc,
     }),
   );
   await server.stop();

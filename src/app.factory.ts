@@ -38,14 +38,16 @@ export async function createApp(config: AppConfig): Promise<NestExpressApplicati
   app.use(jsonBodyParser());
   applyHttpServerLimits(app.getHttpServer(), config);
   // API keys travel in a header, never in cookies, so any origin may call the API from a browser.
+  // Header lists joined once here, not by the cors middleware on every request.
   const cors = {
     origin: '*',
-    allowedHeaders: ['Authorization', 'Content-Type', 'Range', 'If-None-Match', 'If-Range', 'X-Request-Id', 'X-Share-Password', 'Idempotency-Key', ...TUS_REQUEST_HEADERS],
-    exposedHeaders: ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'Retry-After', 'X-Request-Id', 'ETag', 'Content-Range', 'Content-Disposition', 'Idempotent-Replayed', ...TUS_RESPONSE_HEADERS],
+    allowedHeaders: ['Authorization', 'Content-Type', 'Range', 'If-None-Match', 'If-Range', 'X-Request-Id', 'X-Share-Password', 'Idempotency-Key', ...TUS_REQUEST_HEADERS].join(','),
+    exposedHeaders: ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'Retry-After', 'X-Request-Id', 'ETag', 'Content-Range', 'Content-Disposition', 'Idempotent-Replayed', ...TUS_RESPONSE_HEADERS].join(','),
     maxAge: 600,
   };
+  const corsForTusDiscovery = { ...cors, preflightContinue: true };
   // A tus OPTIONS that is not a preflight is protocol discovery: it goes on to the uploads controller.
-  app.enableCors((req: Request, done) => done(null, { ...cors, preflightContinue: isTusDiscovery(req) }));
+  app.enableCors((req: Request, done) => done(null, isTusDiscovery(req) ? corsForTusDiscovery : cors));
   await app.get(DataSource).runMigrations({ transaction: 'each' });
 
   SwaggerModule.setup('docs', app, openApiDocument(app), {

@@ -3,6 +3,15 @@ import { ThrottlerStorage } from '@nestjs/throttler';
 import { Redis } from 'ioredis';
 import { AppConfig } from '../../config/app-config.js';
 
+/**
+ * One command per request (MULTI, INCR, PEXPIRE and EXEC were four). The key outlives its window by a few
+ * seconds: it names the window's start, and its expiry is set at the window's first request.
+ */
+const COUNT_IN_WINDOW = `
+local hits = redis.call('INCR', KEYS[1])
+if hits == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+return hits`;
+
 export interface WindowRecord {
   totalHits: number;
   timeToExpire: number;
@@ -32,8 +41,7 @@ export class RedisThrottlerStorage implements ThrottlerStorage {
     const redisKey = `${this.config.redisKeyPrefix}:ratelimit:${key}:${windowStart}`;
     let totalHits: number;
     try {
-      const results = await this.redis.multi().incr(redisKey).pexpire(redisKey, ttl + 5000).exec();
-      totalHits = Number(results?.[0]?.[1] ?? 0);
+      totalHits = Number(await this.redis.eval(COUNT_IN_WINDOW, 1, redisKey, String(ttl + 5000)));
     } catch (error) {
       // Fail open: an unreachable Redis must not take the API down with it.
       this.logger.warn({ err: error }, 'Rate-limit counter unavailable; request allowed');

@@ -16,10 +16,15 @@ import { FileEntity } from '../file.entity.js';
 import { nameKeyOf } from '../file-naming.js';
 import { nameSearchPlan } from '../name-search.js';
 import { liveShareExistsSql } from '../../shares/live-shares.js';
-import { ListingTotals } from './listing-totals.js';
+import { listingVersionExpression, ListingTotals, type ListingVersion } from './listing-totals.js';
 import { type Anchor, ANCHOR_STRIDE, PageAnchors, type PageStart } from './page-anchors.js';
 
 const SORT_COLUMNS = { created: 'f.created_at', modified: 'f.modified_at', name: 'f.name_key', size: 'f.size' } as const;
+/**
+ * Where a row's sort key is found: its own column, or for names the name key, selected as `sort_key`. Every
+ * column more costs allocation on every row of every page (better-sqlite3 grows each row's properties).
+ */
+const SORT_KEY_FIELDS = { created: 'created_at', modified: 'modified_at', name: 'sort_key', size: 'size' } as const;
 const FILE_COLUMNS = 'f.id, f.name, f.size, f.mime_type, f.category, f.folder_id, f.created_at, f.modified_at, f.thumbnail_key, f.md5, f.scan_status';
 
 export class ListFilesQuery extends Query<Page<FileResponse>> {
@@ -102,13 +107,6 @@ export class ListFilesHandler implements IQueryHandler<ListFilesQuery> {
       (request.type ? ` AND f.category = ${params.add(request.type)}` : '');
 
     const searchKey = request.search ? nameKeyOf(request.search) : '';
-    const total = await this.totals.total(actor.accountId, `${folderKey}\u0000${request.type ?? ''}\u0000${searchKey}`, async () => {
-      // COUNT(*) rather than COUNT(DISTINCT id): served from the listing indexes alone.
-      const params = this.dialect.parameters();
-      const rows: { count: string | number }[] = await this.files.query(`SELECT COUNT(*) AS count FROM ${search.from} WHERE ${filter(params)}`, params.values);
-      return Number(rows[0]?.count ?? 0);
-    });
-
     const [key, direction] = request.sort.split('_') as [keyof typeof SORT_COLUMNS, 'asc' | 'desc'];
     const order: KeysetOrder = { column: SORT_COLUMNS[key], id: 'f.id', descending: direction === 'desc' };
     const listing = `${folderKey}\u0000${request.type ?? ''}\u0000${searchKey}\u0000${request.sort}`;
@@ -122,19 +120,32 @@ export class ListFilesHandler implements IQueryHandler<ListFilesQuery> {
         });
     const params = this.dialect.parameters();
     const nowParameter = params.add(now.toISOString());
+    const versionSql = listingVersionExpression(params.add(actor.accountId));
     const page = pageOfIds(search.from, filter(params), order, start, window.limit, params);
-    // The page's ids first, from the index alone; then its rows, and is_shared for them only.
+    // The page's ids first, from the index alone; then its rows, and is_shared for them only. The listing
+    // version comes with them (one statement), so total_items costs nothing more while the files are unchanged.
     const sql =
-      `SELECT ${FILE_COLUMNS}, ${order.column} AS sort_key, CASE WHEN ${liveShareExistsSql('f.id', nowParameter)} THEN 1 ELSE 0 END AS is_shared ` +
-      `FROM (${page}) page JOIN files f ON f.id = page.id ORDER BY ${keysetOrderBy(order)}`;
-    const rows: (FileRow & { sort_key: string | number; is_shared: number | string })[] = await this.files.query(sql, params.values);
+      `SELECT ${FILE_COLUMNS}${key === 'name' ? `, ${order.column} AS sort_key` : ''}, CASE WHEN ${liveShareExistsSql('f.id', nowParameter)} THEN 1 ELSE 0 END AS is_shared, ` +
+      `${versionSql} AS listing_version FROM (${page}) page JOIN files f ON f.id = page.id ORDER BY ${keysetOrderBy(order)}`;
+    const rows: (FileRow & { sort_key?: string; is_shared: number | string; listing_version: ListingVersion })[] = await this.files.query(sql, params.values);
+    const countAll = async () => {
+      // COUNT(*) rather than COUNT(DISTINCT id): served from the listing indexes alone.
+      const countParams = this.dialect.parameters();
+      const counted: { count: string | number }[] = await this.files.query(`SELECT COUNT(*) AS count FROM ${search.from} WHERE ${filter(countParams)}`, countParams.values);
+      return Number(counted[0]?.count ?? 0);
+    };
+    const totalFilter = `${folderKey}\u0000${request.type ?? ''}\u0000${searchKey}`;
+    // An empty page carries no version: read it on its own.
+    const total = rows[0]
+      ? await this.totals.totalAt(rows[0].listing_version, actor.accountId, totalFilter, countAll)
+      : await this.totals.total(actor.accountId, totalFilter, countAll);
     return this.cursors.page(
       window,
       scope,
       rows,
       total,
       // PostgreSQL answers BIGINT sizes as strings.
-      (row) => [key === 'size' ? Number(row.sort_key) : row.sort_key, row.id],
+      (row) => [key === 'size' ? Number(row.size) : row[SORT_KEY_FIELDS[key]]!, row.id],
       (row) => FileResponse.fromRow(row, this.signer, now, { isShared: Number(row.is_shared) === 1 }),
     );
   }

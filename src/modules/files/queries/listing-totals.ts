@@ -17,8 +17,19 @@ const MAX_TOTALS = 10_000;
  * sort. PostgreSQL spreads it over several rows (migration 1764300000000), so it is their sum.
  */
 export function listingVersionSql(dataSource: DataSource): string {
-  return `SELECT SUM(version) AS version FROM file_listing_versions WHERE account_id = ${sqlDialect(dataSource).parameter(1)}`;
+  return `SELECT ${listingVersionExpression(sqlDialect(dataSource).parameter(1))} AS version`;
 }
+
+/**
+ * The listing version as a scalar subquery (evaluated once per statement), so a page and the version it
+ * belongs to are read in one statement: one round trip, and one snapshot on PostgreSQL.
+ */
+export function listingVersionExpression(accountIdSql: string): string {
+  return `(SELECT SUM(version) FROM file_listing_versions WHERE account_id = ${accountIdSql})`;
+}
+
+/** A listing version as read from the database (a string on PostgreSQL, whose SUM is numeric); null before the first file. */
+export type ListingVersion = string | number | null;
 
 @Injectable()
 export class ListingTotals {
@@ -36,8 +47,16 @@ export class ListingTotals {
    * request reads the new version anyway.
    */
   async total(accountId: string, filter: string, count: () => Promise<number>): Promise<number> {
-    const rows: { version: string | number }[] = await this.dataSource.query(this.versionSql, [accountId]);
-    const key = `${accountId}\u0000${rows[0]?.version ?? 0}\u0000${filter}`;
+    const rows: { version: ListingVersion }[] = await this.dataSource.query(this.versionSql, [accountId]);
+    return this.totalAt(rows[0]?.version ?? null, accountId, filter, count);
+  }
+
+  /**
+   * As `total`, for a version the caller read itself (listingVersionExpression) before or with what
+   * it lists: the count runs after, so it is never older than the version it is kept under.
+   */
+  async totalAt(version: ListingVersion, accountId: string, filter: string, count: () => Promise<number>): Promise<number> {
+    const key = `${accountId}\u0000${version ?? 0}\u0000${filter}`;
     const known = this.totals.get(key);
     if (known) {
       // Least recently used goes first: re-insert to move this one to the end.
