@@ -32,9 +32,15 @@ export class LocalBlobStorage extends BlobStorage {
 
   async write(key: string, source: Readable): Promise<void> {
     const path = this.path(key);
-    await mkdir(dirname(path), { recursive: true });
+    // The directory (tmp/ for uploads) nearly always exists: made only when the open says it is missing,
+    // so an upload costs no mkdir call.
+    const fd = await openFile(path, 'wx').catch(async (error: NodeJS.ErrnoException) => {
+      if (error.code !== 'ENOENT') throw error;
+      await mkdir(dirname(path), { recursive: true });
+      return openFile(path, 'wx');
+    });
     try {
-      await pipeline(source, createWriteStream(path, { flags: 'wx' }));
+      await pipeline(source, createWriteStream('', { fd, autoClose: true }));
     } catch (error) {
       await rm(path, { force: true });
       throw error;
