@@ -7,6 +7,7 @@ import { AppConfig } from '../../../config/app-config.js';
 import { entityJsonColumns } from '../../../infra/database/sql-dialect.js';
 import { Transactions } from '../../../infra/database/transactions.js';
 import { QUEUES } from '../../../infra/queue/queue-names.js';
+import { BlobPlacements } from '../../../infra/storage/blob-placements.js';
 import { blobKeys } from '../../../infra/storage/blob-storage.js';
 import { FileEntity } from '../../files/file.entity.js';
 import { FileMediaEntity } from '../file-media.entity.js';
@@ -15,8 +16,8 @@ import { mediaJobId, mediaJobOptions, thumbnailKind, versionOf, type MediaJobDat
 /**
  * Media work for a batch of uploads (the file.uploaded events of one outbox relay pass): the media rows of
  * the files' current versions start over in one statement, then every scan and thumbnail job goes to
- * Redis in one addBulk per queue. A file gone or already scheduled for its current version is left
- * as it is (its job ids are deterministic, so adding them again is a no-op).
+ * Redis in one addBulk per queue, once the files' blobs are in place. A file gone or already scheduled
+ * for its current version is left as it is (its job ids are deterministic, so adding them again is a no-op).
  */
 export class ScheduleUploadedMediaCommand extends Command<{ scans: number; thumbnails: number }> {
   constructor(readonly files: Array<{ fileId: string; accountId: string }>) {
@@ -30,6 +31,7 @@ export class ScheduleUploadedMediaHandler implements ICommandHandler<ScheduleUpl
     private readonly transactions: Transactions,
     private readonly clock: Clock,
     private readonly config: AppConfig,
+    private readonly placements: BlobPlacements,
     @InjectQueue(QUEUES.thumbnails) private readonly thumbnails: Queue<MediaJobData>,
     @InjectQueue(QUEUES.scans) private readonly scans: Queue<MediaJobData>,
   ) {}
@@ -73,6 +75,8 @@ export class ScheduleUploadedMediaHandler implements ICommandHandler<ScheduleUpl
     const retryDelay = this.config.media.retryDelayMs;
     const job = (file: FileEntity): MediaJobData => ({ fileId: file.id, accountId: file.accountId, blobKey: file.blobKey });
     const withThumbnails = files.filter((file) => thumbnailKind(file.mimeType) !== null);
+    // A job starts only once its bytes are at the final key: the relay can pass on file.uploaded before the upload moved them.
+    await this.placements.settled(files.map((file) => file.blobKey));
     // Enqueued after the commit; each is a no-op for a version whose job exists already.
     await Promise.all([
       withThumbnails.length > 0
