@@ -209,13 +209,15 @@ export class UploadReceiver {
   ): Promise<{ granted: number; againstReplaced: boolean }> {
     const attempts = [...(needed < RESERVATION_STEP ? [RESERVATION_STEP] : []), needed];
     return this.transactions.run(async (tx) => {
+      const reservation = () => tx.createQueryBuilder().update(UploadReservationEntity).where('id = :uploadId', { uploadId });
+      // The reservation row first, locked (the order release() takes too): if the upload was released meanwhile
+      // (its client went away while this waited), nothing may be added to the account that no row gives back.
+      const open = await reservation().set({ updatedAt: this.clock.now() }).execute();
+      if (!open.affected) throw new Error('The upload was released while it reserved more quota');
       const hold = async (bytes: number, credit: number) => {
         if (!(await tryReserveStorage(tx, accountId, bytes, credit))) return false;
-        await tx
-          .createQueryBuilder()
-          .update(UploadReservationEntity)
-          .set({ bytes: () => `bytes + ${bytes}`, updatedAt: this.clock.now() })
-          .where('id = :uploadId', { uploadId })
+        await reservation()
+          .set({ bytes: () => `bytes + ${bytes}` })
           .execute();
         return true;
       };
