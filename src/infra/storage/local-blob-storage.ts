@@ -34,14 +34,17 @@ export class LocalBlobStorage extends BlobStorage {
     const path = this.path(key);
     // The directory (tmp/ for uploads) nearly always exists: made only when the open says it is missing,
     // so an upload costs no mkdir call.
-    const fd = await openFile(path, 'wx').catch(async (error: NodeJS.ErrnoException) => {
-      if (error.code !== 'ENOENT') throw error;
-      await mkdir(dirname(path), { recursive: true });
-      return openFile(path, 'wx');
-    });
+    const open = () => openFile(path, 'wx');
     try {
+      const fd = await open().catch(async (error: NodeJS.ErrnoException) => {
+        if (error.code !== 'ENOENT') throw error;
+        await mkdir(dirname(path), { recursive: true });
+        return open();
+      });
       await pipeline(source, createWriteStream('', { fd, autoClose: true }));
     } catch (error) {
+      // Also when the open failed (a blob already there: a re-run thumbnail job): nothing is left at the key.
+      source.destroy(error as Error);
       await rm(path, { force: true });
       throw error;
     }

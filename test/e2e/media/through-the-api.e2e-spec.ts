@@ -7,7 +7,7 @@ import { hugeDeclaredPng, jpegImage, mp4Video, onePagePdf, pngImage } from '../.
 import type { TestApp } from '../../support/test-app.js';
 import { useTestApp } from '../../support/app-fixture.js';
 import { onTestServer, uploadOk } from '../../support/uploads.js';
-import { queued, settledJob, thumbnailsQueue } from './media-support.js';
+import { queued, scansQueue, settledJob, thumbnailsQueue } from './media-support.js';
 import { scanSettled } from '../../support/files.js';
 import { eventually } from '../../support/time.js';
 
@@ -31,6 +31,19 @@ describe('media work driven by the real routes', () => {
     expect(thumbnail.headers.get('content-type')).toBe('image/webp');
     expect(withThumbnail.scan_status).not.toBe('infected');
     await eventually(async () => (await fileRow(uploaded.id)).scanStatus !== 'pending', 20_000, 'the scan verdict');
+  });
+
+  it('concurrent uploads\' scan and thumbnail jobs find their bytes in place at the first attempt (none fails and retries)', async () => {
+    const png = await pngImage(64, 64);
+    const uploaded = await Promise.all(Array.from({ length: 12 }, (_, i) => uploadOk(t, owner.auth, png, { name: `burst-${i}.png` })));
+    for (const { id } of uploaded) {
+      const row = await fileRow(id);
+      for (const [queue, kind] of [[thumbnailsQueue(t.app), 'thumbnail'], [scansQueue(t.app), 'scan']] as const) {
+        const job = await settledJob(queue, kind, row);
+        expect(await job.getState(), `${kind} of ${id}`).toBe('completed');
+        expect(job.stacktrace, `${kind} of ${id}: no failed attempt`).toEqual([]);
+      }
+    }
   });
 
   it('a file trashed before its thumbnail was made gets one when POST /restore brings it back', async () => {
