@@ -44,7 +44,8 @@ export class LocalBlobStorage extends BlobStorage {
       await pipeline(source, createWriteStream('', { fd, autoClose: true }));
     } catch (error) {
       // Also when the open failed (a blob already there: a re-run thumbnail job): nothing is left at the key.
-      source.destroy(error as Error);
+      // Without the error: a source nobody listens to for 'error' must not crash the process.
+      source.destroy();
       await rm(path, { force: true });
       throw error;
     }
