@@ -143,8 +143,11 @@ export class UploadReceiver {
       // The source may have failed while the reservation was written (a multipart body cut short); its
       // 'error' is gone by now, and piping a destroyed stream would wait forever.
       if (source.destroyed && !source.readableEnded) meter.destroy(source.errored ?? new Error('The upload ended before its bytes were read'));
-      // A client that goes away mid-upload must not leave the write waiting forever.
-      signal?.addEventListener('abort', () => meter.destroy(new Error('The client aborted the upload')), { once: true });
+      // A client that goes away mid-upload must not leave the write waiting forever; also one that left while the
+      // reservation was written (its 'abort' is gone by now): the upload would hang, holding its reserved quota.
+      const clientGone = () => meter.destroy(new Error('The client aborted the upload'));
+      if (signal?.aborted) clientGone();
+      else signal?.addEventListener('abort', clientGone, { once: true });
       source.pipe(meter);
       await this.storage.write(tempKey, meter);
       const head = headChunks.length === 1 ? headChunks[0] : Buffer.concat(headChunks);
