@@ -178,7 +178,11 @@ describe('uploading files', () => {
     expect(second.created_at).toBe(first.created_at);
     expect(second.modified_at > first.modified_at).toBe(true);
     expect(second.md5_hash).toBe(createHash('md5').update('version two, longer').digest('hex'));
-    const blobsAfter = listBlobs(t, `files/${owner.accountId}/${first.id}`);
+    // The replaced bytes are deleted just after the answer.
+    const blobsAfter = await eventually(async () => {
+      const blobs = listBlobs(t, `files/${owner.accountId}/${first.id}`);
+      return blobs.length === 1 && blobs;
+    }, 20_000, 'the replaced blob to be deleted');
     expect(blobsAfter).toHaveLength(1);
     expect(blobsAfter[0]).not.toBe(blobsBefore[0]);
     expect((await account(owner.accountId)).storageUsed).toBe(usedBefore + 8);
