@@ -282,7 +282,10 @@ export class UploadReceiver {
       if (held?.fileId) return;
       await this.storage.delete(tempKey);
       await this.transactions.run(async (tx) => {
-        const reservation = await tx.getRepository(UploadReservationEntity).findOneBy({ id: uploadId });
+        // Locked: a reservation of more bytes still committing (the upload failed while it waited) is counted, not lost.
+        const reservation = await tx
+          .getRepository(UploadReservationEntity)
+          .findOne({ where: { id: uploadId }, ...this.transactions.dialect.lockForUpdate<UploadReservationEntity>() });
         if (!reservation || reservation.fileId) return;
         const removed = await tx.getRepository(UploadReservationEntity).delete({ id: uploadId });
         if (removed.affected && reservation.bytes > 0) {
