@@ -32,10 +32,20 @@ export class LocalBlobStorage extends BlobStorage {
 
   async write(key: string, source: Readable): Promise<void> {
     const path = this.path(key);
-    await mkdir(dirname(path), { recursive: true });
+    // The directory (tmp/ for uploads) nearly always exists: made only when the open says it is missing,
+    // so an upload costs no mkdir call.
+    const open = () => openFile(path, 'wx');
     try {
-      await pipeline(source, createWriteStream(path, { flags: 'wx' }));
+      const fd = await open().catch(async (error: NodeJS.ErrnoException) => {
+        if (error.code !== 'ENOENT') throw error;
+        await mkdir(dirname(path), { recursive: true });
+        return open();
+      });
+      await pipeline(source, createWriteStream('', { fd, autoClose: true }));
     } catch (error) {
+      // Also when the open failed (a blob already there: a re-run thumbnail job): nothing is left at the key.
+      // Without the error: a source nobody listens to for 'error' must not crash the process.
+      source.destroy();
       await rm(path, { force: true });
       throw error;
     }

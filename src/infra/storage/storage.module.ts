@@ -1,10 +1,11 @@
 import { Global, Module } from '@nestjs/common';
 import { AppConfig } from '../../config/app-config.js';
+import { BlobPlacements } from './blob-placements.js';
 import { BlobStorage } from './blob-storage.js';
 import { LocalBlobStorage } from './local-blob-storage.js';
 import { UrlSigner } from './url-signer.js';
 
-/** Blob storage chosen by STORAGE_DRIVER, and the signer for download and thumbnail URLs. */
+/** Blob storage chosen by STORAGE_DRIVER, the signer for download and thumbnail URLs, and the blobs still being placed. */
 @Global()
 @Module({
   providers: [
@@ -21,7 +22,8 @@ import { UrlSigner } from './url-signer.js';
       },
     },
     UrlSigner,
+    BlobPlacements,
   ],
-  exports: [BlobStorage, UrlSigner],
+  exports: [BlobStorage, UrlSigner, BlobPlacements],
 })
 export class StorageModule {}

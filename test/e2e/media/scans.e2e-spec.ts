@@ -4,6 +4,7 @@ import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AccountEntity } from '../../../src/modules/accounts/account.entity.js';
 import { GetFileMediaQuery } from '../../../src/modules/media/queries/get-file-media.query.js';
+import { mediaJobId } from '../../../src/modules/media/media-jobs.js';
 import { createAccount, type TestAccount } from '../../support/accounts.js';
 import { scanSettled, seedFile } from '../../support/files.js';
 import { eicar } from '../../support/media.js';
@@ -232,6 +233,16 @@ describe('without a virus scanner', () => {
     const job = await settledJob(scansQueue(t.app), 'scan', file);
     expect(job.returnvalue).toMatchObject({ outcome: 'recorded', scanStatus: 'skipped', note: expect.stringMatching(/no virus scanner is configured/) });
     expect((await reload(t.app, file.id))!.scanStatus).toBe('skipped');
+  });
+
+  it('marks an upload skipped, saying why, with its media row: no scan job is queued to open nothing', async () => {
+    const account = await createAccount(t.app);
+    const uploaded = await uploadOk(t, account.auth, eicar(), { name: 'unscanned.txt' });
+    const file = await scanSettled(t.app, uploaded.id);
+    expect(file.scanStatus).toBe('skipped');
+    const media = await t.app.get(QueryBus).execute(new GetFileMediaQuery(uploaded.id));
+    expect(media).toMatchObject({ scanStatus: 'skipped', scanNote: expect.stringMatching(/no virus scanner is configured/), scannedAt: expect.any(Date) });
+    expect(await scansQueue(t.app).getJob(mediaJobId('scan', uploaded.id, file.blobKey))).toBeFalsy();
   });
 
   it('reports the missing scanner in /health without failing it', async () => {

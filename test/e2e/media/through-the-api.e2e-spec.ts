@@ -1,13 +1,14 @@
 import { DataSource } from 'typeorm';
 import { describe, expect, it } from 'vitest';
 import { FileEntity } from '../../../src/modules/files/file.entity.js';
+import { mediaJobId } from '../../../src/modules/media/media-jobs.js';
 import type { TestAccount } from '../../support/accounts.js';
 import sharp from 'sharp';
 import { hugeDeclaredPng, jpegImage, mp4Video, onePagePdf, pngImage } from '../../support/media.js';
 import type { TestApp } from '../../support/test-app.js';
 import { useTestApp } from '../../support/app-fixture.js';
 import { onTestServer, uploadOk } from '../../support/uploads.js';
-import { queued, settledJob, thumbnailsQueue } from './media-support.js';
+import { queued, scansQueue, settledJob, thumbnailsQueue } from './media-support.js';
 import { scanSettled } from '../../support/files.js';
 import { eventually } from '../../support/time.js';
 
@@ -31,6 +32,21 @@ describe('media work driven by the real routes', () => {
     expect(thumbnail.headers.get('content-type')).toBe('image/webp');
     expect(withThumbnail.scan_status).not.toBe('infected');
     await eventually(async () => (await fileRow(uploaded.id)).scanStatus !== 'pending', 20_000, 'the scan verdict');
+  });
+
+  it('concurrent uploads\' scan and thumbnail jobs find their bytes in place at the first attempt (none fails and retries)', async () => {
+    const png = await pngImage(64, 64);
+    const uploaded = await Promise.all(Array.from({ length: 12 }, (_, i) => uploadOk(t, owner.auth, png, { name: `burst-${i}.png` })));
+    for (const { id } of uploaded) {
+      const row = await fileRow(id);
+      const thumbnail = await settledJob(thumbnailsQueue(t.app), 'thumbnail', row);
+      expect(await thumbnail.getState(), `thumbnail of ${id}`).toBe('completed');
+      expect(thumbnail.stacktrace, `thumbnail of ${id}: no failed attempt`).toEqual([]);
+      // Without a scanner the verdict (skipped) is recorded with the media row, and no scan job is queued.
+      expect((await scanSettled(t.app, id)).scanStatus).not.toBe('pending');
+      const scan = await scansQueue(t.app).getJob(mediaJobId('scan', id, row.blobKey));
+      if (scan) expect(scan.stacktrace, `scan of ${id}: no failed attempt`).toEqual([]);
+    }
   });
 
   it('a file trashed before its thumbnail was made gets one when POST /restore brings it back', async () => {

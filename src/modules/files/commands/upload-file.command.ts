@@ -6,6 +6,7 @@ import { InvalidRequest, NotFound, StorageExceeded } from '../../../common/error
 import { newId } from '../../../common/ids.js';
 import { Transactions } from '../../../infra/database/transactions.js';
 import { Outbox } from '../../../infra/outbox/outbox.js';
+import { BlobPlacements } from '../../../infra/storage/blob-placements.js';
 import { BlobStorage, blobKeys } from '../../../infra/storage/blob-storage.js';
 import { UrlSigner } from '../../../infra/storage/url-signer.js';
 import { FolderEntity } from '../../folders/folder.entity.js';
@@ -50,6 +51,7 @@ export class UploadFileHandler implements ICommandHandler<UploadFileCommand> {
     private readonly clock: Clock,
     private readonly instance: ServerInstance,
     private readonly finished: FinishedUploads,
+    private readonly placements: BlobPlacements,
   ) {}
 
   async execute({ actor, upload, name: requestedName, folderId, overwrite }: UploadFileCommand): Promise<FileResponse> {
@@ -58,6 +60,8 @@ export class UploadFileHandler implements ICommandHandler<UploadFileCommand> {
     const now = this.clock.now();
     // A new name is tried as it is; only when taken (a unique violation) is the folder looked at.
     let nameMayBeTaken = overwrite;
+    // The blob key of each attempt, registered before its COMMIT: jobs for it wait until the blob is in place.
+    const placing: Array<() => void> = [];
     const committed = await retryOnNameCollision(() =>
       this.transactions
         .run(async (tx) => {
@@ -113,6 +117,7 @@ export class UploadFileHandler implements ICommandHandler<UploadFileCommand> {
             // Every column is given: no read-back of defaults after the INSERT.
             await tx.createQueryBuilder().insert().into(FileEntity).values(file).updateEntity(false).execute();
           }
+          placing.push(this.placements.begin(file.blobKey));
           const obsoleteBlobKeys = replacedBlobs.length > 0 ? JSON.stringify(replacedBlobs) : null;
           await Outbox.record(tx, fileUploaded(file, now));
           if (upload.quotaAtCommit) {
@@ -155,12 +160,18 @@ export class UploadFileHandler implements ICommandHandler<UploadFileCommand> {
           throw error;
         }),
     ).catch(async (error: unknown) => {
+      for (const done of placing) done();
       // Rolled back; the refusal and its user.quota_exceeded event are recorded on their own.
       if (error instanceof DoesNotFit) throw await this.transactions.run((tx) => refuseOverQuota(tx, actor.accountId, upload.size, now));
       throw error;
     });
     const { file, replacedBlobs } = committed;
-    await this.storage.move(upload.tempKey, file.blobKey);
+    try {
+      await this.storage.move(upload.tempKey, file.blobKey);
+    } finally {
+      // Media jobs queued from file.uploaded wait for this (BlobPlacements); a failed move's row is the sweeper's.
+      for (const done of placing) done();
+    }
     this.finished.afterAnswer(upload.uploadId, replacedBlobs);
     return FileResponse.from(file, this.signer, now);
   }

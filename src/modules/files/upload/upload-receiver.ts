@@ -1,5 +1,6 @@
 import { Transform, type Readable, type TransformCallback } from 'node:stream';
 import { Injectable, Logger } from '@nestjs/common';
+import type { EntityManager } from 'typeorm';
 import type { Actor } from '../../../common/auth/actor.js';
 import { Clock } from '../../../common/clock.js';
 import { ApiError, StorageExceeded } from '../../../common/errors/api-error.js';
@@ -28,6 +29,9 @@ const RESERVATION_STEP = 8 * 1024 * 1024;
  * account row. Refused over quota, it has streamed at most this much to a temporary blob.
  */
 export const SMALL_UPLOAD_BYTES = 1024 * 1024;
+
+/** Rolls back a reservation row whose declared length the quota has no room for. */
+class NoRoomForDeclaredLength extends Error {}
 
 /** What a finished stream left in temporary storage. */
 export interface ReceivedUpload {
@@ -88,19 +92,12 @@ export class UploadReceiver {
     const tempKey = blobKeys.temp(uploadId);
     const now = this.clock.now();
     const quotaAtCommit = sizeHint !== undefined && sizeHint <= SMALL_UPLOAD_BYTES;
-    if (!quotaAtCommit) {
-      await this.transactions.run((tx) =>
-        tx
-          .getRepository(UploadReservationEntity)
-          .insert({ id: uploadId, accountId: actor.accountId, bytes: 0, tempKey, createdAt: now, updatedAt: now, instanceId: this.instance.id }),
-      );
-    }
+    let reserved = quotaAtCommit ? 0 : await this.openReservation(actor.accountId, uploadId, tempKey, sizeHint ?? 0, now);
     const sizeLimit = new UploadSizeLimit(actor.plan);
     const hash = this.hasher.start(quotaAtCommit ? sizeHint : undefined);
     const headChunks: Buffer[] = [];
     let headLength = 0;
     let size = 0;
-    let reserved = 0;
     let reservedAgainstReplaced = false;
     let refusal = null as ApiError | null;
 
@@ -118,7 +115,7 @@ export class UploadReceiver {
         }
         const passOn = () => {
           if (quotaAtCommit || size <= reserved) return callback(null, chunk);
-          this.reserveMore(actor.accountId, uploadId, size - reserved, reserved === 0 ? (sizeHint ?? 0) : 0, overwriteTarget?.() ?? null).then(
+          this.reserveMore(actor.accountId, uploadId, size - reserved, overwriteTarget?.() ?? null).then(
             ({ granted, againstReplaced }) => {
               if (granted === 0) {
                 refusal = new StorageExceeded(0, 0, size);
@@ -146,8 +143,11 @@ export class UploadReceiver {
       // The source may have failed while the reservation was written (a multipart body cut short); its
       // 'error' is gone by now, and piping a destroyed stream would wait forever.
       if (source.destroyed && !source.readableEnded) meter.destroy(source.errored ?? new Error('The upload ended before its bytes were read'));
-      // A client that goes away mid-upload must not leave the write waiting forever.
-      signal?.addEventListener('abort', () => meter.destroy(new Error('The client aborted the upload')), { once: true });
+      // A client that goes away mid-upload must not leave the write waiting forever; also one that left while the
+      // reservation was written (its 'abort' is gone by now): the upload would hang, holding its reserved quota.
+      const clientGone = () => meter.destroy(new Error('The client aborted the upload'));
+      if (signal?.aborted) clientGone();
+      else signal?.addEventListener('abort', clientGone, { once: true });
       source.pipe(meter);
       await this.storage.write(tempKey, meter);
       const head = headChunks.length === 1 ? headChunks[0] : Buffer.concat(headChunks);
@@ -165,6 +165,41 @@ export class UploadReceiver {
   }
 
   /**
+   * Writes the upload's reservation row before its bytes arrive, holding the whole declared length
+   * (Content-Length, an upper bound of the file) in the same transaction when the quota has room for it:
+   * then the upload needs no further round trip to the database until it commits. Answers the bytes held
+   * (0 when the length is unknown or does not fit: the upload then reserves step by step as bytes arrive,
+   * so of several concurrent uploads the ones that fit still succeed).
+   */
+  private async openReservation(accountId: string, uploadId: string, tempKey: string, declared: number, now: Date): Promise<number> {
+    const insert = (tx: EntityManager, bytes: number) =>
+      tx
+        .createQueryBuilder()
+        .insert()
+        .into(UploadReservationEntity)
+        .values({ id: uploadId, accountId, bytes, tempKey, createdAt: now, updatedAt: now, instanceId: this.instance.id, fileId: null, obsoleteBlobKeys: null })
+        // Every column is given: no read-back of defaults after the INSERT.
+        .updateEntity(false)
+        .execute();
+    if (declared > 0) {
+      const held = await this.transactions
+        .run(async (tx) => {
+          await insert(tx, declared);
+          // Last before COMMIT, so the account row is locked for one statement's length; no room rolls the row back.
+          if (!(await tryReserveStorage(tx, accountId, declared))) throw new NoRoomForDeclaredLength();
+          return declared;
+        })
+        .catch((error: unknown) => {
+          if (error instanceof NoRoomForDeclaredLength) return 0;
+          throw error;
+        });
+      if (held > 0) return held;
+    }
+    await this.transactions.run((tx) => insert(tx, 0));
+    return 0;
+  }
+
+  /**
    * Reserves at least `needed` more bytes: a step ahead when the quota allows, else exactly what is
    * needed (so an upload that exactly fills the quota succeeds). 0 when even that does not fit.
    * When the quota is full and the upload overwrites a file, the bytes that file frees count as room.
@@ -173,18 +208,19 @@ export class UploadReceiver {
     accountId: string,
     uploadId: string,
     needed: number,
-    whole: number,
     overwriteTarget: OverwriteTarget | null,
   ): Promise<{ granted: number; againstReplaced: boolean }> {
-    const attempts = [...(whole > needed ? [whole] : []), ...(needed < RESERVATION_STEP && whole < RESERVATION_STEP ? [RESERVATION_STEP] : []), needed];
+    const attempts = [...(needed < RESERVATION_STEP ? [RESERVATION_STEP] : []), needed];
     return this.transactions.run(async (tx) => {
+      const reservation = () => tx.createQueryBuilder().update(UploadReservationEntity).where('id = :uploadId', { uploadId });
+      // The reservation row first, locked (the order release() takes too): if the upload was released meanwhile
+      // (its client went away while this waited), nothing may be added to the account that no row gives back.
+      const open = await reservation().set({ updatedAt: this.clock.now() }).execute();
+      if (!open.affected) throw new Error('The upload was released while it reserved more quota');
       const hold = async (bytes: number, credit: number) => {
         if (!(await tryReserveStorage(tx, accountId, bytes, credit))) return false;
-        await tx
-          .createQueryBuilder()
-          .update(UploadReservationEntity)
-          .set({ bytes: () => `bytes + ${bytes}`, updatedAt: this.clock.now() })
-          .where('id = :uploadId', { uploadId })
+        await reservation()
+          .set({ bytes: () => `bytes + ${bytes}` })
           .execute();
         return true;
       };
@@ -246,7 +282,10 @@ export class UploadReceiver {
       if (held?.fileId) return;
       await this.storage.delete(tempKey);
       await this.transactions.run(async (tx) => {
-        const reservation = await tx.getRepository(UploadReservationEntity).findOneBy({ id: uploadId });
+        // Locked: a reservation of more bytes still committing (the upload failed while it waited) is counted, not lost.
+        const reservation = await tx
+          .getRepository(UploadReservationEntity)
+          .findOne({ where: { id: uploadId }, ...this.transactions.dialect.lockForUpdate<UploadReservationEntity>() });
         if (!reservation || reservation.fileId) return;
         const removed = await tx.getRepository(UploadReservationEntity).delete({ id: uploadId });
         if (removed.affected && reservation.bytes > 0) {

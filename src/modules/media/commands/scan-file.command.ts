@@ -37,25 +37,12 @@ export class ScanFileHandler implements ICommandHandler<ScanFileCommand> {
 
   async execute({ job }: ScanFileCommand): Promise<ScanOutcome> {
     const { fileId, blobKey } = job;
-    const file = await this.transactions.dataSource.getRepository(FileEntity).findOneBy({ id: fileId });
+    const file = await this.transactions.dataSource.getRepository(FileEntity).findOne({ select: { id: true, blobKey: true, size: true }, where: { id: fileId } });
     if (!file) return { outcome: 'discarded', reason: 'the file was deleted' };
     if (file.blobKey !== blobKey) return { outcome: 'discarded', reason: 'the file was overwritten with newer content' };
 
-    let verdict: ScanVerdict;
-    try {
-      const content = await this.storage.read(blobKey);
-      try {
-        verdict = await this.scanner.scan(content, file.size);
-      } finally {
-        // A scanner that skips a file never reads it: close what was opened either way.
-        content.destroy();
-      }
-    } catch (error) {
-      // Bytes deleted under us mean the file went away; other storage and scanner errors are worth a retry.
-      const current = await this.transactions.dataSource.getRepository(FileEntity).findOneBy({ id: fileId });
-      if (!current || current.blobKey !== blobKey) return { outcome: 'discarded', reason: 'the file was deleted or overwritten during the scan' };
-      throw error;
-    }
+    const verdict = this.scanner.verdictWithoutBytes(file.size) ?? (await this.scanBytes(fileId, blobKey, file.size));
+    if (!verdict) return { outcome: 'discarded', reason: 'the file was deleted or overwritten during the scan' };
     const now = this.clock.now();
     const threat = verdict.result === 'infected' ? verdict.threat : null;
     const note = verdict.result === 'skipped' ? verdict.reason : null;
@@ -71,5 +58,24 @@ export class ScanFileHandler implements ICommandHandler<ScanFileCommand> {
 
     if (threat) this.logger.warn({ fileId, accountId: job.accountId, threat }, 'Infected file quarantined');
     return { outcome: 'recorded', scanStatus: verdict.result, ...(threat ? { threat } : {}), ...(note ? { note } : {}) };
+  }
+
+  /** The scanner's verdict on the stored bytes; null when the file went away meanwhile. */
+  private async scanBytes(fileId: string, blobKey: string, size: number): Promise<ScanVerdict | null> {
+    try {
+      // Read up to the known size: buffers sized to the file, no extra read for the end.
+      const content = await this.storage.read(blobKey, size > 0 ? { start: 0, end: size - 1 } : undefined);
+      try {
+        return await this.scanner.scan(content, size);
+      } finally {
+        // A scanner that skips a file never reads it: close what was opened either way.
+        content.destroy();
+      }
+    } catch (error) {
+      // Bytes deleted under us mean the file went away; other storage and scanner errors are worth a retry.
+      const current = await this.transactions.dataSource.getRepository(FileEntity).findOneBy({ id: fileId });
+      if (!current || current.blobKey !== blobKey) return null;
+      throw error;
+    }
   }
 }

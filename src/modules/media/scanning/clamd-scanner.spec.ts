@@ -85,6 +85,10 @@ describe('ClamdScanner (INSTREAM)', () => {
     expect(verdict).toMatchObject({ result: 'skipped', reason: expect.stringMatching(/CLAMAV_MAX_STREAM_BYTES/) });
     expect(connections).toBe(0);
     expect(content.destroyed).toBe(true);
+    // The scan job asks first, so such a file's blob is not even opened.
+    const scanner = new ClamdScanner({ host: '127.0.0.1', port }, 5000, 1000);
+    expect(scanner.verdictWithoutBytes(2000)).toEqual(verdict);
+    expect(scanner.verdictWithoutBytes(1000)).toBeNull();
   });
 
   it('reads a connection reset mid-stream by a clamd that still answers PING as its size limit', async () => {

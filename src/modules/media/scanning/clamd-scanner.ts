@@ -28,10 +28,17 @@ export class ClamdScanner extends VirusScanner {
     return 'socket' in this.address ? `unix:${this.address.socket}` : `tcp://${this.address.host}:${this.address.port}`;
   }
 
+  override verdictWithoutBytes(size: number): ScanVerdict | null {
+    return size > this.maxStreamBytes
+      ? { result: 'skipped', reason: `the file (${size} bytes) is larger than the scanner accepts (CLAMAV_MAX_STREAM_BYTES, clamd's StreamMaxLength)` }
+      : null;
+  }
+
   async scan(content: Readable, size: number): Promise<ScanVerdict> {
-    if (size > this.maxStreamBytes) {
+    const skipped = this.verdictWithoutBytes(size);
+    if (skipped) {
       content.destroy();
-      return { result: 'skipped', reason: `the file (${size} bytes) is larger than the scanner accepts (CLAMAV_MAX_STREAM_BYTES, clamd's StreamMaxLength)` };
+      return skipped;
     }
     let socket: Socket | undefined;
     let sent = 0;

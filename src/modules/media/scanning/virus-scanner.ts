@@ -29,6 +29,10 @@ export abstract class VirusScanner {
    */
   abstract scan(content: Readable, size: number): Promise<ScanVerdict>;
   abstract check(): Promise<ScannerHealth>;
+  /** The verdict when it needs no bytes (no scanner, a file larger than it takes), so the blob is not opened at all; else null. */
+  verdictWithoutBytes(_size: number): ScanVerdict | null {
+    return null;
+  }
 }
 
 /** The scanner could not give an answer this time (unreachable, timed out, errored): the job retries. */
@@ -51,6 +55,10 @@ export class UnconfiguredVirusScanner extends VirusScanner {
 
   async scan(content: Readable): Promise<ScanVerdict> {
     content.destroy();
+    return { result: 'skipped', reason: this.reason };
+  }
+
+  override verdictWithoutBytes(): ScanVerdict {
     return { result: 'skipped', reason: this.reason };
   }
 
