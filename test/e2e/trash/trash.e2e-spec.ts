@@ -226,7 +226,8 @@ describe('delete, restore and the trash', () => {
 
 describe('the purge', () => {
   it('runs from the CLI: `trash purge` prints {purged, freed_bytes} and leaves unexpired files alone', async () => {
-    const t = await startTestApp({ TRASH_RETENTION_DAYS: '0.00001' });
+    // The server's own schedule (every ten minutes by default) must not purge the file first: once a year here.
+    const t = await startTestApp({ TRASH_RETENTION_DAYS: '0.00001', TRASH_PURGE_CRON: '0 0 1 1 *' });
     try {
       const acct = await createAccount(t.app);
       const doomed = await uploadOk(t, acct.auth, '12345', { name: 'doomed.txt' });
