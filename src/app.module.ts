@@ -97,12 +97,11 @@ export class AppModule {
     };
   }
 
-  /** The command line: the same domain modules without HTTP concerns, schedulers or queue workers. */
-  static forCli(config: AppConfig, cliProviders: Type[]): DynamicModule {
+  /** An operator's context (tests reading and writing like another process would): the domain modules without HTTP concerns, schedulers or queue workers. */
+  static forOperatorContext(config: AppConfig): DynamicModule {
     return {
       module: AppModule,
       imports: [CoreModule.register(config), StorageModule, ScanningModule, ...DOMAIN_MODULES],
-      providers: cliProviders,
     };
   }
 }

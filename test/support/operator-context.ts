@@ -9,5 +9,5 @@ import { loadConfig } from '../../src/config/app-config.js';
  * context, while the server under test runs as a separate process.
  */
 export function startOperatorContext(env: Record<string, string>): Promise<INestApplicationContext> {
-  return NestFactory.createApplicationContext(AppModule.forCli(loadConfig(env), []), { logger: false });
+  return NestFactory.createApplicationContext(AppModule.forOperatorContext(loadConfig(env)), { logger: false });
 }

@@ -1,9 +1,6 @@
 import type { INestApplicationContext } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
 import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AppModule } from '../../../src/app.module.js';
-import { loadConfig } from '../../../src/config/app-config.js';
 import { Transactions } from '../../../src/infra/database/transactions.js';
 import { domainEvent, Outbox } from '../../../src/infra/outbox/outbox.js';
 import { createAccount, type TestAccount } from '../../support/accounts.js';
@@ -11,6 +8,7 @@ import { type FeedEvent, readFeed } from '../../support/events.js';
 import { type ServerProcess, startServerProcess } from '../../support/processes.js';
 import { createTestEnvironment, TEST_DB, type TestEnvironment } from '../../support/test-app.js';
 import { eventually, sleep } from '../../support/time.js';
+import { startOperatorContext } from '../../support/operator-context.js';
 
 const FOLDERS_PER_SERVER = 60;
 const HELD_TRANSACTIONS = 12;
@@ -26,7 +24,7 @@ describe('event feed under concurrent writers in two server processes (built ser
     // Migrations run as the first server starts; the test then writes and reads the database from its own context.
     servers.push(await startServerProcess(environment.env, undefined, 90_000));
     servers.push(await startServerProcess(environment.env, undefined, 90_000));
-    context = await NestFactory.createApplicationContext(AppModule.forCli(loadConfig(environment.env), []), { logger: false });
+    context = await startOperatorContext(environment.env);
     owner = await createAccount(context);
   }, 200_000);
   afterAll(async () => {

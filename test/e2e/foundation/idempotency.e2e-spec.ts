@@ -1,8 +1,6 @@
-import { NestFactory } from '@nestjs/core';
 import type { INestApplicationContext } from '@nestjs/common';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AppModule } from '../../../src/app.module.js';
 import type { Redis } from 'ioredis';
 import { idempotencyRecordKey } from '../../../src/common/idempotency/idempotency.interceptor.js';
 import { loadConfig } from '../../../src/config/app-config.js';
@@ -12,6 +10,7 @@ import { freePort, type ServerProcess, startServerProcess } from '../../support/
 import { createTestEnvironment, type TestEnvironment } from '../../support/test-app.js';
 import { eventually } from '../../support/time.js';
 import { rawUpload, upload } from '../../support/uploads.js';
+import { startOperatorContext } from '../../support/operator-context.js';
 
 const MiB = 1024 * 1024;
 
@@ -26,7 +25,7 @@ describe('Idempotency-Key on POST, across two server processes', () => {
     environment = await createTestEnvironment();
     first = await startServerProcess(environment.env, await freePort());
     second = await startServerProcess(environment.env, await freePort());
-    context = await NestFactory.createApplicationContext(AppModule.forCli(loadConfig(environment.env), []), { logger: false });
+    context = await startOperatorContext(environment.env);
     owner = await createAccount(context);
   });
   afterAll(async () => {

@@ -1,9 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { INestApplicationContext } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AppModule } from '../../../src/app.module.js';
-import { loadConfig } from '../../../src/config/app-config.js';
 import { DataSource } from 'typeorm';
 import { ResumableUploadEntity } from '../../../src/modules/uploads/resumable-upload.entity.js';
 import { createAccount, type TestAccount } from '../../support/accounts.js';
@@ -12,6 +9,7 @@ import { freePort, type ServerProcess, startServerProcess } from '../../support/
 import { startS3, type TestS3 } from '../../support/s3.js';
 import { createTestEnvironment, type TestEnvironment } from '../../support/test-app.js';
 import { tusUpload, tusUploadUntil } from '../../support/tus.js';
+import { startOperatorContext } from '../../support/operator-context.js';
 
 const MiB = 1024 * 1024;
 const md5 = (content: Buffer) => createHash('md5').update(content).digest('hex');
@@ -39,7 +37,7 @@ describe.each(['local', 's3'] as const)('resumable uploads across server process
     environment = await createTestEnvironment({ INSTANCE_HEARTBEAT_MS: '300', ...(s3 ? s3.env() : {}) });
     // Migrations run as the first server starts; the test then reads the database from its own context.
     await start();
-    context = await NestFactory.createApplicationContext(AppModule.forCli(loadConfig(environment.env), []), { logger: false });
+    context = await startOperatorContext(environment.env);
     owner = await createAccount(context);
   });
   afterAll(async () => {
