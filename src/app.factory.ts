@@ -9,6 +9,7 @@ import { AppModule } from './app.module.js';
 import { API_VERSION, completeOpenApiDocument } from './common/http/openapi.js';
 import { documentJsonBodyLimits, jsonBodyParser } from './common/http/request-body.js';
 import { applyHttpServerLimits } from './common/http/http-server-limits.js';
+import { requestIdMiddleware } from './common/http/request-id.js';
 import { type AppConfig, loadConfig } from './config/app-config.js';
 import { isTusDiscovery, TUS_REQUEST_HEADERS, TUS_RESPONSE_HEADERS } from './modules/uploads/tus-protocol.js';
 
@@ -35,6 +36,8 @@ export async function createApp(config: AppConfig): Promise<NestExpressApplicati
   // No weak ETags on JSON answers: ETag is the MD5 of a file's content, sent by downloads only.
   app.set('etag', false);
   app.set('trust proxy', config.trustProxy);
+  // Before the body parser, so a body that cannot be parsed is still answered with its request id.
+  app.use(requestIdMiddleware);
   app.use(jsonBodyParser());
   applyHttpServerLimits(app.getHttpServer(), config);
   // API keys travel in a header, never in cookies, so any origin may call the API from a browser.

@@ -1,10 +1,10 @@
 import { DynamicModule, Global, Module } from '@nestjs/common';
 import { CqrsModule } from '@nestjs/cqrs';
 import { TypeOrmModule } from '@nestjs/typeorm';
-import { randomUUID } from 'node:crypto';
 import { LoggerModule } from 'nestjs-pino';
 import { Clock } from '../common/clock.js';
 import { ListCursors } from '../common/http/list-cursor.js';
+import { assignRequestId } from '../common/http/request-id.js';
 import { AppConfig } from '../config/app-config.js';
 import { dataSourceOptions } from './database/data-source-options.js';
 import { ServerInstance } from './instances/server-instance.js';
@@ -15,8 +15,6 @@ import { OutboxSignal } from './outbox/outbox-signal.js';
 import { Transactions } from './database/transactions.js';
 import { WalCheckpointer } from './database/wal-checkpointer.js';
 import { RedisModule } from './redis/redis.module.js';
-
-const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /** What every process (server, CLI, workers) shares: configuration, clock, database, Redis, CQRS buses, logs. */
 @Global()
@@ -30,13 +28,8 @@ export class CoreModule {
         LoggerModule.forRoot({
           pinoHttp: {
             level: config.logLevel,
-            // Honour a caller's X-Request-Id when it is sane, so one id follows a request across services.
-            genReqId: (req, res) => {
-              const given = req.headers['x-request-id'];
-              const id = typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
-              res.setHeader('X-Request-Id', id);
-              return id;
-            },
+            // The id is normally given by the first middleware (app.factory.ts); this covers any other app.
+            genReqId: assignRequestId,
             redact: { paths: ['req.headers.authorization', 'req.headers["x-share-password"]', 'req.headers.cookie'], censor: '[redacted]' },
             customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info'),
             serializers: {

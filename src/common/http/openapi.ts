@@ -92,7 +92,7 @@ type OperationObject = { security?: unknown[]; requestBody?: unknown; parameters
 
 const HEADERS: Record<string, HeaderObject> = {
   'X-Request-Id': {
-    description: 'The request id (the caller\'s X-Request-Id when it is sane); quote it when reporting a problem. Absent only when the body could not be parsed.',
+    description: 'The request id (the caller\'s X-Request-Id when it is sane); quote it when reporting a problem.',
     schema: { type: 'string' },
   },
   'X-RateLimit-Limit': { description: 'Requests allowed in the current one-minute window (per account, or per client IP on public routes).', schema: { type: 'integer' } },

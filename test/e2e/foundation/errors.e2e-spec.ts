@@ -24,6 +24,16 @@ describe('error envelope', () => {
     expect(res.status).toBe(400);
     expect(res.body.success).toBe(false);
     expect(res.body.error.code).toBe('invalid_request');
+    expect(res.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it('answers a body it cannot parse with the caller\'s request id, as every other answer', async () => {
+    const unparseable = { malformed: '{"name": ', 'nested too deep': '['.repeat(40) + ']'.repeat(40) };
+    for (const [label, body] of Object.entries(unparseable)) {
+      const res = await t.http().post('/v1/folders').set(owner.auth).set('Content-Type', 'application/json').set('X-Request-Id', `trace-${label.length}`).send(body);
+      expect(res.status, label).toBe(400);
+      expect(res.headers['x-request-id'], label).toBe(`trace-${label.length}`);
+    }
   });
 
   it('refuses a body over the JSON size limit with a 4xx envelope', async () => {

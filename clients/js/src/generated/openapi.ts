@@ -1472,7 +1472,7 @@ export interface components {
     parameters: never;
     requestBodies: never;
     headers: {
-        /** @description The request id (the caller's X-Request-Id when it is sane); quote it when reporting a problem. Absent only when the body could not be parsed. */
+        /** @description The request id (the caller's X-Request-Id when it is sane); quote it when reporting a problem. */
         "X-Request-Id": string;
         /** @description Requests allowed in the current one-minute window (per account, or per client IP on public routes). */
         "X-RateLimit-Limit": number;
