@@ -6,10 +6,10 @@ import type { DeliveryToAttempt } from './delivery-reader.js';
 import { retryDelayMs } from './delivery-schedule.js';
 import { WebhookSlots } from './webhook-slots.js';
 
-/** First attempts held in this process at most (in flight and waiting for a slot); the relay queues the others as jobs. */
-const MAX_HELD = 2_000;
-/** Held for one webhook at most, so a slow receiver cannot take the room of the others. */
-const MAX_HELD_PER_WEBHOOK = MAX_HELD / 2;
+/** First attempts held in this process at most (in flight and waiting for a slot, ~2 KB each); the relay queues the others as jobs. */
+const MAX_HELD = 10_000;
+/** Held for one webhook at most, so a slow receiver cannot take all the room: a quarter stays for the others, as with slots. */
+const MAX_HELD_PER_WEBHOOK = (MAX_HELD * 3) / 4;
 
 /** The guard job of one relay pass's first attempts, and how many of them are not settled yet. */
 interface Guard {
@@ -37,8 +37,8 @@ interface Held {
  *
  * A delivery without a free slot (WEBHOOK_DELIVERY_CONCURRENCY, and the share of one webhook, see WebhookSlots)
  * waits here for one, in order per webhook, instead of going through the queue (which would wait for the same
- * slots, at three Redis round trips per delivery). Up to MAX_HELD are held (half of them for one webhook at
- * most); the relay queues the rest as jobs, due at once.
+ * slots, at three Redis round trips per delivery). Up to MAX_HELD are held (three quarters of them for one
+ * webhook at most); the relay queues the rest as jobs, due at once.
  *
  * Nothing is lost: the delivery rows are committed before the attempts, and one BullMQ guard job per relay pass
  * holds their ids, delayed past the longest an attempt started within FIRST_ATTEMPT_MAX_WAIT_MS can take
