@@ -107,10 +107,7 @@ export class DeliveryDispatcher implements OnApplicationBootstrap, OnApplication
   /** Queues the new deliveries (one guard job for those attempted here) and starts the first attempts, neither holding up the relay. */
   private handOver(deliveries: RelayPass['deliveries']): void {
     const guard = this.queueInBackground(deliveries.map(({ id, series, attempts, firstAttemptHere }) => ({ id, series, attempts, firstAttemptHere })));
-    this.firstAttempts.start(
-      deliveries.filter((delivery) => delivery.firstAttemptHere),
-      guard,
-    );
+    this.firstAttempts.start(deliveries.filter((delivery) => delivery.firstAttemptHere), guard);
   }
 
   /**
