@@ -445,16 +445,30 @@ export async function webhooksVersusDirectSendScenario(ctx) {
       return { events: pacedSize, complete, p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
     };
 
+    // CPU time of this process (sender and receiver for the direct send, receiver only for the service) and of the server.
+    const ownCpuMs = () => {
+      const { user, system } = process.cpuUsage();
+      return (user + system) / 1000;
+    };
     const runs = [];
     for (let run = 0; run < options.runs; run++) {
       const directBatch = Array.from({ length: burstSize }, () => newEvent(new Date().toISOString()));
+      const directCpuBefore = ownCpuMs();
       const directStarted = Date.now();
       await Promise.all(directBatch.map(sendDirect));
       const direct = await throughput(directBatch, directStarted);
+      direct.benchCpuMs = ownCpuMs() - directCpuBefore;
 
       const serviceBatch = Array.from({ length: burstSize }, () => newEvent(new Date().toISOString()));
+      const serviceCpuBefore = ownCpuMs();
+      const serverCpuBefore = cpuMs(server.pid);
       await commit(serviceBatch);
       const service = await throughput(serviceBatch, Date.now());
+      service.benchCpuMs = ownCpuMs() - serviceCpuBefore;
+      service.serverCpuMsAtLastArrival = cpuMs(server.pid) - serverCpuBefore;
+      // Attempts are logged just after they arrive: half a second more takes in the tail of the log writes.
+      await sleep(500);
+      service.serverCpuMs = cpuMs(server.pid) - serverCpuBefore;
       if (!service.complete) {
         runs.push({ direct, service });
         break;
@@ -472,6 +486,11 @@ export async function webhooksVersusDirectSendScenario(ctx) {
     const serviceRate = median(runs.map((r) => r.service.perSecond));
     const unfinished = runs.some((r) => !r.service.complete || r.servicePaced?.complete === false);
     const ratio = serviceRate / directRate;
+    // Per delivery: the server's CPU (relay, queue, attempt, log), and the direct sender's (this process during the
+    // direct burst, less the receiver's share, measured as this process's CPU during the service burst).
+    const serverCpuPerDelivery = median(runs.map((r) => r.service.serverCpuMs / Math.max(1, r.service.delivered)));
+    const directCpuPerSend = median(runs.map((r) => (r.direct.benchCpuMs - r.service.benchCpuMs) / Math.max(1, r.direct.delivered)));
+    const receiverCpuPerDelivery = median(runs.map((r) => r.service.benchCpuMs / Math.max(1, r.service.delivered)));
     const serviceP99 = median(runs.map((r) => r.servicePaced?.p99));
     const directP99 = median(runs.map((r) => r.directPaced?.p99));
     return {
@@ -480,7 +499,7 @@ export async function webhooksVersusDirectSendScenario(ctx) {
           metric: `deliveries/s vs direct send, ${burstSize.toLocaleString('en')} at once`,
           value: serviceRate,
           unit: '/s',
-          detail: unfinished ? `time-boxed at ${timeBoxMs / 1000} s, not all delivered` : `${concurrency} in flight`,
+          detail: `${unfinished ? `time-boxed at ${timeBoxMs / 1000} s, not all delivered` : `${concurrency} in flight`}; CPU per delivery: server ${serverCpuPerDelivery.toFixed(3)} ms, direct sender ${directCpuPerSend.toFixed(3)} ms (receiver ${receiverCpuPerDelivery.toFixed(3)} ms)`,
           baseline: 'direct send',
           baselineValue: directRate,
           target: '>= 1.0x direct',
@@ -497,7 +516,7 @@ export async function webhooksVersusDirectSendScenario(ctx) {
           pass: serviceP99 < 250,
         },
       ],
-      raw: { concurrency, runs },
+      raw: { concurrency, runs, serverCpuPerDelivery, directCpuPerSend, receiverCpuPerDelivery },
     };
   } finally {
     signal.disconnect();

@@ -263,3 +263,43 @@ describe('webhook delivery with a slow receiver', () => {
     expect(slow.received.length).toBeLessThan(6);
   });
 });
+
+describe('a burst of events larger than the delivery slots', () => {
+  let t: TestApp;
+  let receiver: WebhookReceiver;
+
+  beforeAll(async () => {
+    // Four slots, three of them for one webhook: most of the burst has to wait for a slot.
+    t = await startTestApp({ WEBHOOK_DELIVERY_CONCURRENCY: '4' });
+    receiver = await startWebhookReceiver(() => ({ status: 200, delayMs: 40 }));
+  });
+  afterAll(async () => {
+    await receiver.close();
+    await t.close();
+  });
+
+  it('delivers every event once, in turn, without a queue job per delivery', async () => {
+    const owner = await createAccount(t.app);
+    await t.http().post('/v1/webhooks').set(owner.auth).send({ url: receiver.url, events: ['folder.created'] }).expect(201);
+    const events = 60;
+    await Promise.all(
+      Array.from({ length: events }, (_, i) =>
+        recordEvent(t.app, 'folder.created', owner.accountId, { folder: { id: `fld_${i}`, name: `F${i}`, parent_id: null, created_by: owner.userId } }),
+      ),
+    );
+    const received = await receiver.waitFor((r) => r.length >= events, 30_000, 'every delivery');
+    expect(new Set(received.map((d) => (d.body.data.folder as { id: string }).id)).size).toBe(events);
+    // The first attempts waited in the server for a slot rather than in the queue: once they are logged, the
+    // queue holds no job for them (the relay passes' guard jobs are removed), and none ran.
+    const queue = t.app.get<Queue>(getQueueToken(QUEUES.webhookDeliveries));
+    const counts = await eventually(async () => {
+      const now = await queue.getJobCounts('waiting', 'active', 'delayed', 'completed', 'failed');
+      return now.delayed === 0 && now.waiting === 0 && now.active === 0 ? now : undefined;
+    }, 10_000, 'the guard jobs to go');
+    expect(counts).toEqual({ waiting: 0, active: 0, delayed: 0, completed: 0, failed: 0 });
+    const logged = await t.app.get(DataSource).query(`SELECT status, attempts FROM webhook_deliveries`);
+    expect(logged).toHaveLength(events);
+    expect(logged.every((row: { status: string; attempts: number }) => row.status === 'succeeded' && Number(row.attempts) === 1)).toBe(true);
+    expect(receiver.received).toHaveLength(events);
+  });
+});

@@ -15,8 +15,8 @@ const STALE_CHECK_EVERY_MS = 30_000;
  *  1. relay (OutboxRelay): pending outbox rows become delivery rows, and are marked relayed;
  *  2. queue (DeliveryQueuer): the new delivery rows go to BullMQ in one addBulk, then are marked queued.
  * Step 2 runs beside the relay loop rather than inside it, so events committed while one addBulk is on its
- * way to Redis are relayed at once. Beside it, as far as free slots allow, the first attempt at each new
- * delivery is made here at once (FirstAttempts), its job standing guard. A crash between any two steps leaves rows that a later sweep (in this
+ * way to Redis are relayed at once. Beside it, the first attempt at each new delivery is made here at once, or
+ * as soon as a slot is free (FirstAttempts), one guard job per pass standing guard. A crash between any two steps leaves rows that a later sweep (in this
  * or another process) picks up: the sweep queues every delivery still unqueued, and runs on each poll
  * tick, after a delivery was created outside the relay (test event, redelivery), and after queueing failed.
  * While Redis is down, step 2 waits and deliveries accumulate in the database.
@@ -104,25 +104,27 @@ export class DeliveryDispatcher implements OnApplicationBootstrap, OnApplication
     }
   }
 
-  /** Queues the new deliveries and starts the first attempts the relay took slots for, neither holding up the relay. */
+  /** Queues the new deliveries (one guard job for those attempted here) and starts the first attempts, neither holding up the relay. */
   private handOver(deliveries: RelayPass['deliveries']): void {
-    const queued = this.queueInBackground(deliveries.map(({ id, series, attempts, firstAttemptHere }) => ({ id, series, attempts, firstAttemptHere })));
-    const firstAttempts = deliveries.filter((delivery) => delivery.firstAttemptHere);
-    if (firstAttempts.length > 0) this.firstAttempts.start(firstAttempts, queued);
+    const guard = this.queueInBackground(deliveries.map(({ id, series, attempts, firstAttemptHere }) => ({ id, series, attempts, firstAttemptHere })));
+    this.firstAttempts.start(deliveries.filter((delivery) => delivery.firstAttemptHere), guard);
   }
 
-  /** Hands new deliveries to BullMQ without holding up the relay; what fails is left for the sweep. Answers whether they were queued. */
-  private queueInBackground(deliveries: SeriesToQueue[]): Promise<boolean> {
-    const queued: Promise<boolean> = this.queuer
+  /**
+   * Hands new deliveries to BullMQ without holding up the relay; what fails is left for the sweep. Answers the
+   * guard job's id once it is in Redis, or null (none, or not queued).
+   */
+  private queueInBackground(deliveries: SeriesToQueue[]): Promise<string | null> {
+    const queued: Promise<string | null> = this.queuer
       .queue(deliveries)
       .then((done) => {
         if (!done) this.sweep = true;
-        return done;
+        return done ? done.guard : null;
       })
       .catch((error: unknown) => {
         this.sweep = true;
         this.warn('Could not queue webhook deliveries; retrying', error);
-        return false;
+        return null;
       });
     const settled = queued.then(() => undefined).finally(() => this.queueing.delete(settled));
     this.queueing.add(settled);

@@ -1,10 +1,12 @@
 import { InjectQueue } from '@nestjs/bullmq';
 import { Injectable } from '@nestjs/common';
-import { Job, type Queue } from 'bullmq';
+import { Job, type JobsOptions, type Queue } from 'bullmq';
 import { Clock } from '../../../common/clock.js';
 import { QUEUES } from '../../../infra/queue/queue-names.js';
 import { deliveryJobId } from '../webhook-delivery.entity.js';
-import type { DeliveryJob } from './deliver-webhook.processor.js';
+import type { DeliveryJob, GuardJob } from './deliver-webhook.processor.js';
+
+type QueueJob = DeliveryJob | GuardJob;
 import { DELIVERY_BACKOFF, MAX_ATTEMPTS } from './delivery-schedule.js';
 import { DELIVERY_TIMEOUT_MS } from './webhook-sender.js';
 import { WebhookDeliveryRepository } from './webhook-delivery.repository.js';
@@ -13,10 +15,22 @@ const ENQUEUE_TIMEOUT_MS = 5_000;
 /** A pending delivery this long past its due time has lost its job (e.g. Redis restarted without persistence). */
 const STALE_AFTER_MS = 2 * 60_000;
 /**
- * When the job of a delivery whose first attempt this process is making falls due: after the longest an
- * attempt can take, so it only acts when this process died before recording the attempt.
+ * How long first attempts may wait in this process for free slots (FirstAttempts) before their guard job is put off
+ * again.
  */
-export const FIRST_ATTEMPT_GUARD_MS = DELIVERY_TIMEOUT_MS + 5_000;
+export const FIRST_ATTEMPT_MAX_WAIT_MS = 2_000;
+/**
+ * When the guard job of a relay pass's first attempts falls due: after the longest an attempt started within
+ * FIRST_ATTEMPT_MAX_WAIT_MS can take, so it only acts when this process died before recording the attempts.
+ */
+export const FIRST_ATTEMPT_GUARD_MS = FIRST_ATTEMPT_MAX_WAIT_MS + DELIVERY_TIMEOUT_MS + 5_000;
+/** The name of a guard job in the delivery queue (the others are 'deliver'). */
+export const GUARD_JOB = 'guard';
+
+/** The guard job of the first attempts of one relay pass, named after its first delivery. */
+function guardJobId(firstDeliveryId: string): string {
+  return `guard-${firstDeliveryId}`;
+}
 
 /** A delivery series to queue; `attempts` is the delivery's attempt count now. */
 export interface SeriesToQueue {
@@ -36,7 +50,7 @@ export class DeliveryQueuer {
   constructor(
     private readonly clock: Clock,
     private readonly deliveries: WebhookDeliveryRepository,
-    @InjectQueue(QUEUES.webhookDeliveries) private readonly deliveryQueue: Queue<DeliveryJob>,
+    @InjectQueue(QUEUES.webhookDeliveries) private readonly deliveryQueue: Queue<QueueJob>,
   ) {}
 
   /** Queues up to `batch` deliveries that have no job yet (the sweep); answers how many it queued. */
@@ -55,57 +69,79 @@ export class DeliveryQueuer {
 
   /**
    * Adds one job per delivery series in one addBulk, then marks the rows queued. Answers false, doing
-   * nothing, while Redis is not connected. A job knows the attempts made before its series (none in the
-   * first; a redelivery's series is queued before it is attempted), so it counts its series' attempts
-   * from the delivery row, whoever made them.
+   * nothing, while Redis is not connected; else the id of the guard job (null without first attempts). A job
+   * knows the attempts made before its series (none in the first; a redelivery's series is queued before it
+   * is attempted), so it counts its series' attempts from the delivery row, whoever made them.
+   * Deliveries whose first attempt this process makes get no job of their own now: one guard job, delayed
+   * past the longest those attempts can take, holds their ids (see FirstAttempts and the processor).
    */
-  async queue(deliveries: SeriesToQueue[]): Promise<boolean> {
+  async queue(deliveries: SeriesToQueue[]): Promise<false | { guard: string | null }> {
     const guarded = deliveries.filter((delivery) => delivery.firstAttemptHere);
+    const unguarded = deliveries.filter((delivery) => !delivery.firstAttemptHere);
+    const guard = guarded.length > 0 ? guardJobId(guarded[0].id) : null;
     try {
       if (!(await this.redisReady())) {
         await this.unguard(guarded);
         return false;
       }
-      const jobs = deliveries.map((delivery) => ({
-        name: 'deliver',
-        data: { deliveryId: delivery.id, series: delivery.series, attemptsBefore: Number(delivery.series) === 1 ? 0 : Number(delivery.attempts) },
-        opts: {
-          jobId: deliveryJobId(delivery.id, delivery.series),
-          attempts: MAX_ATTEMPTS,
-          backoff: { type: DELIVERY_BACKOFF },
-          ...(delivery.firstAttemptHere ? { delay: FIRST_ATTEMPT_GUARD_MS } : {}),
-        },
-      }));
+      const jobs: Array<{ name: string; data: QueueJob; opts: JobsOptions }> = unguarded.map((delivery) => this.deliveryJob(delivery));
+      if (guard !== null) {
+        jobs.push({
+          name: GUARD_JOB,
+          data: { deliveryIds: guarded.map((delivery) => delivery.id) },
+          opts: { jobId: guard, delay: FIRST_ATTEMPT_GUARD_MS, attempts: 5, backoff: { type: 'fixed', delay: 5_000 } },
+        });
+      }
       await withTimeout(this.deliveryQueue.addBulk(jobs), ENQUEUE_TIMEOUT_MS, 'queueing deliveries in Redis');
     } catch (error) {
       await this.unguard(guarded).catch(() => undefined);
       throw error;
     }
     // Rows of first attempts were inserted as queued already.
-    const unmarked = deliveries.filter((delivery) => !delivery.firstAttemptHere);
-    if (unmarked.length > 0) await this.deliveries.markQueued(unmarked, this.clock.now());
-    return true;
+    if (unguarded.length > 0) await this.deliveries.markQueued(unguarded, this.clock.now());
+    return { guard };
+  }
+
+  /**
+   * After a failed first attempt made here: the delivery's own job, due at the retry time, makes attempts 2 and 3.
+   * Without Redis the row is marked unqueued instead, and the sweep queues the job once Redis is back.
+   */
+  async queueRetry(delivery: { id: string; series: number }, retryInMs: number): Promise<void> {
+    try {
+      if (await this.redisReady()) {
+        const job = this.deliveryJob({ id: delivery.id, series: delivery.series, attempts: 1 });
+        await withTimeout(this.deliveryQueue.add(job.name, job.data, { ...job.opts, delay: retryInMs }), ENQUEUE_TIMEOUT_MS, 'queueing a retry in Redis');
+        return;
+      }
+    } catch {
+      // left to the sweep, below
+    }
+    await this.deliveries.markUnqueued([delivery]);
+  }
+
+  /** A guard job whose deliveries have all been attempted and recorded (or handed over): best effort, a guard left in place finds nothing to do. */
+  async removeGuard(jobId: string): Promise<void> {
+    if (await this.redisReady()) await this.deliveryQueue.remove(jobId);
+  }
+
+  /** A guard whose attempts still wait for slots: due FIRST_ATTEMPT_GUARD_MS from now. */
+  async putOffGuard(jobId: string): Promise<void> {
+    if (!(await this.redisReady())) return;
+    const job = await Job.fromId(this.deliveryQueue, jobId);
+    if (job && (await job.isDelayed())) await job.changeDelay(FIRST_ATTEMPT_GUARD_MS);
+  }
+
+  private deliveryJob(delivery: SeriesToQueue): { name: string; data: DeliveryJob; opts: JobsOptions } {
+    return {
+      name: 'deliver',
+      data: { deliveryId: delivery.id, series: delivery.series, attemptsBefore: Number(delivery.series) === 1 ? 0 : Number(delivery.attempts) },
+      opts: { jobId: deliveryJobId(delivery.id, delivery.series), attempts: MAX_ATTEMPTS, backoff: { type: DELIVERY_BACKOFF } },
+    };
   }
 
   /** Deliveries inserted as queued whose guard job could not be added: the sweep queues them (the stale check would, much later). */
   private async unguard(guarded: SeriesToQueue[]): Promise<void> {
     if (guarded.length > 0) await this.deliveries.markUnqueued(guarded);
-  }
-
-  /**
-   * After a first attempt made here: a success needs its guard job no more; a failure's retry falls due
-   * `retryInMs` from now. Best effort: a guard left in place finds the delivery finished (or its retry due)
-   * when it runs.
-   */
-  async afterFirstAttempt(delivery: { id: string; series: number }, retryInMs: number | null): Promise<void> {
-    if (!(await this.redisReady())) return;
-    const jobId = deliveryJobId(delivery.id, delivery.series);
-    if (retryInMs === null) {
-      await this.deliveryQueue.remove(jobId);
-      return;
-    }
-    const job = await Job.fromId(this.deliveryQueue, jobId);
-    await job?.changeDelay(retryInMs);
   }
 
   /** Makes a delayed job due now; nothing when it is not delayed (or gone). */

@@ -23,7 +23,7 @@ interface OutboxRow {
 
 /**
  * What one relay pass did: outbox rows relayed, and the deliveries it created (not yet queued), ready to
- * attempt; those whose first attempt this process makes (FirstAttempts) hold a slot and are marked.
+ * attempt; those whose first attempt this process makes (FirstAttempts) are marked.
  */
 export interface RelayPass {
   relayed: number;
@@ -96,14 +96,10 @@ export class OutboxRelay {
     // Taken before the insert, so their rows go in as queued and no sweep (of any process) queues them meanwhile.
     const firstAttempts = this.firstAttempts.take(candidates);
     const rows = candidates.map((delivery) => ({ ...delivery, queuedAt: firstAttempts.has(delivery.id) ? now : null }));
-    const claimed = await this.claimAndInsert(connection, events.map((e) => e.id), rows, now)
-      .then(({ ids, inserted }) => ({ ids, created: candidates.filter((delivery) => inserted.has(delivery.id)) }))
-      .catch((error: unknown) => {
-        this.firstAttempts.release(candidates.filter((delivery) => firstAttempts.has(delivery.id)));
-        throw error;
-      });
-    const created = new Set(claimed.created.map((delivery) => delivery.id));
-    this.firstAttempts.release(candidates.filter((delivery) => firstAttempts.has(delivery.id) && !created.has(delivery.id)));
+    const claimed = await this.claimAndInsert(connection, events.map((e) => e.id), rows, now).then(({ ids, inserted }) => ({
+      ids,
+      created: candidates.filter((delivery) => inserted.has(delivery.id)),
+    }));
     if (claimed.ids.size === 0) return NOTHING;
 
     const relayed: RelayedOutboxEvent[] = parsed

@@ -2,7 +2,7 @@
  * Attempts in flight per webhook in this process (queue jobs and first attempts alike), so one slow
  * receiver cannot take every slot. A job over the limit waits a moment for a slot of its webhook: a fast
  * receiver frees one within milliseconds, while a slow one keeps them all and its job is turned away
- * (see the processor). A first attempt never waits: without a free slot it is left to its queue job.
+ * (see the processor). First attempts wait for a slot in FirstAttempts, which is told of each release.
  */
 /** How long a job over its webhook's limit waits for a slot before it is turned away. */
 const SLOT_WAIT_MS = 50;
@@ -11,6 +11,7 @@ export class WebhookSlots {
   private readonly inFlight = new Map<string, number>();
   private readonly waiting = new Map<string, Array<() => void>>();
   private taken = 0;
+  private readonly releaseListeners: Array<() => void> = [];
 
   constructor(
     private readonly limit: number,
@@ -45,6 +46,11 @@ export class WebhookSlots {
     return true;
   }
 
+  /** Calls `listener` after every release (FirstAttempts starts a waiting attempt then). */
+  onRelease(listener: () => void): void {
+    this.releaseListeners.push(listener);
+  }
+
   release(webhookId: string): void {
     this.taken--;
     const left = (this.inFlight.get(webhookId) ?? 1) - 1;
@@ -54,6 +60,7 @@ export class WebhookSlots {
     const next = waiters?.shift();
     if (waiters && waiters.length === 0) this.waiting.delete(webhookId);
     next?.();
+    for (const listener of this.releaseListeners) listener();
   }
 
   private take(webhookId: string): void {
