@@ -1,4 +1,4 @@
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 
 export interface ByteRange {
   /** First byte, inclusive. */
@@ -14,6 +14,10 @@ export interface ByteRange {
 export abstract class BlobStorage {
   /** Streams `source` into `key`. On any error nothing is left at `key` and the promise rejects. */
   abstract write(key: string, source: Readable): Promise<void>;
+  /** Stores `bytes` (a small blob, already in memory) at `key`; the same guarantees as `write`. */
+  writeBytes(key: string, bytes: Buffer): Promise<void> {
+    return this.write(key, Readable.from([bytes]));
+  }
   /** Makes the bytes at `fromKey` available at `toKey` and removes `fromKey`. */
   abstract move(fromKey: string, toKey: string): Promise<void>;
   /** The bytes at `key` (or a byte range of them) as a stream. */

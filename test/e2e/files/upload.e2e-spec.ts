@@ -329,6 +329,29 @@ describe('uploading files', () => {
     expect(list.body.data).toEqual([]);
   });
 
+  it('stores small uploads of every size around the 64 KiB read-at-once limit byte for byte, with their MD5', async () => {
+    const sizes = [1, 16 * 1024 + 7, 64 * 1024 - 300, 64 * 1024, 64 * 1024 + 1, 300 * 1024];
+    for (const size of sizes) {
+      const content = randomBytes(size);
+      const res = await upload(t, owner.auth, content, { filename: `sized-${size}.bin` });
+      expect(res.status).toBe(200);
+      expect([res.body.data.size, res.body.data.md5_hash]).toEqual([size, createHash('md5').update(content).digest('hex')]);
+      const stored = Buffer.from(await (await fetch(onTestServer(t, res.body.data.download_url))).arrayBuffer());
+      expect(stored.equals(content)).toBe(true);
+    }
+  });
+
+  it('leaves nothing behind when the client hangs up in the middle of a small upload, and keeps serving', async () => {
+    const quitter = await createAccount(t.app);
+    const res = await rawUpload(t, quitter.auth, { fileSize: 40 * 1024, declaredLength: 48 * 1024, abortAfter: 0 });
+    expect(res.outcome).toBe('aborted');
+    await expectNothingHeld(quitter.accountId);
+    expect((await account(quitter.accountId)).storageUsed).toBe(0);
+    expect((await t.http().get('/v1/files').set(quitter.auth)).body.data).toEqual([]);
+    const next = await upload(t, quitter.auth, 'still here', { filename: 'after.txt' });
+    expect([next.status, next.body.data.size]).toEqual([200, 10]);
+  });
+
   it('gives back what a crashed upload held: its stale reservation and temporary bytes', async () => {
     const crashed = await createAccount(t.app);
     const ds = t.app.get(DataSource);

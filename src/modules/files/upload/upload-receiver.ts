@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { Transform, type Readable, type TransformCallback } from 'node:stream';
 import { Injectable, Logger } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
@@ -29,6 +30,12 @@ const RESERVATION_STEP = 8 * 1024 * 1024;
  * account row. Refused over quota, it has streamed at most this much to a temporary blob.
  */
 export const SMALL_UPLOAD_BYTES = 1024 * 1024;
+
+/**
+ * A request whose Content-Length is at most this is read into memory and stored with one write: for a few KiB,
+ * a Transform, a write stream and a pipeline cost more CPU than the bytes themselves.
+ */
+export const BUFFERED_UPLOAD_BYTES = 64 * 1024;
 
 /** Rolls back a reservation row whose declared length the quota has no room for. */
 class NoRoomForDeclaredLength extends Error {}
@@ -90,6 +97,7 @@ export class UploadReceiver {
   ): Promise<ReceivedUpload> {
     const uploadId = newId('upl');
     const tempKey = blobKeys.temp(uploadId);
+    if (sizeHint !== undefined && sizeHint <= BUFFERED_UPLOAD_BYTES) return this.receiveBuffered(actor, source, signal, uploadId, tempKey);
     const now = this.clock.now();
     const quotaAtCommit = sizeHint !== undefined && sizeHint <= SMALL_UPLOAD_BYTES;
     let reserved = quotaAtCommit ? 0 : await this.openReservation(actor.accountId, uploadId, tempKey, sizeHint ?? 0, now);
@@ -162,6 +170,53 @@ export class UploadReceiver {
       source.resume();
       throw refusal ?? error;
     }
+  }
+
+  /**
+   * A small upload (Content-Length at most BUFFERED_UPLOAD_BYTES, so memory stays bounded): its bytes are
+   * collected, hashed and written to the temporary blob at once. Like every small upload it reserves nothing
+   * (quotaAtCommit); a failure leaves no blob, since none is written before the last byte arrived.
+   */
+  private async receiveBuffered(actor: Actor, source: Readable, signal: AbortSignal | undefined, uploadId: string, tempKey: string): Promise<ReceivedUpload> {
+    const sizeLimit = new UploadSizeLimit(actor.plan);
+    let refusal = null as ApiError | null;
+    const bytes = await new Promise<Buffer>((resolve, reject) => {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      const settle = (error: Error | null) => {
+        source.off('data', onData);
+        source.off('end', onEnd);
+        source.off('error', onError);
+        source.off('close', onClose);
+        signal?.removeEventListener('abort', onAbort);
+        if (error) reject(error);
+        else resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size));
+      };
+      const onData = (chunk: Buffer) => {
+        size += chunk.length;
+        refusal = sizeLimit.check(size);
+        if (refusal) return settle(refusal);
+        chunks.push(chunk);
+      };
+      const onEnd = () => settle(null);
+      const onError = (error: Error) => settle(error);
+      const onClose = () => settle(new Error('The upload ended before its bytes were read'));
+      const onAbort = () => settle(new Error('The client aborted the upload'));
+      source.on('data', onData);
+      source.once('end', onEnd);
+      source.once('error', onError);
+      source.once('close', onClose);
+      if (signal?.aborted) onAbort();
+      else signal?.addEventListener('abort', onAbort, { once: true });
+      if (source.destroyed && !source.readableEnded) settle(source.errored ?? new Error('The upload ended before its bytes were read'));
+    }).catch((error: unknown) => {
+      // Let the parser run on to the end of the request (bytes dropped) while the refusal is answered.
+      source.resume();
+      throw refusal ?? error;
+    });
+    const md5 = createHash('md5').update(bytes).digest('hex');
+    await this.storage.writeBytes(tempKey, bytes);
+    return { uploadId, tempKey, size: bytes.length, md5, head: bytes.subarray(0, SNIFF_BYTES), reserved: 0, reservedAgainstReplaced: false, quotaAtCommit: true };
   }
 
   /**
