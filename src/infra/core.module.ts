@@ -1,7 +1,6 @@
 import { DynamicModule, Global, Module } from '@nestjs/common';
 import { CqrsModule } from '@nestjs/cqrs';
 import { TypeOrmModule } from '@nestjs/typeorm';
-import { randomUUID } from 'node:crypto';
 import { LoggerModule } from 'nestjs-pino';
 import { Clock } from '../common/clock.js';
 import { ListCursors } from '../common/http/list-cursor.js';
@@ -15,8 +14,7 @@ import { OutboxSignal } from './outbox/outbox-signal.js';
 import { Transactions } from './database/transactions.js';
 import { WalCheckpointer } from './database/wal-checkpointer.js';
 import { RedisModule } from './redis/redis.module.js';
-
-const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+import { requestLoggerOptions } from './observability/request-logging.js';
 
 /** What every process (server, CLI, workers) shares: configuration, clock, database, Redis, CQRS buses, logs. */
 @Global()
@@ -27,23 +25,9 @@ export class CoreModule {
       module: CoreModule,
       imports: [
         CqrsModule.forRoot(),
-        LoggerModule.forRoot({
-          pinoHttp: {
-            level: config.logLevel,
-            // Honour a caller's X-Request-Id when it is sane, so one id follows a request across services.
-            genReqId: (req, res) => {
-              const given = req.headers['x-request-id'];
-              const id = typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
-              res.setHeader('X-Request-Id', id);
-              return id;
-            },
-            redact: { paths: ['req.headers.authorization', 'req.headers["x-share-password"]', 'req.headers.cookie'], censor: '[redacted]' },
-            customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info'),
-            serializers: {
-              req: (req: { id: string; method: string; url: string }) => ({ id: req.id, method: req.method, url: req.url.replace(/signature=[^&]+/, 'signature=[redacted]') }),
-            },
-          },
-        }),
+        // Requests are logged by requestLogging (infra/observability, registered by the HTTP server's module), which
+        // makes each request's logger only when it writes; nestjs-pino's loggers read it from their request context.
+        LoggerModule.forRoot({ pinoHttp: requestLoggerOptions(config.logLevel), useExisting: true, forRoutes: [] }),
         TypeOrmModule.forRoot({ ...dataSourceOptions(config.database, { logStatements: config.logLevel === 'trace' }), autoLoadEntities: true }),
         // Every module records domain events, so the outbox belongs to the core; so does process liveness.
         TypeOrmModule.forFeature([OutboxEventEntity, ServerInstanceEntity]),
