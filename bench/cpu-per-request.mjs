@@ -13,7 +13,7 @@
 // with the 1 MiB semi-space of START_PROD_FLAGS). Linux only (/proc).
 // Run it from a checkout's root against that checkout's dist/.
 import { randomBytes } from 'node:crypto';
-import { readFileSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { createEnvironment, START_PROD_FLAGS } from './lib/environment.mjs';
@@ -65,7 +65,9 @@ try {
   const gcCounts = async (requests) => {
     if (!args.gc) return {};
     process.kill(server.pid, 'SIGUSR2');
-    await sleep(1000);
+    // The server writes the counts when it gets to it: on a busy machine that can take more than a second.
+    for (let waited = 0; !existsSync(gcCountFile) && waited < 15_000; waited += 100) await sleep(100);
+    await sleep(100);
     const counts = JSON.parse(readFileSync(gcCountFile, 'utf8'));
     rmSync(gcCountFile);
     return { minorGcPer100Requests: Number(((100 * counts.minor) / requests).toFixed(2)), majorGcs: counts.major, gcMsPerRequest: Number((counts.ms / requests).toFixed(3)) };

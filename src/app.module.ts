@@ -21,6 +21,7 @@ import { InstanceHeartbeat } from './infra/instances/instance-heartbeat.js';
 import { QueueModule } from './infra/queue/queue.module.js';
 import { QueueDashboardModule } from './infra/queue/queue-dashboard.module.js';
 import { MetricsModule } from './infra/observability/metrics.module.js';
+import { RequestLoggingModule } from './infra/observability/request-logging.module.js';
 import { StorageModule } from './infra/storage/storage.module.js';
 import { ScheduleModule } from '@nestjs/schedule';
 import { AccountsModule } from './modules/accounts/accounts.module.js';
@@ -47,6 +48,7 @@ export class AppModule {
       module: AppModule,
       imports: [
         CoreModule.register(config),
+        RequestLoggingModule,
         StorageModule,
         ScanningModule,
         QueueModule,

@@ -4,7 +4,6 @@ import { TypeOrmModule } from '@nestjs/typeorm';
 import { LoggerModule } from 'nestjs-pino';
 import { Clock } from '../common/clock.js';
 import { ListCursors } from '../common/http/list-cursor.js';
-import { assignRequestId } from '../common/http/request-id.js';
 import { AppConfig } from '../config/app-config.js';
 import { dataSourceOptions } from './database/data-source-options.js';
 import { ServerInstance } from './instances/server-instance.js';
@@ -15,6 +14,7 @@ import { OutboxSignal } from './outbox/outbox-signal.js';
 import { Transactions } from './database/transactions.js';
 import { WalCheckpointer } from './database/wal-checkpointer.js';
 import { RedisModule } from './redis/redis.module.js';
+import { requestLoggerOptions } from './observability/request-logging.js';
 
 /** What every process (server, CLI, workers) shares: configuration, clock, database, Redis, CQRS buses, logs. */
 @Global()
@@ -25,18 +25,9 @@ export class CoreModule {
       module: CoreModule,
       imports: [
         CqrsModule.forRoot(),
-        LoggerModule.forRoot({
-          pinoHttp: {
-            level: config.logLevel,
-            // The id is normally given by the first middleware (app.factory.ts); this covers any other app.
-            genReqId: assignRequestId,
-            redact: { paths: ['req.headers.authorization', 'req.headers["x-share-password"]', 'req.headers.cookie'], censor: '[redacted]' },
-            customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info'),
-            serializers: {
-              req: (req: { id: string; method: string; url: string }) => ({ id: req.id, method: req.method, url: req.url.replace(/signature=[^&]+/, 'signature=[redacted]') }),
-            },
-          },
-        }),
+        // Requests are logged by requestLogging (infra/observability, registered by the HTTP server's module), which
+        // makes each request's logger only when it writes; nestjs-pino's loggers read it from their request context.
+        LoggerModule.forRoot({ pinoHttp: requestLoggerOptions(config.logLevel), useExisting: true, forRoutes: [] }),
         TypeOrmModule.forRoot({ ...dataSourceOptions(config.database, { logStatements: config.logLevel === 'trace' }), autoLoadEntities: true }),
         // Every module records domain events, so the outbox belongs to the core; so does process liveness.
         TypeOrmModule.forFeature([OutboxEventEntity, ServerInstanceEntity]),

@@ -5,6 +5,7 @@ import { Repository } from 'typeorm';
 import { Clock } from '../../../common/clock.js';
 import { FileInfected, NotFound, PermissionDenied } from '../../../common/errors/api-error.js';
 import type { BlobDescription } from '../../../infra/storage/blob-response.js';
+import { preparedQuery } from '../../../infra/database/prepared-statements.js';
 import { sqlDialect } from '../../../infra/database/sql-dialect.js';
 import { BlobStorage } from '../../../infra/storage/blob-storage.js';
 import { UrlSigner } from '../../../infra/storage/url-signer.js';
@@ -43,23 +44,24 @@ export class GetFileBlobQuery extends Query<BlobDescription> {
  */
 @QueryHandler(GetFileBlobQuery)
 export class GetFileBlobHandler implements IQueryHandler<GetFileBlobQuery> {
+  private readonly sql: string;
+
   constructor(
     @InjectRepository(FileEntity) private readonly files: Repository<FileEntity>,
     private readonly signer: UrlSigner,
     private readonly clock: Clock,
     private readonly storage: BlobStorage,
-  ) {}
+  ) {
+    this.sql = `SELECT name, size, mime_type, md5, blob_key, thumbnail_key, scan_status, modified_at FROM files WHERE id = ${sqlDialect(files.manager).parameter(1)} AND state = 'active'`;
+  }
 
   async execute({ fileId, kind, expires, signature }: GetFileBlobQuery): Promise<BlobDescription> {
     const path = kind === 'content' ? downloadPath(fileId) : thumbnailPath(fileId);
     if (!this.signer.verify(path, expires, signature, this.clock.now())) {
       throw new PermissionDenied('The link is invalid or has expired; list the file again for a fresh one.');
     }
-    // One indexed read by primary key, of only what the answer needs; plain SQL, as it runs before every download's first byte.
-    const [row] = (await this.files.query(
-      `SELECT name, size, mime_type, md5, blob_key, thumbnail_key, scan_status, modified_at FROM files WHERE id = ${sqlDialect(this.files.manager).parameter(1)} AND state = 'active'`,
-      [fileId],
-    )) as BlobRow[];
+    // One indexed read by primary key, of only what the answer needs, prepared once per connection: it runs before every download's first byte.
+    const [row] = await preparedQuery<BlobRow>(this.files.manager, 'file_blob', this.sql, [fileId]);
     if (!row) throw new NotFound('file', fileId);
     const file = { name: row.name, size: Number(row.size), mimeType: row.mime_type, md5: row.md5, blobKey: row.blob_key, thumbnailKey: row.thumbnail_key, scanStatus: row.scan_status, modifiedAt: new Date(row.modified_at) };
     if (file.scanStatus === 'infected') throw new FileInfected();

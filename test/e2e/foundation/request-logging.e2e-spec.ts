@@ -1,0 +1,76 @@
+import type { INestApplicationContext } from '@nestjs/common';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createAccount, type TestAccount } from '../../support/accounts.js';
+import { startOperatorContext } from '../../support/operator-context.js';
+import { type ServerProcess, startServerProcess } from '../../support/processes.js';
+import { createTestEnvironment, type TestEnvironment } from '../../support/test-app.js';
+import { eventually } from '../../support/time.js';
+
+interface LogLine {
+  level: number;
+  msg: string;
+  req?: { id: string; method: string; url: string };
+  res?: { statusCode: number };
+  responseTime?: number;
+}
+
+/** The JSON log lines a server wrote about one request id. */
+function linesAbout(server: ServerProcess, requestId: string): LogLine[] {
+  return server
+    .output()
+    .split('\n')
+    .filter((line) => line.startsWith('{') && line.includes(requestId))
+    .map((line) => JSON.parse(line) as LogLine);
+}
+
+describe.each([
+  ['warn', false],
+  ['info', true],
+])('an operator running the server at LOG_LEVEL=%s', (level, logsSuccess) => {
+  let environment: TestEnvironment;
+  let context: INestApplicationContext;
+  let server: ServerProcess;
+  let owner: TestAccount;
+
+  beforeAll(async () => {
+    environment = await createTestEnvironment({ LOG_LEVEL: level });
+    // The server migrates the database; the account is made after, as an operator would with the CLI.
+    server = await startServerProcess(environment.env);
+    context = await startOperatorContext(environment.env);
+    owner = await createAccount(context);
+  });
+  afterAll(async () => {
+    await server?.stop();
+    await context?.close();
+    await environment.dispose();
+  });
+
+  it('sees a refused request logged once as a warning, with its request id, method and URL', async () => {
+    const res = await fetch(`${server.baseUrl}/v1/files/file_nope?x=1`, { headers: { ...owner.auth, 'X-Request-Id': `refused-${level}` } });
+    expect(res.status).toBe(404);
+    expect(res.headers.get('x-request-id')).toBe(`refused-${level}`);
+    await eventually(async () => linesAbout(server, `refused-${level}`).length > 0, 5_000, 'the log line');
+    const lines = linesAbout(server, `refused-${level}`);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatchObject({ level: 40, msg: 'request completed', req: { id: `refused-${level}`, method: 'GET', url: '/v1/files/file_nope?x=1' }, res: { statusCode: 404 } });
+    expect(typeof lines[0].responseTime).toBe('number');
+    expect(JSON.stringify(lines[0])).not.toContain(owner.apiKey);
+  });
+
+  it(logsSuccess ? 'sees a successful request logged at info' : 'does not see successful requests, and still gets their request id', async () => {
+    const res = await fetch(`${server.baseUrl}/v1/files?per_page=1`, { headers: { ...owner.auth, 'X-Request-Id': `listed-${level}` } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('x-request-id')).toBe(`listed-${level}`);
+    // A generated id when the caller sends none.
+    const anonymous = await fetch(`${server.baseUrl}/v1/files?per_page=1`, { headers: owner.auth });
+    expect(anonymous.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+    if (logsSuccess) {
+      await eventually(async () => linesAbout(server, `listed-${level}`).length > 0, 5_000, 'the log line');
+      expect(linesAbout(server, `listed-${level}`)).toEqual([expect.objectContaining({ level: 30, msg: 'request completed', res: expect.objectContaining({ statusCode: 200 }) })]);
+    } else {
+      // The refused request's line (above) is written as soon as it finishes; give this one the same chance.
+      await new Promise((r) => setTimeout(r, 300));
+      expect(linesAbout(server, `listed-${level}`)).toEqual([]);
+    }
+  });
+});
