@@ -20,9 +20,6 @@ function flatten(errors: ValidationError[], parent = ''): FieldProblem[] {
  * A query parameter given twice (`page=1&page=2`) is refused rather than silently picking one.
  */
 export class ApiValidationPipe extends ValidationPipe {
-  /** Query strings that passed, per request class, and what they became (see `transform`). */
-  private readonly validQueries = new Map<Class, Map<string, object>>();
-
   constructor() {
     super({
       whitelist: true,
@@ -34,28 +31,6 @@ export class ApiValidationPipe extends ValidationPipe {
   }
 
   override async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
-    // The same query string always validates to the same object (listings are polled with the same one again
-    // and again), so one that passed is transformed and validated once: each request gets its own copy of it.
-    if (metadata.type === 'query' && metadata.metatype && value !== null && typeof value === 'object') {
-      const known = this.validQueries.get(metadata.metatype as Class)?.get(JSON.stringify(value));
-      if (known) return Object.assign(Object.create(Object.getPrototypeOf(known) as object) as object, known);
-      const valid = await this.check(value, metadata);
-      this.remember(metadata.metatype as Class, JSON.stringify(value), valid);
-      return valid;
-    }
-    return this.check(value, metadata);
-  }
-
-  private remember(metatype: Class, key: string, valid: unknown): void {
-    // Only flat objects of plain values: a copy of them cannot share anything with another request.
-    if (valid === null || typeof valid !== 'object' || !Object.values(valid).every((v) => v === null || typeof v !== 'object')) return;
-    let known = this.validQueries.get(metatype);
-    if (!known) this.validQueries.set(metatype, (known = new Map()));
-    if (known.size >= MAX_REMEMBERED_QUERIES) known.delete(known.keys().next().value!);
-    known.set(key, valid);
-  }
-
-  private async check(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
     // Custom parameters (the caller, the uploaded file) come from the service itself, not from the client.
     if (metadata.type === 'custom') return super.transform(value, metadata);
     const path = metadata.data ?? (metadata.type === 'body' ? '' : metadata.type);
@@ -82,8 +57,6 @@ export class ApiValidationPipe extends ValidationPipe {
 }
 
 type Class = abstract new (...args: never[]) => unknown;
-/** Per request class; a query string is at most a few KB (a cursor, a search), so this stays within a few MB. */
-const MAX_REMEMBERED_QUERIES = 500;
 interface DocumentedProperty {
   nullable?: boolean;
   type?: unknown;
