@@ -4,7 +4,7 @@ import type { Actor } from '../../../common/auth/actor.js';
 import { Clock } from '../../../common/clock.js';
 import { InvalidRequest, NotFound, StorageExceeded } from '../../../common/errors/api-error.js';
 import { newId } from '../../../common/ids.js';
-import { sqlDialect } from '../../../infra/database/sql-dialect.js';
+import { insertRows } from '../../../infra/database/insert-rows.js';
 import { Transactions } from '../../../infra/database/transactions.js';
 import { Outbox } from '../../../infra/outbox/outbox.js';
 import { BlobPlacements } from '../../../infra/storage/blob-placements.js';
@@ -122,7 +122,7 @@ export class UploadFileHandler implements ICommandHandler<UploadFileCommand> {
           await Outbox.record(tx, fileUploaded(file, now));
           if (upload.quotaAtCommit) {
             // The row names the file until its blob is in place: if this process dies before, the sweeper finishes the move.
-            await insertRow(tx, 'upload_reservations', {
+            await insertRows(tx, 'upload_reservations', [{
               id: upload.uploadId,
               account_id: actor.accountId,
               bytes: 0,
@@ -132,7 +132,7 @@ export class UploadFileHandler implements ICommandHandler<UploadFileCommand> {
               instance_id: this.instance.id,
               file_id: file.id,
               obsolete_blob_keys: obsoleteBlobKeys,
-            });
+            }]);
             // Last before COMMIT: the account row stays locked from here to the commit only.
             const account = await changeStorageUsage(tx, actor.accountId, { used: usedChange, mustFit: true }, now);
             if (!account) throw new DoesNotFit();
@@ -171,20 +171,9 @@ export class UploadFileHandler implements ICommandHandler<UploadFileCommand> {
   }
 }
 
-/**
- * One row by plain SQL, every column given (so nothing is read back). Used on every upload: TypeORM's insert
- * builder (metadata walk, parameter renaming, subscriber broadcast) cost more CPU than the statement itself.
- */
-async function insertRow(tx: EntityManager, table: string, row: Record<string, unknown>): Promise<void> {
-  const params = sqlDialect(tx).parameters();
-  const columns = Object.keys(row);
-  const values = columns.map((column) => params.add(row[column]));
-  await tx.query(`INSERT INTO ${table} (${columns.join(', ')}) VALUES (${values.join(', ')})`, params.values);
-}
-
 /** A new file's row, as FileEntity's columns store it (timestamps as ISO strings). */
 function insertFile(tx: EntityManager, file: FileEntity): Promise<void> {
-  return insertRow(tx, 'files', {
+  return insertRows(tx, 'files', [{
     id: file.id,
     account_id: file.accountId,
     folder_id: file.folderId,
@@ -205,7 +194,7 @@ function insertFile(tx: EntityManager, file: FileEntity): Promise<void> {
     deleted_at: file.deletedAt?.toISOString() ?? null,
     deleted_by: file.deletedBy,
     recoverable_until: file.recoverableUntil?.toISOString() ?? null,
-  });
+  }]);
 }
 
 /** Thrown to roll the commit back when a small upload does not fit the quota. */

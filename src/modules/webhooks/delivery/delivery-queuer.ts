@@ -5,11 +5,11 @@ import { Clock } from '../../../common/clock.js';
 import { QUEUES } from '../../../infra/queue/queue-names.js';
 import { deliveryJobId } from '../webhook-delivery.entity.js';
 import type { DeliveryJob, GuardJob } from './deliver-webhook.processor.js';
-
-type QueueJob = DeliveryJob | GuardJob;
 import { DELIVERY_BACKOFF, MAX_ATTEMPTS } from './delivery-schedule.js';
 import { DELIVERY_TIMEOUT_MS } from './webhook-sender.js';
 import { WebhookDeliveryRepository } from './webhook-delivery.repository.js';
+
+type QueueJob = DeliveryJob | GuardJob;
 
 const ENQUEUE_TIMEOUT_MS = 5_000;
 /** A pending delivery this long past its due time has lost its job (e.g. Redis restarted without persistence). */
