@@ -24,4 +24,4 @@ EXPOSE 3000
 HEALTHCHECK --interval=15s --timeout=5s --start-period=20s CMD node -e "fetch('http://127.0.0.1:' + (process.env.PORT || 3000) + '/health').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"
 # The server applies pending migrations at start.
 # A small young generation keeps memory flat while large files stream through (see README).
-CMD ["node", "--max-semi-space-size=1", "--expose-gc", "dist/main.js"]
+CMD ["node", "--max-semi-space-size=1", "dist/main.js"]

@@ -19,7 +19,6 @@ import { CoreModule } from './infra/core.module.js';
 import { HealthController } from './infra/health/health.controller.js';
 import { InstanceHeartbeat } from './infra/instances/instance-heartbeat.js';
 import { QueueModule } from './infra/queue/queue.module.js';
-import { QueueDashboardModule } from './infra/queue/queue-dashboard.module.js';
 import { MetricsModule } from './infra/observability/metrics.module.js';
 import { RequestLoggingModule } from './infra/observability/request-logging.module.js';
 import { StorageModule } from './infra/storage/storage.module.js';
@@ -36,6 +35,11 @@ import { SharesModule } from './modules/shares/shares.module.js';
 import { UploadsModule } from './modules/uploads/uploads.module.js';
 import { WebhookDeliveryModule } from './modules/webhooks/delivery/webhook-delivery.module.js';
 import { WebhooksModule } from './modules/webhooks/webhooks.module.js';
+
+async function queueDashboard(admin: { username: string; password: string }): Promise<DynamicModule> {
+  const { QueueDashboardModule } = await import('./infra/queue/queue-dashboard.module.js');
+  return QueueDashboardModule.register(admin);
+}
 
 /** The domain modules, shared by the HTTP server and the CLI. */
 const DOMAIN_MODULES: Type[] = [AccountsModule, FilesModule, FoldersModule, TrashModule, SharesModule, WebhooksModule];
@@ -77,7 +81,8 @@ export class AppModule {
         WebhookDeliveryModule,
         // The event feed: its sequencer, long-poll wake-ups and trim schedule run in the server process.
         EventsModule,
-        ...(config.admin ? [QueueDashboardModule.register(config.admin)] : []),
+        // Bull Board (its UI, lodash, ejs) is loaded only where an admin is configured to see it.
+        ...(config.admin ? [queueDashboard(config.admin)] : []),
         ScheduleModule.forRoot(),
         TrashScheduleModule.register(),
         // Thumbnails and virus scans: their queue workers run in the server process only.

@@ -7,7 +7,7 @@ import Redis from 'ioredis';
 import { DIST, freePort, runNode, startNode } from './processes.mjs';
 
 /** As `npm run start:prod` and the Dockerfile run the service. */
-export const START_PROD_FLAGS = ['--max-semi-space-size=1', '--expose-gc'];
+export const START_PROD_FLAGS = ['--max-semi-space-size=1'];
 
 const POSTGRES_ADMIN_URL = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
