@@ -67,8 +67,10 @@ export function documentJsonBodyLimits(document: OpenAPIObject): void {
       const responses = (operation as { responses?: Record<string, unknown> })?.responses;
       if (!content?.['application/json'] || !responses) continue;
       const envelope = { 'application/json': { schema: { $ref: '#/components/schemas/ErrorEnvelopeDoc' } } };
-      responses['413'] ??= { description: `invalid_request: the JSON body is larger than ${MAX_JSON_BODY_BYTES / 1024} KiB.`, content: envelope };
-      responses['415'] ??= { description: 'invalid_request: the body is in a charset or content encoding the service cannot read.', content: envelope };
+      // Answered by the body parser, before authentication and the rate limit: the request id is the only header.
+      const headers = { 'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' } };
+      responses['413'] ??= { description: `invalid_request: the JSON body is larger than ${MAX_JSON_BODY_BYTES / 1024} KiB.`, content: envelope, headers };
+      responses['415'] ??= { description: 'invalid_request: the body is in a charset or content encoding the service cannot read.', content: envelope, headers };
     }
   }
 }

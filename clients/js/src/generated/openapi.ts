@@ -1892,6 +1892,7 @@ export interface operations {
             /** @description invalid_request: the body is in a charset or content encoding the service cannot read. */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2509,6 +2510,7 @@ export interface operations {
             /** @description invalid_request: the body is in a charset or content encoding the service cannot read. */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2924,6 +2926,7 @@ export interface operations {
             /** @description invalid_request: the body is in a charset or content encoding the service cannot read. */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3664,6 +3667,7 @@ export interface operations {
             /** @description invalid_request: the body is in a charset or content encoding the service cannot read. */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3951,6 +3955,7 @@ export interface operations {
             /** @description invalid_request: the body is in a charset or content encoding the service cannot read. */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4480,6 +4485,7 @@ export interface operations {
             /** @description invalid_request: the body is in a charset or content encoding the service cannot read. */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5087,6 +5093,7 @@ export interface operations {
             /** @description invalid_request: the body is in a charset or content encoding the service cannot read. */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5357,6 +5364,7 @@ export interface operations {
             /** @description invalid_request: the body is in a charset or content encoding the service cannot read. */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5771,6 +5779,7 @@ export interface operations {
             /** @description invalid_request: the body is in a charset or content encoding the service cannot read. */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6102,6 +6111,7 @@ export interface operations {
             /** @description invalid_request: the body is in a charset or content encoding the service cannot read. */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6712,6 +6722,7 @@ export interface operations {
             /** @description invalid_request: the body is in a charset or content encoding the service cannot read. */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
