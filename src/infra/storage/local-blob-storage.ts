@@ -1,5 +1,5 @@
-import { close as closeFd, createReadStream, createWriteStream, open as openFd, write as writeFd } from 'node:fs';
-import { mkdir, opendir, rename, rm, stat, unlink } from 'node:fs/promises';
+import { createReadStream, createWriteStream, open as openFd } from 'node:fs';
+import { mkdir, opendir, rename, rm, stat, unlink, writeFile } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import type { Readable } from 'node:stream';
@@ -7,10 +7,6 @@ import { pipeline } from 'node:stream/promises';
 import { assertSafeKey, BlobStorage, type ByteRange } from './blob-storage.js';
 
 const openFile = promisify(openFd);
-const closeFile = promisify(closeFd);
-/** Answers the bytes written. */
-const writeFile = (fd: number, bytes: Buffer, offset: number, length: number) =>
-  new Promise<number>((resolve, reject) => writeFd(fd, bytes, offset, length, null, (error, written) => (error ? reject(error) : resolve(written))));
 
 /**
  * Bytes per read when streaming a blob out: four times the stream default, so a large download costs a
@@ -56,26 +52,20 @@ export class LocalBlobStorage extends BlobStorage {
   }
 
   /**
-   * One open, one write and one close, without a stream: for the few KiB of a small upload, a write stream
+   * One writeFile (open, write, close), without a stream: for the few KiB of a small upload, a write stream
    * and its pipeline cost more CPU than the bytes. Through the thread pool, like every file call here, so a
    * slow disk never stalls the event loop.
    */
   override async writeBytes(key: string, bytes: Buffer): Promise<void> {
     const path = this.path(key);
-    const open = () => openFile(path, 'wx');
-    let fd: number | undefined;
+    const create = () => writeFile(path, bytes, { flag: 'wx' });
     try {
-      fd = await open().catch(async (error: NodeJS.ErrnoException) => {
+      await create().catch(async (error: NodeJS.ErrnoException) => {
         if (error.code !== 'ENOENT') throw error;
         await mkdir(dirname(path), { recursive: true });
-        return open();
+        await create();
       });
-      for (let written = 0; written < bytes.length; ) written += await writeFile(fd, bytes, written, bytes.length - written);
-      const opened = fd;
-      fd = undefined;
-      await closeFile(opened);
     } catch (error) {
-      if (fd !== undefined) await closeFile(fd).catch(() => undefined);
       // As write(): nothing is left at the key, also when the open failed (a blob already there).
       await rm(path, { force: true });
       throw error;
