@@ -2,6 +2,7 @@ import type { INestApplicationContext } from '@nestjs/common';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FIRST_ATTEMPT_GUARD_MS } from '../../../src/modules/webhooks/delivery/delivery-queuer.js';
 import { WebhookDeliveryEntity } from '../../../src/modules/webhooks/webhook-delivery.entity.js';
 import { createAccount } from '../../support/accounts.js';
 import { startOperatorContext } from '../../support/operator-context.js';
@@ -107,7 +108,9 @@ describe('webhook events survive the server being killed mid-delivery', () => {
 
     server = await startServerProcess(environment.env, port);
     const deliveries = context.get(DataSource).getRepository(WebhookDeliveryEntity);
-    await eventually(async () => (await deliveries.countBy({ status: 'succeeded' })) === events, 40_000, 'every delivery to succeed');
+    // Attempts the killed process had started are retried when their guard job falls due, FIRST_ATTEMPT_GUARD_MS after
+    // it was last put off; the wait covers that, the restart and the remaining deliveries at 300 ms each.
+    await eventually(async () => (await deliveries.countBy({ status: 'succeeded' })) === events, FIRST_ATTEMPT_GUARD_MS + 30_000, 'every delivery to succeed');
 
     const all = await deliveries.find();
     expect(all).toHaveLength(events);
@@ -119,7 +122,7 @@ describe('webhook events survive the server being killed mid-delivery', () => {
     }
     const files = new Set(receiver.received.map((d) => (d.body.data.file as { id: string }).id));
     expect(files.size).toBe(events);
-  }, 90_000);
+  }, FIRST_ATTEMPT_GUARD_MS + 90_000);
 });
 
 describe('two server processes on one database', () => {
