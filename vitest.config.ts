@@ -6,6 +6,10 @@ export default defineConfig({
   plugins: [swc.vite({ module: { type: 'es6' }, jsc: { target: 'es2023', parser: { syntax: 'typescript', decorators: true }, transform: { legacyDecorator: true, decoratorMetadata: true } } })],
   test: {
     globals: false,
+    // Every test file starts its own application, database and Redis prefix, and nothing is mocked, so the files of
+    // one worker share its module cache: Nest, TypeORM and the application load once per worker instead of once per
+    // file, which took about 40% of an e2e run's time.
+    isolate: false,
     reporters: process.env.CI ? ['default'] : ['default'],
     projects: [
       {
