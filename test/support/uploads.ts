@@ -148,7 +148,10 @@ export function rawUpload(
           options.onHold?.();
           return;
         }
-        const n = Math.min(chunk.length, options.fileSize - sent);
+        // Never past a planned hang-up or hold: a body smaller than one chunk would otherwise be sent whole and, with
+        // a larger declared length, leave the server waiting for bytes that never come.
+        const stopAt = Math.min(options.fileSize, options.abortAfter ?? Infinity, options.holdAfter ?? Infinity);
+        const n = Math.min(chunk.length, stopAt - sent);
         sent += n;
         if (!req.write(chunk.subarray(0, n))) await new Promise((r) => req.once('drain', r));
       }
