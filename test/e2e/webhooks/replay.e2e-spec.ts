@@ -99,7 +99,8 @@ describe('webhook replay: POST /v1/webhooks/{id}/replay', () => {
 
   it('queues a large window in the background: the answer counts every event, and each gets its delivery', async () => {
     const account = await createAccount(t.app);
-    const total = 1500; // several batches of the replay job
+    // More than the job keeps pending at once (2,000): it steps aside while they go out, and resumes where it stopped.
+    const total = 4500;
     const since = new Date(Date.now() - 3_600_000);
     await t.app.get(Transactions).run((tx) =>
       Outbox.record(tx, ...Array.from({ length: total }, (_, i) => domainEvent('file.uploaded', account.accountId, new Date(since.getTime() + i), uploaded(i)))),
@@ -113,5 +114,9 @@ describe('webhook replay: POST /v1/webhooks/{id}/replay', () => {
     await eventually(async () => (await deliveries.countBy({ webhookId: webhook.id })) === total, 120_000, `${total} replay deliveries`);
     const large = () => receiver.received.filter((d) => d.path === '/hooks/large');
     await receiver.waitFor(() => new Set(large().map((d) => fileIdOf(d.body))).size === total, 120_000, 'every replayed event delivered');
+    // Each event once: a resumed job made no second delivery of an event it had already replayed.
+    await eventually(async () => (await deliveries.countBy({ webhookId: webhook.id, status: 'succeeded' })) === total, 30_000, 'every delivery logged');
+    expect(large()).toHaveLength(total);
+    expect(await deliveries.countBy({ webhookId: webhook.id })).toBe(total);
   }, 300_000);
 });

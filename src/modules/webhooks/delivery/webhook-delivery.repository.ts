@@ -72,6 +72,19 @@ export class WebhookDeliveryRepository {
       SELECT ${names.map((name) => `v.${name}`).join(', ')} FROM ${this.transactions.dialect.jsonRows(rows, columns.types)} WHERE ${where} ON CONFLICT DO NOTHING`;
   }
 
+  /**
+   * How many replay deliveries of this webhook are still pending, counted up to `limit` (the pending-replay
+   * index holds exactly those rows, so the count reads at most `limit` of its entries).
+   */
+  async pendingReplays(webhookId: string, limit: number): Promise<number> {
+    const params = this.transactions.dialect.parameters();
+    const rows: Array<{ count: number | string }> = await this.transactions.dataSource.query(
+      `SELECT COUNT(*) AS count FROM (SELECT 1 FROM webhook_deliveries WHERE origin = 'replay' AND status = 'pending' AND webhook_id = ${params.add(webhookId)} LIMIT ${limit}) pending`,
+      params.values,
+    );
+    return Number(rows[0]?.count ?? 0);
+  }
+
   /** The oldest deliveries whose current series has no queue job yet. */
   unqueued(limit: number): Promise<Array<{ id: string; series: number; attempts: number }>> {
     // In order by idx_webhook_deliveries_unqueued; the status index would read and sort every pending delivery.
