@@ -73,8 +73,8 @@ export class WebhookDeliveryRepository {
   }
 
   /**
-   * How many replay deliveries of this webhook are still pending, counted up to `limit` (the pending-replay
-   * index holds exactly those rows, so the count reads at most `limit` of its entries).
+   * How many replay deliveries of this webhook are still pending, counted up to `limit`. Read from the partial index
+   * of pending replays (of every webhook), so it stays small while replays keep pace with their deliveries.
    */
   async pendingReplays(webhookId: string, limit: number): Promise<number> {
     const params = this.transactions.dialect.parameters();
