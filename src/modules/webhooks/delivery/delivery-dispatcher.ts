@@ -8,7 +8,8 @@ import { OutboxRelay, type RelayPass } from './outbox-relay.js';
 const BATCH = 500;
 /** Only a safety net (a signal lost while Redis was away, rows written by hand): every commit wakes the relay. */
 const POLL_MS = 1_000;
-const STALE_CHECK_EVERY_MS = 30_000;
+/** How often the safety net (DeliveryQueuer.requeueStale) looks for deliveries that lost their job. */
+export const STALE_CHECK_EVERY_MS = 30_000;
 
 /**
  * Moves events from the outbox to the delivery queue, in two durable steps:

@@ -13,7 +13,7 @@ type QueueJob = DeliveryJob | GuardJob;
 
 const ENQUEUE_TIMEOUT_MS = 5_000;
 /** A pending delivery this long past its due time has lost its job (e.g. Redis restarted without persistence). */
-const STALE_AFTER_MS = 2 * 60_000;
+export const STALE_AFTER_MS = 2 * 60_000;
 /**
  * How long first attempts may wait in this process for free slots (FirstAttempts) before their guard job is put off
  * again.
