@@ -9,7 +9,7 @@ const BATCH = 500;
 /** Only a safety net (a signal lost while Redis was away, rows written by hand): every commit wakes the relay. */
 const POLL_MS = 1_000;
 /** How often the safety net (DeliveryQueuer.requeueStale) looks for deliveries that lost their job. */
-export const STALE_CHECK_EVERY_MS = 30_000;
+const STALE_CHECK_EVERY_MS = 30_000;
 
 /**
  * Moves events from the outbox to the delivery queue, in two durable steps:
@@ -17,7 +17,8 @@ export const STALE_CHECK_EVERY_MS = 30_000;
  *  2. queue (DeliveryQueuer): the new delivery rows go to BullMQ in one addBulk, then are marked queued.
  * Step 2 runs beside the relay loop rather than inside it, so events committed while one addBulk is on its
  * way to Redis are relayed at once. Beside it, the first attempt at each new delivery is made here at once, or
- * as soon as a slot is free (FirstAttempts), one guard job per pass standing guard. A crash between any two steps leaves rows that a later sweep (in this
+ * as soon as a slot is free (FirstAttempts), one guard job per pass standing guard, added to Redis before the pass
+ * commits (so those rows, inserted as queued, are never left without a job). A crash between any two steps leaves rows that a later sweep (in this
  * or another process) picks up: the sweep queues every delivery still unqueued, and runs on each poll
  * tick, after a delivery was created outside the relay (test event, redelivery), and after queueing failed.
  * While Redis is down, step 2 waits and deliveries accumulate in the database.
@@ -82,7 +83,7 @@ export class DeliveryDispatcher implements OnApplicationBootstrap, OnApplication
       let more = false;
       try {
         const pass = await this.relay.relay(BATCH);
-        if (pass.deliveries.length > 0) this.handOver(pass.deliveries);
+        this.handOver(pass);
         if (this.sweep) {
           this.sweep = false;
           more = (await this.queuer.queuePending(BATCH)) === BATCH;
@@ -105,31 +106,32 @@ export class DeliveryDispatcher implements OnApplicationBootstrap, OnApplication
     }
   }
 
-  /** Queues the new deliveries (one guard job for those attempted here) and starts the first attempts, neither holding up the relay. */
-  private handOver(deliveries: RelayPass['deliveries']): void {
-    const guard = this.queueInBackground(deliveries.map(({ id, series, attempts, firstAttemptHere }) => ({ id, series, attempts, firstAttemptHere })));
-    this.firstAttempts.start(deliveries.filter((delivery) => delivery.firstAttemptHere), guard);
+  /**
+   * Starts the first attempts of the pass's new deliveries, under the guard job added before its commit, and queues
+   * the others, neither holding up the relay.
+   */
+  private handOver({ deliveries, guard }: RelayPass): void {
+    const here = deliveries.filter((delivery) => delivery.firstAttemptHere);
+    this.firstAttempts.start(here, guard);
+    // A guard whose deliveries were not inserted (their events were claimed by another process) has nothing to guard.
+    if (guard !== null && here.length === 0) void this.queuer.removeGuard(guard).catch(() => undefined);
+    const others = deliveries.filter((delivery) => !delivery.firstAttemptHere).map(({ id, series, attempts }) => ({ id, series, attempts }));
+    if (others.length > 0) this.queueInBackground(others);
   }
 
-  /**
-   * Hands new deliveries to BullMQ without holding up the relay; what fails is left for the sweep. Answers the
-   * guard job's id once it is in Redis, or null (none, or not queued).
-   */
-  private queueInBackground(deliveries: SeriesToQueue[]): Promise<string | null> {
-    const queued: Promise<string | null> = this.queuer
+  /** Hands new deliveries to BullMQ without holding up the relay; what fails is left for the sweep. */
+  private queueInBackground(deliveries: SeriesToQueue[]): void {
+    const settled = this.queuer
       .queue(deliveries)
-      .then((done) => {
-        if (!done) this.sweep = true;
-        return done ? done.guard : null;
+      .then((queued) => {
+        if (!queued) this.sweep = true;
       })
       .catch((error: unknown) => {
         this.sweep = true;
         this.warn('Could not queue webhook deliveries; retrying', error);
-        return null;
-      });
-    const settled = queued.then(() => undefined).finally(() => this.queueing.delete(settled));
+      })
+      .finally(() => this.queueing.delete(settled));
     this.queueing.add(settled);
-    return queued;
   }
 
   /** Answers true when woken, false when the time ran out. */

@@ -13,7 +13,7 @@ type QueueJob = DeliveryJob | GuardJob;
 
 const ENQUEUE_TIMEOUT_MS = 5_000;
 /** A pending delivery this long past its due time has lost its job (e.g. Redis restarted without persistence). */
-export const STALE_AFTER_MS = 2 * 60_000;
+const STALE_AFTER_MS = 2 * 60_000;
 /**
  * How long first attempts may wait in this process for free slots (FirstAttempts) before their guard job is put off
  * again.
@@ -37,8 +37,6 @@ export interface SeriesToQueue {
   id: string;
   series: number;
   attempts: number;
-  /** True when this process makes the first attempt itself (FirstAttempts): the job then only stands guard. */
-  firstAttemptHere?: boolean;
 }
 
 /**
@@ -69,37 +67,37 @@ export class DeliveryQueuer {
 
   /**
    * Adds one job per delivery series in one addBulk, then marks the rows queued. Answers false, doing
-   * nothing, while Redis is not connected; else the id of the guard job (null without first attempts). A job
-   * knows the attempts made before its series (none in the first; a redelivery's series is queued before it
-   * is attempted), so it counts its series' attempts from the delivery row, whoever made them.
-   * Deliveries whose first attempt this process makes get no job of their own now: one guard job, delayed
-   * past the longest those attempts can take, holds their ids (see FirstAttempts and the processor).
+   * nothing, while Redis is not connected. A job knows the attempts made before its series (none in the
+   * first; a redelivery's series is queued before it is attempted), so it counts its series' attempts from
+   * the delivery row, whoever made them.
    */
-  async queue(deliveries: SeriesToQueue[]): Promise<false | { guard: string | null }> {
-    const guarded = deliveries.filter((delivery) => delivery.firstAttemptHere);
-    const unguarded = deliveries.filter((delivery) => !delivery.firstAttemptHere);
-    const guard = guarded.length > 0 ? guardJobId(guarded[0].id) : null;
+  async queue(deliveries: SeriesToQueue[]): Promise<boolean> {
+    if (deliveries.length === 0) return true;
+    if (!(await this.redisReady())) return false;
+    const jobs = deliveries.map((delivery) => this.deliveryJob(delivery));
+    await withTimeout(this.deliveryQueue.addBulk(jobs), ENQUEUE_TIMEOUT_MS, 'queueing deliveries in Redis');
+    await this.deliveries.markQueued(deliveries, this.clock.now());
+    return true;
+  }
+
+  /**
+   * Adds the guard job of the deliveries whose first attempt this process is about to make (see FirstAttempts and
+   * the processor), delayed past the longest those attempts can take. Called before their rows are inserted, so
+   * whenever a row is committed as queued its guard is in Redis already; a guard whose rows never committed finds
+   * nothing when it fires. Answers the guard's id, or null when Redis did not take it (the rows then go in unqueued,
+   * for the sweep).
+   */
+  async addGuard(deliveryIds: string[]): Promise<string | null> {
+    if (deliveryIds.length === 0) return null;
+    const jobId = guardJobId(deliveryIds[0]);
     try {
-      if (!(await this.redisReady())) {
-        await this.unguard(guarded);
-        return false;
-      }
-      const jobs: Array<{ name: string; data: QueueJob; opts: JobsOptions }> = unguarded.map((delivery) => this.deliveryJob(delivery));
-      if (guard !== null) {
-        jobs.push({
-          name: GUARD_JOB,
-          data: { deliveryIds: guarded.map((delivery) => delivery.id) },
-          opts: { jobId: guard, delay: FIRST_ATTEMPT_GUARD_MS, attempts: 5, backoff: { type: 'fixed', delay: 5_000 } },
-        });
-      }
-      await withTimeout(this.deliveryQueue.addBulk(jobs), ENQUEUE_TIMEOUT_MS, 'queueing deliveries in Redis');
-    } catch (error) {
-      await this.unguard(guarded).catch(() => undefined);
-      throw error;
+      if (!(await this.redisReady())) return null;
+      const opts: JobsOptions = { jobId, delay: FIRST_ATTEMPT_GUARD_MS, attempts: 5, backoff: { type: 'fixed', delay: 5_000 } };
+      await withTimeout(this.deliveryQueue.add(GUARD_JOB, { deliveryIds }, opts), ENQUEUE_TIMEOUT_MS, 'adding a guard job in Redis');
+      return jobId;
+    } catch {
+      return null;
     }
-    // Rows of first attempts were inserted as queued already.
-    if (unguarded.length > 0) await this.deliveries.markQueued(unguarded, this.clock.now());
-    return { guard };
   }
 
   /**
@@ -137,11 +135,6 @@ export class DeliveryQueuer {
       data: { deliveryId: delivery.id, series: delivery.series, attemptsBefore: Number(delivery.series) === 1 ? 0 : Number(delivery.attempts) },
       opts: { jobId: deliveryJobId(delivery.id, delivery.series), attempts: MAX_ATTEMPTS, backoff: { type: DELIVERY_BACKOFF } },
     };
-  }
-
-  /** Deliveries inserted as queued whose guard job could not be added: the sweep queues them (the stale check would, much later). */
-  private async unguard(guarded: SeriesToQueue[]): Promise<void> {
-    if (guarded.length > 0) await this.deliveries.markUnqueued(guarded);
   }
 
   /** Makes a delayed job due now; nothing when it is not delayed (or gone). */

@@ -13,8 +13,8 @@ const MAX_HELD_PER_WEBHOOK = (MAX_HELD * 3) / 4;
 
 /** The guard job of one relay pass's first attempts, and how many of them are not settled yet. */
 interface Guard {
-  /** The guard job's id once it is in Redis; null when it could not be added (the rows were then marked unqueued). */
-  jobId: Promise<string | null>;
+  /** The guard job's id; null when Redis did not take it (the rows were then inserted unqueued). */
+  jobId: string | null;
   left: number;
   /** False once an attempt ended without being recorded or handed over: the guard then stays, and fires. */
   clean: boolean;
@@ -40,8 +40,8 @@ interface Held {
  * slots, at three Redis round trips per delivery). Up to MAX_HELD are held (three quarters of them for one
  * webhook at most); the relay queues the rest as jobs, due at once.
  *
- * Nothing is lost: the delivery rows are committed before the attempts, and one BullMQ guard job per relay pass
- * holds their ids, delayed past the longest an attempt started within FIRST_ATTEMPT_MAX_WAIT_MS can take
+ * Nothing is lost: the delivery rows are committed before the attempts, and one BullMQ guard job per relay pass,
+ * added before that commit (DeliveryQueuer.addGuard), holds their ids, delayed past the longest an attempt started within FIRST_ATTEMPT_MAX_WAIT_MS can take
  * (FIRST_ATTEMPT_GUARD_MS), and put off again each time that much has passed with attempts still waiting. Once every
  * attempt of the pass is recorded, the guard is removed; a failed attempt gets its own job, due at the usual
  * retry time, for attempts 2 and 3. Killed before that, the process leaves the guard to fire: it queues a job for
@@ -89,8 +89,8 @@ export class FirstAttempts implements OnApplicationShutdown {
     return taken;
   }
 
-  /** Makes the first attempt at each taken delivery, as slots come free; `guard` settles once their guard job is in Redis (or not). */
-  start(deliveries: DeliveryToAttempt[], guard: Promise<string | null>): void {
+  /** Makes the first attempt at each taken delivery, as slots come free; `guard` is their guard job (see DeliveryQueuer.addGuard). */
+  start(deliveries: DeliveryToAttempt[], guard: string | null): void {
     if (deliveries.length === 0) return;
     const shared: Guard = { jobId: guard, left: deliveries.length, clean: true, unstarted: deliveries.length, timer: null };
     for (const delivery of deliveries) {
@@ -103,7 +103,7 @@ export class FirstAttempts implements OnApplicationShutdown {
       else this.waiting.set(delivery.webhookId, [held]);
     }
     this.startWaiting();
-    if (shared.unstarted > 0) this.putOffWhileWaiting(shared);
+    if (shared.unstarted > 0 && guard !== null) this.putOffWhileWaiting(shared);
   }
 
   async onApplicationShutdown(): Promise<void> {
@@ -134,8 +134,8 @@ export class FirstAttempts implements OnApplicationShutdown {
     guard.timer = setTimeout(() => {
       guard.timer = null;
       if (guard.unstarted === 0) return;
-      void guard.jobId
-        .then((jobId) => (jobId === null ? undefined : this.queuer.putOffGuard(jobId)))
+      void this.queuer
+        .putOffGuard(guard.jobId!)
         .catch((error: unknown) => this.warn('A guard job could not be put off; it may fire while its attempts wait', error, ''));
       this.putOffWhileWaiting(guard);
     }, FIRST_ATTEMPT_MAX_WAIT_MS);
@@ -149,7 +149,7 @@ export class FirstAttempts implements OnApplicationShutdown {
     for (const entry of held) if (entry.guard.timer !== null) clearTimeout(entry.guard.timer);
     let queued = false;
     try {
-      queued = (await this.queuer.queue(held.map(({ delivery }) => ({ id: delivery.id, series: delivery.series, attempts: delivery.attempts })))) !== false;
+      queued = await this.queuer.queue(held.map(({ delivery }) => ({ id: delivery.id, series: delivery.series, attempts: delivery.attempts })));
     } catch (error) {
       this.warn('Waiting first delivery attempts could not be queued at shutdown; their guard job takes over', error, held[0].delivery.id);
     }
@@ -187,11 +187,9 @@ export class FirstAttempts implements OnApplicationShutdown {
     entry.done();
     const guard = entry.guard;
     if (!settled) guard.clean = false;
-    if (--guard.left > 0 || !guard.clean) return;
-    void guard.jobId
-      .then((jobId) => (jobId === null ? undefined : this.queuer.removeGuard(jobId)))
-      // A guard left in place finds every delivery attempted when it fires.
-      .catch(() => undefined);
+    if (--guard.left > 0 || !guard.clean || guard.jobId === null) return;
+    // A guard left in place finds every delivery attempted when it fires.
+    void this.queuer.removeGuard(guard.jobId).catch(() => undefined);
   }
 
   private warn(message: string, error: unknown, deliveryId: string): void {

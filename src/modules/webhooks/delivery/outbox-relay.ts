@@ -7,6 +7,7 @@ import { Transactions } from '../../../infra/database/transactions.js';
 import { OutboxRelayedEvent, type RelayedOutboxEvent } from '../../../infra/outbox/outbox-relayed.event.js';
 import type { WebhookDeliveryEntity } from '../webhook-delivery.entity.js';
 import { WebhookEntity } from '../webhook.entity.js';
+import { DeliveryQueuer } from './delivery-queuer.js';
 import type { DeliveryToAttempt } from './delivery-reader.js';
 import { DeliveryTargets } from './delivery-targets.js';
 import { FirstAttempts } from './first-attempts.js';
@@ -22,15 +23,17 @@ interface OutboxRow {
 }
 
 /**
- * What one relay pass did: outbox rows relayed, and the deliveries it created (not yet queued), ready to
- * attempt; those whose first attempt this process makes (FirstAttempts) are marked.
+ * What one relay pass did: outbox rows relayed, and the deliveries it created, ready to attempt; those whose first
+ * attempt this process makes (FirstAttempts) are marked, and `guard` is their guard job, in Redis since before the
+ * commit (null when Redis did not take it: their rows are then unqueued). The others have no job yet.
  */
 export interface RelayPass {
   relayed: number;
   deliveries: Array<DeliveryToAttempt & { firstAttemptHere: boolean }>;
+  guard: string | null;
 }
 
-const NOTHING: RelayPass = { relayed: 0, deliveries: [] };
+const NOTHING: RelayPass = { relayed: 0, deliveries: [], guard: null };
 
 /**
  * Turns pending outbox rows into one delivery row per subscribed active webhook and marks the outbox
@@ -51,6 +54,7 @@ export class OutboxRelay {
     private readonly deliveries: WebhookDeliveryRepository,
     private readonly events: EventBus,
     private readonly firstAttempts: FirstAttempts,
+    private readonly queuer: DeliveryQueuer,
   ) {}
 
   /** The relay's own connection (see Transactions.reserveConnection), taken at the first pass. */
@@ -93,14 +97,16 @@ export class OutboxRelay {
         }),
     );
 
-    // Taken before the insert, so their rows go in as queued and no sweep (of any process) queues them meanwhile.
+    // Taken, and their guard job added, before the insert: their rows go in as queued, so no sweep (of any process)
+    // queues them meanwhile, and a process killed right after the commit leaves them to their guard, not to the stale check.
     const firstAttempts = this.firstAttempts.take(candidates);
-    const rows = candidates.map((delivery) => ({ ...delivery, queuedAt: firstAttempts.has(delivery.id) ? now : null }));
+    const guard = await this.queuer.addGuard([...firstAttempts]);
+    const rows = candidates.map((delivery) => ({ ...delivery, queuedAt: guard !== null && firstAttempts.has(delivery.id) ? now : null }));
     const claimed = await this.claimAndInsert(connection, events.map((e) => e.id), rows, now).then(({ ids, inserted }) => ({
       ids,
       created: candidates.filter((delivery) => inserted.has(delivery.id)),
     }));
-    if (claimed.ids.size === 0) return NOTHING;
+    if (claimed.ids.size === 0) return { ...NOTHING, guard };
 
     const relayed: RelayedOutboxEvent[] = parsed
       .filter(({ row }) => claimed.ids.has(row.id))
@@ -109,6 +115,7 @@ export class OutboxRelay {
     return {
       relayed: claimed.ids.size,
       deliveries: claimed.created.map((delivery) => ({ ...delivery, firstAttemptHere: firstAttempts.has(delivery.id) })),
+      guard,
     };
   }
 
