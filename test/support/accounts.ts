@@ -26,8 +26,8 @@ export async function createAccount(
 
 /** A further key of the account with exactly these scopes. */
 export async function createKey(app: INestApplicationContext, account: TestAccount, scopes: Scope[], elevated = false) {
-  const key = await app.get(CommandBus).execute(new CreateApiKeyCommand(account.accountId, account.userId, 'test key', scopes, elevated));
-  return { id: key.id, apiKey: key.api_key, auth: bearer(key.api_key) };
+  const { key, secret } = await app.get(CommandBus).execute(new CreateApiKeyCommand(account.accountId, account.userId, 'test key', scopes, elevated));
+  return { id: key.id, apiKey: secret, auth: bearer(secret) };
 }
 
 export function bearer(apiKey: string): { Authorization: string } {

@@ -46,8 +46,9 @@ export class ApiKeysController {
   })
   @ApiEnvelope(CreatedApiKeyResponse, { status: 201 })
   @ApiErrors([400, 'invalid_request: name, scopes or elevated is malformed.'], [403, 'permission_denied: a scope the calling key does not hold.'])
-  create(@CurrentActor() actor: Actor, @Body() body: CreateApiKeyRequest): Promise<CreatedApiKeyResponse> {
-    return this.commands.execute(new CreateApiKeyCommand(actor.accountId, actor.userId, body.name, body.scopes, body.elevated ?? false, actor));
+  async create(@CurrentActor() actor: Actor, @Body() body: CreateApiKeyRequest): Promise<CreatedApiKeyResponse> {
+    const { key, secret } = await this.commands.execute(new CreateApiKeyCommand(actor.accountId, actor.userId, body.name, body.scopes, body.elevated ?? false, actor));
+    return CreatedApiKeyResponse.withSecret(key, secret);
   }
 
   @Get()

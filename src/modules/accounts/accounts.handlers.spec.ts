@@ -81,9 +81,9 @@ describe('accounts command and query handlers (in-memory SQLite, real migrations
 
   it('stores scopes in a fixed order and refuses a key for an unknown account', async () => {
     const { account_id } = await commands.execute(new CreateAccountCommand('Bo', 'free', null));
-    const key = await commands.execute(new CreateApiKeyCommand(account_id, null, 'k', ['share', 'read'], false));
+    const { key } = await commands.execute(new CreateApiKeyCommand(account_id, null, 'k', ['share', 'read'], false));
     expect(key.scopes).toEqual(['read', 'share']);
-    expect(key.created_at).toBe('2026-11-21T10:00:00.000Z');
+    expect(key.createdAt.toISOString()).toBe('2026-11-21T10:00:00.000Z');
     await expect(commands.execute(new CreateApiKeyCommand('acc_missing', null, 'k', ['read'], false))).rejects.toMatchObject({
       code: 'not_found',
     } satisfies Partial<ApiError>);
@@ -92,12 +92,12 @@ describe('accounts command and query handlers (in-memory SQLite, real migrations
   it('revokes a key only within its own account, after which it no longer authenticates', async () => {
     const a = await commands.execute(new CreateAccountCommand('A', 'free', null));
     const b = await commands.execute(new CreateAccountCommand('B', 'free', null));
-    const key = await commands.execute(new CreateApiKeyCommand(a.account_id, null, 'k', ['read'], false));
+    const { key, secret } = await commands.execute(new CreateApiKeyCommand(a.account_id, null, 'k', ['read'], false));
     const actorB = (await queries.execute(new AuthenticateApiKeyQuery(b.api_key)))!.actor;
     await expect(commands.execute(new RevokeApiKeyCommand(actorB, key.id))).rejects.toMatchObject({ code: 'not_found' });
     const actorA = (await queries.execute(new AuthenticateApiKeyQuery(a.api_key)))!.actor;
     await commands.execute(new RevokeApiKeyCommand(actorA, key.id));
-    expect(await queries.execute(new AuthenticateApiKeyQuery(key.api_key))).toBeNull();
+    expect(await queries.execute(new AuthenticateApiKeyQuery(secret))).toBeNull();
     await expect(commands.execute(new RevokeApiKeyCommand(actorA, key.id))).rejects.toMatchObject({ code: 'not_found' });
   });
 

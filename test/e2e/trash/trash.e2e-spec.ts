@@ -7,8 +7,7 @@ import { OutboxEventEntity } from '../../../src/infra/outbox/outbox-event.entity
 import { AccountEntity } from '../../../src/modules/accounts/account.entity.js';
 import { FileEntity } from '../../../src/modules/files/file.entity.js';
 import { ShareEntity } from '../../../src/modules/shares/share.entity.js';
-import { PURGE_BATCH } from '../../../src/modules/trash/commands/empty-trash.command.js';
-import { PurgeTrashCommand } from '../../../src/modules/trash/commands/purge-trash.command.js';
+import { PURGE_BATCH, PurgeTrashCommand } from '../../../src/modules/trash/commands/purge-trash.command.js';
 import { createAccount, createKey, type TestAccount } from '../../support/accounts.js';
 import { seedFile } from '../../support/files.js';
 import { startHoldableProxy, type HoldableProxy } from '../../support/holdable-proxy.js';

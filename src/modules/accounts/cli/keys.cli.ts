@@ -21,10 +21,10 @@ export class KeysCreateCli extends CommandRunner {
     if (!options.account) fail('--account is required');
     const scopes = (options.scopes ?? '').split(',').map((s) => s.trim()).filter(Boolean);
     if (scopes.length === 0 || !scopes.every(isScope)) fail('--scopes must be a comma-separated list of read, write, delete, share');
-    const key = await this.commands.execute(
+    const { key, secret } = await this.commands.execute(
       new CreateApiKeyCommand(options.account, null, options.name ?? 'CLI key', [...new Set(scopes)] as Scope[], options.elevated ?? false),
     );
-    printJson({ id: key.id, api_key: key.api_key, scopes: key.scopes, elevated: key.elevated });
+    printJson({ id: key.id, api_key: secret, scopes: key.scopes, elevated: key.elevated });
   }
 
   @Option({ flags: '--account <id>', description: 'Account id (acc_…)', required: true })

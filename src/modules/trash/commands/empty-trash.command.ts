@@ -7,8 +7,7 @@ import { BlobStorage } from '../../../infra/storage/blob-storage.js';
 import { FileEntity } from '../../files/file.entity.js';
 import { deleteBlobs, deleteFilesPermanently } from '../../files/file-removal.js';
 import { EmptiedTrashResponse } from '../dto/trash.dto.js';
-
-export const PURGE_BATCH = 200;
+import { PURGE_BATCH } from './purge-trash.command.js';
 
 export class EmptyTrashCommand extends Command<EmptiedTrashResponse> {
   constructor(readonly actor: Actor) {

@@ -6,7 +6,9 @@ import { Transactions } from '../../../infra/database/transactions.js';
 import { BlobStorage } from '../../../infra/storage/blob-storage.js';
 import { FileEntity } from '../../files/file.entity.js';
 import { deleteBlobs, deleteFilesPermanently } from '../../files/file-removal.js';
-import { PURGE_BATCH } from './empty-trash.command.js';
+
+/** Files removed per transaction, by the purge and by emptying the trash. Defined here, not beside the trash's response DTOs, so `trash purge` on the command line never loads their OpenAPI decorators. */
+export const PURGE_BATCH = 200;
 
 export interface PurgeResult {
   purged: number;
