@@ -1,4 +1,4 @@
-import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { LessThan, Repository } from 'typeorm';
 import { Clock } from '../../common/clock.js';
@@ -15,7 +15,7 @@ export const MISSED_BEATS_BEFORE_DEAD = 3;
  * OOM, power loss) is dead to the others after 3 beats; rows of long-dead processes are pruned.
  */
 @Injectable()
-export class InstanceHeartbeat implements OnApplicationBootstrap, BeforeApplicationShutdown {
+export class InstanceHeartbeat implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger('InstanceHeartbeat');
   private timer: NodeJS.Timeout | null = null;
 
@@ -33,7 +33,12 @@ export class InstanceHeartbeat implements OnApplicationBootstrap, BeforeApplicat
     this.timer.unref();
   }
 
-  async beforeApplicationShutdown(): Promise<void> {
+  /**
+   * After every module's beforeApplicationShutdown (Nest runs those for all modules first, root module first), so the
+   * work this process still finishes there (first webhook attempts, see FirstAttempts) is never taken over meanwhile;
+   * before the database closes (its module is global, so it shuts down last).
+   */
+  async onApplicationShutdown(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
     // A graceful stop has answered its requests already; its row going away tells the others at once.

@@ -28,6 +28,7 @@ const jsonArray = {
 @Index('idx_webhook_deliveries_list', ['webhookId', 'createdAt', 'id'])
 @Index('idx_webhook_deliveries_unqueued', ['queuedAt', 'createdAt'])
 @Index('idx_webhook_deliveries_due', ['status', 'nextAttemptAt'])
+@Index('idx_webhook_deliveries_held', ['heldBy'], { where: 'held_by IS NOT NULL' })
 export class WebhookDeliveryEntity {
   @PrimaryColumn({ type: 'varchar', length: 40 }) id: string;
   @Column({ type: 'varchar', length: 40, name: 'webhook_id' }) webhookId: string;
@@ -50,6 +51,12 @@ export class WebhookDeliveryEntity {
   @Column({ type: 'text', name: 'attempt_log', transformer: jsonArray }) attemptLog: DeliveryAttempt[];
   /** When the current series was handed to the queue; null means it still has to be (e.g. Redis was down). */
   @Column({ ...TIMESTAMP_COLUMN, name: 'queued_at', nullable: true }) queuedAt: Date | null;
+  /**
+   * The server process (ServerInstance id) making this delivery's first attempt itself, without a queue job (see
+   * FirstAttempts); null once the attempt is logged or handed to the queue. Another process takes it over when that
+   * process is dead (InstanceHeartbeat).
+   */
+  @Column({ type: 'varchar', length: 40, name: 'held_by', nullable: true }) heldBy: string | null;
 }
 
 /** The BullMQ job id of a delivery series: the delivery id itself, then `<id>-r<series>` for redeliveries. */

@@ -2,7 +2,7 @@ import type { INestApplicationContext } from '@nestjs/common';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FIRST_ATTEMPT_GUARD_MS } from '../../../src/modules/webhooks/delivery/delivery-queuer.js';
+import { MISSED_BEATS_BEFORE_DEAD } from '../../../src/infra/instances/instance-heartbeat.js';
 import { WebhookDeliveryEntity } from '../../../src/modules/webhooks/webhook-delivery.entity.js';
 import { createAccount } from '../../support/accounts.js';
 import { startOperatorContext } from '../../support/operator-context.js';
@@ -75,13 +75,16 @@ describe('webhook events survive a Redis outage', () => {
 });
 
 describe('webhook events survive the server being killed mid-delivery', () => {
+  const HEARTBEAT_MS = 1_000;
+  // The dead process's missed heartbeats and the next check, BullMQ's stalled-job pick-up (about 15 s), the restart.
+  const RECOVERY_MS = (MISSED_BEATS_BEFORE_DEAD + 1) * HEARTBEAT_MS + 30_000;
   let environment: TestEnvironment;
   let context: INestApplicationContext;
   let server: ServerProcess | null = null;
   let receiver: WebhookReceiver;
 
   beforeAll(async () => {
-    environment = await createTestEnvironment({ WEBHOOK_DELIVERY_CONCURRENCY: '8' });
+    environment = await createTestEnvironment({ WEBHOOK_DELIVERY_CONCURRENCY: '8', INSTANCE_HEARTBEAT_MS: String(HEARTBEAT_MS) });
     receiver = await startWebhookReceiver(() => ({ status: 200, delayMs: 300 }));
   });
   afterAll(async () => {
@@ -108,16 +111,15 @@ describe('webhook events survive the server being killed mid-delivery', () => {
 
     server = await startServerProcess(environment.env, port);
     const deliveries = context.get(DataSource).getRepository(WebhookDeliveryEntity);
-    // Attempts the killed process had started are retried when their guard job falls due, FIRST_ATTEMPT_GUARD_MS after
-    // it was last put off, whenever the kill came: the guard reaches Redis before its relay pass commits. (Were it added
-    // after, a kill in between would leave deliveries queued with no job, for the two-minute stale check.)
+    // The first attempts the killed process held (under way or waiting for a slot) are taken back by the new one once
+    // the dead one has missed its heartbeats, whenever the kill came; the jobs it was running, once their locks expire.
     await eventually(
       async () => (await deliveries.countBy({ status: 'succeeded' })) === events,
-      FIRST_ATTEMPT_GUARD_MS + 30_000,
+      RECOVERY_MS,
       'every delivery to succeed',
     ).catch(async (error: Error) => {
       const unfinished = (await deliveries.find()).filter((d) => d.status !== 'succeeded');
-      const states = unfinished.map((d) => ({ id: d.id, status: d.status, attempts: d.attempts, queuedAt: d.queuedAt, nextAttemptAt: d.nextAttemptAt }));
+      const states = unfinished.map((d) => ({ id: d.id, status: d.status, attempts: d.attempts, queuedAt: d.queuedAt, heldBy: d.heldBy, nextAttemptAt: d.nextAttemptAt }));
       throw new Error(`${error.message}; not succeeded: ${JSON.stringify(states)}`);
     });
 
@@ -131,7 +133,7 @@ describe('webhook events survive the server being killed mid-delivery', () => {
     }
     const files = new Set(receiver.received.map((d) => (d.body.data.file as { id: string }).id));
     expect(files.size).toBe(events);
-  }, FIRST_ATTEMPT_GUARD_MS + 90_000);
+  }, RECOVERY_MS + 60_000);
 });
 
 describe('two server processes on one database', () => {

@@ -71,7 +71,7 @@ describe('operations: queue dashboard and metrics', () => {
     await t.http().get('/v1/webhooks').set(owner.auth).expect(200);
 
     let text = '';
-    // The outcome is counted once the attempt is recorded, a moment after the receiver answered; then the guard job goes.
+    // The outcome is counted once the attempt is recorded, a moment after the receiver answered.
     const settled = () => text.includes('webhook_deliveries_total{outcome="succeeded"} 1') && /queue_jobs\{queue="webhook-deliveries",state="delayed"\} 0/.test(text);
     for (let i = 0; i < 50 && !settled(); i++) {
       const scraped = await t.http().get('/metrics').expect(200);
@@ -83,7 +83,7 @@ describe('operations: queue dashboard and metrics', () => {
     expect(text).toMatch(/http_request_duration_seconds_count\{method="GET",route="\/v1\/webhooks",status_code="200"\} [1-9]/);
     expect(text).toMatch(/http_request_duration_seconds_count\{method="POST",route="\/v1\/webhooks",status_code="201"\} 1/);
     for (const queue of ALL_QUEUES) expect(text).toContain(`queue_jobs{queue="${queue}",state="waiting"}`);
-    // The first attempt went out straight after the relay; its guard job was removed, none is left waiting.
+    // The first attempt went out straight after the relay, without a job: none is left waiting.
     expect(text).toContain('queue_jobs{queue="webhook-deliveries",state="completed"}');
     expect(text).toMatch(/queue_jobs\{queue="webhook-deliveries",state="delayed"\} 0/);
     expect(text).toContain('webhook_outbox_backlog{stage="outbox"} 0');

@@ -13,6 +13,7 @@ import { EventFeed1764320000000 } from './1764320000000-event-feed.js';
 import { WebhookSecretRotation1764330000000 } from './1764330000000-webhook-secret-rotation.js';
 import { NameSearchIndexes1764340000000 } from './1764340000000-name-search-indexes.js';
 import { DeliveryListIndex1764350000000 } from './1764350000000-delivery-list-index.js';
+import { DeliveryFirstAttemptHolder1764360000000 } from './1764360000000-delivery-first-attempt-holder.js';
 
 /** Every migration, oldest first. */
 export const MIGRATIONS = [
@@ -31,4 +32,5 @@ export const MIGRATIONS = [
   WebhookSecretRotation1764330000000,
   NameSearchIndexes1764340000000,
   DeliveryListIndex1764350000000,
+  DeliveryFirstAttemptHolder1764360000000,
 ];

@@ -5,7 +5,6 @@ import { AppConfig } from '../../../config/app-config.js';
 import { QUEUES } from '../../../infra/queue/queue-names.js';
 import { DELIVERY_BACKOFF, retryDelayMs } from './delivery-schedule.js';
 import { DeliveryAttempts } from './delivery-attempts.js';
-import { DeliveryQueuer, GUARD_JOB } from './delivery-queuer.js';
 import { DeliveryReader } from './delivery-reader.js';
 import { FirstAttempts } from './first-attempts.js';
 import { succeeded } from './webhook-sender.js';
@@ -23,11 +22,6 @@ export interface DeliveryJob {
   attemptsBefore?: number;
 }
 
-/** Stands guard over the first attempts of one relay pass (see FirstAttempts): fires only if they were not all recorded. */
-export interface GuardJob {
-  deliveryIds: string[];
-}
-
 /** A failed attempt with attempts left; BullMQ schedules the next one by the attempt's place in its series. */
 class AttemptFailed extends Error {
   constructor(
@@ -40,8 +34,9 @@ class AttemptFailed extends Error {
 
 /**
  * Delivers webhook events: one job per delivery series, three attempts on the 0/5/25 s schedule. The
- * first attempt of a new delivery is usually made by FirstAttempts, with no job of its own: one guard job per
- * relay pass stands in for it (see guard), and a failed first attempt gets its job for the others. Attempts are counted on the delivery row, so it does not matter who made them.
+ * first attempt of a new delivery is usually made by FirstAttempts, with no job of its own (its row is held by the
+ * process making it); a failed first attempt gets its job for the others. Attempts are counted on the delivery row,
+ * so it does not matter who made them.
  * A job only ever acts on a delivery still pending in the same series, so a duplicate job (a replay
  * after a crash, two relays) cannot deliver twice what has already succeeded.
  */
@@ -65,7 +60,6 @@ export class DeliverWebhookProcessor extends WorkerHost implements OnApplication
     private readonly reader: DeliveryReader,
     private readonly slots: WebhookSlots,
     private readonly firstAttempts: FirstAttempts,
-    private readonly queuer: DeliveryQueuer,
   ) {
     super();
   }
@@ -74,33 +68,12 @@ export class DeliverWebhookProcessor extends WorkerHost implements OnApplication
     this.worker.concurrency = this.config.webhookDeliveryConcurrency;
   }
 
-  async process(job: Job<DeliveryJob | GuardJob>, token?: string): Promise<string> {
-    if (job.name === GUARD_JOB) return this.guard(job as Job<GuardJob>, token);
-    return this.deliver(job as Job<DeliveryJob>, token);
-  }
-
-  /**
-   * A guard that fired: the process that made these first attempts died before recording (or handing over) some
-   * of them, or could not record them. Each delivery still pending in its first series gets its own job, due at
-   * once (a no-op for one that has its job already; a job early for its next attempt waits for it).
-   */
-  private async guard(job: Job<GuardJob>, token?: string): Promise<string> {
-    const ids = job.data.deliveryIds;
-    if (ids.some((id) => this.firstAttempts.isAttempting(id))) return this.postpone(job, Date.now() + BUSY_DELAY_MS, token);
-    const deliveries = await Promise.all(ids.map((id) => this.reader.read(id)));
-    const left = deliveries.filter((delivery) => delivery !== null && delivery.series === 1 && delivery.status === 'pending');
-    if (left.length === 0) return 'all attempted';
-    const queued = await this.queuer.queue(left.map((delivery) => ({ id: delivery!.id, series: 1, attempts: delivery!.attempts })));
-    if (!queued) throw new Error('Redis is not connected; the guard runs again');
-    return `${left.length} queued`;
-  }
-
-  private async deliver(job: Job<DeliveryJob>, token?: string): Promise<string> {
+  async process(job: Job<DeliveryJob>, token?: string): Promise<string> {
     const { deliveryId, series } = job.data;
     if (this.firstAttempts.isAttempting(deliveryId)) return this.postpone(job, Date.now() + BUSY_DELAY_MS, token);
     const delivery = await this.reader.read(deliveryId);
     if (!delivery || delivery.series !== series || delivery.status !== 'pending') return 'skipped';
-    // Queued by the sweep after a failed first attempt (its guard job was not in Redis): wait for the retry's time.
+    // Queued by the sweep after a failed first attempt (Redis did not take its retry job): wait for the retry's time.
     const due = delivery.nextAttemptAt?.getTime() ?? 0;
     if (due > Date.now() + EARLY_TOLERANCE_MS) return this.postpone(job, due, token);
     const webhookId = delivery.webhookId;
@@ -127,7 +100,7 @@ export class DeliverWebhookProcessor extends WorkerHost implements OnApplication
   }
 
   /** Puts the job back until `at`, not counted as an attempt. */
-  private async postpone(job: Job<DeliveryJob | GuardJob>, at: number, token?: string): Promise<never> {
+  private async postpone(job: Job<DeliveryJob>, at: number, token?: string): Promise<never> {
     await job.moveToDelayed(at, token);
     throw new DelayedError();
   }

@@ -1,4 +1,5 @@
 import { Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { AppConfig } from '../../../config/app-config.js';
 import { OutboxSignal } from '../../../infra/outbox/outbox-signal.js';
 import { DeliveryQueuer, type SeriesToQueue } from './delivery-queuer.js';
 import { DeliverySignal } from './delivery-signal.js';
@@ -17,8 +18,8 @@ const STALE_CHECK_EVERY_MS = 30_000;
  *  2. queue (DeliveryQueuer): the new delivery rows go to BullMQ in one addBulk, then are marked queued.
  * Step 2 runs beside the relay loop rather than inside it, so events committed while one addBulk is on its
  * way to Redis are relayed at once. Beside it, the first attempt at each new delivery is made here at once, or
- * as soon as a slot is free (FirstAttempts), one guard job per pass standing guard, added to Redis before the pass
- * commits (so those rows, inserted as queued, are never left without a job). A crash between any two steps leaves rows that a later sweep (in this
+ * as soon as a slot is free (FirstAttempts), their rows held by this process until the attempt is logged (taken back
+ * by another process if this one dies, see FirstAttempts.releaseAbandoned, checked every heartbeat). A crash between any two steps leaves rows that a later sweep (in this
  * or another process) picks up: the sweep queues every delivery still unqueued, and runs on each poll
  * tick, after a delivery was created outside the relay (test event, redelivery), and after queueing failed.
  * While Redis is down, step 2 waits and deliveries accumulate in the database.
@@ -37,9 +38,11 @@ export class DeliveryDispatcher implements OnApplicationBootstrap, OnApplication
   private wake: (() => void) | null = null;
   private loop: Promise<void> = Promise.resolve();
   private readonly queueing = new Set<Promise<void>>();
+  private checking: Promise<void> | null = null;
   private unsubscribe: () => void = () => undefined;
   private lastProblemLog = 0;
   private lastStaleCheck = 0;
+  private lastHeldCheck = 0;
 
   constructor(
     private readonly relay: OutboxRelay,
@@ -47,6 +50,7 @@ export class DeliveryDispatcher implements OnApplicationBootstrap, OnApplication
     private readonly firstAttempts: FirstAttempts,
     private readonly signal: DeliverySignal,
     private readonly outboxSignal: OutboxSignal,
+    private readonly config: AppConfig,
   ) {}
 
   onApplicationBootstrap(): void {
@@ -68,7 +72,7 @@ export class DeliveryDispatcher implements OnApplicationBootstrap, OnApplication
     this.unsubscribe();
     this.wake?.();
     await this.loop;
-    await Promise.all([...this.queueing]);
+    await Promise.all([...this.queueing, this.checking]);
     await this.relay.close();
   }
 
@@ -89,10 +93,7 @@ export class DeliveryDispatcher implements OnApplicationBootstrap, OnApplication
           more = (await this.queuer.queuePending(BATCH)) === BATCH;
           if (more) this.sweep = true;
         }
-        if (Date.now() - this.lastStaleCheck > STALE_CHECK_EVERY_MS) {
-          this.lastStaleCheck = Date.now();
-          await this.queuer.requeueStale();
-        }
+        this.checkInBackground();
         more = more || pass.relayed === BATCH;
       } catch (error) {
         this.sweep = true;
@@ -106,15 +107,9 @@ export class DeliveryDispatcher implements OnApplicationBootstrap, OnApplication
     }
   }
 
-  /**
-   * Starts the first attempts of the pass's new deliveries, under the guard job added before its commit, and queues
-   * the others, neither holding up the relay.
-   */
-  private handOver({ deliveries, guard }: RelayPass): void {
-    const here = deliveries.filter((delivery) => delivery.firstAttemptHere);
-    this.firstAttempts.start(here, guard);
-    // A guard whose deliveries were not inserted (their events were claimed by another process) has nothing to guard.
-    if (guard !== null && here.length === 0) void this.queuer.removeGuard(guard).catch(() => undefined);
+  /** Starts the first attempts of the pass's new deliveries here and queues the others, neither holding up the relay. */
+  private handOver({ deliveries }: RelayPass): void {
+    this.firstAttempts.start(deliveries.filter((delivery) => delivery.firstAttemptHere));
     const others = deliveries.filter((delivery) => !delivery.firstAttemptHere).map(({ id, series, attempts }) => ({ id, series, attempts }));
     if (others.length > 0) this.queueInBackground(others);
   }
@@ -132,6 +127,31 @@ export class DeliveryDispatcher implements OnApplicationBootstrap, OnApplication
       })
       .finally(() => this.queueing.delete(settled));
     this.queueing.add(settled);
+  }
+
+  /**
+   * The periodic checks: rows held for first attempts by dead processes (every heartbeat), and deliveries that lost
+   * their job (every STALE_CHECK_EVERY_MS). Beside the relay loop, not in it: their statements wait for a pooled
+   * connection (PostgreSQL) or the write turn (SQLite), which requests may hold, and the relay must not wait with them.
+   */
+  private checkInBackground(): void {
+    const now = Date.now();
+    const held = now - this.lastHeldCheck > this.config.instanceHeartbeatMs;
+    const stale = now - this.lastStaleCheck > STALE_CHECK_EVERY_MS;
+    if (this.checking || (!held && !stale)) return;
+    if (held) this.lastHeldCheck = now;
+    if (stale) this.lastStaleCheck = now;
+    this.checking = (async () => {
+      const released = (held ? await this.firstAttempts.releaseAbandoned() : 0) + (stale ? await this.queuer.requeueStale() : 0);
+      if (released > 0) {
+        this.sweep = true;
+        this.nudge();
+      }
+    })()
+      .catch((error: unknown) => this.warn('Could not check for deliveries left behind; retrying', error))
+      .finally(() => {
+        this.checking = null;
+      });
   }
 
   /** Answers true when woken, false when the time ran out. */

@@ -1,36 +1,16 @@
 import { InjectQueue } from '@nestjs/bullmq';
 import { Injectable } from '@nestjs/common';
-import { Job, type JobsOptions, type Queue } from 'bullmq';
+import type { JobsOptions, Queue } from 'bullmq';
 import { Clock } from '../../../common/clock.js';
 import { QUEUES } from '../../../infra/queue/queue-names.js';
 import { deliveryJobId } from '../webhook-delivery.entity.js';
-import type { DeliveryJob, GuardJob } from './deliver-webhook.processor.js';
+import type { DeliveryJob } from './deliver-webhook.processor.js';
 import { DELIVERY_BACKOFF, MAX_ATTEMPTS } from './delivery-schedule.js';
-import { DELIVERY_TIMEOUT_MS } from './webhook-sender.js';
 import { WebhookDeliveryRepository } from './webhook-delivery.repository.js';
-
-type QueueJob = DeliveryJob | GuardJob;
 
 const ENQUEUE_TIMEOUT_MS = 5_000;
 /** A pending delivery this long past its due time has lost its job (e.g. Redis restarted without persistence). */
 const STALE_AFTER_MS = 2 * 60_000;
-/**
- * How long first attempts may wait in this process for free slots (FirstAttempts) before their guard job is put off
- * again.
- */
-export const FIRST_ATTEMPT_MAX_WAIT_MS = 2_000;
-/**
- * When the guard job of a relay pass's first attempts falls due: after the longest an attempt started within
- * FIRST_ATTEMPT_MAX_WAIT_MS can take, so it only acts when this process died before recording the attempts.
- */
-export const FIRST_ATTEMPT_GUARD_MS = FIRST_ATTEMPT_MAX_WAIT_MS + DELIVERY_TIMEOUT_MS + 5_000;
-/** The name of a guard job in the delivery queue (the others are 'deliver'). */
-export const GUARD_JOB = 'guard';
-
-/** The guard job of the first attempts of one relay pass, named after its first delivery. */
-function guardJobId(firstDeliveryId: string): string {
-  return `guard-${firstDeliveryId}`;
-}
 
 /** A delivery series to queue; `attempts` is the delivery's attempt count now. */
 export interface SeriesToQueue {
@@ -48,7 +28,7 @@ export class DeliveryQueuer {
   constructor(
     private readonly clock: Clock,
     private readonly deliveries: WebhookDeliveryRepository,
-    @InjectQueue(QUEUES.webhookDeliveries) private readonly deliveryQueue: Queue<QueueJob>,
+    @InjectQueue(QUEUES.webhookDeliveries) private readonly deliveryQueue: Queue<DeliveryJob>,
   ) {}
 
   /** Queues up to `batch` deliveries that have no job yet (the sweep); answers how many it queued. */
@@ -57,11 +37,6 @@ export class DeliveryQueuer {
     const pending = await this.deliveries.unqueued(batch);
     if (pending.length === 0) return 0;
     await this.queue(pending);
-    // A first attempt was made but its guard job was not known to be in Redis: it may have arrived there
-    // late (sent once Redis was back), delayed; the retry is due now or soon, so the job is made due now
-    // (a job early for its delivery's next attempt waits for it, see the processor).
-    const retried = pending.filter((delivery) => Number(delivery.series) === 1 && Number(delivery.attempts) > 0);
-    await Promise.all(retried.map((delivery) => this.makeDue(deliveryJobId(delivery.id, delivery.series))));
     return pending.length;
   }
 
@@ -81,26 +56,6 @@ export class DeliveryQueuer {
   }
 
   /**
-   * Adds the guard job of the deliveries whose first attempt this process is about to make (see FirstAttempts and
-   * the processor), delayed past the longest those attempts can take. Called before their rows are inserted, so
-   * whenever a row is committed as queued its guard is in Redis already; a guard whose rows never committed finds
-   * nothing when it fires. Answers the guard's id, or null when Redis did not take it (the rows then go in unqueued,
-   * for the sweep).
-   */
-  async addGuard(deliveryIds: string[]): Promise<string | null> {
-    if (deliveryIds.length === 0) return null;
-    const jobId = guardJobId(deliveryIds[0]);
-    try {
-      if (!(await this.redisReady())) return null;
-      const opts: JobsOptions = { jobId, delay: FIRST_ATTEMPT_GUARD_MS, attempts: 5, backoff: { type: 'fixed', delay: 5_000 } };
-      await withTimeout(this.deliveryQueue.add(GUARD_JOB, { deliveryIds }, opts), ENQUEUE_TIMEOUT_MS, 'adding a guard job in Redis');
-      return jobId;
-    } catch {
-      return null;
-    }
-  }
-
-  /**
    * After a failed first attempt made here: the delivery's own job, due at the retry time, makes attempts 2 and 3.
    * Without Redis the row is marked unqueued instead, and the sweep queues the job once Redis is back.
    */
@@ -117,30 +72,12 @@ export class DeliveryQueuer {
     await this.deliveries.markUnqueued([delivery]);
   }
 
-  /** A guard job whose deliveries have all been attempted and recorded (or handed over): best effort, a guard left in place finds nothing to do. */
-  async removeGuard(jobId: string): Promise<void> {
-    if (await this.redisReady()) await this.deliveryQueue.remove(jobId);
-  }
-
-  /** A guard whose attempts still wait for slots: due FIRST_ATTEMPT_GUARD_MS from now. */
-  async putOffGuard(jobId: string): Promise<void> {
-    if (!(await this.redisReady())) return;
-    const job = await Job.fromId(this.deliveryQueue, jobId);
-    if (job && (await job.isDelayed())) await job.changeDelay(FIRST_ATTEMPT_GUARD_MS);
-  }
-
   private deliveryJob(delivery: SeriesToQueue): { name: string; data: DeliveryJob; opts: JobsOptions } {
     return {
       name: 'deliver',
       data: { deliveryId: delivery.id, series: delivery.series, attemptsBefore: Number(delivery.series) === 1 ? 0 : Number(delivery.attempts) },
       opts: { jobId: deliveryJobId(delivery.id, delivery.series), attempts: MAX_ATTEMPTS, backoff: { type: DELIVERY_BACKOFF } },
     };
-  }
-
-  /** Makes a delayed job due now; nothing when it is not delayed (or gone). */
-  private async makeDue(jobId: string): Promise<void> {
-    const job = await Job.fromId(this.deliveryQueue, jobId);
-    if (job && (await job.isDelayed())) await job.promote().catch(() => undefined);
   }
 
   /** ioredis would hold commands while disconnected; better to leave the rows for a later pass. */

@@ -7,7 +7,6 @@ import { Transactions } from '../../../infra/database/transactions.js';
 import { OutboxRelayedEvent, type RelayedOutboxEvent } from '../../../infra/outbox/outbox-relayed.event.js';
 import type { WebhookDeliveryEntity } from '../webhook-delivery.entity.js';
 import { WebhookEntity } from '../webhook.entity.js';
-import { DeliveryQueuer } from './delivery-queuer.js';
 import type { DeliveryToAttempt } from './delivery-reader.js';
 import { DeliveryTargets } from './delivery-targets.js';
 import { FirstAttempts } from './first-attempts.js';
@@ -24,16 +23,14 @@ interface OutboxRow {
 
 /**
  * What one relay pass did: outbox rows relayed, and the deliveries it created, ready to attempt; those whose first
- * attempt this process makes (FirstAttempts) are marked, and `guard` is their guard job, in Redis since before the
- * commit (null when Redis did not take it: their rows are then unqueued). The others have no job yet.
+ * attempt this process makes (FirstAttempts) are marked. The others have no job yet.
  */
 export interface RelayPass {
   relayed: number;
   deliveries: Array<DeliveryToAttempt & { firstAttemptHere: boolean }>;
-  guard: string | null;
 }
 
-const NOTHING: RelayPass = { relayed: 0, deliveries: [], guard: null };
+const NOTHING: RelayPass = { relayed: 0, deliveries: [] };
 
 /**
  * Turns pending outbox rows into one delivery row per subscribed active webhook and marks the outbox
@@ -54,7 +51,6 @@ export class OutboxRelay {
     private readonly deliveries: WebhookDeliveryRepository,
     private readonly events: EventBus,
     private readonly firstAttempts: FirstAttempts,
-    private readonly queuer: DeliveryQueuer,
   ) {}
 
   /** The relay's own connection (see Transactions.reserveConnection), taken at the first pass. */
@@ -97,16 +93,17 @@ export class OutboxRelay {
         }),
     );
 
-    // Taken, and their guard job added, before the insert: their rows go in as queued, so no sweep (of any process)
-    // queues them meanwhile, and a process killed right after the commit leaves them to their guard, not to the stale check.
+    // Taken before the insert: their rows go in as queued and held by this process, so no sweep (of any process)
+    // queues them meanwhile, and if this process dies before logging their attempts, another takes them back.
     const firstAttempts = this.firstAttempts.take(candidates);
-    const guard = await this.queuer.addGuard([...firstAttempts]);
-    const rows = candidates.map((delivery) => ({ ...delivery, queuedAt: guard !== null && firstAttempts.has(delivery.id) ? now : null }));
+    const rows = candidates.map((delivery) =>
+      firstAttempts.has(delivery.id) ? { ...delivery, queuedAt: now, heldBy: this.firstAttempts.holder } : { ...delivery, queuedAt: null, heldBy: null },
+    );
     const claimed = await this.claimAndInsert(connection, events.map((e) => e.id), rows, now).then(({ ids, inserted }) => ({
       ids,
       created: candidates.filter((delivery) => inserted.has(delivery.id)),
     }));
-    if (claimed.ids.size === 0) return { ...NOTHING, guard };
+    if (claimed.ids.size === 0) return NOTHING;
 
     const relayed: RelayedOutboxEvent[] = parsed
       .filter(({ row }) => claimed.ids.has(row.id))
@@ -115,7 +112,6 @@ export class OutboxRelay {
     return {
       relayed: claimed.ids.size,
       deliveries: claimed.created.map((delivery) => ({ ...delivery, firstAttemptHere: firstAttempts.has(delivery.id) })),
-      guard,
     };
   }
 

@@ -20,6 +20,7 @@ const NEW_DELIVERY_COLUMNS = [
   'nextAttemptAt',
   'attemptLog',
   'queuedAt',
+  'heldBy',
 ] as const satisfies Array<keyof WebhookDeliveryEntity>;
 
 /** The columns a finished attempt changes. */
@@ -124,14 +125,64 @@ export class WebhookDeliveryRepository {
     });
   }
 
-  /** Marks pending deliveries due before `cutoff` as not queued, so their jobs are added again. */
+  /**
+   * Marks pending deliveries due before `cutoff` as not queued, so their jobs are added again. Not those a live
+   * process holds for their first attempt (they may wait long for a slot): releaseHeldByDead covers those.
+   */
   async markStaleUnqueued(cutoff: Date): Promise<number> {
     const result = await this.transactions.run((tx) =>
       tx
         .createQueryBuilder()
         .update(WebhookDeliveryEntity)
         .set({ queuedAt: null })
-        .where("status = 'pending' AND next_attempt_at < :cutoff AND queued_at IS NOT NULL", { cutoff: cutoff.toISOString() })
+        .where("status = 'pending' AND next_attempt_at < :cutoff AND queued_at IS NOT NULL AND held_by IS NULL", { cutoff: cutoff.toISOString() })
+        .execute(),
+    );
+    return result.affected ?? 0;
+  }
+
+  /** The pending deliveries held by `instanceId` for their first attempt since before `queuedBefore`. */
+  heldBy(instanceId: string, queuedBefore: Date): Promise<Array<{ id: string; series: number }>> {
+    const params = this.transactions.dialect.parameters();
+    return this.transactions.dataSource.query(
+      `SELECT id, series FROM webhook_deliveries WHERE held_by = ${params.add(instanceId)} AND ${this.transactions.dialect.notIndexed('status')} = 'pending'
+         AND ${this.transactions.dialect.notIndexed('queued_at')} < ${params.add(queuedBefore.toISOString())}`,
+      params.values,
+    );
+  }
+
+  /**
+   * Deliveries `instanceId` holds no more: unheld, and, unless their job was added (`queued`), marked not queued, so
+   * the sweep queues them. Only rows still held by it (an attempt logged meanwhile has let go of its row already).
+   */
+  async release(instanceId: string, deliveries: Array<{ id: string }>, queued: boolean): Promise<void> {
+    if (deliveries.length === 0) return;
+    const dialect = this.transactions.dialect;
+    await this.transactions.runFirst((tx) => {
+      const params = dialect.parameters();
+      const ids = params.add(JSON.stringify(deliveries.map((d) => d.id)));
+      return tx.query(
+        `UPDATE webhook_deliveries SET held_by = NULL${queued ? '' : ', queued_at = NULL'}
+         WHERE id IN (SELECT value FROM ${dialect.jsonValues(ids)}) AND ${dialect.notIndexed('held_by')} = ${params.add(instanceId)}`,
+        params.values,
+      );
+    });
+  }
+
+  /**
+   * Takes back the deliveries held for a first attempt by processes that are dead (no heartbeat since `deadBefore`,
+   * or stopped), and held since before then, so a process just starting (its heartbeat not yet written) keeps its
+   * own: unheld and not queued, for the sweep. Answers how many.
+   */
+  async releaseHeldByDead(deadBefore: Date): Promise<number> {
+    const result = await this.transactions.run((tx) =>
+      tx
+        .createQueryBuilder()
+        .update(WebhookDeliveryEntity)
+        .set({ heldBy: null, queuedAt: null })
+        .where('held_by IS NOT NULL AND queued_at < :cutoff AND held_by NOT IN (SELECT id FROM server_instances WHERE heartbeat_at >= :cutoff)', {
+          cutoff: deadBefore.toISOString(),
+        })
         .execute(),
     );
     return result.affected ?? 0;
@@ -146,10 +197,13 @@ export class WebhookDeliveryRepository {
     const columns = entityJsonColumns(manager, WebhookDeliveryEntity, [...ATTEMPT_COLUMNS]);
     const params = dialect.parameters();
     const rows = params.add(JSON.stringify(changes.map((change) => ({ ...columns.row(change), prev_attempts: change.previousAttempts }))));
-    const set = Object.keys(columns.types)
-      .filter((name) => name !== 'id' && name !== 'series')
-      .map((name) => `${name} = v.${name}`)
-      .join(', ');
+    // A logged attempt lets go of the row its process held for it (FirstAttempts).
+    const set = [
+      ...Object.keys(columns.types)
+        .filter((name) => name !== 'id' && name !== 'series')
+        .map((name) => `${name} = v.${name}`),
+      'held_by = NULL',
+    ].join(', ');
     // The row is looked up by id; the status index must not be walked for each row of the batch.
     const matches = `webhook_deliveries.id = v.id AND webhook_deliveries.series = v.series
       AND webhook_deliveries.attempts = v.prev_attempts AND ${dialect.notIndexed('webhook_deliveries.status')} = 'pending'`;
