@@ -1,5 +1,5 @@
 import { WorkerHost } from '@nestjs/bullmq';
-import { BeforeApplicationShutdown, Injectable, OnApplicationBootstrap } from '@nestjs/common';
+import { BeforeApplicationShutdown, Injectable } from '@nestjs/common';
 import { DiscoveryService } from '@nestjs/core';
 import type { Worker } from 'bullmq';
 
@@ -7,33 +7,24 @@ import type { Worker } from 'bullmq';
 export const WORKER_CLOSE_GRACE_MS = 10_000;
 
 /**
- * Closes every queue worker before the application shuts down: it waits (up to a deadline) for
- * the jobs a worker is running, then closes it without waiting on its blocking connection.
- * BullMQ's own graceful close waits for that connection, and after a Redis restart it can wait
- * forever, keeping a stopping process alive. A job cut off at the deadline is picked up again by
- * BullMQ's stalled-job check; every job here is idempotent.
+ * Closes every queue worker before the application shuts down: it stops fetching jobs at once (so a stopping
+ * process leaves a backlog, and jobs handed over while it stops, to the other processes), waits up to a deadline
+ * for the jobs it runs (BullMQ counts each, a job put back with DelayedError included), then closes it without
+ * waiting on its blocking connection. BullMQ's own graceful close waits for that connection, and after a Redis
+ * restart it can wait forever, keeping a stopping process alive. A job cut off at the deadline is picked up again
+ * by BullMQ's stalled-job check; every job here is idempotent.
  */
 @Injectable()
-export class WorkerShutdown implements OnApplicationBootstrap, BeforeApplicationShutdown {
-  private readonly running = new Map<Worker, number>();
-
+export class WorkerShutdown implements BeforeApplicationShutdown {
   constructor(private readonly discovery: DiscoveryService) {}
-
-  onApplicationBootstrap(): void {
-    for (const worker of this.workers()) {
-      this.running.set(worker, 0);
-      worker.on('active', () => this.running.set(worker, (this.running.get(worker) ?? 0) + 1));
-      const settled = () => this.running.set(worker, Math.max(0, (this.running.get(worker) ?? 0) - 1));
-      worker.on('completed', settled);
-      worker.on('failed', settled);
-    }
-  }
 
   async beforeApplicationShutdown(): Promise<void> {
     await Promise.all(
-      [...this.running.keys()].map(async (worker) => {
-        const deadline = Date.now() + WORKER_CLOSE_GRACE_MS;
-        while ((this.running.get(worker) ?? 0) > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      this.workers().map(async (worker) => {
+        let timer: NodeJS.Timeout | undefined;
+        const deadline = new Promise<void>((resolve) => (timer = setTimeout(resolve, WORKER_CLOSE_GRACE_MS)));
+        await Promise.race([worker.pause().catch(() => undefined), deadline]);
+        clearTimeout(timer);
         await worker.close(true).catch(() => undefined);
       }),
     );

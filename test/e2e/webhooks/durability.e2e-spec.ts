@@ -168,3 +168,46 @@ describe('two server processes on one database', () => {
     expect(await context.get(DataSource).getRepository(WebhookDeliveryEntity).count()).toBe(events);
   });
 });
+
+describe('a server stopped gracefully in the middle of a burst', () => {
+  let environment: TestEnvironment;
+  let context: INestApplicationContext;
+  const servers: ServerProcess[] = [];
+  let receiver: WebhookReceiver;
+
+  beforeAll(async () => {
+    environment = await createTestEnvironment({ WEBHOOK_DELIVERY_CONCURRENCY: '1', INSTANCE_HEARTBEAT_MS: '1000' });
+    receiver = await startWebhookReceiver(() => ({ status: 200, delayMs: 500 }));
+    servers.push(await startServerProcess(environment.env, await freePort()));
+    servers.push(await startServerProcess(environment.env, await freePort()));
+    context = await startOperatorContext(environment.env);
+  });
+  afterAll(async () => {
+    for (const server of servers) await server.stop('SIGKILL');
+    await receiver.close();
+    await context?.close();
+    await environment.dispose();
+  });
+
+  it('hands the first attempts still waiting to the queue, and the other server delivers each exactly once', async () => {
+    const owner = await createAccount(context);
+    await request(servers[0].baseUrl).post('/v1/webhooks').set(owner.auth).send({ url: receiver.url, events: ['file.uploaded'] }).expect(201);
+    const events = 30;
+    for (let i = 0; i < events; i++) await recordEvent(context, 'file.uploaded', owner.accountId, uploaded(i));
+    await receiver.waitFor((r) => r.length >= 2, 10_000, 'the first deliveries');
+    // One at a time per server, 0.5 s each: most of the burst is still waiting for a slot in the server it reached.
+    await servers[0].stop('SIGTERM');
+    // It stopped without working through what it handed over (its worker stops fetching first).
+    expect(receiver.received.length).toBeLessThan(events);
+
+    const deliveries = context.get(DataSource).getRepository(WebhookDeliveryEntity);
+    // The other server delivers the rest, one at a time: its own, and those the stopped one handed over as jobs.
+    await eventually(async () => (await deliveries.countBy({ status: 'succeeded' })) === events, 30_000, 'every delivery to succeed');
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const ids = receiver.received.map((d) => d.headers['x-service-delivery-id']);
+    expect(ids).toHaveLength(events);
+    expect(new Set(ids).size).toBe(events);
+    const rows = await deliveries.find();
+    expect(rows.every((row) => row.heldBy === null && row.attempts === 1)).toBe(true);
+  }, 60_000);
+});

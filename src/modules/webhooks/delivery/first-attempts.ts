@@ -144,6 +144,9 @@ export class FirstAttempts implements BeforeApplicationShutdown {
   private async handOver(held: Held[]): Promise<void> {
     this.waiting.clear();
     if (held.length === 0) return;
+    // No longer held here before their jobs exist, so a worker that fetches one at once attempts it rather than
+    // putting it off as being attempted here.
+    for (const entry of held) this.settle(entry);
     const deliveries = held.map(({ delivery }) => ({ id: delivery.id, series: delivery.series, attempts: delivery.attempts }));
     try {
       const queued = await this.queuer.queue(deliveries);
@@ -151,7 +154,6 @@ export class FirstAttempts implements BeforeApplicationShutdown {
     } catch (error) {
       this.warn('Waiting first delivery attempts could not be handed over at shutdown; another process takes them over', error, held[0].delivery.id);
     }
-    for (const entry of held) this.settle(entry);
   }
 
   private async attempt(entry: Held): Promise<void> {
