@@ -7,6 +7,7 @@ import { DeliveryAttempts } from './delivery-attempts.js';
 import { DeliveryQueuer } from './delivery-queuer.js';
 import type { DeliveryToAttempt } from './delivery-reader.js';
 import { retryDelayMs } from './delivery-schedule.js';
+import type { WebhookDeliveryEntity } from '../webhook-delivery.entity.js';
 import { WebhookDeliveryRepository } from './webhook-delivery.repository.js';
 import { WebhookSlots } from './webhook-slots.js';
 
@@ -66,7 +67,7 @@ export class FirstAttempts implements BeforeApplicationShutdown {
   }
 
   /** The id the rows of deliveries taken here are held by. */
-  get holder(): string {
+  private get holder(): string {
     return this.instance.id;
   }
 
@@ -75,8 +76,22 @@ export class FirstAttempts implements BeforeApplicationShutdown {
     return this.held.has(deliveryId);
   }
 
+  /**
+   * The rows to insert for these new deliveries: those this process takes for a first attempt here (as many as it may
+   * hold, answered as `taken`) queued and held by it, so no sweep (of any process) queues them meanwhile and another
+   * process takes them back if this one dies before logging their attempts; the others unqueued, for the sweep.
+   * Start the taken ones that were inserted once the rows are committed.
+   */
+  hold<T extends DeliveryToAttempt>(deliveries: T[], now: Date): { rows: Array<T & Pick<WebhookDeliveryEntity, 'queuedAt' | 'heldBy'>>; taken: Set<string> } {
+    const taken = this.take(deliveries);
+    const rows = deliveries.map((delivery) =>
+      taken.has(delivery.id) ? { ...delivery, queuedAt: now, heldBy: this.holder } : { ...delivery, queuedAt: null, heldBy: null },
+    );
+    return { rows, taken };
+  }
+
   /** The deliveries this process takes for a first attempt here (as many as it may hold); answers their ids. */
-  take(deliveries: DeliveryToAttempt[]): Set<string> {
+  private take(deliveries: DeliveryToAttempt[]): Set<string> {
     const taken = new Set<string>();
     if (this.closing) return taken;
     const perWebhook = new Map<string, number>();

@@ -1,6 +1,7 @@
 import { newId } from '../../../common/ids.js';
 import type { DeliveryOrigin, WebhookDeliveryEntity } from '../webhook-delivery.entity.js';
 import type { WebhookEntity } from '../webhook.entity.js';
+import type { DeliveryToAttempt } from './delivery-reader.js';
 import { buildDeliveryBody } from './webhook-signature.js';
 
 export interface DeliverableEvent {
@@ -37,4 +38,10 @@ export function newDelivery(
     attemptLog: [],
     queuedAt: null,
   };
+}
+
+/** A delivery just created, with the webhook it was made for (its url and secrets as they are now), ready to attempt. */
+export function readyToAttempt(delivery: Partial<WebhookDeliveryEntity>, webhook: WebhookEntity): DeliveryToAttempt & Partial<WebhookDeliveryEntity> {
+  const { url, secretSealed, previousSecretSealed, previousSecretExpiresAt } = webhook;
+  return { ...(delivery as WebhookDeliveryEntity), webhook: { url, secretSealed, previousSecretSealed, previousSecretExpiresAt } };
 }

@@ -10,7 +10,7 @@ import { WebhookEntity } from '../webhook.entity.js';
 import type { DeliveryToAttempt } from './delivery-reader.js';
 import { DeliveryTargets } from './delivery-targets.js';
 import { FirstAttempts } from './first-attempts.js';
-import { newDelivery } from './new-delivery.js';
+import { newDelivery, readyToAttempt } from './new-delivery.js';
 import { WebhookDeliveryRepository } from './webhook-delivery.repository.js';
 
 interface OutboxRow {
@@ -89,16 +89,11 @@ export class OutboxRelay {
         .flatMap((webhook) => {
           const secret = secretOf(webhook);
           if (secret === null) return [];
-          return [toAttempt(newDelivery(webhook, secret, { id: row.id, name: row.event, occurredAt: new Date(row.occurred_at), data }, now), webhook)];
+          return [readyToAttempt(newDelivery(webhook, secret, { id: row.id, name: row.event, occurredAt: new Date(row.occurred_at), data }, now), webhook)];
         }),
     );
 
-    // Taken before the insert: their rows go in as queued and held by this process, so no sweep (of any process)
-    // queues them meanwhile, and if this process dies before logging their attempts, another takes them back.
-    const firstAttempts = this.firstAttempts.take(candidates);
-    const rows = candidates.map((delivery) =>
-      firstAttempts.has(delivery.id) ? { ...delivery, queuedAt: now, heldBy: this.firstAttempts.holder } : { ...delivery, queuedAt: null, heldBy: null },
-    );
+    const { rows, taken: firstAttempts } = this.firstAttempts.hold(candidates, now);
     const claimed = await this.claimAndInsert(connection, events.map((e) => e.id), rows, now).then(({ ids, inserted }) => ({
       ids,
       created: candidates.filter((delivery) => inserted.has(delivery.id)),
@@ -164,10 +159,4 @@ export class OutboxRelay {
        WHERE id IN (SELECT value FROM ${dialect.jsonValues(params.add(JSON.stringify(ids)))}) AND ${dialect.notIndexed('relayed_at')} IS NULL
        RETURNING id`;
   }
-}
-
-/** A delivery just created, with the webhook it was read with (its url and secrets as they are now). */
-function toAttempt(delivery: Partial<WebhookDeliveryEntity>, webhook: WebhookEntity): DeliveryToAttempt & Partial<WebhookDeliveryEntity> {
-  const { url, secretSealed, previousSecretSealed, previousSecretExpiresAt } = webhook;
-  return { ...(delivery as WebhookDeliveryEntity), webhook: { url, secretSealed, previousSecretSealed, previousSecretExpiresAt } };
 }

@@ -7,7 +7,8 @@ import { QUEUES } from '../../../infra/queue/queue-names.js';
 import { WebhookEntity } from '../webhook.entity.js';
 import { DeliverySignal } from './delivery-signal.js';
 import { DeliveryTargets } from './delivery-targets.js';
-import { newDelivery } from './new-delivery.js';
+import { FirstAttempts } from './first-attempts.js';
+import { newDelivery, readyToAttempt } from './new-delivery.js';
 import { replayWindowSql } from './replay-window.js';
 import { WebhookDeliveryRepository } from './webhook-delivery.repository.js';
 
@@ -39,7 +40,8 @@ interface ReplayProgress {
 
 /**
  * Makes the deliveries of a webhook replay (ReplayEventsCommand), BATCH events per transaction in
- * (occurred_at, id) order, waking the dispatcher after each batch so they start going out at once.
+ * (occurred_at, id) order. Their first attempts start after each batch's commit in this process, as the relay's do
+ * (FirstAttempts: no queue job per delivery); those it cannot hold go to the queue (the dispatcher is woken).
  * It keeps at most about BACKLOG_LIMIT of the webhook's replay deliveries pending. Safe to run again after a crash: a
  * retried job resumes after the last batch it saved, and an event with a pending replay delivery is skipped (the
  * unique index refuses a second one).
@@ -52,6 +54,7 @@ export class ReplayEventsProcessor extends WorkerHost {
     private readonly targets: DeliveryTargets,
     private readonly deliveries: WebhookDeliveryRepository,
     private readonly signal: DeliverySignal,
+    private readonly firstAttempts: FirstAttempts,
   ) {
     super();
   }
@@ -82,17 +85,21 @@ export class ReplayEventsProcessor extends WorkerHost {
           params.values,
         );
         const now = this.clock.now();
-        const inserted = await this.deliveries.insertNew(
-          tx,
-          rows.map((row) =>
+        const candidates = rows.map((row) =>
+          readyToAttempt(
             newDelivery(webhook, secret, { id: row.id, name: row.event, occurredAt: new Date(row.occurred_at), data: JSON.parse(row.payload) as unknown }, now, 'replay'),
+            webhook,
           ),
         );
-        return { rows, inserted: inserted.size };
+        const held = this.firstAttempts.hold(candidates, now);
+        const inserted = await this.deliveries.insertNew(tx, held.rows);
+        const created = candidates.filter((delivery) => inserted.has(delivery.id));
+        return { rows, created, attemptHere: created.filter((delivery) => held.taken.has(delivery.id)) };
       });
       if (!batch) return { queued };
-      queued += batch.inserted;
-      if (batch.inserted > 0) this.signal.nudge();
+      queued += batch.created.length;
+      this.firstAttempts.start(batch.attemptHere);
+      if (batch.created.length > batch.attemptHere.length) this.signal.nudge();
       if (batch.rows.length < BATCH) return { queued };
       const last = batch.rows[batch.rows.length - 1];
       position = { occurredAt: last.occurred_at, id: last.id };
