@@ -21,7 +21,8 @@ import { openDatabase } from './lib/database.mjs';
 import { load } from './lib/load.mjs';
 import { killAllChildren } from './lib/processes.mjs';
 import { insertFiles } from './lib/rows.mjs';
-import { cpuMs, databaseCounters, multipartBody, runUploads } from './lib/upload-load.mjs';
+import { cpuMs } from './lib/measure.mjs';
+import { databaseCounters, multipartBody, runUploads } from './lib/upload-load.mjs';
 
 const { values: args } = parseArgs({
   options: {

@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import { Agent, request as httpRequest } from 'node:http';
 import { randomBytes } from 'node:crypto';
 import { percentile } from './measure.mjs';
@@ -63,12 +62,6 @@ function post(url, agent, body, headers) {
     req.on('error', reject);
     req.end(body);
   });
-}
-
-/** CPU time (user + system) a process has used so far, in ms (Linux: /proc/<pid>/stat, clock ticks of 10 ms). */
-export function cpuMs(pid) {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
 /** The server's database statement and transaction counters (GET /metrics). */

@@ -2,9 +2,9 @@ import { mkdirSync, rmSync, readdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { writeRandomFile } from '../lib/data.mjs';
 import { expectOk, requestJson, uploadMultipart, uploadRaw } from '../lib/http.mjs';
-import { GiB, MiB, mbPerSecond, median, rss } from '../lib/measure.mjs';
+import { cpuMs, GiB, MiB, mbPerSecond, median, rss } from '../lib/measure.mjs';
 import { ROOT, runNode, startNode } from '../lib/processes.mjs';
-import { cpuMs, databaseCounters, multipartBody, runUploads } from '../lib/upload-load.mjs';
+import { databaseCounters, multipartBody, runUploads } from '../lib/upload-load.mjs';
 
 /**
  * Scenario 1: one large upload through POST /v1/files/upload, side by side with (a) a bare pipe-to-file
