@@ -19,9 +19,10 @@ const STALE_CHECK_EVERY_MS = 30_000;
  * Step 2 runs beside the relay loop rather than inside it, so events committed while one addBulk is on its
  * way to Redis are relayed at once. Beside it, the first attempt at each new delivery is made here at once, or
  * as soon as a slot is free (FirstAttempts), their rows held by this process until the attempt is logged (taken back
- * by another process if this one dies, see FirstAttempts.releaseAbandoned, checked every heartbeat). A crash between any two steps leaves rows that a later sweep (in this
- * or another process) picks up: the sweep queues every delivery still unqueued, and runs on each poll
- * tick, after a delivery was created outside the relay (test event, redelivery), and after queueing failed.
+ * by another process if this one dies, see FirstAttempts.releaseAbandoned, checked every heartbeat). A crash between
+ * any two steps leaves rows that a later sweep (in this or another process) picks up: the sweep queues every delivery
+ * still unqueued, and runs on each poll tick, after a delivery was created outside the relay (test event,
+ * redelivery), after queueing failed, and after held rows were taken back.
  * While Redis is down, step 2 waits and deliveries accumulate in the database.
  * The relay is woken at once after every commit that recorded events: in this process by OutboxSignal
  * directly, in another (a second server, the CLI) through OutboxSignal's Redis channel; it also polls
