@@ -80,7 +80,7 @@ export async function downloadScenario(ctx) {
       for (let i = 0; i < names.length; i++) {
         const name = names[(i + run) % names.length];
         // First-byte figures are noisy at a few ms: five requests per run, each its own sample.
-        const repeat = name.endsWith('FirstByte') ? 5 : 1;
+        const repeat = name.endsWith('FirstByte') ? 50 : 1;
         for (let r = 0; r < repeat; r++) runs[name].push(await contestants[name]());
       }
     }

@@ -1,7 +1,14 @@
 import type { Request, Response } from 'express';
+import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { ApiError } from '../../common/errors/api-error.js';
 import type { BlobStorage, ByteRange } from './blob-storage.js';
+
+/** At most this many bytes are sent from one buffer rather than streamed: thumbnails and small files. */
+const BUFFERED_DOWNLOAD_BYTES = 64 * 1024;
+
+/** What sendBlob says about the file, taken back when its bytes cannot be read. */
+const BLOB_HEADERS = ['ETag', 'Accept-Ranges', 'Last-Modified', 'Cache-Control', 'Content-Type', 'Content-Disposition', 'Content-Range', 'Content-Length'];
 
 export interface BlobDescription {
   key: string;
@@ -58,8 +65,26 @@ export async function sendBlob(request: Request, response: Response, storage: Bl
   }
   // The whole file as a range too: a reader that knows where to stop sizes its buffers to the file
   // (not 256 KiB for a 1 KiB file) and needs no extra read to find the end.
-  const stream = await storage.read(blob.key, range ?? { start: 0, end: blob.size - 1 });
-  await pipeline(stream, response);
+  const bytes = range ?? { start: 0, end: blob.size - 1 };
+  let body: Buffer | Readable;
+  try {
+    body = bytes.end - bytes.start < BUFFERED_DOWNLOAD_BYTES ? await storage.readBytes(blob.key, bytes) : await storage.read(blob.key, bytes);
+  } catch (error) {
+    // A blob missing or damaged outside the service: the error answer must not describe the file it cannot carry.
+    for (const name of BLOB_HEADERS) response.removeHeader(name);
+    throw error;
+  }
+  if (Buffer.isBuffer(body)) {
+    response.end(body);
+    return;
+  }
+  // A blob cut short on disk ends before Content-Length: the pipeline fails and the exception filter cuts
+  // the connection, instead of leaving the client waiting for bytes that never come.
+  const expected = bytes.end - bytes.start + 1;
+  let read = 0;
+  body.on('data', (chunk: Buffer) => (read += chunk.length));
+  body.once('end', () => read < expected && response.destroy(new Error(`Blob ${blob.key} ended after ${read} of ${expected} bytes`)));
+  await pipeline(body, response);
 }
 
 function etagMatches(header: string | undefined, etag: string): boolean {

@@ -22,6 +22,15 @@ export abstract class BlobStorage {
   abstract move(fromKey: string, toKey: string): Promise<void>;
   /** The bytes at `key` (or a byte range of them) as a stream. */
   abstract read(key: string, range?: ByteRange): Promise<Readable>;
+  /**
+   * A byte range of the blob at `key` in one buffer: for a small download, cheaper than a stream and its
+   * pipeline. Callers keep the range small; this fallback collects the stream.
+   */
+  async readBytes(key: string, range: ByteRange): Promise<Buffer> {
+    const chunks: Buffer[] = [];
+    for await (const chunk of await this.read(key, range)) chunks.push(chunk as Buffer);
+    return Buffer.concat(chunks);
+  }
   /** Removes `key`; removing a missing key is not an error. */
   abstract delete(key: string): Promise<void>;
   abstract exists(key: string): Promise<boolean>;

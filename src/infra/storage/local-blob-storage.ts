@@ -1,4 +1,4 @@
-import { createReadStream, createWriteStream, open as openFd } from 'node:fs';
+import { close as closeFd, createReadStream, createWriteStream, open as openFd, read as readFd } from 'node:fs';
 import { mkdir, opendir, rename, rm, stat, unlink, writeFile } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import { dirname, join, relative, resolve, sep } from 'node:path';
@@ -7,6 +7,7 @@ import { pipeline } from 'node:stream/promises';
 import { assertSafeKey, BlobStorage, type ByteRange } from './blob-storage.js';
 
 const openFile = promisify(openFd);
+const readAt = promisify(readFd);
 
 /**
  * Bytes per read when streaming a blob out: four times the stream default, so a large download costs a
@@ -84,6 +85,21 @@ export class LocalBlobStorage extends BlobStorage {
     // A plain descriptor, not a FileHandle: its stream reads with callbacks, without a promise per chunk.
     const fd = await openFile(this.path(key), 'r');
     return createReadStream('', { fd, autoClose: true, highWaterMark: READ_CHUNK_BYTES, ...(range ? { start: range.start, end: range.end } : {}) });
+  }
+
+  /** One open and one read; the close is not waited for, so the bytes go out one thread-pool round trip sooner. */
+  override async readBytes(key: string, range: ByteRange): Promise<Buffer> {
+    const fd = await openFile(this.path(key), 'r');
+    try {
+      const buffer = Buffer.allocUnsafe(range.end - range.start + 1);
+      const { bytesRead } = await readAt(fd, buffer, 0, buffer.length, range.start);
+      // Blobs never change once written: fewer bytes than the row says means the file was damaged outside the service.
+      if (bytesRead !== buffer.length) throw new Error(`Blob ${key} ends before byte ${range.end}`);
+      return buffer;
+    } finally {
+      // Closing a descriptor opened for reading cannot lose data; an error here has nothing left to undo.
+      closeFd(fd, () => undefined);
+    }
   }
 
   async delete(key: string): Promise<void> {

@@ -66,6 +66,46 @@ describe('signed downloads', () => {
     expect(((await bad.json()) as any).success).toBe(false);
   });
 
+  it('streams a file larger than one read buffer byte for byte, whole and by ranges of any size', async () => {
+    // Up to 64 KiB is read into one buffer, more is streamed: both paths, and ranges on either side of that size.
+    const large = Buffer.from(Array.from({ length: 300 * 1024 }, (_, i) => (i * 7) % 253));
+    const uploaded = await uploadOk(t, owner.auth, large, { name: 'large.bin' });
+    const whole = await fetch(onTestServer(t, uploaded.download_url));
+    expect(whole.headers.get('content-length')).toBe(String(large.length));
+    expect(Buffer.from(await whole.arrayBuffer())).toEqual(large);
+    for (const [start, end] of [[100_000, 100_099], [1_000, 201_000], [large.length - 65_536, large.length - 1]]) {
+      const part = await fetch(onTestServer(t, uploaded.download_url), { headers: { Range: `bytes=${start}-${end}` } });
+      expect(part.status).toBe(206);
+      expect(part.headers.get('content-range')).toBe(`bytes ${start}-${end}/${large.length}`);
+      expect(Buffer.from(await part.arrayBuffer())).toEqual(large.subarray(start, end + 1));
+    }
+  });
+
+  it('answers 500 internal_error, not a short body, when a small blob was cut short on disk outside the service', async () => {
+    const damaged = await uploadOk(t, owner.auth, content, { name: 'damaged.bin' });
+    const { blobKey } = await t.app.get(DataSource).getRepository(FileEntity).findOneByOrFail({ id: damaged.id });
+    const storage = t.app.get(BlobStorage);
+    await storage.delete(blobKey);
+    await storage.write(blobKey, Readable.from([content.subarray(0, 600)]));
+    const res = await fetch(onTestServer(t, damaged.download_url));
+    expect(res.status).toBe(500);
+    expect(((await res.json()) as any).error.code).toBe('internal_error');
+  });
+
+  it('cuts the connection, not leaving the client waiting, when a streamed blob ends short on disk', async () => {
+    const large = Buffer.alloc(200 * 1024, 7);
+    const damaged = await uploadOk(t, owner.auth, large, { name: 'damaged-large.bin' });
+    const { blobKey } = await t.app.get(DataSource).getRepository(FileEntity).findOneByOrFail({ id: damaged.id });
+    const storage = t.app.get(BlobStorage);
+    await storage.delete(blobKey);
+    await storage.write(blobKey, Readable.from([large.subarray(0, 150 * 1024)]));
+    const res = await fetch(onTestServer(t, damaged.download_url), { signal: AbortSignal.timeout(10_000) });
+    expect(res.status).toBe(200);
+    const error = await res.arrayBuffer().then(() => null, (e: Error) => e);
+    expect(error?.name).not.toBe('TimeoutError');
+    expect(error).toBeInstanceOf(Error);
+  });
+
   it('answers 304 to a matching If-None-Match and ignores a Range whose If-Range is stale', async () => {
     const notModified = await fetch(url(), { headers: { 'If-None-Match': `"${md5}"` } });
     expect(notModified.status).toBe(304);
