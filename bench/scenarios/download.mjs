@@ -79,7 +79,7 @@ export async function downloadScenario(ctx) {
     for (let run = 0; run < options.runs; run++) {
       for (let i = 0; i < names.length; i++) {
         const name = names[(i + run) % names.length];
-        // First-byte figures are noisy at a few ms: five requests per run, each its own sample.
+        // First-byte figures are noisy at a few ms: fifty requests per run, each its own sample.
         const repeat = name.endsWith('FirstByte') ? 50 : 1;
         for (let r = 0; r < repeat; r++) runs[name].push(await contestants[name]());
       }
