@@ -3,6 +3,7 @@ import request from 'supertest';
 import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MISSED_BEATS_BEFORE_DEAD } from '../../../src/infra/instances/instance-heartbeat.js';
+import { ServerInstance } from '../../../src/infra/instances/server-instance.js';
 import { WebhookDeliveryEntity } from '../../../src/modules/webhooks/webhook-delivery.entity.js';
 import { createAccount } from '../../support/accounts.js';
 import { startOperatorContext } from '../../support/operator-context.js';
@@ -210,4 +211,41 @@ describe('a server stopped gracefully in the middle of a burst', () => {
     const rows = await deliveries.find();
     expect(rows.every((row) => row.heldBy === null && row.attempts === 1)).toBe(true);
   }, 60_000);
+});
+
+describe('a first attempt whose log was lost in a live server', () => {
+  let t: TestApp;
+  let receiver: WebhookReceiver;
+
+  beforeAll(async () => {
+    t = await startTestApp({ INSTANCE_HEARTBEAT_MS: '1000' });
+    receiver = await startWebhookReceiver();
+  });
+  afterAll(async () => {
+    await receiver.close();
+    await t.close();
+  });
+
+  it('is attempted again once its row has been held a heartbeat by the server that no longer attempts it', async () => {
+    const owner = await createAccount(t.app);
+    await t.http().post('/v1/webhooks').set(owner.auth).send({ url: receiver.url, events: ['file.uploaded'] }).expect(201);
+    await recordEvent(t.app, 'file.uploaded', owner.accountId, uploaded(0));
+    const [first] = await receiver.waitFor((r) => r.length === 1, 10_000, 'the first attempt');
+    const deliveries = t.app.get(DataSource).getRepository(WebhookDeliveryEntity);
+    await eventually(async () => (await deliveries.findOneByOrFail({ id: String(first.headers['x-service-delivery-id']) })).status === 'succeeded', 10_000, 'the attempt logged');
+    // The row as it is when the attempt went out but logging it failed (the database answered an error): pending, never
+    // attempted, held by this live server, which holds nothing in memory for it any more. Neither the dead-process check
+    // nor the stale check (it skips held rows) would ever give it back.
+    const since = new Date(Date.now() - 60_000);
+    await deliveries.update(
+      { id: String(first.headers['x-service-delivery-id']) },
+      { status: 'pending', attempts: 0, heldBy: t.app.get(ServerInstance).id, queuedAt: since, nextAttemptAt: since, lastAttemptAt: null, responseStatus: null },
+    );
+    const [again] = (await receiver.waitFor((r) => r.length === 2, 15_000, 'the attempt made again')).slice(1);
+    expect(again.headers['webhook-id']).toBe(first.headers['webhook-id']);
+    expect(again.rawBody).toBe(first.rawBody);
+    const row = await deliveries.findOneByOrFail({ id: String(first.headers['x-service-delivery-id']) });
+    await eventually(async () => (await deliveries.findOneByOrFail({ id: row.id })).status === 'succeeded', 10_000, 'the new attempt logged');
+    expect((await deliveries.findOneByOrFail({ id: row.id })).heldBy).toBeNull();
+  }, 45_000);
 });
