@@ -42,7 +42,7 @@ export function listBlobs(t: TestApp, prefix = ''): string[] {
   return listBlobsIn(t.config.storage.dir, prefix);
 }
 
-/** Every blob file under a blob directory (a test app's or a server process's STORAGE_DIR) below `prefix`. */
+/** Every blob file under a blob directory (a test app's or a server process's STORAGE_DIR) whose key starts with `prefix` (as LocalBlobStorage.list). */
 export function listBlobsIn(root: string, prefix = ''): string[] {
   const out: string[] = [];
   const walk = (dir: string) => {
@@ -58,8 +58,8 @@ export function listBlobsIn(root: string, prefix = ''): string[] {
       else out.push(relative(root, full).split(sep).join('/'));
     }
   };
-  walk(join(root, prefix));
-  return out;
+  walk(join(root, prefix.slice(0, prefix.lastIndexOf('/') + 1)));
+  return out.filter((key) => key.startsWith(prefix));
 }
 
 /** A signed URL of the API rewritten onto the test server's address. */

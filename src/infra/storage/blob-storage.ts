@@ -44,7 +44,7 @@ export abstract class BlobStorage {
     for await (const chunk of await this.read(key)) size += (chunk as Buffer).length;
     return { size };
   }
-  /** Every key under `prefix` with its last modification, for sweeping orphans. */
+  /** Every key that starts with `prefix` (which may end inside a name), with its last modification, for sweeping orphans. */
   abstract list(prefix: string): AsyncIterable<{ key: string; lastModified: Date }>;
 }
 
@@ -57,13 +57,29 @@ export function assertSafeKey(key: string): void {
   }
 }
 
-/** The key layout, in one place. */
+/**
+ * The directory an account's blobs of one file live in: the file id's last two hex digits (random in its uuidv7),
+ * so an account's files spread over at most 256 directories, each made once, instead of a directory made for every
+ * file and left behind, empty, when the file goes.
+ */
+const shardOf = (fileId: string) => fileId.slice(-2);
+
+/**
+ * The key layout, in one place. Rows keep the key their blob was stored under: keys written before the shards
+ * (`files/{account}/{file}/{version}`, `thumbnails/{account}/{file}/{version}.webp`) stay valid.
+ */
 export const blobKeys = {
   /** Bytes still streaming in, not yet committed to a file row. */
   temp: (uploadId: string) => `tmp/${uploadId}`,
   /** On S3, a resumable upload's trailing bytes too few for a multipart part yet (outside tmp/: it lives as long as the upload). */
   incompletePart: (uploadId: string) => `tus-parts/${uploadId}`,
-  /** A committed file's content; a new key per version, so an overwrite never mutates bytes in place. */
-  file: (accountId: string, fileId: string, versionId: string) => `files/${accountId}/${fileId}/${versionId}`,
-  thumbnail: (accountId: string, fileId: string, versionId: string) => `thumbnails/${accountId}/${fileId}/${versionId}.webp`,
+  /** A committed file's content; a new key per version (the id of the upload that stored it), so an overwrite never mutates bytes in place. */
+  file: (accountId: string, fileId: string, versionId: string) => `files/${accountId}/${shardOf(fileId)}/${fileId}.${versionId}`,
+  /** What every version of a file's content (in this layout) starts with. */
+  filePrefix: (accountId: string, fileId: string) => `files/${accountId}/${shardOf(fileId)}/${fileId}.`,
+  thumbnail: (accountId: string, fileId: string, versionId: string) => `thumbnails/${accountId}/${shardOf(fileId)}/${fileId}.${versionId}.webp`,
+  /** What every thumbnail of a file (in this layout) starts with. */
+  thumbnailPrefix: (accountId: string, fileId: string) => `thumbnails/${accountId}/${shardOf(fileId)}/${fileId}.`,
+  /** The version id of a file's content key, in either layout: its last segment, after the file id when there is one. */
+  versionOf: (fileKey: string) => fileKey.slice(Math.max(fileKey.lastIndexOf('/'), fileKey.lastIndexOf('.')) + 1),
 };

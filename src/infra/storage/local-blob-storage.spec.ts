@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { blobKeys } from './blob-storage.js';
 import { LocalBlobStorage } from './local-blob-storage.js';
 
 describe('LocalBlobStorage', () => {
@@ -14,6 +15,21 @@ describe('LocalBlobStorage', () => {
     storage = new LocalBlobStorage(root);
   });
   afterEach(() => rmSync(root, { recursive: true, force: true }));
+
+  it('lists the keys that start with a prefix ending inside a name: every version of one file, none of its neighbours', async () => {
+    const [v1, v2] = [blobKeys.file('acc_1', 'file_0a', 'upl_1'), blobKeys.file('acc_1', 'file_0a', 'upl_2')];
+    const neighbour = blobKeys.file('acc_1', 'file_1a', 'upl_3');
+    for (const key of [v1, v2, neighbour]) await storage.writeBytes(key, Buffer.from(key));
+    const listed: string[] = [];
+    for await (const blob of storage.list(blobKeys.filePrefix('acc_1', 'file_0a'))) listed.push(blob.key);
+    expect(listed.sort()).toEqual([v1, v2]);
+  });
+
+  it('reads a byte range into one buffer, and refuses a blob shorter than the range', async () => {
+    await storage.writeBytes('files/acc/0a/file_0a.v1', Buffer.from('0123456789'));
+    expect((await storage.readBytes('files/acc/0a/file_0a.v1', { start: 2, end: 5 })).toString()).toBe('2345');
+    await expect(storage.readBytes('files/acc/0a/file_0a.v1', { start: 5, end: 12 })).rejects.toThrow(/ends before byte 12/);
+  });
 
   it('rejects reading a missing blob at once, rather than with a stream error nobody listens to', async () => {
     await expect(storage.read('files/acc/file/missing')).rejects.toMatchObject({ code: 'ENOENT' });

@@ -123,8 +123,9 @@ export class LocalBlobStorage extends BlobStorage {
   }
 
   async *list(prefix: string): AsyncIterable<{ key: string; lastModified: Date }> {
-    const start = join(this.root, prefix);
-    yield* this.walk(start);
+    // A prefix may end inside a name (blobKeys.filePrefix): walk its directory, keep the keys that start with it.
+    const directory = prefix.slice(0, prefix.lastIndexOf('/') + 1);
+    for await (const blob of this.walk(join(this.root, directory))) if (blob.key.startsWith(prefix)) yield blob;
   }
 
   private async *walk(dir: string): AsyncIterable<{ key: string; lastModified: Date }> {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { mediaJobId, mediaJobOptions, thumbnailKind, versionOf } from './media-jobs.js';
+import { mediaJobId, mediaJobOptions, thumbnailKind } from './media-jobs.js';
 
 describe('thumbnailKind', () => {
   it.each([
@@ -39,8 +39,4 @@ describe('job options', () => {
     expect(mediaJobOptions('thumbnail', 'x', 5000)).toMatchObject({ jobId: 'x', attempts: 5, backoff: { type: 'exponential', delay: 5000 } });
     expect(mediaJobOptions('scan', 'y', 5000).attempts).toBeGreaterThan(5);
   });
-});
-
-it('versionOf takes the version id from a file blob key', () => {
-  expect(versionOf('files/acc_1/file_1/upl_9')).toBe('upl_9');
 });

@@ -25,11 +25,6 @@ export function mediaJobId(kind: 'thumbnail' | 'scan', fileId: string, blobKey: 
   return `${kind}-${fileId}-${createHash('sha256').update(blobKey).digest('hex').slice(0, 24)}`;
 }
 
-/** The version id is the last segment of a file's blob key (`files/{account}/{file}/{version}`). */
-export function versionOf(blobKey: string): string {
-  return blobKey.slice(blobKey.lastIndexOf('/') + 1);
-}
-
 /**
  * Transient failures (clamd or storage unreachable) retry with exponential backoff; failures that
  * cannot get better (corrupt media) throw UnrecoverableError and are not retried at all.

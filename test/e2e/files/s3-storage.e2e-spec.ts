@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BlobStorage } from '../../../src/infra/storage/blob-storage.js';
+import { BlobStorage, blobKeys } from '../../../src/infra/storage/blob-storage.js';
 import { S3BlobStorage } from '../../../src/infra/storage/s3-blob-storage.js';
 import { AccountEntity } from '../../../src/modules/accounts/account.entity.js';
 import { UploadSweeper } from '../../../src/modules/files/upload/upload-sweeper.js';
@@ -45,7 +45,7 @@ describe('S3 blob storage (STORAGE_DRIVER=s3, against s3rver)', () => {
     const file = await uploadOk(t, owner.auth, content, { name: 'big.bin' });
     expect(file.md5_hash).toBe(createHash('md5').update(content).digest('hex'));
     expect(await keys('tmp/')).toEqual([]);
-    expect(await keys(`files/${owner.accountId}/${file.id}/`)).toHaveLength(1);
+    expect(await keys(blobKeys.filePrefix(owner.accountId, file.id))).toHaveLength(1);
     const whole = await fetch(onTestServer(t, file.download_url));
     expect(whole.status).toBe(200);
     expect(createHash('md5').update(Buffer.from(await whole.arrayBuffer())).digest('hex')).toBe(file.md5_hash);
@@ -56,11 +56,11 @@ describe('S3 blob storage (STORAGE_DRIVER=s3, against s3rver)', () => {
 
   it('replaces the object on overwrite and removes it on permanent deletion', async () => {
     const first = await uploadOk(t, owner.auth, 'one', { name: 'o.txt' });
-    const before = await keys(`files/${owner.accountId}/${first.id}/`);
+    const before = await keys(blobKeys.filePrefix(owner.accountId, first.id));
     const second = await uploadOk(t, owner.auth, 'two', { name: 'o.txt', overwrite: true });
     // The replaced object is deleted just after the answer (FinishedUploads), not before it.
     const after = await eventually(async () => {
-      const found = await keys(`files/${owner.accountId}/${first.id}/`);
+      const found = await keys(blobKeys.filePrefix(owner.accountId, first.id));
       return found.length === 1 ? found : null;
     }, 10_000, 'the replaced object to be deleted');
     expect(second.id).toBe(first.id);
@@ -68,7 +68,7 @@ describe('S3 blob storage (STORAGE_DRIVER=s3, against s3rver)', () => {
     expect(after[0]).not.toBe(before[0]);
     expect(await (await fetch(onTestServer(t, second.download_url))).text()).toBe('two');
     expect((await t.http().delete(`/v1/files/${first.id}?permanent=true`).set(owner.auth)).status).toBe(200);
-    expect(await keys(`files/${owner.accountId}/${first.id}/`)).toEqual([]);
+    expect(await keys(blobKeys.filePrefix(owner.accountId, first.id))).toEqual([]);
   });
 
   it('leaves no object and no reservation behind when an upload is refused or abandoned', async () => {

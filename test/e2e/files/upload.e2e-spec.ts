@@ -1,9 +1,11 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { DataSource } from 'typeorm';
 import { describe, expect, it } from 'vitest';
 import { OutboxEventEntity } from '../../../src/infra/outbox/outbox-event.entity.js';
 import { Readable } from 'node:stream';
-import { BlobStorage } from '../../../src/infra/storage/blob-storage.js';
+import { BlobStorage, blobKeys } from '../../../src/infra/storage/blob-storage.js';
 import { ServerInstance } from '../../../src/infra/instances/server-instance.js';
 import { AccountEntity } from '../../../src/modules/accounts/account.entity.js';
 import { UploadReservationEntity } from '../../../src/modules/files/upload/upload-reservation.entity.js';
@@ -91,6 +93,20 @@ describe('uploading files', () => {
     }
   });
 
+  it("keeps an account's files in at most 256 directories, and leaves no directory behind a deleted file", async () => {
+    const account = await createAccount(t.app);
+    const files = [];
+    for (let i = 0; i < 20; i++) files.push(await uploadOk(t, account.auth, `content ${i}`, { name: `f${i}.txt` }));
+    const accountDir = join(t.config.storage.dir, 'files', account.accountId);
+    const shards = readdirSync(accountDir);
+    // One directory per distinct last two hex digits of the file ids, each holding its files' blobs directly.
+    expect(shards.sort()).toEqual([...new Set(files.map((file) => file.id.slice(-2)))].sort());
+    expect(shards.every((shard) => readdirSync(join(accountDir, shard), { withFileTypes: true }).every((entry) => entry.isFile()))).toBe(true);
+    for (const file of files) await t.http().delete(`/v1/files/${file.id}?permanent=true`).set(account.auth).expect(200);
+    expect(listBlobs(t, `files/${account.accountId}`)).toEqual([]);
+    expect(readdirSync(accountDir).sort()).toEqual(shards.sort());
+  });
+
   it('detects the type from the content, then the extension, then falls back to octet-stream', async () => {
     expect((await uploadOk(t, owner.auth, PNG, { filename: 'looks-like-text.txt' })).type).toBe('image/png');
     expect((await uploadOk(t, owner.auth, PNG, { filename: 'looks-like-text.txt' })).category).toBe('image');
@@ -153,7 +169,7 @@ describe('uploading files', () => {
     const file = await uploadOk(t, owner.auth, 'secret', { filename: '../../../../etc/passwd' });
     expect(file.name).toBe('passwd');
     // The file's bytes are under its own id, and nothing anywhere in storage was named after the part's path.
-    expect(listBlobs(t, `files/${owner.accountId}/${file.id}`)).toEqual([expect.stringMatching(new RegExp(`^files/${owner.accountId}/${file.id}/upl_[0-9a-z]+$`))]);
+    expect(listBlobs(t, blobKeys.filePrefix(owner.accountId, file.id))).toEqual([expect.stringMatching(new RegExp(`^${blobKeys.filePrefix(owner.accountId, file.id)}upl_[0-9a-z]+$`))]);
     expect(listBlobs(t).filter((key) => !key.startsWith('files/') && !key.startsWith('thumbnails/'))).toEqual([]);
     expect(listBlobs(t).some((key) => key.includes('passwd') || key.includes('..'))).toBe(false);
   });
@@ -171,7 +187,7 @@ describe('uploading files', () => {
 
   it('overwrites in place: same id and created_at, new content and modified_at, old bytes removed', async () => {
     const first = await uploadOk(t, owner.auth, 'version one', { name: 'draft.txt' });
-    const blobsBefore = listBlobs(t, `files/${owner.accountId}/${first.id}`);
+    const blobsBefore = listBlobs(t, blobKeys.filePrefix(owner.accountId, first.id));
     const usedBefore = (await account(owner.accountId)).storageUsed;
     await sleep(5);
     const second = await uploadOk(t, owner.auth, 'version two, longer', { name: 'draft.txt', overwrite: true });
@@ -182,7 +198,7 @@ describe('uploading files', () => {
     expect(second.md5_hash).toBe(createHash('md5').update('version two, longer').digest('hex'));
     // The replaced bytes are deleted just after the answer.
     const blobsAfter = await eventually(async () => {
-      const blobs = listBlobs(t, `files/${owner.accountId}/${first.id}`);
+      const blobs = listBlobs(t, blobKeys.filePrefix(owner.accountId, first.id));
       return blobs.length === 1 && blobs;
     }, 20_000, 'the replaced blob to be deleted');
     expect(blobsAfter).toHaveLength(1);
@@ -391,7 +407,7 @@ describe('uploading files', () => {
     // The state a kill right after an overwrite's commit leaves: the row names the new version, whose
     // bytes are still temporary; the old version's blob is still there; the reservation names the
     // file and a process that no longer beats.
-    const newKey = `files/${owner.accountId}/${file.id}/upl_overwrite`;
+    const newKey = blobKeys.file(owner.accountId, file.id, 'upl_overwrite');
     await t.app.get(BlobStorage).write('tmp/upl_overwrite', Readable.from([Buffer.from('version two')]));
     await ds.getRepository(FileEntity).update({ id: file.id }, { blobKey: newKey, size: 'version two'.length });
     await ds.getRepository(UploadReservationEntity).insert({
@@ -408,7 +424,7 @@ describe('uploading files', () => {
     expect(await t.app.get(UploadSweeper).reclaimAbandonedReservations()).toBe(1);
     expect(await ds.getRepository(UploadReservationEntity).findOneBy({ id: 'upl_overwrite' })).toBeNull();
     expect(listBlobs(t, 'tmp')).toEqual([]);
-    expect(listBlobs(t, `files/${owner.accountId}/${file.id}`)).toEqual([newKey]);
+    expect(listBlobs(t, blobKeys.filePrefix(owner.accountId, file.id))).toEqual([newKey]);
     const download = await fetch(onTestServer(t, (await t.http().get(`/v1/files/${file.id}`).set(owner.auth)).body.data.download_url));
     expect(await download.text()).toBe('version two');
   });

@@ -70,7 +70,7 @@ export async function queued(queue: Queue, count: number, what = 'jobs to be que
 /** The thumbnail blobs stored for a file, whatever its version. */
 export async function thumbnailBlobs(app: INestApplicationContext, file: Pick<FileEntity, 'id' | 'accountId'>): Promise<string[]> {
   const keys: string[] = [];
-  for await (const entry of app.get(BlobStorage).list(`thumbnails/${file.accountId}/${file.id}/`)) keys.push(entry.key);
+  for await (const entry of app.get(BlobStorage).list(blobKeys.thumbnailPrefix(file.accountId, file.id))) keys.push(entry.key);
   return keys;
 }
 

@@ -5,7 +5,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BlobStorage, blobKeys } from '../../../src/infra/storage/blob-storage.js';
 import { FileEntity } from '../../../src/modules/files/file.entity.js';
 import { GetFileMediaQuery } from '../../../src/modules/media/queries/get-file-media.query.js';
-import { versionOf } from '../../../src/modules/media/media-jobs.js';
 import { createAccount, type TestAccount } from '../../support/accounts.js';
 import { seedFile } from '../../support/files.js';
 import { hugeDeclaredPng, jpegImage, mp4Video, onePagePdf, pngImage } from '../../support/media.js';
@@ -28,7 +27,7 @@ describe('thumbnails', () => {
 
   const storage = () => t.app.get(BlobStorage);
   const media = (fileId: string) => t.app.get(QueryBus).execute(new GetFileMediaQuery(fileId));
-  const thumbnailOf = (file: FileEntity) => blobKeys.thumbnail(file.accountId, file.id, versionOf(file.blobKey));
+  const thumbnailOf = (file: FileEntity) => blobKeys.thumbnail(file.accountId, file.id, blobKeys.versionOf(file.blobKey));
   async function expectWebpThumbnail(file: FileEntity, width: number, height: number) {
     const current = (await reload(t.app, file.id))!;
     expect(current.thumbnailKey).toBe(thumbnailOf(file));

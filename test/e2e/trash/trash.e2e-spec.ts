@@ -2,7 +2,7 @@ import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CommandBus } from '@nestjs/cqrs';
 import { newId } from '../../../src/common/ids.js';
-import { BlobStorage } from '../../../src/infra/storage/blob-storage.js';
+import { BlobStorage, blobKeys } from '../../../src/infra/storage/blob-storage.js';
 import { OutboxEventEntity } from '../../../src/infra/outbox/outbox-event.entity.js';
 import { AccountEntity } from '../../../src/modules/accounts/account.entity.js';
 import { FileEntity } from '../../../src/modules/files/file.entity.js';
@@ -67,7 +67,7 @@ describe('delete, restore and the trash', () => {
     expect(res.status).toBe(200);
     expect(res.body.data).toEqual({ id: file.id, name: 'forever.txt', deleted_at: expect.any(String), recoverable_until: null });
     expect((await account(owner.accountId)).storageUsed).toBe(used - 7);
-    expect(listBlobs(t, `files/${owner.accountId}/${file.id}`)).toEqual([]);
+    expect(listBlobs(t, blobKeys.filePrefix(owner.accountId, file.id))).toEqual([]);
     expect(await db().getRepository(FileEntity).findOneBy({ id: file.id })).toBeNull();
     expect((await db().getRepository(ShareEntity).findOneByOrFail({ fileId: file.id })).invalidatedAt).not.toBeNull();
     expect((await deletedEvents(owner.accountId)).find((e) => e.id === file.id)).toMatchObject({ permanent: true, deleted_by: owner.userId });
@@ -208,7 +208,7 @@ describe('delete, restore and the trash', () => {
     for (const { accountId, ids, kept } of expired) {
       expect((await db().getRepository(FileEntity).findBy({ accountId })).map((f) => f.id)).toEqual([kept.id]);
       expect((await account(accountId)).storageUsed).toBe(kept.size);
-      expect(listBlobs(t, `files/${accountId}`)).toEqual([expect.stringContaining(`files/${accountId}/${kept.id}/`)]);
+      expect(listBlobs(t, `files/${accountId}/`)).toEqual([expect.stringMatching(new RegExp(`^${blobKeys.filePrefix(accountId, kept.id)}`))]);
       const purgedEvents = (await deletedEvents(accountId)).filter((e) => e.permanent);
       expect(purgedEvents.map((e) => e.id).sort()).toEqual([...ids].sort());
       expect(purgedEvents.every((e) => e.deleted_by === 'system')).toBe(true);
@@ -236,7 +236,7 @@ describe('the purge', () => {
       const result = await runNode('cli.js', ['trash', 'purge'], t.environment.env);
       expect(result.code, result.stderr).toBe(0);
       expect(JSON.parse(result.stdout)).toEqual({ purged: 1, freed_bytes: 5 });
-      expect(listBlobs(t, `files/${acct.accountId}/${doomed.id}`)).toEqual([]);
+      expect(listBlobs(t, blobKeys.filePrefix(acct.accountId, doomed.id))).toEqual([]);
       expect((await t.http().get(`/v1/files/${alive.id}`).set(acct.auth)).status).toBe(200);
       const again = await runNode('cli.js', ['trash', 'purge'], t.environment.env);
       expect(JSON.parse(again.stdout)).toEqual({ purged: 0, freed_bytes: 0 });

@@ -121,7 +121,7 @@ export class UploadSweeper {
   private async finishCommittedMove(tempKey: string): Promise<boolean> {
     const uploadId = tempKey.slice('tmp/'.length);
     const file = await this.transactions.run((tx) =>
-      tx.getRepository(FileEntity).createQueryBuilder('file').where('file.blob_key LIKE :suffix', { suffix: `files/%/${uploadId}` }).getOne(),
+      tx.getRepository(FileEntity).createQueryBuilder('file').where('file.blob_key LIKE :suffix', { suffix: `files/%${uploadId}` }).getOne(),
     );
     if (!file || (await this.storage.exists(file.blobKey))) return false;
     await this.storage.move(tempKey, file.blobKey);

@@ -12,7 +12,7 @@ import { BlobStorage, blobKeys } from '../../../infra/storage/blob-storage.js';
 import { FileEntity } from '../../files/file.entity.js';
 import { FileMediaEntity } from '../file-media.entity.js';
 import { lockFile } from '../file-lock.js';
-import { thumbnailKind, versionOf, type MediaJobData } from '../media-jobs.js';
+import { thumbnailKind, type MediaJobData } from '../media-jobs.js';
 import { ThumbnailRenderer, ToolMissingError, UnusableMediaError } from '../thumbnails/thumbnail-renderer.js';
 
 export type ThumbnailOutcome =
@@ -63,7 +63,7 @@ export class GenerateThumbnailHandler implements ICommandHandler<GenerateThumbna
       throw error;
     }
     if (typeof thumbnail === 'string') return { outcome: 'discarded', reason: thumbnail };
-    const thumbnailKey = blobKeys.thumbnail(accountId, fileId, versionOf(blobKey));
+    const thumbnailKey = blobKeys.thumbnail(accountId, fileId, blobKeys.versionOf(blobKey));
     await this.storage.write(thumbnailKey, Readable.from([thumbnail]));
 
     const result = await this.transactions.run(async (tx) => {

@@ -10,7 +10,7 @@ import { BlobStorage, blobKeys } from '../../../infra/storage/blob-storage.js';
 import { FileEntity } from '../../files/file.entity.js';
 import { FileMediaEntity } from '../file-media.entity.js';
 import { lockFile } from '../file-lock.js';
-import { mediaJobId, mediaJobOptions, thumbnailKind, versionOf, type MediaJobData } from '../media-jobs.js';
+import { mediaJobId, mediaJobOptions, thumbnailKind, type MediaJobData } from '../media-jobs.js';
 
 export interface ScheduledMediaWork {
   /** False when the file is gone or already holds other bytes: a later event covers the newer version. */
@@ -60,7 +60,7 @@ export class ScheduleMediaWorkHandler implements ICommandHandler<ScheduleMediaWo
       }
 
       // A new version: the old thumbnail shows other bytes and the old scan verdict judged other bytes.
-      const ownThumbnail = blobKeys.thumbnail(accountId, fileId, versionOf(blobKey));
+      const ownThumbnail = blobKeys.thumbnail(accountId, fileId, blobKeys.versionOf(blobKey));
       const staleThumbnail = file.thumbnailKey && file.thumbnailKey !== ownThumbnail ? file.thumbnailKey : null;
       await tx.getRepository(FileEntity).update(
         { id: fileId, blobKey },

@@ -12,7 +12,7 @@ import { blobKeys } from '../../../infra/storage/blob-storage.js';
 import { FileEntity } from '../../files/file.entity.js';
 import { FileMediaEntity } from '../file-media.entity.js';
 import { VirusScanner } from '../scanning/virus-scanner.js';
-import { mediaJobId, mediaJobOptions, thumbnailKind, versionOf, type MediaJobData } from '../media-jobs.js';
+import { mediaJobId, mediaJobOptions, thumbnailKind, type MediaJobData } from '../media-jobs.js';
 
 /**
  * Media work for a batch of uploads (the file.uploaded events of one outbox relay pass): the media rows of
@@ -60,7 +60,7 @@ export class ScheduleUploadedMediaHandler implements ICommandHandler<ScheduleUpl
       const rows = params.add(
         JSON.stringify(
           files.map((file) => {
-            const own = blobKeys.thumbnail(file.accountId, file.id, versionOf(file.blobKey));
+            const own = blobKeys.thumbnail(file.accountId, file.id, blobKeys.versionOf(file.blobKey));
             const thumbnailStatus = thumbnailKind(file.mimeType) ? (file.thumbnailKey === own ? 'ready' : 'pending') : 'none';
             const verdict = verdicts.get(file.id);
             return columns.row({
