@@ -210,7 +210,8 @@ async function cursorPageRows(server, account, n, settings) {
     }
     const targets = { first: { url: first, headers: account.auth }, last: { url: last, headers: account.auth } };
     const alone = { first: [], last: [] };
-    for (let k = 0; k < 15; k++) for (const name of ['first', 'last']) alone[name].push(await timed(targets[name]));
+    // A hundred each, alternated: with fifteen (until session 9) the ratio of two medians near 2 ms swung 1.0–1.5x between runs.
+    for (let k = 0; k < 100; k++) for (const name of ['first', 'last']) alone[name].push(await timed(targets[name]));
     const loaded = {};
     for (const name of ['first', 'last']) {
       await load(targets[name].url, { ...settings, headers: account.auth, duration: 1 }); // warm-up
