@@ -80,6 +80,11 @@ export const blobKeys = {
   thumbnail: (accountId: string, fileId: string, versionId: string) => `thumbnails/${accountId}/${shardOf(fileId)}/${fileId}.${versionId}.webp`,
   /** What every thumbnail of a file (in this layout) starts with. */
   thumbnailPrefix: (accountId: string, fileId: string) => `thumbnails/${accountId}/${shardOf(fileId)}/${fileId}.`,
+  /**
+   * Whether `key` is a file's content or thumbnail in the layout before the shards, where each file had a directory to
+   * itself that nothing is added to any more: once its last blob is deleted, the empty directory can go too.
+   */
+  inDirectoryOfItsOwn: (key: string) => /^(files|thumbnails)\/[^/]+\/file_[^/]+\/[^/]+$/.test(key),
   /** The version id of a file's content key, in either layout: its last segment, after the file id when there is one. */
   versionOf: (fileKey: string) => fileKey.slice(Math.max(fileKey.lastIndexOf('/'), fileKey.lastIndexOf('.')) + 1),
 };

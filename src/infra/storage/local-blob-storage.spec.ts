@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -23,6 +23,19 @@ describe('LocalBlobStorage', () => {
     const listed: string[] = [];
     for await (const blob of storage.list(blobKeys.filePrefix('acc_1', 'file_0a'))) listed.push(blob.key);
     expect(listed.sort()).toEqual([v1, v2]);
+  });
+
+  it("removes a file's own directory of the layout before the shards with its last blob, and never a shard directory", async () => {
+    const legacy = ['files/acc/file_1/upl_1', 'files/acc/file_1/upl_2', 'thumbnails/acc/file_1/upl_1.webp'];
+    const sharded = blobKeys.file('acc', 'file_0a', 'upl_3');
+    for (const key of [...legacy, sharded]) await storage.writeBytes(key, Buffer.from('x'));
+    await storage.delete(legacy[0]);
+    expect(existsSync(join(root, 'files/acc/file_1'))).toBe(true);
+    for (const key of legacy.slice(1)) await storage.delete(key);
+    expect(existsSync(join(root, 'files/acc/file_1'))).toBe(false);
+    expect(existsSync(join(root, 'thumbnails/acc/file_1'))).toBe(false);
+    await storage.delete(sharded);
+    expect(existsSync(join(root, 'files/acc/0a'))).toBe(true);
   });
 
   it('reads a byte range into one buffer, and refuses a blob shorter than the range', async () => {

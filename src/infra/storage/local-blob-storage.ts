@@ -1,10 +1,10 @@
 import { close as closeFd, createReadStream, createWriteStream, open as openFd, read as readFd } from 'node:fs';
-import { mkdir, opendir, rename, rm, stat, unlink, writeFile } from 'node:fs/promises';
+import { mkdir, opendir, rename, rm, rmdir, stat, unlink, writeFile } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { assertSafeKey, BlobStorage, type ByteRange } from './blob-storage.js';
+import { assertSafeKey, blobKeys, BlobStorage, type ByteRange } from './blob-storage.js';
 
 const openFile = promisify(openFd);
 const readAt = promisify(readFd);
@@ -103,9 +103,12 @@ export class LocalBlobStorage extends BlobStorage {
   }
 
   async delete(key: string): Promise<void> {
-    await unlink(this.path(key)).catch((error: NodeJS.ErrnoException) => {
+    const path = this.path(key);
+    await unlink(path).catch((error: NodeJS.ErrnoException) => {
       if (error.code !== 'ENOENT') throw error;
     });
+    // Fails, harmlessly, while another version or thumbnail of the file is still there.
+    if (blobKeys.inDirectoryOfItsOwn(key)) await rmdir(dirname(path)).catch(() => undefined);
   }
 
   override async stat(key: string): Promise<{ size: number } | null> {
