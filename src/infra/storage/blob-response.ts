@@ -1,5 +1,4 @@
 import type { Request, Response } from 'express';
-import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { ApiError } from '../../common/errors/api-error.js';
 import type { BlobStorage, ByteRange } from './blob-storage.js';
@@ -66,25 +65,25 @@ export async function sendBlob(request: Request, response: Response, storage: Bl
   // The whole file as a range too: a reader that knows where to stop sizes its buffers to the file
   // (not 256 KiB for a 1 KiB file) and needs no extra read to find the end.
   const bytes = range ?? { start: 0, end: blob.size - 1 };
-  let body: Buffer | Readable;
   try {
-    body = bytes.end - bytes.start < BUFFERED_DOWNLOAD_BYTES ? await storage.readBytes(blob.key, bytes) : await storage.read(blob.key, bytes);
+    if (bytes.end - bytes.start < BUFFERED_DOWNLOAD_BYTES) {
+      response.end(await storage.readBytes(blob.key, bytes));
+      return;
+    }
+    const stream = await storage.read(blob.key, bytes);
+    // A blob cut short on disk ends before Content-Length: the pipeline fails and the exception filter cuts
+    // the connection, instead of leaving the client waiting for bytes that never come.
+    const expected = bytes.end - bytes.start + 1;
+    let read = 0;
+    stream.on('data', (chunk: Buffer) => (read += chunk.length));
+    stream.once('end', () => read < expected && response.destroy(new Error(`Blob ${blob.key} ended after ${read} of ${expected} bytes`)));
+    await pipeline(stream, response);
   } catch (error) {
-    // A blob missing or damaged outside the service: the error answer must not describe the file it cannot carry.
-    for (const name of BLOB_HEADERS) response.removeHeader(name);
+    // A blob missing or damaged outside the service: an error answer, while one can still be sent, must not
+    // describe the file it cannot carry.
+    if (!response.headersSent) for (const name of BLOB_HEADERS) response.removeHeader(name);
     throw error;
   }
-  if (Buffer.isBuffer(body)) {
-    response.end(body);
-    return;
-  }
-  // A blob cut short on disk ends before Content-Length: the pipeline fails and the exception filter cuts
-  // the connection, instead of leaving the client waiting for bytes that never come.
-  const expected = bytes.end - bytes.start + 1;
-  let read = 0;
-  body.on('data', (chunk: Buffer) => (read += chunk.length));
-  body.once('end', () => read < expected && response.destroy(new Error(`Blob ${blob.key} ended after ${read} of ${expected} bytes`)));
-  await pipeline(body, response);
 }
 
 function etagMatches(header: string | undefined, etag: string): boolean {

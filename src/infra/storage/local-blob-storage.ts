@@ -107,7 +107,7 @@ export class LocalBlobStorage extends BlobStorage {
     await unlink(path).catch((error: NodeJS.ErrnoException) => {
       if (error.code !== 'ENOENT') throw error;
     });
-    // Fails, harmlessly, while another version or thumbnail of the file is still there.
+    // Fails, harmlessly, while the directory still holds another of the file's blobs.
     if (blobKeys.inDirectoryOfItsOwn(key)) await rmdir(dirname(path)).catch(() => undefined);
   }
 
