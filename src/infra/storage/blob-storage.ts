@@ -29,7 +29,10 @@ export abstract class BlobStorage {
   async readBytes(key: string, range: ByteRange): Promise<Buffer> {
     const chunks: Buffer[] = [];
     for await (const chunk of await this.read(key, range)) chunks.push(chunk as Buffer);
-    return Buffer.concat(chunks);
+    const bytes = Buffer.concat(chunks);
+    // Blobs never change once written: fewer bytes than asked for means the blob was damaged outside the service.
+    if (bytes.length !== range.end - range.start + 1) throw new Error(`Blob ${key} ends before byte ${range.end}`);
+    return bytes;
   }
   /** Removes `key`; removing a missing key is not an error. */
   abstract delete(key: string): Promise<void>;

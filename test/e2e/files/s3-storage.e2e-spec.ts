@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BlobStorage, blobKeys } from '../../../src/infra/storage/blob-storage.js';
 import { S3BlobStorage } from '../../../src/infra/storage/s3-blob-storage.js';
 import { AccountEntity } from '../../../src/modules/accounts/account.entity.js';
+import { FileEntity } from '../../../src/modules/files/file.entity.js';
 import { UploadSweeper } from '../../../src/modules/files/upload/upload-sweeper.js';
 import { createAccount, type TestAccount } from '../../support/accounts.js';
 import { startS3, type TestS3 } from '../../support/s3.js';
@@ -69,6 +70,24 @@ describe('S3 blob storage (STORAGE_DRIVER=s3, against s3rver)', () => {
     expect(await (await fetch(onTestServer(t, second.download_url))).text()).toBe('two');
     expect((await t.http().delete(`/v1/files/${first.id}?permanent=true`).set(owner.auth)).status).toBe(200);
     expect(await keys(blobKeys.filePrefix(owner.accountId, first.id))).toEqual([]);
+  });
+
+  it('answers 500 for a small object cut short in the bucket, and cuts the connection of a streamed one', async () => {
+    const cutShort = async (content: Buffer, kept: number) => {
+      const file = await uploadOk(t, owner.auth, content, { name: `cut-${content.length}.bin` });
+      const { blobKey } = await t.app.get(DataSource).getRepository(FileEntity).findOneByOrFail({ id: file.id });
+      await t.app.get(BlobStorage).delete(blobKey);
+      await t.app.get(BlobStorage).write(blobKey, Readable.from([content.subarray(0, kept)]));
+      return fetch(onTestServer(t, file.download_url), { signal: AbortSignal.timeout(10_000) });
+    };
+    const small = await cutShort(Buffer.alloc(1000, 1), 600);
+    expect(small.status).toBe(500);
+    expect(((await small.json()) as any).error.code).toBe('internal_error');
+    const streamed = await cutShort(Buffer.alloc(200 * 1024, 2), 150 * 1024);
+    expect(streamed.status).toBe(200);
+    const error = await streamed.arrayBuffer().then(() => null, (e: Error) => e);
+    expect(error).toBeInstanceOf(Error);
+    expect(error?.name).not.toBe('TimeoutError');
   });
 
   it('leaves no object and no reservation behind when an upload is refused or abandoned', async () => {
