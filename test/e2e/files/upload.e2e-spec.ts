@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { readdirSync } from 'node:fs';
+import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { DataSource } from 'typeorm';
 import { describe, expect, it } from 'vitest';
@@ -7,6 +7,7 @@ import { OutboxEventEntity } from '../../../src/infra/outbox/outbox-event.entity
 import { Readable } from 'node:stream';
 import { BlobStorage, blobKeys } from '../../../src/infra/storage/blob-storage.js';
 import { ServerInstance } from '../../../src/infra/instances/server-instance.js';
+import { Transactions } from '../../../src/infra/database/transactions.js';
 import { AccountEntity } from '../../../src/modules/accounts/account.entity.js';
 import { UploadReservationEntity } from '../../../src/modules/files/upload/upload-reservation.entity.js';
 import { UploadSweeper } from '../../../src/modules/files/upload/upload-sweeper.js';
@@ -16,7 +17,7 @@ import type { Queue } from 'bullmq';
 import { QUEUES } from '../../../src/infra/queue/queue-names.js';
 import { mediaJobId, type MediaJobData } from '../../../src/modules/media/media-jobs.js';
 import { createAccount, createKey, type TestAccount } from '../../support/accounts.js';
-import type { TestApp } from '../../support/test-app.js';
+import { TEST_DB, type TestApp } from '../../support/test-app.js';
 import { useTestApp } from '../../support/app-fixture.js';
 import { listBlobs, onTestServer, rawUpload, upload, uploadOk } from '../../support/uploads.js';
 import { FileEntity } from '../../../src/modules/files/file.entity.js';
@@ -105,6 +106,35 @@ describe('uploading files', () => {
     for (const file of files) await t.http().delete(`/v1/files/${file.id}?permanent=true`).set(account.auth).expect(200);
     expect(listBlobs(t, `files/${account.accountId}`)).toEqual([]);
     expect(readdirSync(accountDir).sort()).toEqual(shards.sort());
+  });
+
+  it('stores the first MiB of a large upload while its quota reservation waits for the database, and no more', async () => {
+    const uploader = await createAccount(t.app);
+    // The reservation's transaction waits behind this one: on SQLite for the connection, on PostgreSQL for the account row.
+    let release!: () => void;
+    let locked!: () => void;
+    const isLocked = new Promise<void>((resolve) => (locked = resolve));
+    const holding = t.app.get(Transactions).run(async (tx) => {
+      if (TEST_DB === 'postgres') await tx.query('SELECT id FROM accounts WHERE id = $1 FOR UPDATE', [uploader.accountId]);
+      locked();
+      await new Promise<void>((resolve) => (release = resolve));
+    });
+    await isLocked;
+    const content = randomBytes(6 * MiB);
+    const uploading = upload(t, uploader.auth, content, { name: 'reserved-late.bin' });
+    const stored = () => listBlobs(t, 'tmp/').reduce((total, key) => total + statSync(join(t.config.storage.dir, key)).size, 0);
+    try {
+      await eventually(async () => stored() > 0, 10_000, 'the first bytes in temporary storage');
+      await sleep(300);
+      expect(stored()).toBeLessThanOrEqual(MiB);
+    } finally {
+      release();
+      await holding;
+    }
+    const res = await uploading;
+    expect(res.status).toBe(200);
+    expect(res.body.data.md5_hash).toBe(createHash('md5').update(content).digest('hex'));
+    expect((await account(uploader.accountId)).storageReserved).toBe(0);
   });
 
   it('detects the type from the content, then the extension, then falls back to octet-stream', async () => {

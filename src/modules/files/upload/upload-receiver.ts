@@ -100,7 +100,17 @@ export class UploadReceiver {
     if (sizeHint !== undefined && sizeHint <= BUFFERED_UPLOAD_BYTES) return this.receiveBuffered(actor, source, signal, uploadId, tempKey);
     const now = this.clock.now();
     const quotaAtCommit = sizeHint !== undefined && sizeHint <= SMALL_UPLOAD_BYTES;
-    let reserved = quotaAtCommit ? 0 : await this.openReservation(actor.accountId, uploadId, tempKey, sizeHint ?? 0, now);
+    let reserved = 0;
+    // The reservation row is written while the first bytes arrive (up to SMALL_UPLOAD_BYTES, as much as a small
+    // upload streams unreserved), rather than before them: the client is not held up for its transaction.
+    let opening: Promise<void> | null = quotaAtCommit
+      ? null
+      : this.openReservation(actor.accountId, uploadId, tempKey, sizeHint ?? 0, now).then((held) => {
+          reserved = held;
+          opening = null;
+        });
+    // Whoever needs the reservation awaits it; until then its failure must not count as unhandled.
+    opening?.catch(() => undefined);
     const sizeLimit = new UploadSizeLimit(actor.plan);
     const hash = this.hasher.start(quotaAtCommit ? sizeHint : undefined);
     const headChunks: Buffer[] = [];
@@ -108,6 +118,16 @@ export class UploadReceiver {
     let size = 0;
     let reservedAgainstReplaced = false;
     let refusal = null as ApiError | null;
+
+    /** Quota held for every byte received so far: the first reservation once written, then more as needed. */
+    const reserveReceived = async (): Promise<void> => {
+      if (opening) await opening;
+      if (quotaAtCommit || size <= reserved) return;
+      const { granted, againstReplaced } = await this.reserveMore(actor.accountId, uploadId, size - reserved, overwriteTarget?.() ?? null);
+      if (granted === 0) throw (refusal = new StorageExceeded(0, 0, size));
+      reserved += granted;
+      reservedAgainstReplaced ||= againstReplaced;
+    };
 
     const meter = new Transform({
       transform: (chunk: Buffer, _encoding, callback: TransformCallback) => {
@@ -122,24 +142,17 @@ export class UploadReceiver {
           headLength += Math.min(chunk.length, SNIFF_BYTES - headLength);
         }
         const passOn = () => {
-          if (quotaAtCommit || size <= reserved) return callback(null, chunk);
-          this.reserveMore(actor.accountId, uploadId, size - reserved, overwriteTarget?.() ?? null).then(
-            ({ granted, againstReplaced }) => {
-              if (granted === 0) {
-                refusal = new StorageExceeded(0, 0, size);
-                return callback(refusal);
-              }
-              reserved += granted;
-              reservedAgainstReplaced ||= againstReplaced;
-              callback(null, chunk);
-            },
-            (error: Error) => callback(error),
-          );
+          if (quotaAtCommit || size <= reserved || (opening && size <= SMALL_UPLOAD_BYTES)) return callback(null, chunk);
+          reserveReceived().then(() => callback(null, chunk), (error: Error) => callback(error));
         };
         // Hashed on another thread while this chunk is written; waits only when the hasher is behind.
         const hashing = hash.update(chunk);
         if (hashing) hashing.then(passOn, (error: Error) => callback(error));
         else passOn();
+      },
+      // The last bytes may have passed while the first reservation was still being written.
+      flush: (callback: TransformCallback) => {
+        reserveReceived().then(() => callback(), (error: Error) => callback(error));
       },
     });
 
@@ -163,6 +176,8 @@ export class UploadReceiver {
     } catch (error) {
       hash.cancel();
       source.unpipe(meter);
+      // A reservation still being written is given back once it is there, not left held until the sweeper finds it.
+      await opening?.catch(() => undefined);
       if (quotaAtCommit) await this.storage.delete(tempKey).catch((e: unknown) => this.logger.warn({ err: e, tempKey }, 'Could not remove a temporary blob'));
       else await this.release(uploadId, tempKey);
       if (refusal instanceof StorageExceeded) throw await this.quotaRefusal(actor, source, size, sizeLimit);
@@ -220,7 +235,7 @@ export class UploadReceiver {
   }
 
   /**
-   * Writes the upload's reservation row before its bytes arrive, holding the whole declared length
+   * Writes the upload's reservation row as its first bytes arrive, holding the whole declared length
    * (Content-Length, an upper bound of the file) in the same transaction when the quota has room for it:
    * then the upload needs no further round trip to the database until it commits. Answers the bytes held
    * (0 when the length is unknown or does not fit: the upload then reserves step by step as bytes arrive,
