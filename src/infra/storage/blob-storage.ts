@@ -20,7 +20,10 @@ export abstract class BlobStorage {
   }
   /** Makes the bytes at `fromKey` available at `toKey` and removes `fromKey`. */
   abstract move(fromKey: string, toKey: string): Promise<void>;
-  /** The bytes at `key` (or a byte range of them) as a stream. */
+  /**
+   * The bytes at `key` (or a byte range of them) as a stream. Rejects, before any byte, when the blob ends before the
+   * range does: blobs never change once written, so a shorter one was damaged outside the service.
+   */
   abstract read(key: string, range?: ByteRange): Promise<Readable>;
   /**
    * A byte range of the blob at `key` in one buffer: for a small download, cheaper than a stream and its

@@ -1,4 +1,4 @@
-import { close as closeFd, createReadStream, createWriteStream, open as openFd, read as readFd } from 'node:fs';
+import { close as closeFd, createReadStream, createWriteStream, fstat as fstatFd, open as openFd, read as readFd } from 'node:fs';
 import { mkdir, opendir, rename, rm, rmdir, stat, unlink, writeFile } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import { dirname, join, relative, resolve, sep } from 'node:path';
@@ -8,6 +8,7 @@ import { assertSafeKey, blobKeys, BlobStorage, type ByteRange } from './blob-sto
 
 const openFile = promisify(openFd);
 const readAt = promisify(readFd);
+const statFd = promisify(fstatFd);
 
 /**
  * Bytes per read when streaming a blob out: four times the stream default, so a large download costs a
@@ -84,6 +85,14 @@ export class LocalBlobStorage extends BlobStorage {
     // surfacing later as an 'error' event that nobody may be listening to yet.
     // A plain descriptor, not a FileHandle: its stream reads with callbacks, without a promise per chunk.
     const fd = await openFile(this.path(key), 'r');
+    if (range) {
+      const refuse = (error: Error): never => {
+        closeFd(fd, () => undefined);
+        throw error;
+      };
+      const { size } = await statFd(fd).catch(refuse);
+      if (size <= range.end) refuse(new Error(`Blob ${key} ends before byte ${range.end}`));
+    }
     return createReadStream('', { fd, autoClose: true, highWaterMark: READ_CHUNK_BYTES, ...(range ? { start: range.start, end: range.end } : {}) });
   }
 

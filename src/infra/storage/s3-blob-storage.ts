@@ -107,6 +107,10 @@ export class S3BlobStorage extends BlobStorage {
       new GetObjectCommand({ Bucket: this.bucket, Key: key, Range: range ? `bytes=${range.start}-${range.end}` : undefined }),
     );
     if (!(result.Body instanceof Readable)) throw new Error(`S3 returned no stream for ${key}`);
+    if (range && result.ContentLength !== range.end - range.start + 1) {
+      result.Body.destroy();
+      throw new Error(`Blob ${key} ends before byte ${range.end}`);
+    }
     return result.Body;
   }
 

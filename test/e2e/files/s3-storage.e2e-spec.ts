@@ -72,22 +72,17 @@ describe('S3 blob storage (STORAGE_DRIVER=s3, against s3rver)', () => {
     expect(await keys(blobKeys.filePrefix(owner.accountId, first.id))).toEqual([]);
   });
 
-  it('answers 500 for a small object cut short in the bucket, and cuts the connection of a streamed one', async () => {
-    const cutShort = async (content: Buffer, kept: number) => {
-      const file = await uploadOk(t, owner.auth, content, { name: `cut-${content.length}.bin` });
+  it('answers 500 internal_error for an object cut short in the bucket, read into one buffer or streamed', async () => {
+    for (const [size, kept] of [[1000, 600], [200 * 1024, 150 * 1024]]) {
+      const content = Buffer.alloc(size, 1);
+      const file = await uploadOk(t, owner.auth, content, { name: `cut-${size}.bin` });
       const { blobKey } = await t.app.get(DataSource).getRepository(FileEntity).findOneByOrFail({ id: file.id });
       await t.app.get(BlobStorage).delete(blobKey);
       await t.app.get(BlobStorage).write(blobKey, Readable.from([content.subarray(0, kept)]));
-      return fetch(onTestServer(t, file.download_url), { signal: AbortSignal.timeout(10_000) });
-    };
-    const small = await cutShort(Buffer.alloc(1000, 1), 600);
-    expect(small.status).toBe(500);
-    expect(((await small.json()) as any).error.code).toBe('internal_error');
-    const streamed = await cutShort(Buffer.alloc(200 * 1024, 2), 150 * 1024);
-    expect(streamed.status).toBe(200);
-    const error = await streamed.arrayBuffer().then(() => null, (e: Error) => e);
-    expect(error).toBeInstanceOf(Error);
-    expect(error?.name).not.toBe('TimeoutError');
+      const res = await fetch(onTestServer(t, file.download_url), { signal: AbortSignal.timeout(10_000) });
+      expect(res.status, `${size} bytes`).toBe(500);
+      expect(((await res.json()) as any).error.code).toBe('internal_error');
+    }
   });
 
   it('leaves no object and no reservation behind when an upload is refused or abandoned', async () => {
