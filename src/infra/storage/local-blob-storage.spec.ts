@@ -38,10 +38,15 @@ describe('LocalBlobStorage', () => {
     expect(existsSync(join(root, 'files/acc/0a'))).toBe(true);
   });
 
-  it('reads a byte range into one buffer, and refuses a blob shorter than the range', async () => {
+  it('reads a byte range into one buffer or a stream, and refuses a blob shorter than the range', async () => {
     await storage.writeBytes('files/acc/0a/file_0a.v1', Buffer.from('0123456789'));
     expect((await storage.readBytes('files/acc/0a/file_0a.v1', { start: 2, end: 5 })).toString()).toBe('2345');
     await expect(storage.readBytes('files/acc/0a/file_0a.v1', { start: 5, end: 12 })).rejects.toThrow(/ends before byte 12/);
+    // A stream is refused at once too, before any byte could go out.
+    await expect(storage.read('files/acc/0a/file_0a.v1', { start: 0, end: 10 })).rejects.toThrow(/ends before byte 10/);
+    const chunks: Buffer[] = [];
+    for await (const chunk of await storage.read('files/acc/0a/file_0a.v1', { start: 0, end: 9 })) chunks.push(chunk as Buffer);
+    expect(Buffer.concat(chunks).toString()).toBe('0123456789');
   });
 
   it('rejects reading a missing blob at once, rather than with a stream error nobody listens to', async () => {
