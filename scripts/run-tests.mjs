@@ -2,7 +2,9 @@
 // Runs the whole suite: unit tests once, then every e2e test on SQLite and on PostgreSQL (RUN_ONCE's files
 // on the first of them only).
 // TEST_DATABASES=sqlite (or postgres) narrows the run. Ends with one "N passed, N failed" line, after
-// a list of the skipped tests, if any, each with its reason (the note of `ctx.skip(note)`).
+// a list of the skipped tests, if any, each with its reason (the note of `ctx.skip(note)`), and a list of the
+// failed tests with the first line of each failure: CI keeps only the end of the output, and a run's failures
+// scroll out of it behind the next run.
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -34,6 +36,7 @@ let failed = 0;
 let skipped = 0;
 let exitCode = 0;
 const skippedTests = [];
+const failedTests = [];
 for (const run of runs) {
   const report = join(reportDir, `${run.label.replace(/\W+/g, '-')}.json`);
   const skippedReport = join(reportDir, `${run.label.replace(/\W+/g, '-')}.skipped.json`);
@@ -53,6 +56,13 @@ for (const run of runs) {
     failed += summary.numFailedTests;
     skipped += summary.numPendingTests + (summary.numTodoTests ?? 0);
     if (summary.numTotalTests === 0) exitCode = 1;
+    for (const file of summary.testResults ?? []) {
+      const path = file.name.replace(`${process.cwd()}/`, '');
+      const failures = (file.assertionResults ?? []).filter((test) => test.status === 'failed');
+      for (const test of failures) failedTests.push({ run: run.label, path, name: test.fullName, why: firstLine(test.failureMessages) });
+      // A file that fails outside its tests (an import error, a hook) reports no failed test, only its message.
+      if (failures.length === 0 && file.status === 'failed') failedTests.push({ run: run.label, path, name: '(the file)', why: firstLine([file.message]) });
+    }
   } catch {
     exitCode = 1;
     console.error(`[tests] no report from ${run.label}: the run did not complete`);
@@ -65,5 +75,15 @@ if (skippedTests.length > 0) {
     console.log(`  [${test.run}] ${test.file} > ${test.name}: ${why}`);
   }
 }
+if (failedTests.length > 0) {
+  console.log(`\nFailed (${failedTests.length}):`);
+  for (const test of failedTests) console.log(`  [${test.run}] ${test.path} > ${test.name}: ${test.why}`);
+}
 console.log(`\n${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);
 process.exit(exitCode);
+
+function firstLine(messages) {
+  const text = (messages ?? []).find((message) => message && message.trim()) ?? 'no message';
+  // Strip colours and keep the one line that says what went wrong.
+  return text.replace(/\u001b\[[0-9;]*m/g, '').trim().split('\n')[0].slice(0, 300);
+}

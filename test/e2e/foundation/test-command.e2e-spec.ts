@@ -36,7 +36,8 @@ describe('npm test', () => {
     expect(result.stderr).toMatch(/sudo apt-get install -y chromium ffmpeg poppler-utils( clamav-daemon)? python3 mypy php-cli php-curl ruby\n/);
   });
 
-  it('names every skipped test in its summary, with the reason the test gave', () => {
+  /** A throwaway vitest project holding one spec file, run through the suite's runner. */
+  const runSuiteOn = (spec: string) => {
     const project = tempDir();
     symlinkSync(resolve('node_modules'), join(project, 'node_modules'));
     writeFileSync(
@@ -44,23 +45,36 @@ describe('npm test', () => {
       "import { defineConfig } from 'vitest/config';\n" +
         "export default defineConfig({ test: { projects: [{ extends: true, test: { name: 'unit', include: ['*.spec.mjs'] } }] } });\n",
     );
-    writeFileSync(
-      join(project, 'tools.spec.mjs'),
-      "import { it } from 'vitest';\n" +
-        "it('runs', () => {});\n" +
-        "it('makes a video thumbnail', (ctx) => ctx.skip('ffmpeg is not installed'));\n" +
-        "it.skip('is left for later', () => {});\n",
-    );
-    const result = spawnSync(process.execPath, [resolve('scripts/run-tests.mjs')], {
+    writeFileSync(join(project, 'tools.spec.mjs'), spec);
+    return spawnSync(process.execPath, [resolve('scripts/run-tests.mjs')], {
       cwd: project,
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? project, TEST_DATABASES: '' },
       encoding: 'utf8',
       timeout: 60_000,
     });
+  };
+
+  it('names every skipped test in its summary, with the reason the test gave', () => {
+    const result = runSuiteOn(
+      "import { it } from 'vitest';\n" +
+        "it('runs', () => {});\n" +
+        "it('makes a video thumbnail', (ctx) => ctx.skip('ffmpeg is not installed'));\n" +
+        "it.skip('is left for later', () => {});\n",
+    );
     expect(result.status, result.stdout + result.stderr).toBe(0);
     expect(result.stdout).toContain('Skipped (2):');
     expect(result.stdout).toContain('[unit] tools.spec.mjs > makes a video thumbnail: ffmpeg is not installed');
     expect(result.stdout).toContain('[unit] tools.spec.mjs > is left for later: no reason given');
     expect(result.stdout).toMatch(/1 passed, 0 failed, 2 skipped\n$/);
+  });
+
+  it('names every failed test at the end, with the first line of its failure, and exits 1', () => {
+    const result = runSuiteOn(
+      "import { expect, it } from 'vitest';\n" +
+        "it('runs', () => {});\n" +
+        "it('counts the files', () => expect(2).toBe(3));\n",
+    );
+    expect(result.status, result.stdout + result.stderr).toBe(1);
+    expect(result.stdout).toMatch(/Failed \(1\):\n  \[unit\] tools\.spec\.mjs > counts the files: AssertionError: expected 2 to be 3.*\n\n1 passed, 1 failed\n$/);
   });
 });
