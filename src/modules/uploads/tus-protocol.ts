@@ -1,6 +1,7 @@
 import { HttpStatus, Injectable } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
 import { Server, type ServerOptions } from '@tus/server';
+import { TUS_VERSION } from '@tus/utils';
 import type { Request, Response } from 'express';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { NodeRequest, sendNodeResponse } from 'srvx/node';
@@ -143,6 +144,14 @@ class EnvelopedTusServer extends Server {
 
   override async write(context: Parameters<Server['write']>[0], headers: Headers, status: number, body = ''): ReturnType<Server['write']> {
     if (status < 400) return super.write(context, headers, status, body);
+    // @tus/server answers a Tus-Resumable it does not speak as an invalid header (400); tus 1.0 wants 412 and the
+    // versions it does speak in Tus-Version, so that a client can tell "wrong version" from a malformed request.
+    const version = tusRequests.getStore()?.request.headers['tus-resumable'];
+    if (status === 400 && typeof version === 'string' && !(TUS_VERSION as readonly string[]).includes(version)) {
+      headers.set('Tus-Version', TUS_VERSION.join(','));
+      status = HttpStatus.PRECONDITION_FAILED;
+      body = `Tus-Resumable ${version.slice(0, 20)} is not supported: this server speaks tus ${TUS_VERSION.join(', ')} (Tus-Version)`;
+    }
     const enveloped = body.startsWith('{') ? body : this.renderError({ status_code: status, body }).body;
     headers.set('Content-Type', 'application/json; charset=utf-8');
     return super.write(context, headers, status, enveloped);

@@ -9,7 +9,7 @@ import { FILE_ID_HEADER, TusProtocol } from './tus-protocol.js';
 
 const TUS_RESUMABLE = applyDecorators(
   ApiHeader({ name: 'Tus-Resumable', required: true, description: 'The protocol version: `1.0.0`.' }),
-  ApiErrors([412, 'invalid_request: the Tus-Resumable header is missing.']),
+  ApiErrors([412, 'invalid_request: the Tus-Resumable header is missing, or names a version other than 1.0.0 (the answer\'s Tus-Version lists the versions spoken).']),
 );
 const UPLOAD_CHECKSUM = ApiHeader({
   name: 'Upload-Checksum',

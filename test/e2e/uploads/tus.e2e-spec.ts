@@ -192,6 +192,14 @@ describe.each(['local', 's3'] as const)('resumable uploads (tus 1.0) with tus-js
     // The protocol's own refusals come in the envelope too.
     const noVersion = await fetch(url, { method: 'HEAD', headers: owner.auth });
     expect(noVersion.status).toBe(412);
+    // A version the server does not speak: 412 naming the versions it does (tus 1.0, "Tus-Resumable"), not a 400.
+    for (const method of ['HEAD', 'PATCH']) {
+      const oldVersion = await fetch(url, { method, headers: { ...owner.auth, 'Tus-Resumable': '0.2.2', 'Upload-Offset': '0', 'Content-Type': 'application/offset+octet-stream' } });
+      expect(oldVersion.status).toBe(412);
+      expect(oldVersion.headers.get('tus-version')).toBe('1.0.0');
+      if (method === 'PATCH') expect(await oldVersion.json()).toMatchObject({ success: false, error: { code: 'invalid_request', message: expect.stringContaining('0.2.2 is not supported') } });
+    }
+    expect((await head(owner.auth, url)).headers.get('upload-offset')).toBe('0');
     const wrongOffset = await patch(owner.auth, url, 5, Buffer.alloc(5));
     expect(wrongOffset.status).toBe(409);
     expect(wrongOffset.headers.get('content-type')).toMatch(/application\/json/);

@@ -6902,7 +6902,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope409"];
                 };
             };
-            /** @description invalid_request: the Tus-Resumable header is missing. */
+            /** @description invalid_request: the Tus-Resumable header is missing, or names a version other than 1.0.0 (the answer's Tus-Version lists the versions spoken). */
             412: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -7078,7 +7078,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope404"];
                 };
             };
-            /** @description invalid_request: the Tus-Resumable header is missing. */
+            /** @description invalid_request: the Tus-Resumable header is missing, or names a version other than 1.0.0 (the answer's Tus-Version lists the versions spoken). */
             412: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -7233,7 +7233,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope410"];
                 };
             };
-            /** @description invalid_request: the Tus-Resumable header is missing. */
+            /** @description invalid_request: the Tus-Resumable header is missing, or names a version other than 1.0.0 (the answer's Tus-Version lists the versions spoken). */
             412: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -7409,7 +7409,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope410"];
                 };
             };
-            /** @description invalid_request: the Tus-Resumable header is missing. */
+            /** @description invalid_request: the Tus-Resumable header is missing, or names a version other than 1.0.0 (the answer's Tus-Version lists the versions spoken). */
             412: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
