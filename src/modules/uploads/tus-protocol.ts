@@ -45,8 +45,15 @@ export function isTusDiscovery(request: Request): boolean {
   return request.method === 'OPTIONS' && request.path.startsWith(UPLOADS_PATH) && !request.headers['access-control-request-method'];
 }
 
-/** @tus/server's errors, as our error codes. */
-const CODE_BY_TUS_STATUS: Record<number, ErrorCode> = { 404: 'not_found', 410: 'not_found', 409: 'conflict', 423: 'conflict', 413: 'file_too_large' };
+/**
+ * @tus/server's errors, as our error codes. Its 413 is only ever "upload's size exceeded" (bytes past the upload's own
+ * Upload-Length; it has no maximum size of its own here): a request error, not the plan's limit that `file_too_large`
+ * and its details (file_size, max_size, plan) stand for. The status stays the protocol's.
+ */
+const CODE_BY_TUS_STATUS: Record<number, ErrorCode> = { 404: 'not_found', 410: 'not_found', 409: 'conflict', 423: 'conflict', 413: 'invalid_request' };
+const MESSAGE_BY_TUS_STATUS: Record<number, string> = {
+  413: "The request's bytes run past the upload's Upload-Length; nothing past it was stored. HEAD answers the offset to resume from.",
+};
 
 /**
  * The tus 1.0 protocol at /v1/uploads: @tus/server with our store, our cross-process lock and
@@ -163,5 +170,5 @@ function asApiError(error: unknown): ApiError | null {
   if (typeof error !== 'object' || error === null || !('status_code' in error) || !('body' in error)) return null;
   const { status_code: status, body } = error as { status_code: number; body: string };
   if (status >= 500) return null;
-  return new ApiError(status, CODE_BY_TUS_STATUS[status] ?? 'invalid_request', String(body).trim().replace(/\.?$/, '.'));
+  return new ApiError(status, CODE_BY_TUS_STATUS[status] ?? 'invalid_request', MESSAGE_BY_TUS_STATUS[status] ?? String(body).trim().replace(/\.?$/, '.'));
 }

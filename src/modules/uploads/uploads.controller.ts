@@ -114,7 +114,7 @@ export class UploadsController {
     [404, 'not_found: no such upload of this account (or it was terminated).'],
     [410, 'not_found: the upload expired.'],
     [409, 'conflict: Upload-Offset is not the upload\'s offset (ask HEAD).'],
-    [413, 'file_too_large: more bytes than Upload-Length or the plan allows (details file_size, max_size, plan); storage_exceeded: a deferred-length upload outgrew the quota (details current_usage, storage_limit, required_space).'],
+    [413, 'file_too_large: more bytes than the plan allows (details file_size, max_size, plan); storage_exceeded: a deferred-length upload outgrew the quota (details current_usage, storage_limit, required_space); invalid_request: bytes past the upload\'s own Upload-Length (nothing past it stored).'],
     [423, 'conflict: another request is writing to this upload; retry.'],
     [460, 'invalid_request: the chunk does not match Upload-Checksum (tus Checksum Mismatch); nothing of it was stored.'],
   )

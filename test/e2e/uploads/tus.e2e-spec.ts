@@ -314,10 +314,16 @@ describe.each(['local', 's3'] as const)('resumable uploads (tus 1.0) with tus-js
     const url = locationOf(await create(owner.auth, content.length));
     const over = await streamingPatch(owner.auth, url, 0, 3 * MiB, content);
     expect(over.status).toBe(413);
-    expect(over.body).toMatchObject({ error: { code: 'file_too_large' } });
+    // Past the upload's own length, not the plan's maximum: not file_too_large, whose details name the plan.
+    expect(over.body).toMatchObject({ error: { code: 'invalid_request', message: expect.stringContaining("past the upload's Upload-Length") } });
 
     const offset = Number((await head(owner.auth, url)).headers.get('upload-offset'));
     expect(offset).toBeLessThan(content.length);
+    // With a Content-Length that says so, refused before a byte is read.
+    const declaredOver = await patch(owner.auth, url, offset, Buffer.alloc(content.length - offset + 1));
+    expect(declaredOver.status).toBe(413);
+    expect(await declaredOver.json()).toMatchObject({ error: { code: 'invalid_request' } });
+    expect(Number((await head(owner.auth, url)).headers.get('upload-offset'))).toBe(offset);
     const rest = await patch(owner.auth, url, offset, content.subarray(offset));
     expect(rest.status).toBe(204);
     expect(await getFile(rest.headers.get('x-file-id')!)).toMatchObject({ size: content.length, md5_hash: md5(content) });

@@ -7422,7 +7422,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope412"];
                 };
             };
-            /** @description file_too_large: more bytes than Upload-Length or the plan allows (details file_size, max_size, plan); storage_exceeded: a deferred-length upload outgrew the quota (details current_usage, storage_limit, required_space). */
+            /** @description file_too_large: more bytes than the plan allows (details file_size, max_size, plan); storage_exceeded: a deferred-length upload outgrew the quota (details current_usage, storage_limit, required_space); invalid_request: bytes past the upload's own Upload-Length (nothing past it stored). */
             413: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
