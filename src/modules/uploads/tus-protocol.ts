@@ -1,7 +1,7 @@
 import { HttpStatus, Injectable } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
 import { Server, type ServerOptions } from '@tus/server';
-import { TUS_VERSION } from '@tus/utils';
+import { ERRORS, TUS_VERSION } from '@tus/utils';
 import type { Request, Response } from 'express';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { NodeRequest, sendNodeResponse } from 'srvx/node';
@@ -45,15 +45,39 @@ export function isTusDiscovery(request: Request): boolean {
   return request.method === 'OPTIONS' && request.path.startsWith(UPLOADS_PATH) && !request.headers['access-control-request-method'];
 }
 
+/** @tus/server's errors, as our error codes; the status stays the protocol's, except where REFUSALS says. */
+const CODE_BY_TUS_STATUS: Record<number, ErrorCode> = { 404: 'not_found', 410: 'not_found', 409: 'conflict', 423: 'conflict' };
+
 /**
- * @tus/server's errors, as our error codes. Its 413 is only ever "upload's size exceeded" (bytes past the upload's own
- * Upload-Length; it has no maximum size of its own here): a request error, not the plan's limit that `file_too_large`
- * and its details (file_size, max_size, plan) stand for. The status stays the protocol's.
+ * @tus/server's refusals that our envelope answers otherwise than with its status and text:
+ *  - a missing Upload-Offset or Content-Type is a malformed request (400), not the 403 `permission_denied` stands for;
+ *  - its 413 is only ever "upload's size exceeded" (bytes past the upload's own Upload-Length: it has no maximum of its
+ *    own here), not the plan's limit that `file_too_large` and its details (file_size, max_size, plan) name;
+ *  - its INVALID_LENGTH text names only one of the cases it covers;
+ *  - an extension the server does not offer (concatenation) is the client's to avoid: 400, never a 5xx.
  */
-const CODE_BY_TUS_STATUS: Record<number, ErrorCode> = { 404: 'not_found', 410: 'not_found', 409: 'conflict', 423: 'conflict', 413: 'invalid_request' };
-const MESSAGE_BY_TUS_STATUS: Record<number, string> = {
-  413: "The request's bytes run past the upload's Upload-Length; nothing past it was stored. HEAD answers the offset to resume from.",
+const PAST_THE_LENGTH = {
+  status: 413,
+  message: "The request's bytes run past the upload's Upload-Length; nothing past it was stored. HEAD answers the offset to resume from.",
 };
+const REFUSALS = new Map<unknown, { status: number; message: string }>([
+  [ERRORS.ERR_SIZE_EXCEEDED, PAST_THE_LENGTH],
+  [ERRORS.MISSING_OFFSET, { status: 400, message: 'A PATCH needs Upload-Offset: the offset HEAD answers.' }],
+  [ERRORS.INVALID_CONTENT_TYPE, { status: 400, message: 'A PATCH needs Content-Type: application/offset+octet-stream.' }],
+  [
+    ERRORS.INVALID_LENGTH,
+    {
+      status: 400,
+      message:
+        'Send exactly one of Upload-Length and Upload-Defer-Length: 1 when creating an upload; a deferred length, declared later with Upload-Length, ' +
+        'is declared once and is not below the bytes already received.',
+    },
+  ],
+  [
+    ERRORS.UNSUPPORTED_CONCATENATION_EXTENSION,
+    { status: 400, message: 'Upload-Concat: this server does not offer the concatenation extension (Tus-Extension lists those it does); send the file as one upload.' },
+  ],
+]);
 
 /**
  * The tus 1.0 protocol at /v1/uploads: @tus/server with our store, our cross-process lock and
@@ -169,6 +193,9 @@ class EnvelopedTusServer extends Server {
 function asApiError(error: unknown): ApiError | null {
   if (typeof error !== 'object' || error === null || !('status_code' in error) || !('body' in error)) return null;
   const { status_code: status, body } = error as { status_code: number; body: string };
+  // Every 413 of @tus/server's is past the length: the StreamLimiter holding a chunked body to it throws its own object.
+  const refusal = REFUSALS.get(error) ?? (status === 413 ? PAST_THE_LENGTH : undefined);
+  if (refusal) return new ApiError(refusal.status, 'invalid_request', refusal.message);
   if (status >= 500) return null;
-  return new ApiError(status, CODE_BY_TUS_STATUS[status] ?? 'invalid_request', MESSAGE_BY_TUS_STATUS[status] ?? String(body).trim().replace(/\.?$/, '.'));
+  return new ApiError(status, CODE_BY_TUS_STATUS[status] ?? 'invalid_request', String(body).trim().replace(/\.?$/, '.'));
 }

@@ -206,6 +206,24 @@ describe.each(['local', 's3'] as const)('resumable uploads (tus 1.0) with tus-js
     expect(await wrongOffset.json()).toMatchObject({ success: false, error: { code: 'conflict' } });
   });
 
+  it('answers malformed protocol requests with 400 invalid_request saying what to send, and an unoffered extension too', async () => {
+    const url = locationOf(await create(owner.auth, 10));
+    const tus = { ...owner.auth, 'Tus-Resumable': '1.0.0' };
+    const refusals = [
+      [await fetch(url, { method: 'PATCH', headers: { ...tus, 'Content-Type': 'application/offset+octet-stream' }, body: Buffer.from('ab') }), 'Upload-Offset'],
+      [await fetch(url, { method: 'PATCH', headers: { ...tus, 'Upload-Offset': '0' }, body: Buffer.from('ab') }), 'application/offset+octet-stream'],
+      [await fetch(`${t.baseUrl}/v1/uploads`, { method: 'POST', headers: { ...tus, 'Upload-Length': '3', 'Upload-Defer-Length': '1', 'Upload-Metadata': metadataHeader({ filename: 'a' }) } }), 'exactly one of'],
+      // The concatenation extension is not offered (Tus-Extension): a client asking for it gets a 4xx, not a 5xx.
+      [await fetch(`${t.baseUrl}/v1/uploads`, { method: 'POST', headers: { ...tus, 'Upload-Length': '3', 'Upload-Concat': 'partial', 'Upload-Metadata': metadataHeader({ filename: 'a' }) } }), 'Upload-Concat'],
+    ] as const;
+    for (const [res, says] of refusals) {
+      expect(res.status).toBe(400);
+      expect(res.headers.get('content-type')).toMatch(/application\/json/);
+      expect(await res.json()).toMatchObject({ success: false, error: { code: 'invalid_request', message: expect.stringContaining(says) } });
+    }
+    expect((await head(owner.auth, url)).headers.get('upload-offset')).toBe('0');
+  });
+
   it('refuses bad metadata, a missing folder, a file over the plan\'s maximum and one over the quota with the multipart upload\'s errors', async () => {
     const noName = await create(owner.auth, 10, { name: 'x.txt' });
     expect(noName.status).toBe(400);
