@@ -1,4 +1,4 @@
-import { applyDecorators, Controller, Delete, Head, Options, Patch, Post, Req, Res } from '@nestjs/common';
+import { applyDecorators, Controller, Delete, Head, NotFoundException, Options, Patch, Post, Req, Res } from '@nestjs/common';
 import { ApiExcludeEndpoint, ApiHeader, ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { SkipThrottle } from '@nestjs/throttler';
 import type { Request, Response } from 'express';
@@ -18,6 +18,8 @@ const UPLOAD_CHECKSUM = ApiHeader({
     'tus checksum extension: `<algorithm> <base64 digest>` of this request\'s body, algorithm `md5` or `sha1` (OPTIONS answers them in `Tus-Checksum-Algorithm`). ' +
     'The body is then stored only if it matches (else 460); an unknown algorithm is 400.',
 });
+/** What X-HTTP-Method-Override may name: the tus requests a POST can stand for. */
+const OVERRIDABLE_METHODS = new Set(['PATCH', 'DELETE', 'HEAD']);
 const UPLOAD_ID = ApiParam({ name: 'id', description: 'The upload id (`upl_...`), the last segment of the creation answer\'s Location.' });
 
 /**
@@ -134,6 +136,39 @@ export class UploadsController {
   @ApiResponse({ status: 204, description: 'Terminated.' })
   @ApiErrors([404, 'not_found: no such upload of this account.'])
   terminate(@CurrentActor() actor: Actor, @Req() request: Request, @Res() response: Response): Promise<void> {
+    return this.tus.handle(actor, request, response);
+  }
+
+  @Post(':id')
+  @RequireScope('write')
+  // Counted as the request it stands for would be: chunks are not (see append), and neither are the HEAD and DELETE
+  // of a client that cannot send them, a handful per upload.
+  @SkipThrottle()
+  @TUS_RESUMABLE
+  @UPLOAD_ID
+  @ApiHeader({ name: 'X-HTTP-Method-Override', required: true, description: '`PATCH`, `DELETE` or `HEAD`: the request is that one, with its headers and answers.' })
+  @ApiOperation({
+    operationId: 'overrideUploadMethod',
+    summary: 'PATCH, DELETE or HEAD sent as POST (tus core, X-HTTP-Method-Override)',
+    description:
+      'For clients behind proxies or in environments that cannot send PATCH or DELETE (tus-js-client `overridePatchMethod`): a POST with ' +
+      '`X-HTTP-Method-Override` is handled as the method it names, exactly as that route documents. Without the header, or with another method, 404.',
+  })
+  @ApiResponse({ status: 204, description: 'As the overridden PATCH or DELETE.', headers: TUS_ANSWER_HEADERS })
+  @ApiResponse({ status: 200, description: 'As the overridden HEAD.', headers: TUS_ANSWER_HEADERS })
+  @ApiErrors(
+    [404, 'not_found: no such upload of this account; or no X-HTTP-Method-Override naming PATCH, DELETE or HEAD.'],
+    [409, 'conflict: as PATCH.'],
+    [410, 'not_found: the upload expired.'],
+    [413, 'as PATCH.'],
+    [423, 'conflict: as PATCH.'],
+    [460, 'invalid_request: as PATCH.'],
+  )
+  overridden(@CurrentActor() actor: Actor, @Req() request: Request, @Res() response: Response): Promise<void> {
+    // tus 1.0 core: "X-HTTP-Method-Override … MUST be interpreted as the request's method". @tus/server 2 no longer reads it.
+    const method = String(request.headers['x-http-method-override'] ?? '').toUpperCase();
+    if (!OVERRIDABLE_METHODS.has(method)) throw new NotFoundException();
+    request.method = method;
     return this.tus.handle(actor, request, response);
   }
 

@@ -152,6 +152,25 @@ describe.each(['local', 's3'] as const)('resumable uploads (tus 1.0) with tus-js
     }
   });
 
+  it('takes PATCH, HEAD and DELETE sent as POST with X-HTTP-Method-Override, as tus core requires (tus-js-client overridePatchMethod)', async () => {
+    const content = randomBytes(2 * MiB + 7);
+    const { fileId } = await tusUpload(t.baseUrl, owner.auth, content, { chunkSize: MiB, overridePatchMethod: true, metadata: { filename: 'behind-a-proxy.bin' } });
+    expect(await getFile(fileId)).toMatchObject({ size: content.length, md5_hash: md5(content) });
+
+    const url = locationOf(await create(owner.auth, 10));
+    const asPost = (method: string | null, extra: Record<string, string> = {}, body?: Buffer) =>
+      fetch(url, { method: 'POST', headers: { ...owner.auth, 'Tus-Resumable': '1.0.0', ...(method ? { 'X-HTTP-Method-Override': method } : {}), ...extra }, body });
+    const patched = await asPost('PATCH', { 'Upload-Offset': '0', 'Content-Type': 'application/offset+octet-stream' }, Buffer.from('abcd'));
+    expect(patched.status).toBe(204);
+    expect(patched.headers.get('upload-offset')).toBe('4');
+    expect((await asPost('HEAD')).headers.get('upload-offset')).toBe('4');
+    // A POST naming nothing it can stand for is no route, and changes nothing.
+    for (const method of [null, 'GET', 'POST']) expect(await (await asPost(method)).json()).toMatchObject({ error: { code: 'not_found' } });
+    expect((await asPost('DELETE')).status).toBe(204);
+    expect((await head(owner.auth, url)).status).toBe(404);
+    expect(await storageOf(t.app, owner.accountId)).toMatchObject({ reserved: 0 });
+  });
+
   it('uploads an empty file', async () => {
     const { fileId } = await tusUpload(t.baseUrl, owner.auth, Buffer.alloc(0), { metadata: { filename: 'empty.txt' } });
     expect(await getFile(fileId)).toMatchObject({ name: 'empty.txt', size: 0, md5_hash: md5(Buffer.alloc(0)) });
