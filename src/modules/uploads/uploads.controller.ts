@@ -141,8 +141,8 @@ export class UploadsController {
 
   @Post(':id')
   @RequireScope('write')
-  // Counted as the request it stands for would be: chunks are not (see append), and neither are the HEAD and DELETE
-  // of a client that cannot send them, a handful per upload.
+  // Not counted: these are mostly chunks, which are not (see append); the HEAD and DELETE a client sends this way cost
+  // no more than a chunk refused for its offset.
   @SkipThrottle()
   @TUS_RESUMABLE
   @UPLOAD_ID
