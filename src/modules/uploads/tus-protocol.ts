@@ -6,7 +6,7 @@ import type { Request, Response } from 'express';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { NodeRequest, sendNodeResponse } from 'srvx/node';
 import type { Actor } from '../../common/auth/actor.js';
-import { ApiError, type ErrorCode, NotFound } from '../../common/errors/api-error.js';
+import { ApiError, type ErrorCode, InvalidRequest, NotFound } from '../../common/errors/api-error.js';
 import { ApiExceptionFilter } from '../../common/http/api-exception.filter.js';
 import { newId } from '../../common/ids.js';
 import { Transactions } from '../../infra/database/transactions.js';
@@ -78,6 +78,27 @@ const REFUSALS = new Map<unknown, { status: number; message: string }>([
     { status: 400, message: 'Upload-Concat: this server does not offer the concatenation extension (Tus-Extension lists those it does); send the file as one upload.' },
   ],
 ]);
+
+/**
+ * What a valid value of each header @tus/server validates looks like, for the `details.fields` of its refusal (it
+ * answers only "Invalid <names>"). A Tus-Resumable it does not speak is 412 instead (EnvelopedTusServer.write).
+ */
+const TUS_HEADER_RULES: Record<string, string> = {
+  'upload-offset': 'must be a whole number of bytes: the offset HEAD answers',
+  'upload-length': 'must be a whole number of bytes',
+  'upload-defer-length': 'must be 1',
+  'upload-metadata': 'must be comma-separated "key base64(value)" pairs, each key once',
+  'content-type': 'must be application/offset+octet-stream on a PATCH',
+  'upload-concat': 'is not offered by this server (the concatenation extension is not in Tus-Extension)',
+  'x-forwarded-proto': 'must be http or https',
+  'tus-version': 'must be a version of the protocol, such as 1.0.0',
+  'tus-resumable': 'must be 1.0.0',
+};
+/** "Invalid upload-offset content-type": the names of the headers @tus/server refused. */
+const INVALID_HEADERS = /^Invalid ((?:[a-z0-9-]+ ?)+)\s*$/;
+
+/** `upload-offset` as it is written in documentation and in the field of an error: `Upload-Offset`. */
+const headerName = (name: string) => name.replace(/(^|-)([a-z])/g, (_match, dash: string, letter: string) => dash + letter.toUpperCase());
 
 /**
  * The tus 1.0 protocol at /v1/uploads: @tus/server with our store, our cross-process lock and
@@ -161,7 +182,7 @@ export class TusProtocol {
 class EnvelopedTusServer extends Server {
   constructor(
     options: ConstructorParameters<typeof Server>[0],
-    private readonly renderError: (error: { status_code: number; body: string }) => { status_code: number; body: string },
+    private readonly renderError: (error: ApiError | { status_code: number; body: string }) => { status_code: number; body: string },
   ) {
     super(options);
   }
@@ -183,7 +204,12 @@ class EnvelopedTusServer extends Server {
       status = HttpStatus.PRECONDITION_FAILED;
       body = `Tus-Resumable ${version.slice(0, 20)} is not supported: this server speaks tus ${TUS_VERSION.join(', ')} (Tus-Version)`;
     }
-    const enveloped = body.startsWith('{') ? body : this.renderError({ status_code: status, body }).body;
+    const invalid = status === 400 ? INVALID_HEADERS.exec(body) : null;
+    // A validation failure, so its fields are named as every other route names them (details.fields).
+    const error = invalid
+      ? InvalidRequest.fields(invalid[1].trim().split(' ').map((name) => ({ field: headerName(name), message: TUS_HEADER_RULES[name] ?? 'is not a valid value' })))
+      : { status_code: status, body };
+    const enveloped = body.startsWith('{') ? body : this.renderError(error).body;
     headers.set('Content-Type', 'application/json; charset=utf-8');
     return super.write(context, headers, status, enveloped);
   }

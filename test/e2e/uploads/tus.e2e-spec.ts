@@ -240,6 +240,15 @@ describe.each(['local', 's3'] as const)('resumable uploads (tus 1.0) with tus-js
       expect(res.headers.get('content-type')).toMatch(/application\/json/);
       expect(await res.json()).toMatchObject({ success: false, error: { code: 'invalid_request', message: expect.stringContaining(says) } });
     }
+    // Values @tus/server refuses by their form are named in details.fields, as on every other route.
+    const malformed = await fetch(url, { method: 'PATCH', headers: { ...tus, 'Upload-Offset': '-1', 'Content-Type': 'text/plain' }, body: Buffer.from('ab') });
+    expect(malformed.status).toBe(400);
+    expect(await malformed.json()).toMatchObject({
+      error: {
+        code: 'invalid_request',
+        details: { fields: expect.arrayContaining([{ field: 'Upload-Offset', message: expect.stringContaining('whole number') }, { field: 'Content-Type', message: expect.stringContaining('application/offset+octet-stream') }]) },
+      },
+    });
     expect((await head(owner.auth, url)).headers.get('upload-offset')).toBe('0');
   });
 
