@@ -92,7 +92,6 @@ const TUS_HEADER_RULES: Record<string, string> = {
   'upload-concat': 'is not offered by this server (the concatenation extension is not in Tus-Extension)',
   'x-forwarded-proto': 'must be http or https',
   'tus-version': 'must be a version of the protocol, such as 1.0.0',
-  'tus-resumable': 'must be 1.0.0',
 };
 /** "Invalid upload-offset content-type": the names of the headers @tus/server refused. */
 const INVALID_HEADERS = /^Invalid ((?:[a-z0-9-]+ ?)+)\s*$/;
