@@ -219,15 +219,24 @@ describe('the JavaScript client against a live server', () => {
 
   it("waits out a free account's rate limit (Retry-After) and the retried POST acts once", { timeout: 120_000 }, async () => {
     const free = await createAccount(t.app, { plan: 'free' });
-    const freeClient = new FileStorage({ apiKey: free.apiKey, baseUrl: t.baseUrl, maxRetries: 1 });
-    // Rate windows are wall-clock minutes: burn the budget near a window's end so Retry-After is short.
+    const postStatuses: number[] = [];
+    const recordingFetch: typeof fetch = async (input, init) => {
+      const response = await fetch(input, init);
+      if (init?.method === 'POST') postStatuses.push(response.status);
+      return response;
+    };
+    const freeClient = new FileStorage({ apiKey: free.apiKey, baseUrl: t.baseUrl, maxRetries: 1, fetch: recordingFetch });
+    // Rate windows are wall-clock minutes: burn the budget 10 s before a window's end so Retry-After is short, and
+    // the burst cannot cross into the next window (with less left, wait for the next window's last 10 s).
     const left = 60_000 - (Date.now() % 60_000);
-    if (left > 10_000) await sleep(left - 10_000);
+    await sleep(left > 10_000 ? left - 10_000 : left + 50_000);
     for (let i = 0; i < 60; i++) await freeClient.user.info().catch(() => undefined);
     const refused = await new FileStorage({ apiKey: free.apiKey, baseUrl: t.baseUrl, maxRetries: 0 }).user.info().catch((e) => e);
     expect(refused).toBeInstanceOf(RateLimitError);
     expect(refused.retryAfter).toBeGreaterThanOrEqual(1);
     const folder = await freeClient.folders.create({ name: 'After the limit' });
+    // Refused once, then sent again after Retry-After, and created.
+    expect(postStatuses).toEqual([429, 201]);
     const names: string[] = [];
     for await (const f of freeClient.folders.listAll()) names.push(f.name);
     expect(names).toEqual([folder.name]);

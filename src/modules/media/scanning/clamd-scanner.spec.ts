@@ -105,11 +105,12 @@ describe('ClamdScanner (INSTREAM)', () => {
     expect(verdict).toMatchObject({ result: 'skipped', reason: expect.stringMatching(/StreamMaxLength.*ended the stream after/) });
   });
 
-  it('gives up on a clamd that goes quiet', async () => {
+  it('gives up on a clamd that goes quiet', { timeout: 20_000 }, async () => {
     const port = await fakeClamd(() => undefined);
     const started = Date.now();
     await expect(new ClamdScanner({ host: '127.0.0.1', port }, 1000, NO_LIMIT).scan(Readable.from([Buffer.from('x')]), 1)).rejects.toThrow(/went quiet/);
-    expect(Date.now() - started).toBeLessThan(4000);
+    // The fake never answers: without the give-up this would wait for ever. Loose, for a loaded machine.
+    expect(Date.now() - started).toBeLessThan(10_000);
   });
 
   it('says clamd is unreachable when nothing listens', async () => {

@@ -80,7 +80,7 @@ describe('Standard Webhooks signatures', () => {
     const secret = generateWebhookSecret();
     const headers = signAttempt([secret], 'evt_3', now(), body);
     expect(() => new Webhook(secret).verify(body, { ...headers, 'webhook-id': 'evt_4' })).toThrow(/No matching signature/);
-    expect(() => new Webhook(secret).verify(body, { ...headers, 'webhook-timestamp': String(now() - 1) })).toThrow(/No matching signature/);
+    expect(() => new Webhook(secret).verify(body, { ...headers, 'webhook-timestamp': String(Number(headers['webhook-timestamp']) - 1) })).toThrow(/No matching signature/);
     expect(() => new Webhook(secret).verify(body.replace('ä', 'a'), headers)).toThrow(/No matching signature/);
   });
 });
