@@ -129,6 +129,7 @@ describe.each(RUNNERS)('the $language client library against a live server', (ru
     });
     if (SHOW_OUTPUT || suite.code !== 0) console.log(`--- ${runner.language} suite output ---\n${suite.output}`);
     expect(suite.code, `the ${runner.language} suite's exit code; its output is above`).toBe(0);
+    if (runner.skipped) expect(suite.output, `the ${runner.language} suite skipped a test`).not.toMatch(runner.skipped);
   }, RUN_GUARD_MS);
 
   it.runIf(runner.check)('passes its static check', async () => {

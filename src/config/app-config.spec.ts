@@ -55,7 +55,9 @@ describe('loadConfig', () => {
   });
 
   it('never echoes a secret value in its message', () => {
-    expect(() => loadConfig({ NODE_ENV: 'production', URL_SIGNING_SECRET: 'tooshort-secret' })).toThrowError(/URL_SIGNING_SECRET(?![\s\S]*tooshort)/);
+    const load = () => loadConfig({ NODE_ENV: 'production', URL_SIGNING_SECRET: 'tooshort-secret' });
+    expect(load).toThrowError(/URL_SIGNING_SECRET/);
+    expect(load).not.toThrowError(/tooshort/);
   });
 
   it('requires SECRETS_ENCRYPTION_KEY in production and has no public key for anyone else', () => {

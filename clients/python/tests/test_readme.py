@@ -10,9 +10,8 @@ import tempfile
 import unittest
 
 from conformance.support import WebhookReceiver
-from file_storage import NotFoundError
 
-from .live import API_KEY, BASE_URL, events_route_missing, needs_server
+from .live import API_KEY, BASE_URL, needs_server
 
 README = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
 BLOCKS = [block for block in re.findall(r"```python\n(.*?)```", README, re.S) if "serve_forever" not in block]
@@ -42,16 +41,10 @@ class ReadmeExamples(unittest.TestCase):
         os.chdir(directory)
         self.addCleanup(os.chdir, previous)
         os.environ["FILE_STORAGE_API_KEY"] = API_KEY or ""
-        feed_missing = events_route_missing()
         for number, block in enumerate(BLOCKS, start=1):
             with self.subTest(example=number, first_line=block.splitlines()[0]):
                 code = (PRELUDE + block).replace("https://files.example.com", BASE_URL or "").replace("https://example.com/hooks", receiver.url)
-                try:
-                    exec(compile(code, f"README example {number}", "exec"), {})
-                except NotFoundError:
-                    if "client.events" in block and feed_missing:
-                        self.skipTest("GET /v1/events is not on this server (404): the event feed example cannot run")
-                    raise
+                exec(compile(code, f"README example {number}", "exec"), {})
         self.assertEqual(pathlib.Path(directory, "copy.bin").read_bytes(), b"readme")
 
 

@@ -7,7 +7,7 @@ import { useTestApp } from '../../support/app-fixture.js';
 import { drainFeed, feedSettled, readFeed } from '../../support/events.js';
 import type { TestApp } from '../../support/test-app.js';
 import { uploadOk } from '../../support/uploads.js';
-import { eventually } from '../../support/time.js';
+import { eventually, sleep } from '../../support/time.js';
 import { recordEvent } from '../../support/webhook-receiver.js';
 import { FeedWakeups } from '../../../src/modules/events/feed-wakeups.js';
 
@@ -108,7 +108,10 @@ describe('event feed: GET /v1/events', () => {
     expect(early).toBe('waiting');
 
     const file = await uploadOk(t, account.auth, 'hello feed', { name: 'feed.txt' });
+    const uploadedAt = Date.now();
     const answer = await waiting;
+    // Woken by the event, not answered at the 25 s deadline (which reads the feed again and would find it too).
+    expect(Date.now() - uploadedAt).toBeLessThan(10_000);
     expect(answer.status).toBe(200);
     expect(answer.events).toHaveLength(1);
     expect(answer.events[0]).toMatchObject({ event: 'file.uploaded', data: { file: { id: file.id, name: 'feed.txt' } } });
@@ -118,8 +121,11 @@ describe('event feed: GET /v1/events', () => {
     const account = await createAccount(t.app);
     const { nextCursor } = await readFeed(t.baseUrl, account.auth);
     // Another account's event wakes nobody here.
-    setTimeout(() => void recordEvent(t.app, 'file.uploaded', other.accountId, uploaded(7)), 200);
+    const elsewhere = sleep(200).then(() => recordEvent(t.app, 'file.uploaded', other.accountId, uploaded(7)));
+    const started = Date.now();
     const answer = await readFeed(t.baseUrl, account.auth, { after: nextCursor, wait: 1 });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(950);
+    await elsewhere;
     expect(answer.status).toBe(200);
     expect(answer.events).toEqual([]);
     expect((await readFeed(t.baseUrl, account.auth, { after: answer.nextCursor })).status).toBe(200);

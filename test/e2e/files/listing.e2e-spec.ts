@@ -54,10 +54,13 @@ describe('listing, reading and changing files', () => {
   });
 
   it('defaults to the root, page 1, 50 per page, newest first', async () => {
-    const rootFile = await uploadOk(t, owner.auth, 'root', { name: 'root-file.txt' });
+    // Named so that the name order is the opposite of the newest-first order.
+    const older = await uploadOk(t, owner.auth, 'root', { name: 'b-older.txt' });
+    await sleep(5); // a later created_at, not the same millisecond
+    const rootFile = await uploadOk(t, owner.auth, 'root', { name: 'a-newer.txt' });
     const res = await t.http().get('/v1/files').set(owner.auth);
-    expect(res.body.pagination).toEqual({ page: 1, per_page: 50, total_items: 1, total_pages: 1, next_cursor: null });
-    expect(res.body.data.map((f: any) => f.id)).toEqual([rootFile.id]);
+    expect(res.body.pagination).toEqual({ page: 1, per_page: 50, total_items: 2, total_pages: 1, next_cursor: null });
+    expect(res.body.data.map((f: any) => f.id)).toEqual([rootFile.id, older.id]);
     expect(res.body.data[0].is_shared).toBe(false);
   });
 
@@ -103,6 +106,10 @@ describe('listing, reading and changing files', () => {
 
   it('answers 404 for an unknown, trashed or foreign folder', async () => {
     expect((await t.http().get('/v1/files?folder_id=fld_nope').set(owner.auth)).status).toBe(404);
+    const trashed = await t.http().post('/v1/folders').set(owner.auth).send({ name: 'to be trashed' });
+    expect((await t.http().get(`/v1/files?folder_id=${trashed.body.data.id}`).set(owner.auth)).status).toBe(200);
+    expect((await t.http().delete(`/v1/folders/${trashed.body.data.id}`).set(owner.auth)).status).toBe(200);
+    expect((await t.http().get(`/v1/files?folder_id=${trashed.body.data.id}`).set(owner.auth)).status).toBe(404);
     const other = await createAccount(t.app);
     expect((await t.http().get(`/v1/files?folder_id=${folderId}`).set(other.auth)).status).toBe(404);
   });

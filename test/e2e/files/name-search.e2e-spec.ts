@@ -141,9 +141,13 @@ describe('searching names', () => {
 
     for (const search of ['common', 'MON-1', 'mon-14', 'on-149', '-1499.']) {
       const all = expected(search);
-      const res = await t.http().get('/v1/files').query({ search, sort: 'name_asc', per_page: 100, page: 2 }).set(account.auth);
+      // Page 2 where there is one, so that a page after the first is compared too; else the only page.
+      const page = all.length > 100 ? 2 : 1;
+      const res = await t.http().get('/v1/files').query({ search, sort: 'name_asc', per_page: 100, page }).set(account.auth);
       expect(res.body.pagination.total_items, search).toBe(all.length);
-      expect(res.body.data.map((f: { name: string }) => f.name), search).toEqual(all.slice(100, 200));
+      const shown = res.body.data.map((f: { name: string }) => f.name);
+      expect(shown.length, search).toBeGreaterThan(0);
+      expect(shown, search).toEqual(all.slice((page - 1) * 100, page * 100));
     }
     // Another account's names are never found, however common.
     expect(await fileNames(owner, { search: 'common' })).toEqual([]);

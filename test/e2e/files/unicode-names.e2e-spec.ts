@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { UnicodeNames1764000000000 } from '../../../src/infra/database/migrations/1764000000000-unicode-names.js';
 import { FileEntity } from '../../../src/modules/files/file.entity.js';
 import { createAccount, type TestAccount } from '../../support/accounts.js';
-import { seedFile } from '../../support/files.js';
+import { seedFile, storageOf } from '../../support/files.js';
 import { startTestApp, type TestApp } from '../../support/test-app.js';
 import { upload, uploadOk } from '../../support/uploads.js';
 
@@ -64,9 +64,14 @@ describe('names in any Unicode form', () => {
   });
 
   it('refuses a name longer than 255 characters once composed, and changes nothing', async () => {
-    const res = await upload(t, owner.auth, 'x', { name: 'a'.repeat(256) });
+    // U+0958 composes to nothing shorter: NFC decomposes it to two characters, so 128 become 256.
+    const name = '\u0958'.repeat(128);
+    const files = () => t.http().get('/v1/files').set(owner.auth);
+    const before = { storage: await storageOf(t.app, owner.accountId), total: (await files()).body.pagination.total_items };
+    const res = await upload(t, owner.auth, 'x', { name });
     expect(res.status).toBe(400);
     expect(res.body.error.code).toBe('invalid_request');
+    expect({ storage: await storageOf(t.app, owner.accountId), total: (await files()).body.pagination.total_items }).toEqual(before);
   });
 
   it('rewrites existing names to NFC on migration, numbering a sibling that becomes a duplicate of a name already in NFC', async () => {

@@ -125,5 +125,12 @@ describe('folders', () => {
     const folder = (await create({ name: 'scoped' }, writer.auth)).body.data;
     expect((await t.http().delete(`/v1/folders/${folder.id}`).set(writer.auth)).status).toBe(403);
     expect((await t.http().patch(`/v1/folders/${folder.id}`).set(reader.auth).send({ name: 'x' })).status).toBe(403);
+    // And each scope does allow its own operations.
+    const deleter = await createKey(t.app, owner, ['delete']);
+    expect((await t.http().patch(`/v1/folders/${folder.id}`).set(writer.auth).send({ name: 'scoped, renamed' })).status).toBe(200);
+    const listed = await t.http().get('/v1/folders').query({ search: 'scoped, renamed' }).set(reader.auth);
+    expect(listed.status).toBe(200);
+    expect(listed.body.data.map((f: { name: string }) => f.name)).toEqual(['scoped, renamed']);
+    expect((await t.http().delete(`/v1/folders/${folder.id}`).set(deleter.auth)).status).toBe(200);
   });
 });

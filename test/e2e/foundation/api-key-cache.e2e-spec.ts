@@ -12,6 +12,8 @@ import { eventually } from '../../support/time.js';
  * API key lookups are cached in each server process (API_KEY_CACHE_SECONDS); revoking a key must still
  * take effect at once in every process. Two real server processes (dist/main.js) share one database and Redis.
  */
+const CACHE_SECONDS = 5;
+
 describe('API key cache across server processes', () => {
   let t: TestApp;
   let owner: TestAccount;
@@ -20,7 +22,8 @@ describe('API key cache across server processes', () => {
   useTestApp((started) => ({ t, owner } = started));
   beforeAll(async () => {
     // One after the other, with a generous hang guard: two cold starts at once on a loaded machine take long.
-    for (let i = 0; i < 2; i++) servers.push(await startServerProcess(t.environment.env, undefined, 60_000));
+    // A short cache lifetime, so that a test can see an entry expire.
+    for (let i = 0; i < 2; i++) servers.push(await startServerProcess({ ...t.environment.env, API_KEY_CACHE_SECONDS: String(CACHE_SECONDS) }, undefined, 60_000));
   }, 150_000);
   afterAll(async () => {
     await Promise.all(servers.map((server) => server.stop()));
@@ -35,7 +38,11 @@ describe('API key cache across server processes', () => {
     await t.app.get(DataSource).getRepository(ApiKeyEntity).update({ id: key.id }, { revokedAt: new Date() });
     expect(await userInfo(servers[0], key.auth), 'served from the cache').toBe(200);
     expect(await userInfo(servers[1], key.auth), 'never looked up there, so read from the database').toBe(401);
-  });
+    // Once the entry has expired, the revocation is seen there too.
+    const revokedAt = Date.now();
+    await eventually(async () => (await userInfo(servers[0], key.auth)) === 401, (CACHE_SECONDS + 10) * 1000, 'the cached entry to expire');
+    expect(Date.now() - revokedAt).toBeGreaterThan((CACHE_SECONDS - 1) * 1000);
+  }, 30_000);
 
   it('a key revoked through one process is refused at once by every process that had it cached', async () => {
     for (let round = 0; round < 6; round++) {

@@ -3,7 +3,7 @@ import { startTestApp, type TestApp } from '../../support/test-app.js';
 
 interface Operation {
   security?: unknown[];
-  responses: Record<string, { content?: Record<string, { schema: unknown }> }>;
+  responses: Record<string, { content?: Record<string, { schema: { $ref?: string } }> }>;
   'x-required-scope'?: string;
   'x-requires-elevated-key'?: boolean;
   'x-public'?: boolean;
@@ -39,7 +39,7 @@ describe('OpenAPI document and Swagger UI', () => {
       expect(op.security, where).toEqual([{ 'api-key': [] }]);
       expect(op['x-required-scope'], where).toBeDefined();
       for (const status of ['401', '403', '429']) {
-        expect(op.responses[status], `${where} ${status}`).toBeDefined();
+        expect(op.responses[status]?.content?.['application/json']?.schema?.$ref, `${where} ${status}`).toBe(`#/components/schemas/ErrorEnvelope${status}`);
       }
       const success = Object.keys(op.responses).find((s) => s.startsWith('2'));
       expect(success, where).toBeDefined();

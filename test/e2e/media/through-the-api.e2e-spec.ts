@@ -1,14 +1,13 @@
 import { DataSource } from 'typeorm';
 import { describe, expect, it } from 'vitest';
 import { FileEntity } from '../../../src/modules/files/file.entity.js';
-import { mediaJobId } from '../../../src/modules/media/media-jobs.js';
-import type { TestAccount } from '../../support/accounts.js';
+import { createAccount, type TestAccount } from '../../support/accounts.js';
 import sharp from 'sharp';
 import { hugeDeclaredPng, jpegImage, mp4Video, onePagePdf, pngImage } from '../../support/media.js';
-import type { TestApp } from '../../support/test-app.js';
+import { startTestApp, type TestApp } from '../../support/test-app.js';
 import { useTestApp } from '../../support/app-fixture.js';
 import { onTestServer, uploadOk } from '../../support/uploads.js';
-import { queued, scansQueue, settledJob, thumbnailsQueue } from './media-support.js';
+import { queued, scansQueue, settledJob, startClamd, thumbnailsQueue } from './media-support.js';
 import { scanSettled } from '../../support/files.js';
 import { eventually } from '../../support/time.js';
 
@@ -35,17 +34,27 @@ describe('media work driven by the real routes', () => {
   });
 
   it('concurrent uploads\' scan and thumbnail jobs find their bytes in place at the first attempt (none fails and retries)', async () => {
-    const png = await pngImage(64, 64);
-    const uploaded = await Promise.all(Array.from({ length: 12 }, (_, i) => uploadOk(t, owner.auth, png, { name: `burst-${i}.png` })));
-    for (const { id } of uploaded) {
-      const row = await fileRow(id);
-      const thumbnail = await settledJob(thumbnailsQueue(t.app), 'thumbnail', row);
-      expect(await thumbnail.getState(), `thumbnail of ${id}`).toBe('completed');
-      expect(thumbnail.stacktrace, `thumbnail of ${id}: no failed attempt`).toEqual([]);
-      // Without a scanner the verdict (skipped) is recorded with the media row, and no scan job is queued.
-      expect((await scanSettled(t.app, id)).scanStatus).not.toBe('pending');
-      const scan = await scansQueue(t.app).getJob(mediaJobId('scan', id, row.blobKey));
-      if (scan) expect(scan.stacktrace, `scan of ${id}: no failed attempt`).toEqual([]);
+    // With a real clamd, so that every upload has a scan job as well as a thumbnail job.
+    const clamd = await startClamd();
+    const scanning = await startTestApp({ CLAMAV_HOST: clamd.host, CLAMAV_PORT: String(clamd.port) });
+    try {
+      const uploader = await createAccount(scanning.app);
+      const png = await pngImage(64, 64);
+      const uploaded = await Promise.all(Array.from({ length: 12 }, (_, i) => uploadOk(scanning, uploader.auth, png, { name: `burst-${i}.png` })));
+      const rowOf = (id: string) => scanning.app.get(DataSource).getRepository(FileEntity).findOneByOrFail({ id });
+      for (const { id } of uploaded) {
+        const row = await rowOf(id);
+        const thumbnail = await settledJob(thumbnailsQueue(scanning.app), 'thumbnail', row);
+        expect(await thumbnail.getState(), `thumbnail of ${id}`).toBe('completed');
+        expect(thumbnail.stacktrace, `thumbnail of ${id}: no failed attempt`).toEqual([]);
+        const scan = await settledJob(scansQueue(scanning.app), 'scan', row);
+        expect(await scan.getState(), `scan of ${id}`).toBe('completed');
+        expect(scan.stacktrace, `scan of ${id}: no failed attempt`).toEqual([]);
+        expect((await scanSettled(scanning.app, id)).scanStatus).toBe('clean');
+      }
+    } finally {
+      await scanning.close();
+      await clamd.stop();
     }
   });
 

@@ -231,13 +231,20 @@ describe('the purge', () => {
       const acct = await createAccount(t.app);
       const doomed = await uploadOk(t, acct.auth, '12345', { name: 'doomed.txt' });
       const alive = await uploadOk(t, acct.auth, 'alive', { name: 'alive.txt' });
+      const kept = await uploadOk(t, acct.auth, 'kept in the trash', { name: 'kept.txt' });
       await t.http().delete(`/v1/files/${doomed.id}`).set(acct.auth);
+      await t.http().delete(`/v1/files/${kept.id}`).set(acct.auth);
+      // Trashed too, but its recovery window has not passed: the purge must leave it.
+      await t.app.get(DataSource).getRepository(FileEntity).update({ id: kept.id }, { recoverableUntil: new Date(Date.now() + 86_400_000) });
       await sleep(1200);
       const result = await runNode('cli.js', ['trash', 'purge'], t.environment.env);
       expect(result.code, result.stderr).toBe(0);
       expect(JSON.parse(result.stdout)).toEqual({ purged: 1, freed_bytes: 5 });
       expect(listBlobs(t, blobKeys.filePrefix(acct.accountId, doomed.id))).toEqual([]);
       expect((await t.http().get(`/v1/files/${alive.id}`).set(acct.auth)).status).toBe(200);
+      const trash = await t.http().get('/v1/trash').set(acct.auth);
+      expect(trash.body.data.map((item: { id: string }) => item.id)).toEqual([kept.id]);
+      expect(listBlobs(t, blobKeys.filePrefix(acct.accountId, kept.id))).toHaveLength(1);
       const again = await runNode('cli.js', ['trash', 'purge'], t.environment.env);
       expect(JSON.parse(again.stdout)).toEqual({ purged: 0, freed_bytes: 0 });
     } finally {

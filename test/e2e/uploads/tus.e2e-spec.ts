@@ -1,7 +1,9 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
+import type { Redis } from 'ioredis';
 import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { REDIS } from '../../../src/infra/redis/redis.module.js';
 import { BlobStorage } from '../../../src/infra/storage/blob-storage.js';
 import { OutboxEventEntity } from '../../../src/infra/outbox/outbox-event.entity.js';
 import { FileEntity } from '../../../src/modules/files/file.entity.js';
@@ -11,7 +13,7 @@ import { ResumableUploadExpiry } from '../../../src/modules/uploads/resumable-up
 import { createAccount, createKey, type TestAccount } from '../../support/accounts.js';
 import { storageOf } from '../../support/files.js';
 import { startTestApp, type TestApp } from '../../support/test-app.js';
-import { sleep } from '../../support/time.js';
+import { eventually, sleep } from '../../support/time.js';
 import { cuttingProxy, tusUpload, tusUploadUntil } from '../../support/tus.js';
 import { uploadOk } from '../../support/uploads.js';
 import { startS3, type TestS3 } from '../../support/s3.js';
@@ -312,9 +314,14 @@ describe.each(['local', 's3'] as const)('resumable uploads (tus 1.0) with tus-js
     expect(created.status).toBe(201);
     const url = locationOf(created);
     expect((await storageOf(t.app, free.accountId)).reserved).toBe(100 * MiB);
-    const declared = await patch(free.auth, url, 0, Buffer.from('abc'), { 'Upload-Length': '3' });
+    // The length declared on a PATCH that does not finish the upload: from then on only it is reserved.
+    const declared = await patch(free.auth, url, 0, Buffer.from('a'), { 'Upload-Length': '3' });
     expect(declared.status).toBe(204);
-    expect(declared.headers.get('x-file-id')).toBeTruthy();
+    expect(declared.headers.get('x-file-id')).toBeNull();
+    expect(await storageOf(t.app, free.accountId)).toMatchObject({ used: 0, reserved: 3 });
+    const finished = await patch(free.auth, url, 1, Buffer.from('bc'));
+    expect(finished.status).toBe(204);
+    expect(finished.headers.get('x-file-id')).toMatch(/^file_/);
     expect(await storageOf(t.app, free.accountId)).toMatchObject({ used: 3, reserved: 0 });
   });
 
@@ -417,12 +424,17 @@ describe.each(['local', 's3'] as const)('resumable uploads (tus 1.0) with tus-js
       headers: { ...owner.auth, 'Tus-Resumable': '1.0.0', 'Upload-Offset': '0', 'Content-Type': 'application/offset+octet-stream', 'Content-Length': String(2 * MiB) },
     });
     slow.on('error', () => undefined);
-    slow.write(Buffer.alloc(MiB));
-    await sleep(500);
-    const second = await patch(owner.auth, url.toString(), 0, Buffer.alloc(2 * MiB));
-    expect(second.status).toBe(423);
-    expect(await second.json()).toMatchObject({ success: false, error: { code: 'conflict' } });
-    slow.destroy();
+    try {
+      slow.write(Buffer.alloc(MiB));
+      // Once the slow PATCH holds the upload's lock (not after a guessed delay: a loaded machine may take longer).
+      const lock = `${t.config.redisKeyPrefix}:upload-lock:${url.pathname.split('/').pop()}`;
+      await eventually(async () => (await t.app.get<Redis>(REDIS).exists(lock)) === 1, 10_000, 'the slow PATCH holding the lock');
+      const second = await patch(owner.auth, url.toString(), 0, Buffer.alloc(2 * MiB));
+      expect(second.status).toBe(423);
+      expect(await second.json()).toMatchObject({ success: false, error: { code: 'conflict' } });
+    } finally {
+      slow.destroy();
+    }
   });
 
   it('stores a chunk sent with Upload-Checksum (md5, sha1) only when it matches, answering 460 when it does not', async () => {

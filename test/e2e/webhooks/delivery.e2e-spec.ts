@@ -103,14 +103,17 @@ describe('webhook delivery', () => {
     expect(await verify(subscribed.secret, got.rawBody, got.headers['x-service-signature'] as string)).toBe(true);
     expect(at('second')(receiver.received)[0].headers['x-service-delivery-id']).not.toBe(got.headers['x-service-delivery-id']);
 
-    // A second relay pass (or a second server) must not deliver the event again.
-    await new Promise((resolve) => setTimeout(resolve, 600));
+    // A second relay pass (or a second server) must not deliver the event again: waited past the relay's 1 s poll.
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
     for (const path of ['unsubscribed', 'inactive', 'paused', 'other-account']) expect(at(path)(receiver.received)).toHaveLength(0);
     expect(at('subscribed')(receiver.received)).toHaveLength(1);
     expect(await deliveries(owner, unsubscribed.id)).toEqual([]);
     expect(await deliveries(owner, inactive.id)).toEqual([]);
-    const [logged] = await deliveries(owner, subscribed.id);
-    expect(logged).toMatchObject({ event: 'file.uploaded', id: got.headers['x-service-delivery-id'] });
+    expect(at('second')(receiver.received)).toHaveLength(1);
+    const logs = await deliveries(owner, subscribed.id);
+    expect(logs).toHaveLength(1);
+    expect(logs[0]).toMatchObject({ event: 'file.uploaded', id: got.headers['x-service-delivery-id'] });
+    expect(await deliveries(owner, second.id)).toHaveLength(1);
     const [row] = await t.app.get(DataSource).getRepository('OutboxEventEntity').findBy({ id: eventId });
     expect(row.relayedAt).toBeInstanceOf(Date);
   });
