@@ -46,4 +46,17 @@ describe('list cursors', () => {
     }
     expect(() => cursors('b'.repeat(64)).decode(cursor, scope)).toThrow(expect.objectContaining({ code: 'invalid_request' }));
   });
+
+  it('refuse a MAC written differently that decodes to the same bytes', () => {
+    const cursor = cursors().encode(['a', 'file_1'], 10, scope);
+    const [payload, mac] = cursor.split('.');
+    // 16 bytes are 22 characters: the last one carries 2 bits, so its 4 low bits can change without changing the bytes.
+    const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+    const last = alphabet.indexOf(mac.at(-1)!);
+    const sameBytes = `${mac.slice(0, -1)}${alphabet[last ^ 1]}`;
+    expect(Buffer.from(sameBytes, 'base64url')).toEqual(Buffer.from(mac, 'base64url'));
+    for (const bad of [`${payload}.${sameBytes}`, `${payload}.${mac}=`, `${payload}.${mac}.`]) {
+      expect(() => cursors().decode(bad, scope), bad).toThrow(expect.objectContaining({ code: 'invalid_request' }));
+    }
+  });
 });

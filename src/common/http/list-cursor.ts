@@ -1,4 +1,5 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac } from 'node:crypto';
+import { matchesBase64urlMac } from '../mac.js';
 import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../../config/app-config.js';
 import type { KeysetPosition } from '../../infra/database/keyset.js';
@@ -78,9 +79,9 @@ export class ListCursors {
   }
 
   decode(cursor: string, scope: CursorScope): { after: KeysetPosition; walked: number } {
-    const [payload, mac] = cursor.split('.');
-    const given = Buffer.from(mac ?? '', 'base64url');
-    if (!payload || given.length !== MAC_BYTES || !timingSafeEqual(given, this.mac(payload, scope))) throw foreignCursor();
+    const parts = cursor.split('.');
+    const [payload, mac] = parts;
+    if (parts.length !== 2 || !payload || !matchesBase64urlMac(mac!, this.mac(payload, scope))) throw foreignCursor();
     const parsed: unknown = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
     if (!Array.isArray(parsed) || parsed[0] !== VERSION) throw foreignCursor();
     const [, key, id, walked] = parsed as [number, unknown, unknown, unknown];

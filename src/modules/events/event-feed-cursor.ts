@@ -1,4 +1,5 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac } from 'node:crypto';
+import { matchesBase64urlMac } from '../../common/mac.js';
 import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../../config/app-config.js';
 import { InvalidRequest } from '../../common/errors/api-error.js';
@@ -22,7 +23,7 @@ export class EventFeedCursor {
   decode(accountId: string, cursor: string): number {
     const match = /^([0-9a-z]{1,12})\.([A-Za-z0-9_-]{22})$/.exec(cursor);
     const position = match ? parseInt(match[1], 36) : NaN;
-    if (!match || !Number.isSafeInteger(position) || !timingSafeEqual(Buffer.from(match[2], 'base64url'), this.mac(accountId, position))) {
+    if (!match || !Number.isSafeInteger(position) || !matchesBase64urlMac(match[2], this.mac(accountId, position))) {
       throw InvalidRequest.fields([{ field: 'after', message: 'is not a cursor this service issued to this account' }]);
     }
     return position;
