@@ -1,11 +1,11 @@
 import { createHmac } from 'node:crypto';
-import { matchesBase64urlMac } from '../mac.js';
 import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../../config/app-config.js';
 import type { KeysetPosition } from '../../infra/database/keyset.js';
 import { InvalidRequest } from '../errors/api-error.js';
 import { CursorPagination, Page } from './envelope.js';
 import type { CursorPageRequest } from './pagination.request.js';
+import { matchesBase64urlMac } from '../mac.js';
 
 /**
  * What a cursor is bound to: the listing, the account, and every parameter that decides which items

@@ -1,8 +1,8 @@
 import { createHmac } from 'node:crypto';
-import { matchesBase64urlMac } from '../../common/mac.js';
 import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../../config/app-config.js';
 import { InvalidRequest } from '../../common/errors/api-error.js';
+import { matchesBase64urlMac } from '../../common/mac.js';
 
 const MAC_BYTES = 16;
 
