@@ -1,5 +1,6 @@
-import type { Server } from 'node:http';
-import type { Duplex } from 'node:stream';
+import type { IncomingMessage, Server } from 'node:http';
+import type { Socket } from 'node:net';
+import { finished, type Duplex } from 'node:stream';
 import type { AppConfig } from '../../config/app-config.js';
 import type { ErrorEnvelope } from './envelope.js';
 
@@ -15,6 +16,13 @@ export function applyHttpServerLimits(server: Server, config: AppConfig): void {
   server.requestTimeout = 0;
   server.headersTimeout = config.httpHeadersTimeoutMs;
   server.setTimeout(config.httpIdleTimeoutMs, (socket) => closeIdle(socket));
+  const requestsOf = new WeakMap<Duplex, IncomingMessage>();
+  server.on('request', (request: IncomingMessage) => requestsOf.set(request.socket, request));
+  // Node closes the connection of a `Connection: close` answer through destroySoon, which destroys the socket as soon
+  // as the answer is written, whatever of the request is still unread.
+  server.on('connection', (socket: Socket) => {
+    socket.destroySoon = () => closeAfterAnswer(socket, requestsOf.get(socket));
+  });
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => {
     const [status, message] = describeClientError(error.code);
     answerAndClose(socket, status, message);
@@ -45,6 +53,32 @@ function closeIdle(socket: HttpSocket): void {
   // Between requests (keep-alive) nobody waits for an answer; mid-download the answer has begun and can only be cut.
   if (!response || response.headersSent) return void socket.destroy();
   answerAndClose(socket, 408, 'The connection was idle too long: no bytes moved.');
+}
+
+/** How long a connection answered before its request's body arrived goes on reading that body, at most. */
+export const LINGER_MAX_MS = 10_000;
+
+/**
+ * Closes a connection once its answer is written and its request's body has been read. Answered early (a 413 on
+ * Content-Length, before a byte of the body), a client is still sending: a socket closed with unread bytes makes the
+ * kernel reset the connection, and a client that has not read the answer yet, or reads only once it has sent
+ * everything, sees ECONNRESET or EPIPE instead of the answer. So, as nginx's lingering close does, our side is ended
+ * at once and the rest of the body is read and dropped, for LINGER_MAX_MS at most.
+ */
+function closeAfterAnswer(socket: Socket, request: IncomingMessage | undefined): void {
+  if (socket.destroyed) return;
+  socket.end();
+  const deadline = setTimeout(() => socket.destroy(), LINGER_MAX_MS).unref();
+  socket.once('close', () => clearTimeout(deadline));
+  const closeOnceWritten = () => {
+    if (socket.writableFinished) socket.destroy();
+    else socket.once('finish', () => socket.destroy());
+  };
+  if (!request || request.complete) return closeOnceWritten();
+  // The answer is final, so whatever was to read the body (a pipe left waiting) gets no more of it.
+  request.unpipe();
+  request.resume();
+  finished(request, closeOnceWritten);
 }
 
 /** Writes a complete JSON error answer straight to the socket (Node has no response object here) and closes it. */

@@ -19,10 +19,43 @@ function rawExchange(baseUrl: string, bytes: string): Promise<string> {
   });
 }
 
+/**
+ * Sends a request head and then its whole body, `bodyLength` bytes, before reading a byte of the answer, as Python's
+ * http.client and Ruby's Net::HTTP do; returns what the server wrote, or the socket error that ended the exchange.
+ */
+function sendAllThenRead(baseUrl: string, head: string, bodyLength: number): Promise<{ answer: string; error: string | null }> {
+  const url = new URL(baseUrl);
+  return new Promise((resolve) => {
+    const socket = connect(Number(url.port), url.hostname);
+    socket.pause();
+    let answer = '';
+    let error: string | null = null;
+    socket.on('data', (chunk) => (answer += chunk));
+    socket.on('error', (cause: NodeJS.ErrnoException) => (error = cause.code ?? cause.message));
+    socket.on('close', () => resolve({ answer, error }));
+    socket.setTimeout(30_000, () => socket.destroy(new Error('no answer within 30 s')));
+    socket.write(head);
+    const chunk = Buffer.alloc(64 * 1024);
+    let left = bodyLength;
+    const send = () => {
+      while (left > 0 && !socket.destroyed) {
+        const part = chunk.subarray(0, Math.min(left, chunk.length));
+        left -= part.length;
+        if (!socket.write(part)) return;
+      }
+      if (left === 0) socket.resume();
+    };
+    socket.on('drain', send);
+    send();
+  });
+}
+
 function parseAnswer(raw: string): { status: number; headers: string; body: any } {
   const [head, body] = raw.split('\r\n\r\n');
   return { status: Number(head.split(' ')[1]), headers: head, body: JSON.parse(body) };
 }
+
+const MiB = 1024 * 1024;
 
 describe('answers of the HTTP layer itself', () => {
   let t: TestApp;
@@ -45,6 +78,34 @@ describe('answers of the HTTP layer itself', () => {
     expect(answer.headers).toMatch(/content-type: application\/json/i);
     expect(answer.body).toEqual({ success: false, error: { code: 'invalid_request', message: expect.any(String) } });
   });
+
+  // Refused on its Content-Length before a byte of the body is read, the connection is closed after the answer. Closed
+  // at once, with the body still arriving, the kernel would reset it and the client would never read the 413.
+  it.each(['a multipart upload', 'a tus PATCH'])('lets a client that sends its whole body before reading hear why %s was refused', async (kind) => {
+    const free = await createAccount(t.app, { plan: 'free' });
+    const authorization = free.auth.Authorization;
+    let head: string;
+    let bodyLength: number;
+    if (kind === 'a multipart upload') {
+      bodyLength = 101 * MiB;
+      head = `POST /v1/files/upload HTTP/1.1\r\nHost: x\r\nAuthorization: ${authorization}\r\nContent-Type: multipart/form-data; boundary=b\r\nContent-Length: ${bodyLength}\r\n\r\n`;
+    } else {
+      const created = await fetch(`${t.baseUrl}/v1/uploads`, {
+        method: 'POST',
+        headers: { ...free.auth, 'Tus-Resumable': '1.0.0', 'Upload-Defer-Length': '1', 'Upload-Metadata': `filename ${Buffer.from('big.bin').toString('base64')}` },
+      });
+      expect(created.status).toBe(201);
+      bodyLength = 100 * MiB + 1;
+      const path = new URL(created.headers.get('location')!, t.baseUrl).pathname;
+      head = `PATCH ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: ${authorization}\r\nTus-Resumable: 1.0.0\r\nUpload-Offset: 0\r\nContent-Type: application/offset+octet-stream\r\nContent-Length: ${bodyLength}\r\n\r\n`;
+    }
+    const { answer, error } = await sendAllThenRead(t.baseUrl, head, bodyLength);
+    expect(error).toBeNull();
+    const refused = parseAnswer(answer);
+    expect(refused.status).toBe(413);
+    expect(refused.headers).toMatch(/^connection: close$/im);
+    expect(refused.body).toMatchObject({ success: false, error: { code: 'file_too_large', details: { file_size: bodyLength, plan: 'free' } } });
+  }, 60_000);
 
   it('lets a slow upload that keeps moving run longer than the idle and header time limits', async () => {
     const boundary = 'slowupload';
