@@ -1,3 +1,4 @@
+import { type AddressInfo, createServer, type Socket } from 'node:net';
 import { DataSource } from 'typeorm';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { EVENT_NAMES } from '../../../src/infra/outbox/domain-event.js';
@@ -5,7 +6,6 @@ import { WebhookEntity } from '../../../src/modules/webhooks/webhook.entity.js';
 import { createAccount, createKey, type TestAccount } from '../../support/accounts.js';
 import type { TestApp } from '../../support/test-app.js';
 import { useTestApp } from '../../support/app-fixture.js';
-import { startWebhookReceiver } from '../../support/webhook-receiver.js';
 import { eventually } from '../../support/time.js';
 
 describe('webhook configuration API', () => {
@@ -180,21 +180,28 @@ describe('webhook urls when private addresses are not allowed', () => {
     await t.http().post('/v1/webhooks').set(owner.auth).send({ url: 'https://93.184.216.34/hook', events: ['file.uploaded'] }).expect(201);
   });
 
-  it('checks the address again when connecting, so a url that now points inside is not reached', async () => {
-    const receiver = await startWebhookReceiver();
+  // An address literal is checked before connecting; a name, on the address it resolves to when connecting.
+  it.each(['127.0.0.1', 'localhost'])('checks the address again when sending, so a url that now points inside (%s) is not reached', async (host) => {
+    // A bare TCP listener on every local address: without the check the sender would connect (and fail the TLS
+    // handshake there); with it, no connection is made at all.
+    const connections: Socket[] = [];
+    const listener = createServer((socket) => connections.push(socket.on('error', () => undefined)));
+    await new Promise<void>((resolve) => listener.listen(0, resolve));
     try {
       const { id } = (await t.http().post('/v1/webhooks').set(owner.auth).send({ url: 'https://93.184.216.34/hook', events: ['file.uploaded'] }).expect(201)).body.data;
-      // As if its DNS name had been re-pointed at a loopback address after creation.
-      await t.app.get(DataSource).getRepository(WebhookEntity).update({ id }, { url: receiver.url.replace('http:', 'https:') });
+      // As if it had been changed to, or its DNS name re-pointed at, a loopback address after creation.
+      const inside = `https://${host}:${(listener.address() as AddressInfo).port}/hook`;
+      await t.app.get(DataSource).getRepository(WebhookEntity).update({ id }, { url: inside });
       await t.http().post(`/v1/webhooks/${id}/test`).set(owner.auth).expect(202);
       const [delivery] = await eventually(async () => {
         const list = (await t.http().get(`/v1/webhooks/${id}/deliveries`).set(owner.auth).expect(200)).body.data;
         return list[0]?.attempts >= 1 ? list : undefined;
       });
       expect(delivery).toMatchObject({ status: 'pending', response_status: null, error: expect.stringMatching(/not allowed/) });
-      expect(receiver.received).toHaveLength(0);
+      expect(connections).toHaveLength(0);
     } finally {
-      await receiver.close();
+      for (const socket of connections) socket.destroy();
+      await new Promise((resolve) => listener.close(resolve));
     }
   });
 });
