@@ -181,6 +181,9 @@ class EnvironmentVariables {
 
   @Transform(toNumber) @IsOptional() @IsInt() @Min(1) @Max(3600)
   HTTP_HEADERS_TIMEOUT_SECONDS?: number;
+
+  @Transform(toNumber) @IsOptional() @IsInt() @Min(1) @Max(300)
+  HTTP_LINGER_SECONDS?: number;
 }
 
 /** Where a development installation keeps the secrets it generated for itself, next to its data (relative to the working directory). */
@@ -256,6 +259,8 @@ export class AppConfig {
   readonly httpIdleTimeoutMs: number;
   /** The whole request head (request line and headers) must arrive within this. */
   readonly httpHeadersTimeoutMs: number;
+  /** How long the rest of a body keeps being read after its request was answered (http-server-limits.ts). */
+  readonly httpLingerMs: number;
 
   constructor(values: Omit<AppConfig, never>) {
     Object.assign(this, values);
@@ -400,5 +405,6 @@ export function loadConfig(env?: NodeJS.ProcessEnv): AppConfig {
     apiKeyCacheMs: (raw.API_KEY_CACHE_SECONDS ?? 30) * 1000,
     httpIdleTimeoutMs: (raw.HTTP_IDLE_TIMEOUT_SECONDS ?? 60) * 1000,
     httpHeadersTimeoutMs: (raw.HTTP_HEADERS_TIMEOUT_SECONDS ?? 60) * 1000,
+    httpLingerMs: (raw.HTTP_LINGER_SECONDS ?? 10) * 1000,
   });
 }

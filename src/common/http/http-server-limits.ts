@@ -1,11 +1,12 @@
-import type { IncomingMessage, Server } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { finished, type Duplex } from 'node:stream';
 import type { AppConfig } from '../../config/app-config.js';
 import type { ErrorEnvelope } from './envelope.js';
 
 /**
- * Time limits of the HTTP server, and the answers Node's HTTP layer gives on its own, in our envelope.
+ * Time limits of the HTTP server, how it closes a connection whose request was answered before its body arrived
+ * (closeAfterAnswer, dropRestOfBody), and the answers Node's HTTP layer gives on its own, in our envelope.
  *
  * Node's default `requestTimeout` (300 s) cuts off any request body that takes longer in total, so a 5 GB
  * upload would need 17 MB/s. Instead a connection is closed only when it goes idle: no bytes in either
@@ -17,11 +18,18 @@ export function applyHttpServerLimits(server: Server, config: AppConfig): void {
   server.headersTimeout = config.httpHeadersTimeoutMs;
   server.setTimeout(config.httpIdleTimeoutMs, (socket) => closeIdle(socket));
   const requestsOf = new WeakMap<Duplex, IncomingMessage>();
-  server.on('request', (request: IncomingMessage) => requestsOf.set(request.socket, request));
+  server.on('request', (request: IncomingMessage, response: ServerResponse) => {
+    requestsOf.set(request.socket, request);
+    // On a connection that stays open, Node reads the rest of an answered request's body for as long as it comes:
+    // endless, behind a 401, if the client sends it chunked. A connection that closes is handled by closeAfterAnswer.
+    response.once('finish', () => {
+      if (!request.complete && !request.socket.writableEnded) dropRestOfBody(request, config.httpLingerMs);
+    });
+  });
   // Node closes the connection of a `Connection: close` answer through destroySoon, which destroys the socket as soon
   // as the answer is written, whatever of the request is still unread.
   server.on('connection', (socket: Socket) => {
-    socket.destroySoon = () => closeAfterAnswer(socket, requestsOf.get(socket));
+    socket.destroySoon = () => closeAfterAnswer(socket, requestsOf.get(socket), config.httpLingerMs);
   });
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => {
     const [status, message] = describeClientError(error.code);
@@ -55,30 +63,37 @@ function closeIdle(socket: HttpSocket): void {
   answerAndClose(socket, 408, 'The connection was idle too long: no bytes moved.');
 }
 
-/** How long a connection answered before its request's body arrived goes on reading that body, at most. */
-export const LINGER_MAX_MS = 10_000;
-
 /**
  * Closes a connection once its answer is written and its request's body has been read. Answered early (a 413 on
  * Content-Length, before a byte of the body), a client is still sending: a socket closed with unread bytes makes the
  * kernel reset the connection, and a client that has not read the answer yet, or reads only once it has sent
  * everything, sees ECONNRESET or EPIPE instead of the answer. So, as nginx's lingering close does, our side is ended
- * at once and the rest of the body is read and dropped, for LINGER_MAX_MS at most.
+ * at once and the rest of the body is read and dropped, for HTTP_LINGER_SECONDS at most.
  */
-function closeAfterAnswer(socket: Socket, request: IncomingMessage | undefined): void {
+function closeAfterAnswer(socket: Socket, request: IncomingMessage | undefined, lingerMs: number): void {
   if (socket.destroyed) return;
   socket.end();
-  const deadline = setTimeout(() => socket.destroy(), LINGER_MAX_MS).unref();
-  socket.once('close', () => clearTimeout(deadline));
   const closeOnceWritten = () => {
     if (socket.writableFinished) socket.destroy();
     else socket.once('finish', () => socket.destroy());
   };
   if (!request || request.complete) return closeOnceWritten();
+  dropRestOfBody(request, lingerMs, closeOnceWritten);
+}
+
+/**
+ * Reads and drops the rest of an answered request's body, then calls `then`; a body still arriving after `lingerMs`
+ * (HTTP_LINGER_SECONDS) has its connection closed.
+ */
+function dropRestOfBody(request: IncomingMessage, lingerMs: number, then?: () => void): void {
   // The answer is final, so whatever was to read the body (a pipe left waiting) gets no more of it.
   request.unpipe();
   request.resume();
-  finished(request, closeOnceWritten);
+  const deadline = setTimeout(() => request.socket.destroy(), lingerMs).unref();
+  finished(request, () => {
+    clearTimeout(deadline);
+    then?.();
+  });
 }
 
 /** Writes a complete JSON error answer straight to the socket (Node has no response object here) and closes it. */

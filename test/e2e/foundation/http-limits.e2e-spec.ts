@@ -146,3 +146,50 @@ describe('answers of the HTTP layer itself', () => {
     await vi.waitFor(async () => expect(await storageOf(t.app, owner.accountId)).toEqual(before), { timeout: 10_000, interval: 200 });
   }, 60_000);
 });
+
+describe('a request body that keeps coming after the answer', () => {
+  let t: TestApp;
+  const LINGER_SECONDS = 1;
+
+  beforeAll(async () => {
+    t = await startTestApp({ HTTP_LINGER_SECONDS: String(LINGER_SECONDS) });
+  });
+  afterAll(() => t.close());
+
+  it.each([
+    ['an upload with an unknown key', 'POST /v1/files/upload HTTP/1.1\r\nAuthorization: Bearer fss_unknown\r\nContent-Type: multipart/form-data; boundary=b', 401],
+    ['a route that does not exist', 'POST /v1/nowhere HTTP/1.1\r\nContent-Type: application/octet-stream', 404],
+  ])('is read for HTTP_LINGER_SECONDS at most behind %s, then its connection is closed', async (_label, head, status) => {
+    const url = new URL(t.baseUrl);
+    const GUARD_MS = 20_000;
+    // An endless chunked body: Node alone would read it for as long as it came.
+    const outcome = await new Promise<{ answer: string; closedBy: 'server' | 'guard'; sentMiB: number }>((resolve) => {
+      const socket = connect(Number(url.port), url.hostname);
+      const chunk = Buffer.concat([Buffer.from('10000\r\n'), Buffer.alloc(0x10000), Buffer.from('\r\n')]);
+      let answer = '';
+      let sent = 0;
+      let closedBy: 'server' | 'guard' = 'server';
+      const pump = setInterval(() => {
+        if (socket.destroyed || socket.writableNeedDrain) return;
+        socket.write(chunk);
+        sent += chunk.length;
+      }, 1);
+      const guard = setTimeout(() => {
+        closedBy = 'guard';
+        socket.destroy();
+      }, GUARD_MS);
+      socket.on('data', (data) => (answer += data));
+      socket.on('error', () => undefined);
+      socket.on('close', () => {
+        clearInterval(pump);
+        clearTimeout(guard);
+        resolve({ answer, closedBy, sentMiB: sent / MiB });
+      });
+      socket.write(`${head}\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n`);
+    });
+    expect(outcome.closedBy).toBe('server');
+    expect(outcome.sentMiB).toBeGreaterThan(1);
+    expect(parseAnswer(outcome.answer).status).toBe(status);
+  }, 30_000);
+});
+
