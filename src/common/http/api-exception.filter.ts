@@ -118,8 +118,12 @@ function describeHttpException(exception: HttpException, request: Request): stri
 /** Errors raised by body-parser (malformed JSON, body too large, bad charset) carry a 4xx `status` and a `type`. */
 function asBodyParserError(exception: unknown): { status: number; message: string; details?: Record<string, unknown> } | null {
   if (typeof exception !== 'object' || exception === null) return null;
-  const e = exception as { status?: unknown; type?: unknown; message?: unknown };
-  if (typeof e.status !== 'number' || e.status < 400 || e.status >= 500 || typeof e.type !== 'string') return null;
+  const e = exception as { status?: unknown; type?: unknown; message?: unknown; errno?: unknown };
+  if (typeof e.status !== 'number' || e.status < 400 || e.status >= 500) return null;
+  // A body that does not decompress as its Content-Encoding says: body-parser passes zlib's own error on, untyped.
+  if (typeof e.type !== 'string') {
+    return typeof e.errno === 'number' ? { status: 400, message: 'The request body could not be decompressed as its Content-Encoding says.' } : null;
+  }
   const messages: Record<string, string> = {
     'entity.parse.failed': 'The request body is not valid JSON.',
     'entity.too.large': `The request body is larger than ${MAX_JSON_BODY_BYTES} bytes.`,

@@ -1,3 +1,4 @@
+import { deflateSync, gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccount, createKey, type TestAccount } from '../../support/accounts.js';
 import { seedFile } from '../../support/files.js';
@@ -43,6 +44,25 @@ describe('hostile JSON bodies, and repeated DELETEs', () => {
     const res = await postRaw('/v1/folders', '{"name": ');
     expect(res.status).toBe(400);
     expect(res.body.error).toEqual({ code: 'invalid_request', message: 'The request body is not valid JSON.' });
+  });
+
+  it('reads a gzip or deflate body, names one that does not decompress, and refuses an encoding it does not know with 415', async () => {
+    const send = async (encoding: string, body: Buffer) => {
+      const answer = await fetch(`${t.baseUrl}/v1/folders`, { method: 'POST', headers: { ...owner.auth, 'Content-Type': 'application/json', 'Content-Encoding': encoding }, body });
+      return { status: answer.status, body: (await answer.json()) as any };
+    };
+    const gzipped = await send('gzip', gzipSync(JSON.stringify({ name: 'Sent gzipped' })));
+    expect(gzipped.status).toBe(201);
+    expect(gzipped.body.data.name).toBe('Sent gzipped');
+    expect((await send('deflate', deflateSync(JSON.stringify({ name: 'Sent deflated' })))).status).toBe(201);
+    for (const encoding of ['gzip', 'deflate', 'br']) {
+      const broken = await send(encoding, Buffer.from('{"name": "not compressed"}'));
+      expect(broken.status).toBe(400);
+      expect(broken.body.error).toEqual({ code: 'invalid_request', message: 'The request body could not be decompressed as its Content-Encoding says.' });
+    }
+    const unknown = await send('compress', Buffer.from('{}'));
+    expect(unknown.status).toBe(415);
+    expect(unknown.body.error).toMatchObject({ code: 'invalid_request', message: 'The request body encoding is not supported.' });
   });
 
   it.each([
