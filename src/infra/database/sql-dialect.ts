@@ -55,6 +55,15 @@ export class SqlDialect {
   }
 
   /**
+   * Makes transactions that take the lock `key` take turns until they end, without locking a row (others are not held
+   * up): a transaction-level advisory lock on PostgreSQL. SQLite's transactions already take turns.
+   */
+  async takeTurnsOn(tx: EntityManager, key: string): Promise<void> {
+    if (this.sqlite) return;
+    await tx.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [key]);
+  }
+
+  /**
    * A column in a condition that must check rows found another way (by primary key), not choose an
    * index. SQLite keeps no statistics, so given `status = 'pending'` it may walk a whole index (every
    * pending row) for each row of a batch; a unary `+` takes the column out of its index choice.

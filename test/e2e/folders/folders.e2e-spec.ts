@@ -88,6 +88,33 @@ describe('folders', () => {
     expect((await t.http().patch(`/v1/folders/${b.id}`).set(owner.auth).send({ parent_id: 'fld_nope' })).status).toBe(404);
   });
 
+  it('never makes a cycle of moves that run at the same time: of A into B, B into C and C into A, one is refused', async () => {
+    for (let round = 0; round < 10; round++) {
+      const [a, b, c] = await Promise.all(['A', 'B', 'C'].map(async (name) => (await create({ name: `Ring ${round} ${name}` })).body.data));
+      const moves = await Promise.all([[a, b], [b, c], [c, a]].map(([folder, into]) => t.http().patch(`/v1/folders/${folder.id}`).set(owner.auth).send({ parent_id: into.id })));
+      expect(moves.map((move) => move.status).sort()).toEqual([200, 200, 400]);
+      expect(moves.find((move) => move.status === 400)!.body.error.details.fields[0]).toEqual({ field: 'parent_id', message: expect.stringContaining('descendants') });
+    }
+  });
+
+  it('never leaves a folder moved into a folder being deleted active inside the trash', async () => {
+    const root = async () => (await t.http().get('/v1/folders?per_page=100').set(owner.auth)).body.data.map((folder: { id: string }) => folder.id);
+    for (let round = 0; round < 10; round++) {
+      const doomed = (await create({ name: `Doomed ${round}` })).body.data;
+      await create({ name: 'Inside', parent_id: doomed.id });
+      const moving = (await create({ name: `Moving ${round}` })).body.data;
+      const [deleted, moved] = await Promise.all([
+        t.http().delete(`/v1/folders/${doomed.id}`).set(owner.auth),
+        t.http().patch(`/v1/folders/${moving.id}`).set(owner.auth).send({ parent_id: doomed.id }),
+      ]);
+      expect(deleted.status).toBe(200);
+      // Either the move came first and went to the trash with the folder, or it came second and found no folder.
+      if (moved.status === 200) expect(deleted.body.data.folders_deleted).toBe(3);
+      else expect([moved.status, deleted.body.data.folders_deleted, (await root()).includes(moving.id)]).toEqual([404, 2, true]);
+      expect((await t.http().patch(`/v1/folders/${moving.id}`).set(owner.auth).send({ name: `Moving ${round}` })).status).toBe(moved.status === 200 ? 404 : 200);
+    }
+  });
+
   it('deletes a folder with everything in it, recursively, to the trash', async () => {
     const top = (await create({ name: 'Doomed' })).body.data;
     const mid = (await create({ name: 'Mid', parent_id: top.id })).body.data;

@@ -9,6 +9,7 @@ import { FileEntity } from '../../files/file.entity.js';
 import { moveFilesToTrash } from '../../files/file-removal.js';
 import { DeletedFolderResponse } from '../dto/folder.dto.js';
 import { FolderEntity } from '../folder.entity.js';
+import { lockFolderTree } from '../folder-tree-lock.js';
 
 export class DeleteFolderCommand extends Command<DeletedFolderResponse> {
   constructor(
@@ -34,13 +35,17 @@ export class DeleteFolderHandler implements ICommandHandler<DeleteFolderCommand>
 
   async execute({ actor, folderId }: DeleteFolderCommand): Promise<DeletedFolderResponse> {
     return this.transactions.run(async (tx) => {
+      await lockFolderTree(tx, actor.accountId);
       const folders = tx.getRepository(FolderEntity);
       const root = await folders.findOneBy({ id: folderId, accountId: actor.accountId, state: 'active' });
       if (!root) throw new NotFound('folder', folderId);
       const ids = [root.id];
+      const seen = new Set(ids);
       for (let frontier = [root.id]; frontier.length > 0; ) {
         const children = await folders.find({ select: { id: true }, where: { accountId: actor.accountId, state: 'active', parentId: In(frontier) } });
-        frontier = children.map((c) => c.id);
+        // Never round a cycle (which moves made before folder-tree-lock.ts could leave behind) for ever.
+        frontier = children.map((c) => c.id).filter((id) => !seen.has(id));
+        for (const id of frontier) seen.add(id);
         ids.push(...frontier);
       }
       const now = this.clock.now();

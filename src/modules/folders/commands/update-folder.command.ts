@@ -8,6 +8,7 @@ import { retryOnNameCollision } from '../../files/name-collisions.js';
 import { freeFolderName } from '../folder-naming.js';
 import { FolderResponse } from '../dto/folder.dto.js';
 import { FolderEntity } from '../folder.entity.js';
+import { lockFolderTree } from '../folder-tree-lock.js';
 
 export class UpdateFolderCommand extends Command<FolderResponse> {
   /** `parentId`: undefined leaves the folder where it is, null moves it to the root. */
@@ -33,6 +34,7 @@ export class UpdateFolderHandler implements ICommandHandler<UpdateFolderCommand>
     const name = requestedName === undefined ? undefined : acceptedName(requestedName);
     return retryOnNameCollision(() =>
       this.transactions.run(async (tx) => {
+        if (parentId !== undefined) await lockFolderTree(tx, actor.accountId);
         const folders = tx.getRepository(FolderEntity);
         const folder = await folders.findOneBy({ id: folderId, accountId: actor.accountId, state: 'active' });
         if (!folder) throw new NotFound('folder', folderId);
