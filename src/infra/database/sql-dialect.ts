@@ -55,6 +55,15 @@ export class SqlDialect {
   }
 
   /**
+   * Find options that keep the row found from being locked for update (or deleted) by another transaction until this
+   * one ends, while others may still read, key-share or update its non-key columns: SELECT ... FOR KEY SHARE on
+   * PostgreSQL. Waiting for such a lock, PostgreSQL checks the row's conditions again on its newest version.
+   */
+  lockForKeyShare<T>(): Pick<FindOneOptions<T>, 'lock'> {
+    return this.sqlite ? {} : { lock: { mode: 'for_key_share' } };
+  }
+
+  /**
    * Makes transactions that take the lock `key` take turns until they end, without locking a row (others are not held
    * up): a transaction-level advisory lock on PostgreSQL. SQLite's transactions already take turns.
    */

@@ -6,7 +6,7 @@ import { ShareEntity } from '../../../src/modules/shares/share.entity.js';
 import { createAccount, createKey, type TestAccount } from '../../support/accounts.js';
 import type { TestApp } from '../../support/test-app.js';
 import { useTestApp } from '../../support/app-fixture.js';
-import { uploadOk } from '../../support/uploads.js';
+import { upload, uploadOk } from '../../support/uploads.js';
 
 describe('folders', () => {
   let t: TestApp;
@@ -112,6 +112,26 @@ describe('folders', () => {
       if (moved.status === 200) expect(deleted.body.data.folders_deleted).toBe(3);
       else expect([moved.status, deleted.body.data.folders_deleted, (await root()).includes(moving.id)]).toEqual([404, 2, true]);
       expect((await t.http().patch(`/v1/folders/${moving.id}`).set(owner.auth).send({ name: `Moving ${round}` })).status).toBe(moved.status === 200 ? 404 : 200);
+    }
+  });
+
+  it('never leaves a file uploaded or a folder created into a folder being deleted active inside the trash', async () => {
+    for (let round = 0; round < 10; round++) {
+      const doomed = (await create({ name: `Filled ${round}` })).body.data;
+      const inside = (await create({ name: 'Inside', parent_id: doomed.id })).body.data;
+      const [deleted, uploaded, created, createdDeeper] = await Promise.all([
+        t.http().delete(`/v1/folders/${doomed.id}`).set(owner.auth),
+        upload(t, owner.auth, 'late', { name: `late ${round}.txt`, folderId: doomed.id }),
+        create({ name: 'Late', parent_id: doomed.id }),
+        create({ name: 'Later', parent_id: inside.id }),
+      ]);
+      expect(deleted.status).toBe(200);
+      // Each came first and went to the trash with the folder, or came second and found no folder.
+      expect([uploaded.status, created.status, createdDeeper.status].every((status) => [200, 201, 404].includes(status))).toBe(true);
+      expect(deleted.body.data).toMatchObject({
+        files_deleted: uploaded.status === 200 ? 1 : 0,
+        folders_deleted: 2 + (created.status === 201 ? 1 : 0) + (createdDeeper.status === 201 ? 1 : 0),
+      });
     }
   });
 

@@ -3,12 +3,12 @@ import type { Actor } from '../../../common/auth/actor.js';
 import { Clock } from '../../../common/clock.js';
 import { NotFound } from '../../../common/errors/api-error.js';
 import { Transactions } from '../../../infra/database/transactions.js';
-import { FolderEntity } from '../../folders/folder.entity.js';
 import { RestoredFileResponse } from '../dto/file-removal.responses.js';
 import { FileStoredEvent } from '../events/file-stored.event.js';
 import { FileEntity } from '../file.entity.js';
 import { nameKeyOf } from '../file-naming.js';
 import { freeFileName, retryOnNameCollision } from '../name-collisions.js';
+import { findFolderToFill } from '../../folders/folder-tree-lock.js';
 
 export class RestoreFileCommand extends Command<RestoredFileResponse> {
   constructor(
@@ -42,7 +42,7 @@ export class RestoreFileHandler implements ICommandHandler<RestoreFileCommand> {
         const file = await files.findOneBy({ id: fileId, accountId: actor.accountId, state: 'trashed' });
         if (!file || !file.recoverableUntil || file.recoverableUntil <= now) throw new NotFound('file in trash', fileId);
         const folder = file.folderId
-          ? await tx.getRepository(FolderEntity).findOneBy({ id: file.folderId, accountId: actor.accountId, state: 'active' })
+          ? await findFolderToFill(tx, actor.accountId, file.folderId)
           : null;
         const folderId = folder ? folder.id : null;
         const name = await freeFileName(tx, actor.accountId, folderId ?? '', file.name);

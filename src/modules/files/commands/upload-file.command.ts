@@ -10,7 +10,6 @@ import { Outbox } from '../../../infra/outbox/outbox.js';
 import { BlobPlacements } from '../../../infra/storage/blob-placements.js';
 import { BlobStorage, blobKeys } from '../../../infra/storage/blob-storage.js';
 import { UrlSigner } from '../../../infra/storage/url-signer.js';
-import { FolderEntity } from '../../folders/folder.entity.js';
 import { FileResponse } from '../dto/file.response.js';
 import { fileUploaded } from '../events/file-events.js';
 import { FileEntity } from '../file.entity.js';
@@ -22,6 +21,7 @@ import { FinishedUploads } from '../upload/finished-uploads.js';
 import { ServerInstance } from '../../../infra/instances/server-instance.js';
 import type { ReceivedUpload } from '../upload/upload-receiver.js';
 import { UploadReservationEntity } from '../upload/upload-reservation.entity.js';
+import { findFolderToFill } from '../../folders/folder-tree-lock.js';
 
 export class UploadFileCommand extends Command<FileResponse> {
   constructor(
@@ -67,7 +67,7 @@ export class UploadFileHandler implements ICommandHandler<UploadFileCommand> {
       this.transactions
         .run(async (tx) => {
           if (folderId !== null) {
-            const folder = await tx.getRepository(FolderEntity).findOneBy({ id: folderId, accountId: actor.accountId, state: 'active' });
+            const folder = await findFolderToFill(tx, actor.accountId, folderId);
             if (!folder) throw new NotFound('folder', folderId);
           }
           const folderKey = folderId ?? '';

@@ -11,6 +11,7 @@ import { retryOnNameCollision } from '../../files/name-collisions.js';
 import { freeFolderName } from '../folder-naming.js';
 import { FolderResponse } from '../dto/folder.dto.js';
 import { FolderEntity } from '../folder.entity.js';
+import { findFolderToFill } from '../folder-tree-lock.js';
 
 export class CreateFolderCommand extends Command<FolderResponse> {
   constructor(
@@ -35,7 +36,7 @@ export class CreateFolderHandler implements ICommandHandler<CreateFolderCommand>
     return retryOnNameCollision(() =>
       this.transactions.run(async (tx) => {
         if (parentId !== null) {
-          const parent = await tx.getRepository(FolderEntity).findOneBy({ id: parentId, accountId: actor.accountId, state: 'active' });
+          const parent = await findFolderToFill(tx, actor.accountId, parentId);
           if (!parent) throw new NotFound('folder', parentId);
         }
         const now = this.clock.now();

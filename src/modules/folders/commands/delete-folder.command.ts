@@ -37,12 +37,14 @@ export class DeleteFolderHandler implements ICommandHandler<DeleteFolderCommand>
     return this.transactions.run(async (tx) => {
       await lockFolderTree(tx, actor.accountId);
       const folders = tx.getRepository(FolderEntity);
-      const root = await folders.findOneBy({ id: folderId, accountId: actor.accountId, state: 'active' });
+      // Locked for update while walked: an upload or folder creation into one of them waits, or is waited for (findFolderToFill).
+      const lock = this.transactions.dialect.lockForUpdate<FolderEntity>();
+      const root = await folders.findOne({ where: { id: folderId, accountId: actor.accountId, state: 'active' }, ...lock });
       if (!root) throw new NotFound('folder', folderId);
       const ids = [root.id];
       const seen = new Set(ids);
       for (let frontier = [root.id]; frontier.length > 0; ) {
-        const children = await folders.find({ select: { id: true }, where: { accountId: actor.accountId, state: 'active', parentId: In(frontier) } });
+        const children = await folders.find({ select: { id: true }, where: { accountId: actor.accountId, state: 'active', parentId: In(frontier) }, ...lock });
         // Never round a cycle (which moves made before folder-tree-lock.ts could leave behind) for ever.
         frontier = children.map((c) => c.id).filter((id) => !seen.has(id));
         for (const id of frontier) seen.add(id);
