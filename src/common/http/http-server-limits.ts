@@ -26,6 +26,11 @@ export function applyHttpServerLimits(server: Server, config: AppConfig): void {
       if (!request.complete && !request.socket.writableEnded) dropRestOfBody(request, config.httpLingerMs);
     });
   });
+  // Without this listener Node answers `Expect: 100-continue` with 100 at once, asking for a body it may refuse.
+  server.on('checkContinue', (request: IncomingMessage, response: ServerResponse) => {
+    continueWhenBodyIsRead(request, response);
+    server.emit('request', request, response);
+  });
   // Node closes the connection of a `Connection: close` answer through destroySoon, which destroys the socket as soon
   // as the answer is written, whatever of the request is still unread.
   server.on('connection', (socket: Socket) => {
@@ -61,6 +66,20 @@ function closeIdle(socket: HttpSocket): void {
   // Between requests (keep-alive) nobody waits for an answer; mid-download the answer has begun and can only be cut.
   if (!response || response.headersSent) return void socket.destroy();
   answerAndClose(socket, 408, 'The connection was idle too long: no bytes moved.');
+}
+
+/**
+ * Answers `Expect: 100-continue` with 100 only when the application starts reading the body (a 'data' or 'readable'
+ * listener: every body parser, pipe and async iterator adds one). A request refused first (401, 413 on its
+ * Content-Length, 429) gets its final answer instead, and the client never sends a body that would be dropped.
+ */
+function continueWhenBodyIsRead(request: IncomingMessage, response: ServerResponse): void {
+  const onListener = (event: string | symbol) => {
+    if (event !== 'data' && event !== 'readable') return;
+    request.off('newListener', onListener);
+    if (!response.headersSent && !response.writableEnded) response.writeContinue();
+  };
+  request.on('newListener', onListener);
 }
 
 /**

@@ -3,7 +3,7 @@ import { CommandBus } from '@nestjs/cqrs';
 import { Server, type ServerOptions } from '@tus/server';
 import { ERRORS, TUS_VERSION } from '@tus/utils';
 import type { Request, Response } from 'express';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { type IncomingMessage, type ServerResponse, STATUS_CODES } from 'node:http';
 import { NodeRequest, sendNodeResponse } from 'srvx/node';
 import type { Actor } from '../../common/auth/actor.js';
 import { ApiError, type ErrorCode, InvalidRequest, NotFound } from '../../common/errors/api-error.js';
@@ -190,7 +190,10 @@ class EnvelopedTusServer extends Server {
   override async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const request = new NodeRequest({ req, res });
     Object.defineProperty(request, 'body', { value: null });
-    return sendNodeResponse(res, await this.handleWeb(request as unknown as globalThis.Request));
+    const answer = await this.handleWeb(request as unknown as globalThis.Request);
+    // @tus/server's answers carry no status text, which Node would send as an empty reason phrase ("HTTP/1.1 204 ").
+    const { status, body, headers } = answer;
+    return sendNodeResponse(res, answer.statusText ? answer : new globalThis.Response(body, { status, statusText: STATUS_CODES[status], headers }));
   }
 
   override async write(context: Parameters<Server['write']>[0], headers: Headers, status: number, body = ''): ReturnType<Server['write']> {

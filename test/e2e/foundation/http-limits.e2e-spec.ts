@@ -50,6 +50,32 @@ function sendAllThenRead(baseUrl: string, head: string, bodyLength: number): Pro
   });
 }
 
+/**
+ * Sends a request head with `Expect: 100-continue` and its body only once the server answers 100, as curl does for
+ * large bodies; returns the status lines in the order they came, and the final answer.
+ */
+function sendExpectingContinue(baseUrl: string, head: string, body: string): Promise<{ statusLines: string[]; final: string }> {
+  const url = new URL(baseUrl);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(url.port), url.hostname, () => socket.write(`${head}\r\nHost: x\r\nConnection: close\r\nExpect: 100-continue\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n`));
+    let answer = '';
+    let bodySent = false;
+    socket.on('data', (chunk) => {
+      answer += chunk;
+      if (!bodySent && answer.startsWith('HTTP/1.1 100 Continue\r\n\r\n')) {
+        bodySent = true;
+        socket.write(body);
+      }
+    });
+    socket.on('error', reject);
+    socket.on('close', () => {
+      const statusLines = answer.split('\r\n').filter((line) => line.startsWith('HTTP/1.1 '));
+      resolve({ statusLines, final: answer.replace(/^HTTP\/1\.1 100 Continue\r\n\r\n/, '') });
+    });
+    socket.setTimeout(20_000, () => socket.destroy(new Error('no answer within 20 s')));
+  });
+}
+
 function parseAnswer(raw: string): { status: number; headers: string; body: any } {
   const [head, body] = raw.split('\r\n\r\n');
   return { status: Number(head.split(' ')[1]), headers: head, body: JSON.parse(body) };
@@ -106,6 +132,48 @@ describe('answers of the HTTP layer itself', () => {
     expect(refused.headers).toMatch(/^connection: close$/im);
     expect(refused.body).toMatchObject({ success: false, error: { code: 'file_too_large', details: { file_size: bodyLength, plan: 'free' } } });
   }, 60_000);
+
+  it('answers Expect: 100-continue with 100 only for a request whose body it goes on to read', async () => {
+    const free = await createAccount(t.app, { plan: 'free' });
+    const multipart = (content: string) => `--b\r\nContent-Disposition: form-data; name="file"; filename="asked.txt"\r\n\r\n${content}\r\n--b--\r\n`;
+    const uploadHead = (authorization: string) => `POST /v1/files/upload HTTP/1.1\r\nAuthorization: ${authorization}\r\nContent-Type: multipart/form-data; boundary=b`;
+
+    const accepted = await sendExpectingContinue(t.baseUrl, uploadHead(free.auth.Authorization), multipart('asked first'));
+    expect(accepted.statusLines).toEqual(['HTTP/1.1 100 Continue', 'HTTP/1.1 200 OK']);
+    expect(parseAnswer(accepted.final).body.data).toMatchObject({ name: 'asked.txt', size: 'asked first'.length });
+
+    const folder = await sendExpectingContinue(t.baseUrl, `POST /v1/folders HTTP/1.1\r\nAuthorization: ${free.auth.Authorization}\r\nContent-Type: application/json`, '{"name":"Asked first"}');
+    expect(folder.statusLines).toEqual(['HTTP/1.1 100 Continue', 'HTTP/1.1 201 Created']);
+
+    const created = await fetch(`${t.baseUrl}/v1/uploads`, {
+      method: 'POST',
+      headers: { ...free.auth, 'Tus-Resumable': '1.0.0', 'Upload-Length': '5', 'Upload-Metadata': `filename ${Buffer.from('tus.txt').toString('base64')}` },
+    });
+    const uploadPath = new URL(created.headers.get('location')!, t.baseUrl).pathname;
+    const patched = await sendExpectingContinue(
+      t.baseUrl,
+      `PATCH ${uploadPath} HTTP/1.1\r\nAuthorization: ${free.auth.Authorization}\r\nTus-Resumable: 1.0.0\r\nUpload-Offset: 0\r\nContent-Type: application/offset+octet-stream`,
+      'hello',
+    );
+    expect(patched.statusLines).toEqual(['HTTP/1.1 100 Continue', 'HTTP/1.1 204 No Content']);
+    expect(patched.final).toMatch(/^x-file-id: file_/im);
+
+    // Refused on its head alone: the final answer comes instead of 100, and no body is sent.
+    const unknownKey = await sendExpectingContinue(t.baseUrl, uploadHead('Bearer fss_unknown'), multipart('never sent'));
+    expect(unknownKey.statusLines).toEqual(['HTTP/1.1 401 Unauthorized']);
+    const tooLarge = await new Promise<string>((resolve, reject) => {
+      const url = new URL(t.baseUrl);
+      const socket = connect(Number(url.port), url.hostname, () =>
+        socket.write(`${uploadHead(free.auth.Authorization)}\r\nHost: x\r\nConnection: close\r\nExpect: 100-continue\r\nContent-Length: ${101 * MiB}\r\n\r\n`),
+      );
+      let answer = '';
+      socket.on('data', (chunk) => (answer += chunk));
+      socket.on('error', reject);
+      socket.on('close', () => resolve(answer));
+    });
+    expect(tooLarge).toMatch(/^HTTP\/1\.1 413 /);
+    expect(parseAnswer(tooLarge).body.error).toMatchObject({ code: 'file_too_large', details: { file_size: 101 * MiB, plan: 'free' } });
+  });
 
   it('lets a slow upload that keeps moving run longer than the idle and header time limits', async () => {
     const boundary = 'slowupload';
