@@ -3,12 +3,12 @@ import type { Actor } from '../../../common/auth/actor.js';
 import { Clock } from '../../../common/clock.js';
 import { NotFound } from '../../../common/errors/api-error.js';
 import { Transactions } from '../../../infra/database/transactions.js';
+import { findFolderToFill } from '../../folders/folder-tree-lock.js';
 import { RestoredFileResponse } from '../dto/file-removal.responses.js';
 import { FileStoredEvent } from '../events/file-stored.event.js';
 import { FileEntity } from '../file.entity.js';
 import { nameKeyOf } from '../file-naming.js';
 import { freeFileName, retryOnNameCollision } from '../name-collisions.js';
-import { findFolderToFill } from '../../folders/folder-tree-lock.js';
 
 export class RestoreFileCommand extends Command<RestoredFileResponse> {
   constructor(

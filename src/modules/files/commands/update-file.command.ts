@@ -4,12 +4,12 @@ import { Clock } from '../../../common/clock.js';
 import { NotFound } from '../../../common/errors/api-error.js';
 import { Transactions } from '../../../infra/database/transactions.js';
 import { UrlSigner } from '../../../infra/storage/url-signer.js';
+import { findFolderToFill } from '../../folders/folder-tree-lock.js';
 import { FileResponse } from '../dto/file.response.js';
 import { FileEntity } from '../file.entity.js';
 import { acceptedName, nameKeyOf } from '../file-naming.js';
 import { freeFileName, retryOnNameCollision } from '../name-collisions.js';
 import { sharedFileIds } from '../../shares/live-shares.js';
-import { findFolderToFill } from '../../folders/folder-tree-lock.js';
 
 export class UpdateFileCommand extends Command<FileResponse> {
   /** `folderId`: undefined leaves the file where it is, null moves it to the root. */

@@ -10,6 +10,7 @@ import { Outbox } from '../../../infra/outbox/outbox.js';
 import { BlobPlacements } from '../../../infra/storage/blob-placements.js';
 import { BlobStorage, blobKeys } from '../../../infra/storage/blob-storage.js';
 import { UrlSigner } from '../../../infra/storage/url-signer.js';
+import { findFolderToFill } from '../../folders/folder-tree-lock.js';
 import { FileResponse } from '../dto/file.response.js';
 import { fileUploaded } from '../events/file-events.js';
 import { FileEntity } from '../file.entity.js';
@@ -21,7 +22,6 @@ import { FinishedUploads } from '../upload/finished-uploads.js';
 import { ServerInstance } from '../../../infra/instances/server-instance.js';
 import type { ReceivedUpload } from '../upload/upload-receiver.js';
 import { UploadReservationEntity } from '../upload/upload-reservation.entity.js';
-import { findFolderToFill } from '../../folders/folder-tree-lock.js';
 
 export class UploadFileCommand extends Command<FileResponse> {
   constructor(
