@@ -2,6 +2,7 @@ import { DataSource } from 'typeorm';
 import { describe, expect, it } from 'vitest';
 import { newId } from '../../../src/common/ids.js';
 import { OutboxEventEntity } from '../../../src/infra/outbox/outbox-event.entity.js';
+import { FolderEntity } from '../../../src/modules/folders/folder.entity.js';
 import { ShareEntity } from '../../../src/modules/shares/share.entity.js';
 import { createAccount, createKey, type TestAccount } from '../../support/accounts.js';
 import type { TestApp } from '../../support/test-app.js';
@@ -95,6 +96,19 @@ describe('folders', () => {
       expect(moves.map((move) => move.status).sort()).toEqual([200, 200, 400]);
       expect(moves.find((move) => move.status === 400)!.body.error.details.fields[0]).toEqual({ field: 'parent_id', message: expect.stringContaining('descendants') });
     }
+  });
+
+  it('deletes, and moves a folder into, a ring of folders left by concurrent moves before they took turns', async () => {
+    const [a, b] = await Promise.all(['Ring A', 'Ring B'].map(async (name) => (await create({ name })).body.data));
+    const folders = t.app.get(DataSource).getRepository(FolderEntity);
+    await folders.update({ id: a.id }, { parentId: b.id, parentKey: b.id });
+    await folders.update({ id: b.id }, { parentId: a.id, parentKey: a.id });
+    const outside = (await create({ name: 'Outside' })).body.data;
+    const moved = await t.http().patch(`/v1/folders/${outside.id}`).set(owner.auth).send({ parent_id: a.id });
+    expect(moved.status).toBe(200);
+    const deleted = await t.http().delete(`/v1/folders/${a.id}`).set(owner.auth);
+    expect(deleted.status).toBe(200);
+    expect(deleted.body.data).toMatchObject({ folders_deleted: 3, files_deleted: 0 });
   });
 
   it('never leaves a folder moved into a folder being deleted active inside the trash', async () => {

@@ -39,13 +39,15 @@ export class UpdateFolderHandler implements ICommandHandler<UpdateFolderCommand>
         const folder = await folders.findOneBy({ id: folderId, accountId: actor.accountId, state: 'active' });
         if (!folder) throw new NotFound('folder', folderId);
         if (parentId) {
-          // Walk up from the new parent: meeting the folder itself means a cycle.
-          let cursor: string | null = parentId;
-          for (let depth = 0; cursor !== null; depth++) {
+          // Walk up from the new parent: meeting the folder itself means a cycle. A ring of other folders (which
+          // moves made before folder-tree-lock.ts could leave behind) ends the walk when it comes round.
+          const passed = new Set<string>();
+          for (let cursor: string | null = parentId; cursor !== null && !passed.has(cursor); ) {
             if (cursor === folder.id) throw InvalidRequest.fields([{ field: 'parent_id', message: 'a folder cannot move into itself or one of its descendants' }]);
+            passed.add(cursor);
             const ancestor: FolderEntity | null = await folders.findOneBy({ id: cursor, accountId: actor.accountId, state: 'active' });
             if (!ancestor) throw new NotFound('folder', cursor);
-            cursor = depth > 10_000 ? null : ancestor.parentId;
+            cursor = ancestor.parentId;
           }
         }
         const targetParent = parentId === undefined ? folder.parentId : parentId;
