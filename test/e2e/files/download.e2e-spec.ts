@@ -1,5 +1,4 @@
 import { createHash, createHmac } from 'node:crypto';
-import { connect } from 'node:net';
 import { Readable } from 'node:stream';
 import { DataSource } from 'typeorm';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -8,6 +7,7 @@ import { FileEntity } from '../../../src/modules/files/file.entity.js';
 import type { TestAccount } from '../../support/accounts.js';
 import type { TestApp } from '../../support/test-app.js';
 import { useTestApp } from '../../support/app-fixture.js';
+import { rawExchange } from '../../support/raw-http.js';
 import { eventually } from '../../support/time.js';
 import { onTestServer, uploadOk } from '../../support/uploads.js';
 import { settledJob, thumbnailsQueue } from '../media/media-support.js';
@@ -112,13 +112,7 @@ describe('signed downloads', () => {
   it('answers HEAD with the headers only', async () => {
     // Read off the wire: fetch drops whatever follows a HEAD answer's headers, so only the raw bytes show none follow.
     const link = new URL(url());
-    const raw = await new Promise<string>((resolve, reject) => {
-      const socket = connect(Number(link.port), link.hostname, () => socket.write(`HEAD ${link.pathname}${link.search} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`));
-      let answer = '';
-      socket.on('data', (chunk) => (answer += chunk));
-      socket.on('close', () => resolve(answer));
-      socket.on('error', reject);
-    });
+    const raw = await rawExchange(link.origin, `HEAD ${link.pathname}${link.search} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
     const [head, body] = raw.split('\r\n\r\n');
     expect(head).toMatch(/^HTTP\/1\.1 200 /);
     expect(head).toMatch(/^content-length: 1000$/im);

@@ -3,21 +3,9 @@ import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createAccount, type TestAccount } from '../../support/accounts.js';
 import { storageOf } from '../../support/files.js';
+import { rawExchange } from '../../support/raw-http.js';
 import { rawUpload } from '../../support/uploads.js';
 import { startTestApp, type TestApp } from '../../support/test-app.js';
-
-/** Sends raw bytes on a fresh connection and returns everything the server writes before closing it. */
-function rawExchange(baseUrl: string, bytes: string): Promise<string> {
-  const url = new URL(baseUrl);
-  return new Promise((resolve, reject) => {
-    const socket = connect(Number(url.port), url.hostname, () => socket.write(bytes));
-    let answer = '';
-    socket.on('data', (chunk) => (answer += chunk));
-    socket.on('close', () => resolve(answer));
-    socket.on('error', reject);
-    socket.setTimeout(20_000, () => socket.destroy(new Error('no answer within 20 s')));
-  });
-}
 
 /**
  * Sends a request head and then its whole body, `bodyLength` bytes, before reading a byte of the answer, as Python's
@@ -161,16 +149,10 @@ describe('answers of the HTTP layer itself', () => {
     // Refused on its head alone: the final answer comes instead of 100, and no body is sent.
     const unknownKey = await sendExpectingContinue(t.baseUrl, uploadHead('Bearer fss_unknown'), multipart('never sent'));
     expect(unknownKey.statusLines).toEqual(['HTTP/1.1 401 Unauthorized']);
-    const tooLarge = await new Promise<string>((resolve, reject) => {
-      const url = new URL(t.baseUrl);
-      const socket = connect(Number(url.port), url.hostname, () =>
-        socket.write(`${uploadHead(free.auth.Authorization)}\r\nHost: x\r\nConnection: close\r\nExpect: 100-continue\r\nContent-Length: ${101 * MiB}\r\n\r\n`),
-      );
-      let answer = '';
-      socket.on('data', (chunk) => (answer += chunk));
-      socket.on('error', reject);
-      socket.on('close', () => resolve(answer));
-    });
+    const tooLarge = await rawExchange(
+      t.baseUrl,
+      `${uploadHead(free.auth.Authorization)}\r\nHost: x\r\nConnection: close\r\nExpect: 100-continue\r\nContent-Length: ${101 * MiB}\r\n\r\n`,
+    );
     expect(tooLarge).toMatch(/^HTTP\/1\.1 413 /);
     expect(parseAnswer(tooLarge).body.error).toMatchObject({ code: 'file_too_large', details: { file_size: 101 * MiB, plan: 'free' } });
   });
