@@ -133,6 +133,29 @@ describe.each(['local', 's3'] as const)('resumable uploads (tus 1.0) with tus-js
     expect(usage.used).toBe(usage.sumOfFiles);
   });
 
+  it('completes an upload whose folder was deleted meanwhile into the root, under a free name, replacing nothing there', async () => {
+    const json = { ...owner.auth, 'Content-Type': 'application/json' };
+    const folder = (await fetch(`${t.baseUrl}/v1/folders`, { method: 'POST', headers: json, body: JSON.stringify({ name: 'Drafts' }) }).then((r) => r.json() as Promise<{ data: { id: string } }>)).data;
+    const inRoot = await uploadOk(t, owner.auth, 'kept as it is', { filename: 'minutes.txt' });
+    const content = Buffer.from('the minutes, resumed');
+    const created = await create(owner.auth, content.length, { filename: 'minutes.txt', folder_id: folder.id, overwrite: 'true' });
+    expect(created.status).toBe(201);
+    const url = locationOf(created);
+    expect((await patch(owner.auth, url, 0, content.subarray(0, 8))).status).toBe(204);
+    expect((await fetch(`${t.baseUrl}/v1/folders/${folder.id}`, { method: 'DELETE', headers: owner.auth })).status).toBe(200);
+
+    const last = await patch(owner.auth, url, 8, content.subarray(8));
+    expect(last.status).toBe(204);
+    const fileId = last.headers.get('x-file-id')!;
+    expect(fileId).not.toBe(inRoot.id);
+    expect(await getFile(fileId)).toMatchObject({ name: 'minutes (1).txt', folder_id: null, size: content.length, md5_hash: md5(content) });
+    expect(await getFile(inRoot.id)).toMatchObject({ name: 'minutes.txt', size: 'kept as it is'.length });
+    expect((await events(owner.accountId, 'file.uploaded')).find((event) => event.file.id === fileId)).toMatchObject({ file: { folder_id: null } });
+    const usage = await storageOf(t.app, owner.accountId);
+    expect(usage.used).toBe(usage.sumOfFiles);
+    expect(usage.reserved).toBe(0);
+  });
+
   it('uploads a 64 MiB file through a connection cut at random points, resuming to the right MD5', async () => {
     const content = randomBytes(64 * MiB);
     const cutAt = Array.from({ length: 4 }, () => Math.floor(Math.random() * 60 * MiB) + 2 * MiB);

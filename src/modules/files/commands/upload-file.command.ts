@@ -30,6 +30,11 @@ export class UploadFileCommand extends Command<FileResponse> {
     readonly name: string,
     readonly folderId: string | null,
     readonly overwrite: boolean,
+    /**
+     * What a folder deleted since the upload began means: refused (404) for a multipart upload, whose client still
+     * has the bytes; the root for a resumable one, whose bytes would otherwise be lost (as a restore does).
+     */
+    readonly whenFolderIsGone: 'refuse' | 'use-root' = 'refuse',
   ) {
     super();
   }
@@ -55,10 +60,12 @@ export class UploadFileHandler implements ICommandHandler<UploadFileCommand> {
     private readonly placements: BlobPlacements,
   ) {}
 
-  async execute({ actor, upload, name: requestedName, folderId, overwrite }: UploadFileCommand): Promise<FileResponse> {
+  async execute({ actor, upload, name: requestedName, folderId: requestedFolderId, overwrite: requestedOverwrite, whenFolderIsGone }: UploadFileCommand): Promise<FileResponse> {
     const name = acceptedName(requestedName);
     const mimeType = await detectMimeType(upload.head, name);
     const now = this.clock.now();
+    let folderId = requestedFolderId;
+    let overwrite = requestedOverwrite;
     // A new name is tried as it is; only when taken (a unique violation) is the folder looked at.
     let nameMayBeTaken = overwrite;
     // The blob key of each attempt, registered before its COMMIT: jobs for it wait until the blob is in place.
@@ -68,7 +75,12 @@ export class UploadFileHandler implements ICommandHandler<UploadFileCommand> {
         .run(async (tx) => {
           if (folderId !== null) {
             const folder = await findFolderToFill(tx, actor.accountId, folderId);
-            if (!folder) throw new NotFound('folder', folderId);
+            if (!folder && whenFolderIsGone === 'refuse') throw new NotFound('folder', folderId);
+            if (!folder) {
+              // Into the root, never replacing a file there that the client did not mean.
+              folderId = null;
+              overwrite = false;
+            }
           }
           const folderKey = folderId ?? '';
           const files = tx.getRepository(FileEntity);

@@ -24,8 +24,9 @@ export class CompleteResumableUploadCommand extends Command<string> {
  * Turns a fully received resumable upload into a file through the multipart upload's own commit
  * (UploadFileCommand: type detection, numbered suffix or overwrite, quota reserved -> used,
  * file.uploaded, then scan and thumbnail). Under the upload's lock and idempotent: completing again
- * (a retried last PATCH, from any process) answers the same file. A refusal at commit (the folder
- * was deleted meanwhile) releases the upload, as a refused multipart upload is released.
+ * (a retried last PATCH, from any process) answers the same file. An upload whose folder was deleted
+ * meanwhile lands in the root. A refusal at commit releases the upload, as a refused multipart
+ * upload is released.
  */
 @CommandHandler(CompleteResumableUploadCommand)
 export class CompleteResumableUploadHandler implements ICommandHandler<CompleteResumableUploadCommand> {
@@ -52,7 +53,7 @@ export class CompleteResumableUploadHandler implements ICommandHandler<CompleteR
       // From here this process owns the commit: if it dies, the upload sweeper finishes the move.
       await this.transactions.run((tx) => tx.getRepository(UploadReservationEntity).update({ id: uploadId }, { instanceId: this.instance.id }));
       try {
-        const file = await this.commands.execute(new UploadFileCommand(actor, received, upload.name, upload.folderId, upload.overwrite));
+        const file = await this.commands.execute(new UploadFileCommand(actor, received, upload.name, upload.folderId, upload.overwrite, 'use-root'));
         return await this.recordFile(uploadId, file.id);
       } catch (error) {
         if (error instanceof ApiError) await this.store.forget(uploadId, upload);
