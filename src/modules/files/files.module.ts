@@ -42,6 +42,6 @@ import { UploadSweeper } from './upload/upload-sweeper.js';
     GetFileHandler,
     GetFileBlobHandler,
   ],
-  exports: [UploadSweeper, UploadReceiver],
+  exports: [UploadSweeper, UploadReceiver, UploadHasher],
 })
 export class FilesModule {}

@@ -6,12 +6,13 @@ import { Transactions } from '../../infra/database/transactions.js';
 import { BlobStorage, blobKeys } from '../../infra/storage/blob-storage.js';
 import { SNIFF_BYTES } from '../files/file-type-detection.js';
 import type { ReceivedUpload } from '../files/upload/upload-receiver.js';
+import { UploadHasher } from '../files/upload/hashing/upload-hasher.js';
 import { UploadReceiver } from '../files/upload/upload-receiver.js';
 import { UploadReservationEntity } from '../files/upload/upload-reservation.entity.js';
 import { UploadSizeLimit } from '../files/upload/upload-size-limit.js';
 import { changeStorageUsage, refuseOverQuota, tryReserveStorage } from '../files/storage-usage.js';
 import type { UploadBytes } from './bytes/upload-bytes.js';
-import { ResumableMd5 } from './resumable-md5.js';
+import { type PatchMd5, ResumableMd5, ThreadPatchMd5 } from './resumable-md5.js';
 import { ResumableUploadPartEntity } from './resumable-upload-part.entity.js';
 import { ResumableUploadEntity } from './resumable-upload.entity.js';
 import { forgetRow, rememberedRow, tusActor, tusRequestBody, tusRequests } from './tus-request.js';
@@ -42,6 +43,7 @@ export class ResumableUploadStore extends DataStore {
     private readonly storage: BlobStorage,
     private readonly clock: Clock,
     private readonly expiryMs: number,
+    private readonly hasher: UploadHasher,
   ) {
     super();
     this.extensions = ['creation', 'creation-with-upload', 'creation-defer-length', 'termination', 'expiration', 'checksum'];
@@ -103,7 +105,7 @@ export class ResumableUploadStore extends DataStore {
   /** Stores the bytes at `offset`, hashing them on the way; an upload of unknown length is held to the plan and the quota as they stream. */
   private async append(readable: Readable, row: ResumableUploadEntity, offset: number): Promise<number> {
     const id = row.id;
-    const md5 = await this.md5At(row, offset);
+    const md5 = await this.onThreadIfWorthIt(await this.md5At(row, offset));
     // Whatever cuts the bytes short (a limit) is what the client hears, rather than the store's failure to write them.
     let cut: Error | null = null;
     readable.once('error', (error) => (cut = error));
@@ -113,8 +115,9 @@ export class ResumableUploadStore extends DataStore {
     if (md5) {
       const hashing = new Transform({
         transform(chunk: Buffer, _encoding, callback) {
-          md5.update(chunk);
-          callback(null, chunk);
+          const behind = md5.update(chunk);
+          if (behind) behind.then(() => callback(null, chunk), callback);
+          else callback(null, chunk);
         },
       });
       const hashed = source;
@@ -132,8 +135,9 @@ export class ResumableUploadStore extends DataStore {
       if (refusal instanceof FileTooLarge) await this.forget(id);
       throw refusal ?? cut ?? error;
     } finally {
-      // Saved only when it is the MD5 of exactly the bytes stored; otherwise the saved one stays (see md5At).
-      await this.rows.progress(id, md5 && md5.offset === stored ? md5 : null);
+      // Saved only when it is the MD5 of exactly the bytes stored; otherwise (or if the thread failed) the saved one stays (see md5At).
+      const state = md5 && md5.offset === stored ? await md5.save().catch(() => undefined) : undefined;
+      await this.rows.progress(id, state === undefined ? null : { state, offset: stored });
       md5?.release();
     }
   }
@@ -270,6 +274,15 @@ export class ResumableUploadStore extends DataStore {
     await this.rows.delete(id);
   }
 
+  /** The PATCH's bytes hash on the upload hashing thread when UploadHasher finds it worth it (more than two cores, a large PATCH). */
+  private onThreadIfWorthIt(md5: ResumableMd5 | null): PatchMd5 | null {
+    const length = Number(tusRequests.getStore()?.request.headers['content-length'] ?? NaN);
+    if (!md5 || !this.hasher.worthTheThread(Number.isFinite(length) ? length : undefined)) return md5;
+    const onThread = new ThreadPatchMd5(this.hasher.resume(md5.state()), md5.offset);
+    md5.release();
+    return onThread;
+  }
+
   /**
    * The MD5 to go on with for a PATCH at `offset`: the saved one when it is at `offset`; when it is
    * behind, brought up to `offset` by reading the bytes in between (where they can be read; else
@@ -281,7 +294,7 @@ export class ResumableUploadStore extends DataStore {
     if (md5.offset > offset) {
       md5.release();
       md5 = await ResumableMd5.resume(null, 0);
-      await this.rows.progress(row.id, md5);
+      await this.rows.progress(row.id, { state: null, offset: 0 });
     }
     if (md5.offset === offset) return md5;
     if (!this.bytes.readsUnfinished) {
@@ -333,8 +346,8 @@ export class ResumableUploadRows implements KvStore<Upload> {
   }
 
   /** After a PATCH: the idle expiry starts again, and the MD5 so far is saved (unless null: the saved one stays). */
-  async progress(id: string, md5: ResumableMd5 | null): Promise<void> {
-    const change = md5 ? { md5State: md5.offset > 0 ? md5.save() : null, md5Offset: md5.offset } : {};
+  async progress(id: string, md5: { state: string | null; offset: number } | null): Promise<void> {
+    const change = md5 ? { md5State: md5.state, md5Offset: md5.offset } : {};
     forgetRow(id);
     await this.transactions.run((tx) => tx.getRepository(ResumableUploadEntity).update({ id }, { expiresAt: this.expiresFromNow(), ...change }));
   }

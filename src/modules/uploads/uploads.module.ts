@@ -5,6 +5,7 @@ import { AppConfig } from '../../config/app-config.js';
 import { Transactions } from '../../infra/database/transactions.js';
 import { BlobStorage } from '../../infra/storage/blob-storage.js';
 import { FilesModule } from '../files/files.module.js';
+import { UploadHasher } from '../files/upload/hashing/upload-hasher.js';
 import { UploadReceiver } from '../files/upload/upload-receiver.js';
 import { LocalUploadBytes } from './bytes/local-upload-bytes.js';
 import type { UploadBytes } from './bytes/upload-bytes.js';
@@ -35,10 +36,10 @@ async function uploadBytes(config: AppConfig, rows: ResumableUploadRows, transac
   providers: [
     {
       provide: ResumableUploadStore,
-      inject: [AppConfig, Transactions, UploadReceiver, BlobStorage, Clock],
-      useFactory: async (config: AppConfig, transactions: Transactions, receiver: UploadReceiver, storage: BlobStorage, clock: Clock) => {
+      inject: [AppConfig, Transactions, UploadReceiver, BlobStorage, Clock, UploadHasher],
+      useFactory: async (config: AppConfig, transactions: Transactions, receiver: UploadReceiver, storage: BlobStorage, clock: Clock, hasher: UploadHasher) => {
         const rows = new ResumableUploadRows(transactions, clock, config.resumableUploadExpiryMs);
-        return new ResumableUploadStore(await uploadBytes(config, rows, transactions), rows, transactions, receiver, storage, clock, config.resumableUploadExpiryMs);
+        return new ResumableUploadStore(await uploadBytes(config, rows, transactions), rows, transactions, receiver, storage, clock, config.resumableUploadExpiryMs, hasher);
       },
     },
     RedisUploadLocker,

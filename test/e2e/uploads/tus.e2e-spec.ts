@@ -2,11 +2,12 @@ import { createHash, randomBytes } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import type { Redis } from 'ioredis';
 import { DataSource } from 'typeorm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { REDIS } from '../../../src/infra/redis/redis.module.js';
 import { BlobStorage } from '../../../src/infra/storage/blob-storage.js';
 import { OutboxEventEntity } from '../../../src/infra/outbox/outbox-event.entity.js';
 import { FileEntity } from '../../../src/modules/files/file.entity.js';
+import { UploadHasher } from '../../../src/modules/files/upload/hashing/upload-hasher.js';
 import { UploadSweeper } from '../../../src/modules/files/upload/upload-sweeper.js';
 import { ResumableUploadPartEntity } from '../../../src/modules/uploads/resumable-upload-part.entity.js';
 import { ResumableUploadExpiry } from '../../../src/modules/uploads/resumable-upload-expiry.js';
@@ -173,6 +174,25 @@ describe.each(['local', 's3'] as const)('resumable uploads (tus 1.0) with tus-js
         expect(await t.app.get(DataSource).getRepository(ResumableUploadPartEntity).countBy({ uploadId })).toBeGreaterThanOrEqual(8);
       }
     } finally {
+      await proxy.close();
+    }
+  });
+
+  it('hashes PATCHes on the upload hashing thread where there are cores for it, resuming through cuts to the right MD5', async () => {
+    const hasher = t.app.get(UploadHasher);
+    const resumedOnThread = vi.spyOn(hasher, 'resume');
+    hasher.onThread = true;
+    const content = randomBytes(24 * MiB);
+    const cutAt = Array.from({ length: 3 }, () => Math.floor(Math.random() * 20 * MiB) + 2 * MiB);
+    const proxy = await cuttingProxy(Number(new URL(t.baseUrl).port), cutAt);
+    try {
+      const { fileId } = await tusUpload(`http://127.0.0.1:${proxy.port}`, owner.auth, content, { metadata: { filename: 'threaded.bin' }, chunkSize: 4 * MiB });
+      expect(proxy.cuts()).toBeGreaterThan(0);
+      expect(resumedOnThread.mock.calls.length).toBeGreaterThanOrEqual(6);
+      expect(await getFile(fileId)).toMatchObject({ size: content.length, md5_hash: md5(content) });
+    } finally {
+      hasher.onThread = false;
+      resumedOnThread.mockRestore();
       await proxy.close();
     }
   });

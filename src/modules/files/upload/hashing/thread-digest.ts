@@ -1,5 +1,5 @@
 // One upload's MD5 computed on the hashing thread (md5.worker.cjs): bytes cross as transferred slots, so memory stays flat.
-import type { UploadDigest } from './upload-digest.js';
+import type { ResumableDigest } from './upload-digest.js';
 
 /**
  * Bytes are handed to the hashing thread in slots this big; each upload owns at most SLOTS_PER_UPLOAD
@@ -15,16 +15,20 @@ export interface WorkerReply {
   id: number;
   slot?: ArrayBuffer;
   digest?: string;
+  /** The saved state of a resumable MD5 (base64). */
+  state?: string;
+  /** Why the thread dropped this upload's hash (a saved state it could not load). */
+  error?: string;
 }
 
 /** On the hashing thread. */
-export class ThreadDigest implements UploadDigest {
+export class ThreadDigest implements ResumableDigest {
   private readonly free: Buffer[] = [];
   private allocated = 0;
   private slot: Buffer | null = null;
   private filled = 0;
   private waitingForSlot: { resolve: () => void; reject: (error: Error) => void } | null = null;
-  private result: { resolve: (digest: string) => void; reject: (error: Error) => void } | null = null;
+  private result: { resolve: (digestOrState: string) => void; reject: (error: Error) => void } | null = null;
   private failure: Error | null = null;
   private finished = false;
 
@@ -33,7 +37,11 @@ export class ThreadDigest implements UploadDigest {
     private readonly forget: (spareSlots: Buffer[]) => void,
     private readonly spareSlot: () => Buffer | undefined,
     private readonly id: number,
-  ) {}
+    resume?: string | null,
+  ) {
+    // A resumable MD5 (hash-wasm on the thread) goes on from its saved state; a multipart upload's is Node's own.
+    if (resume !== undefined) this.post({ id, resume }, []);
+  }
 
   /** Copies the bytes into a slot; waits only when every slot of this upload is being hashed. */
   update(chunk: Buffer): Promise<void> | undefined {
@@ -55,12 +63,12 @@ export class ThreadDigest implements UploadDigest {
 
   /** Once the hashing thread has caught up. */
   digest(): Promise<string> {
-    if (this.failure) return Promise.reject(this.failure);
-    this.finished = true;
-    return new Promise<string>((resolve, reject) => {
-      this.result = { resolve, reject };
-      this.send('digest');
-    });
+    return this.finish('digest');
+  }
+
+  /** A resumable MD5's state once the hashing thread has caught up, to go on from later (ResumableMd5). */
+  save(): Promise<string> {
+    return this.finish('save');
   }
 
   /** What is still queued on the thread is thrown away. */
@@ -79,10 +87,15 @@ export class ThreadDigest implements UploadDigest {
       this.waitingForSlot = null;
       waiting?.resolve();
     }
-    if (reply.digest !== undefined) {
-      // Every slot is back by now: the thread answers the digest after giving back the last one.
+    const answer = reply.digest ?? reply.state;
+    if (answer !== undefined) {
+      // Every slot is back by now: the thread answers after giving back the last one.
       this.forget(this.free.splice(0));
-      this.result?.resolve(reply.digest);
+      this.result?.resolve(answer);
+    }
+    if (reply.error !== undefined) {
+      this.fail(new Error(`The hashing thread dropped an upload's MD5: ${reply.error}`));
+      this.post({ id: this.id, end: 'cancel' }, []);
     }
   }
 
@@ -104,7 +117,16 @@ export class ThreadDigest implements UploadDigest {
   }
 
   /** Hands the filled part of the current slot (possibly none) to the thread. */
-  private send(end?: 'digest'): void {
+  private finish(end: 'digest' | 'save'): Promise<string> {
+    if (this.failure) return Promise.reject(this.failure);
+    this.finished = true;
+    return new Promise<string>((resolve, reject) => {
+      this.result = { resolve, reject };
+      this.send(end);
+    });
+  }
+
+  private send(end?: 'digest' | 'save'): void {
     const slot = this.slot;
     this.slot = null;
     const length = this.filled;

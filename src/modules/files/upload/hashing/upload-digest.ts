@@ -14,6 +14,12 @@ export interface UploadDigest {
   cancel(): void;
 }
 
+/** One PATCH's share of a resumable upload's MD5, on the hashing thread: it ends with its state saved, not a digest. */
+export interface ResumableDigest extends UploadDigest {
+  /** The state (base64, hash-wasm's MD5) of every byte given so far, from the upload's start. */
+  save(): Promise<string>;
+}
+
 /** On the event loop. */
 export class InlineDigest implements UploadDigest {
   private readonly hash = createHash('md5');

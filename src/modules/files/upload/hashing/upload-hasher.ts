@@ -3,10 +3,11 @@ import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
 import { SPARE_SLOTS, ThreadDigest, type WorkerReply } from './thread-digest.js';
-import { InlineDigest, type UploadDigest } from './upload-digest.js';
+import { InlineDigest, type ResumableDigest, type UploadDigest } from './upload-digest.js';
 
 /**
- * MD5 of uploads. With more than two cores it runs on one long-lived worker thread, so that hashing
+ * MD5 of uploads, multipart and resumable (a resumable upload's PATCH hands its saved state over and gets the
+ * new one back: `resume`). With more than two cores it runs on one long-lived worker thread, so that hashing
  * (the costliest step of an upload) overlaps with receiving and writing on the event loop instead
  * of taking turns with them. The thread starts with the first upload. Concurrent uploads share it:
  * their slots interleave, so none waits for another to finish; together they hash as fast as one
@@ -30,7 +31,7 @@ export class UploadHasher implements OnModuleDestroy {
   /** Slots of finished uploads, for the next ones: no allocation per upload, no heap churn. */
   private readonly spareSlots: Buffer[] = [];
 
-  /** Whether uploads hash on the thread (see above); tests set it to cover both ways. */
+  /** Whether uploads (multipart, and resumable uploads' PATCHes) hash on the thread (see above); tests set it to cover both ways. */
   onThread = availableParallelism() > 2;
 
   /**
@@ -39,7 +40,24 @@ export class UploadHasher implements OnModuleDestroy {
    * costs more than hashing them.
    */
   start(knownSize?: number): UploadDigest {
-    if (!this.onThread || (knownSize !== undefined && knownSize <= INLINE_BYTES)) return new InlineDigest();
+    if (!this.worthTheThread(knownSize)) return new InlineDigest();
+    return this.session();
+  }
+
+  /** Whether bytes of this size (unknown: undefined) hash on the thread. */
+  worthTheThread(knownSize?: number): boolean {
+    return this.onThread && !(knownSize !== undefined && knownSize <= INLINE_BYTES);
+  }
+
+  /**
+   * A resumable upload's MD5 on the thread, going on from `state` (ResumableMd5's saved state; null: from nothing),
+   * for the bytes of one PATCH; call `save()` or `cancel()` on it exactly once. Only when `worthTheThread`.
+   */
+  resume(state: string | null): ResumableDigest {
+    return this.session(state);
+  }
+
+  private session(resume?: string | null): ThreadDigest {
     const id = this.nextId++;
     const session = new ThreadDigest(
       (message, transfer) => this.post(message, transfer),
@@ -49,6 +67,7 @@ export class UploadHasher implements OnModuleDestroy {
       },
       () => this.spareSlots.pop(),
       id,
+      resume,
     );
     this.sessions.set(id, session);
     return session;
