@@ -44,6 +44,8 @@ export class ApiExceptionFilter implements ExceptionFilter {
       return;
     }
     for (const [name, value] of Object.entries(headers)) response.setHeader(name, value);
+    // A stored answer the route wrote itself (tus) goes out as its bytes were.
+    if (exception instanceof IdempotentReplay && exception.raw !== undefined) return void response.status(status).end(exception.raw);
     response.status(status).json(body);
   }
 

@@ -114,7 +114,8 @@ const IDEMPOTENCY_KEY_PARAMETER = {
   required: false,
   description:
     'Makes a retry safe: the first complete answer (any status below 500) is stored per account and key for 24 hours and replayed, with ' +
-    '`Idempotent-Replayed: true`, for a retry of the same request. 1 to 255 printable ASCII characters, e.g. a UUID.',
+    '`Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its ' +
+    'answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID.',
   schema: { type: 'string', minLength: 1, maxLength: 255 },
 };
 const IN_USE = 'idempotency_key_in_use: a request with this Idempotency-Key is still running; retry after Retry-After.';
@@ -141,7 +142,9 @@ export function completeOpenApiDocument(document: OpenAPIObject): OpenAPIObject 
     for (const [method, operation] of Object.entries(methods as Record<string, OperationObject>)) {
       if (!operation || typeof operation !== 'object' || !('responses' in operation)) continue;
       const responses = operation.responses;
-      const idempotent = method === 'post' && Boolean(operation.security);
+      // A POST standing for a tus PATCH, HEAD or DELETE (X-HTTP-Method-Override) is that request: no key (IdempotencyInterceptor).
+      const overridesMethod = (operation.parameters ?? []).some((parameter) => (parameter as { name?: string }).name === 'X-HTTP-Method-Override');
+      const idempotent = method === 'post' && Boolean(operation.security) && !overridesMethod;
       if (idempotent) {
         operation.parameters = [...(operation.parameters ?? []), IDEMPOTENCY_KEY_PARAMETER];
         responses['409'] = { description: [responses['409']?.description, IN_USE].filter(Boolean).join('\n\n') };

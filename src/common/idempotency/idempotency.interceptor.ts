@@ -2,7 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { CallHandler, ExecutionContext, Inject, Injectable, NestInterceptor } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { Redis } from 'ioredis';
-import { from, Observable, switchMap } from 'rxjs';
+import { finalize, from, Observable, switchMap } from 'rxjs';
 import { AppConfig } from '../../config/app-config.js';
 import { REDIS } from '../../infra/redis/redis.module.js';
 import { ApiError, InvalidRequest, ServiceUnavailable } from '../errors/api-error.js';
@@ -18,7 +18,11 @@ const HEARTBEAT_MS = 3_000;
 /** 1 to 255 printable ASCII characters (the IETF httpapi draft's key is an sf-string). */
 const VALID_KEY = /^[\x20-\x7E]{1,255}$/;
 /** Headers worth replaying; the rest (rate limits, request id, date) describe the new request. */
-const REPLAYED_HEADERS = ['content-type', 'location', 'www-authenticate', 'retry-after'];
+const REPLAYED_HEADERS = ['content-type', 'location', 'www-authenticate', 'retry-after', 'tus-resumable', 'upload-offset', 'upload-expires', 'x-file-id'];
+/** Headers that say what a request without a JSON body creates (a tus creation's length and metadata). */
+const FINGERPRINT_HEADERS = ['upload-length', 'upload-defer-length', 'upload-metadata', 'upload-concat'];
+/** A body written other than through `response.json` (a tus answer) is stored up to this size. */
+const MAX_RAW_BODY_BYTES = 64 * 1024;
 
 interface RunningRecord {
   state: 'running';
@@ -30,7 +34,10 @@ interface CompleteRecord {
   fingerprint: string;
   status: number;
   headers: Record<string, string>;
-  body: unknown;
+  /** The JSON answer; absent when the route wrote its answer itself (`raw`). */
+  body?: unknown;
+  /** An answer written without `response.json` (tus): its text, '' when empty. */
+  raw?: string;
 }
 
 /** A stored answer, sent again by the exception filter exactly as it was first sent. */
@@ -39,6 +46,8 @@ export class IdempotentReplay {
     readonly status: number,
     readonly headers: Record<string, string>,
     readonly body: unknown,
+    /** Set for an answer that was not JSON: sent as these bytes (possibly none). */
+    readonly raw?: string,
   ) {}
 }
 
@@ -50,9 +59,14 @@ export class IdempotentReplay {
  * idempotency_key_in_use. A running request holds a lock that it renews; if its process dies the
  * lock lapses and the key can be used again.
  *
+ * The answer is stored once the route has given it, whether or not the client is still there to read
+ * it: a retry after a dropped connection must not act again. Until then the lock is held, even after
+ * the connection closes.
+ *
  * The request fingerprint is the method, path, query and, for JSON, the body. A multipart upload's
  * file is not read for it (the body is streamed to storage after this point): an upload is identified
- * by its query, Content-Type without the boundary and Content-Length.
+ * by its query, Content-Type without the boundary and Content-Length; a tus creation by its Upload-*
+ * headers and Content-Length.
  */
 @Injectable()
 export class IdempotencyInterceptor implements NestInterceptor {
@@ -65,7 +79,8 @@ export class IdempotencyInterceptor implements NestInterceptor {
     const request = context.switchToHttp().getRequest<Request>();
     const response = context.switchToHttp().getResponse<Response>();
     const given = request.headers[IDEMPOTENCY_HEADER];
-    if (request.method !== 'POST' || !request.actor || given === undefined) return next.handle();
+    // A POST standing for a tus PATCH, HEAD or DELETE is that request, not a POST.
+    if (request.method !== 'POST' || request.headers['x-http-method-override'] !== undefined || !request.actor || given === undefined) return next.handle();
     const key = Array.isArray(given) ? null : given;
     if (key === null || !VALID_KEY.test(key)) {
       throw InvalidRequest.fields([{ field: 'Idempotency-Key', message: 'must be 1 to 255 printable ASCII characters, sent once' }]);
@@ -79,8 +94,8 @@ export class IdempotencyInterceptor implements NestInterceptor {
     });
     return from(claimed).pipe(
       switchMap((owner) => {
-        this.recordAnswer(redisKey, fingerprint, owner, response);
-        return next.handle();
+        const answer = this.recordAnswer(redisKey, fingerprint, owner, response);
+        return next.handle().pipe(finalize(answer.routeDone));
       }),
     );
   }
@@ -101,7 +116,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     if (record.state === 'running') {
       throw keyInUse();
     }
-    throw new IdempotentReplay(record.status, { ...record.headers, [REPLAYED_HEADER]: 'true' }, record.body);
+    throw new IdempotentReplay(record.status, { ...record.headers, [REPLAYED_HEADER]: 'true' }, record.body, record.raw);
   }
 
   private async claimOnce(redisKey: string, running: RunningRecord): Promise<string> {
@@ -112,37 +127,61 @@ export class IdempotencyInterceptor implements NestInterceptor {
     return running.owner;
   }
 
-  /** Renews the lock while the request runs; stores the answer once it is complete, or frees the key. */
-  private recordAnswer(redisKey: string, fingerprint: string, owner: string, response: Response): void {
+  /**
+   * Renews the lock while the request runs; stores the answer once the route has given it (`response.end`), or
+   * frees the key (an answer of 500 or more, one that streamed, or none: the route ended without answering).
+   */
+  private recordAnswer(redisKey: string, fingerprint: string, owner: string, response: Response): { routeDone: () => void } {
     const heartbeat = setInterval(() => {
       this.redis.eval(RENEW_IF_OWNER, 1, redisKey, owner, String(LOCK_TTL_MS)).catch(() => undefined);
     }, HEARTBEAT_MS);
     heartbeat.unref();
+    let settled = false;
+    const settle = (record: CompleteRecord | null) => {
+      if (settled) return;
+      settled = true;
+      clearInterval(heartbeat);
+      if (record) this.redis.eval(STORE_IF_OWNER, 1, redisKey, owner, JSON.stringify(record), String(ANSWER_TTL_SECONDS)).catch(() => undefined);
+      else this.redis.eval(DELETE_IF_OWNER, 1, redisKey, owner).catch(() => undefined);
+    };
     let body: unknown;
+    let streamed = false;
     const json = response.json.bind(response);
     response.json = (value: unknown) => {
       body = value;
       return json(value);
     };
-    const settle = (complete: boolean) => {
-      clearInterval(heartbeat);
-      if (complete && response.statusCode < 500 && body !== undefined) {
-        const headers: Record<string, string> = {};
-        for (const name of REPLAYED_HEADERS) {
-          const value = response.getHeader(name);
-          if (value !== undefined) headers[name] = String(value);
-        }
-        const record: CompleteRecord = { state: 'complete', fingerprint, status: response.statusCode, headers, body };
-        this.redis.eval(STORE_IF_OWNER, 1, redisKey, owner, JSON.stringify(record), String(ANSWER_TTL_SECONDS)).catch(() => undefined);
-      } else {
-        this.redis.eval(DELETE_IF_OWNER, 1, redisKey, owner).catch(() => undefined);
-      }
-    };
-    response.once('finish', () => settle(true));
-    response.once('close', () => {
-      if (!response.writableFinished) settle(false);
-    });
+    const write = response.write.bind(response) as (...args: unknown[]) => boolean;
+    response.write = ((...args: unknown[]) => {
+      streamed = true;
+      return write(...args);
+    }) as Response['write'];
+    const end = response.end.bind(response) as (...args: unknown[]) => Response;
+    response.end = ((...args: unknown[]) => {
+      settle(this.completeRecord(fingerprint, response, body, streamed ? undefined : rawText(args[0])));
+      return end(...args);
+    }) as Response['end'];
+    // Normally the answer has been given by now; a route that ended without one (the client went away first) frees the key.
+    return { routeDone: () => void setImmediate(() => settle(null)) };
   }
+
+  private completeRecord(fingerprint: string, response: Response, body: unknown, raw: string | undefined): CompleteRecord | null {
+    if (response.statusCode >= 500 || (body === undefined && raw === undefined)) return null;
+    const headers: Record<string, string> = {};
+    for (const name of REPLAYED_HEADERS) {
+      const value = response.getHeader(name);
+      if (value !== undefined) headers[name] = String(value);
+    }
+    return { state: 'complete', fingerprint, status: response.statusCode, headers, ...(body === undefined ? { raw } : { body }) };
+  }
+}
+
+/** The text of the chunk `response.end` was given: '' for none, undefined when too large or not text. */
+function rawText(chunk: unknown): string | undefined {
+  if (chunk === undefined || chunk === null || typeof chunk === 'function') return '';
+  if (typeof chunk === 'string') return Buffer.byteLength(chunk) <= MAX_RAW_BODY_BYTES ? chunk : undefined;
+  if (Buffer.isBuffer(chunk) && chunk.length <= MAX_RAW_BODY_BYTES) return chunk.toString('utf8');
+  return undefined;
 }
 
 /** Where a key's record (running or complete) lives in Redis: per account, the key hashed. */
@@ -158,9 +197,16 @@ function keyInUse(): ApiError {
 
 function fingerprintOf(request: Request): string {
   const hash = createHash('sha256').update(`${request.method} ${request.originalUrl}\n`);
+  for (const name of FINGERPRINT_HEADERS) {
+    const value = request.headers[name];
+    if (value !== undefined) hash.update(`${name}: ${String(value)}\n`);
+  }
   const contentType = (request.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
   if (contentType === 'multipart/form-data') {
     hash.update(`multipart ${request.headers['content-length'] ?? 'chunked'}`);
+  } else if (contentType === 'application/offset+octet-stream') {
+    // A tus creation with its first bytes (creation-with-upload): not read for this either.
+    hash.update(`tus ${request.headers['content-length'] ?? 'chunked'}`);
   } else {
     hash.update(`${contentType}\n${canonicalJson(request.body ?? null)}`);
   }

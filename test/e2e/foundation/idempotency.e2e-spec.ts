@@ -1,4 +1,6 @@
 import type { INestApplicationContext } from '@nestjs/common';
+import { request as httpRequest } from 'node:http';
+import pg from 'pg';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
@@ -8,7 +10,9 @@ import { REDIS } from '../../../src/infra/redis/redis.module.js';
 import { createAccount, type TestAccount } from '../../support/accounts.js';
 import { freePort, type ServerProcess, startServerProcess } from '../../support/processes.js';
 import { createTestEnvironment, type TestEnvironment } from '../../support/test-app.js';
-import { eventually } from '../../support/time.js';
+import { storageOf } from '../../support/files.js';
+import { openSqlite } from '../../support/sqlite.js';
+import { eventually, sleep } from '../../support/time.js';
 import { rawUpload, upload } from '../../support/uploads.js';
 import { startOperatorContext } from '../../support/operator-context.js';
 
@@ -95,6 +99,69 @@ describe('Idempotency-Key on POST, across two server processes', () => {
     await request(first.baseUrl).post('/v1/folders').set(withKey('k'.repeat(255))).send({ name: 'longest key' }).expect(201);
     const folders = await request(first.baseUrl).get('/v1/folders?per_page=100').set(owner.auth).expect(200);
     expect(folders.body.data.map((f: { name: string }) => f.name).filter((n: string) => n.startsWith('bad-'))).toEqual([]);
+  });
+
+  /** Holds writes to the folders table from outside the service until the answer is called; a folder creation waits meanwhile. */
+  async function holdWritesToFolders(): Promise<() => Promise<void>> {
+    const url = environment.env.DATABASE_URL;
+    if (url.startsWith('sqlite:')) {
+      const db = openSqlite(url.slice('sqlite:'.length));
+      db.exec('BEGIN IMMEDIATE');
+      return async () => {
+        db.exec('COMMIT');
+        db.close();
+      };
+    }
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    await client.query('BEGIN');
+    await client.query('LOCK TABLE folders IN SHARE MODE');
+    return async () => {
+      await client.query('COMMIT');
+      await client.end();
+    };
+  }
+
+  it('stores the answer of a request whose client went away while it ran: the retry replays it, and it acts once', async () => {
+    const key = 'folder-dropped';
+    const redis = context.get<Redis>(REDIS);
+    const record = idempotencyRecordKey(loadConfig(environment.env).redisKeyPrefix, owner.accountId, key);
+    const release = await holdWritesToFolders();
+    try {
+      const sent = httpRequest(`${first.baseUrl}/v1/folders`, { method: 'POST', headers: { ...withKey(key), 'Content-Type': 'application/json' } });
+      sent.on('error', () => undefined);
+      sent.end(JSON.stringify({ name: 'Dropped' }));
+      await eventually(async () => (await redis.get(record))?.includes('"running"'), 30_000, 'the request to hold the key');
+      // The client gives up (a timeout) while the folder waits to be written.
+      sent.destroy();
+      await sleep(300);
+    } finally {
+      await release();
+    }
+    await eventually(async () => (await redis.get(record))?.includes('"complete"'), 30_000, 'the answer to be stored');
+    const retry = await request(second.baseUrl).post('/v1/folders').set(withKey(key)).send({ name: 'Dropped' }).expect(201);
+    expect(retry.headers['idempotent-replayed']).toBe('true');
+    const folders = await request(first.baseUrl).get('/v1/folders?per_page=100').set(owner.auth).expect(200);
+    const dropped = folders.body.data.filter((f: { name: string }) => f.name.startsWith('Dropped'));
+    expect(dropped.map((f: { id: string }) => f.id)).toEqual([retry.body.data.id]);
+  });
+
+  it('replays a tus creation retried with the same key: the same upload, one reservation', async () => {
+    const create = (base: string, key: string, length: number) =>
+      fetch(`${base}/v1/uploads`, {
+        method: 'POST',
+        headers: { ...withKey(key), 'Tus-Resumable': '1.0.0', 'Upload-Length': String(length), 'Upload-Metadata': `filename ${Buffer.from('movie.mp4').toString('base64')}` },
+      });
+    const before = await storageOf(context, owner.accountId);
+    const created = await create(first.baseUrl, 'tus-create', 5000);
+    expect(created.status).toBe(201);
+    const retried = await create(second.baseUrl, 'tus-create', 5000);
+    expect(retried.status).toBe(201);
+    expect(retried.headers.get('idempotent-replayed')).toBe('true');
+    expect(retried.headers.get('location')).toBe(created.headers.get('location'));
+    expect(retried.headers.get('tus-resumable')).toBe('1.0.0');
+    expect((await create(second.baseUrl, 'tus-create', 6000)).status).toBe(422);
+    expect((await storageOf(context, owner.accountId)).reserved - before.reserved).toBe(5000);
   });
 
   it('answers 409 idempotency_key_in_use to a retry on the other process while the first upload still runs', async () => {

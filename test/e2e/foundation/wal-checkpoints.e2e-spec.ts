@@ -1,5 +1,4 @@
 import { copyFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { DataSource } from 'typeorm';
 import { describe, expect, it } from 'vitest';
@@ -7,15 +6,8 @@ import { useTestApp } from '../../support/app-fixture.js';
 import type { TestAccount } from '../../support/accounts.js';
 import { TEST_DB, type TestApp } from '../../support/test-app.js';
 import { eventually } from '../../support/time.js';
+import { type SqliteConnection, openSqlite } from '../../support/sqlite.js';
 import { uploadOk } from '../../support/uploads.js';
-
-interface SqliteConnection {
-  pragma(sql: string, options?: { simple: boolean }): unknown;
-  prepare(sql: string): { get(...values: unknown[]): unknown };
-  close(): void;
-}
-// The driver TypeORM uses (it ships no types of its own).
-const Database = createRequire(import.meta.url)('better-sqlite3') as new (path: string, options?: { readonly?: boolean }) => SqliteConnection;
 
 /**
  * SQLite only: the server's own connection never checkpoints the write-ahead log (that would stall
@@ -37,7 +29,7 @@ describe('write-ahead log checkpoints on SQLite', () => {
       async () => {
         const copy = join(t.environment.workDir, `copy-${Date.now()}.sqlite`);
         copyFileSync(databasePath, copy);
-        const db = new Database(copy, { readonly: true });
+        const db = openSqlite(copy, { readonly: true });
         try {
           return db.prepare('SELECT name FROM files WHERE id = ?').get(file.id) as { name: string } | undefined;
         } catch {

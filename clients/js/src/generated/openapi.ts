@@ -1786,7 +1786,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first complete answer (any status below 500) is stored per account and key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. 1 to 255 printable ASCII characters, e.g. a UUID. */
+                /** @description Makes a retry safe: the first complete answer (any status below 500) is stored per account and key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -2229,7 +2229,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first complete answer (any status below 500) is stored per account and key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. 1 to 255 printable ASCII characters, e.g. a UUID. */
+                /** @description Makes a retry safe: the first complete answer (any status below 500) is stored per account and key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -2408,7 +2408,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first complete answer (any status below 500) is stored per account and key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. 1 to 255 printable ASCII characters, e.g. a UUID. */
+                /** @description Makes a retry safe: the first complete answer (any status below 500) is stored per account and key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -2984,7 +2984,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first complete answer (any status below 500) is stored per account and key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. 1 to 255 printable ASCII characters, e.g. a UUID. */
+                /** @description Makes a retry safe: the first complete answer (any status below 500) is stored per account and key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -3551,7 +3551,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first complete answer (any status below 500) is stored per account and key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. 1 to 255 printable ASCII characters, e.g. a UUID. */
+                /** @description Makes a retry safe: the first complete answer (any status below 500) is stored per account and key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -4365,7 +4365,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first complete answer (any status below 500) is stored per account and key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. 1 to 255 printable ASCII characters, e.g. a UUID. */
+                /** @description Makes a retry safe: the first complete answer (any status below 500) is stored per account and key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -5266,7 +5266,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first complete answer (any status below 500) is stored per account and key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. 1 to 255 printable ASCII characters, e.g. a UUID. */
+                /** @description Makes a retry safe: the first complete answer (any status below 500) is stored per account and key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -5838,7 +5838,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first complete answer (any status below 500) is stored per account and key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. 1 to 255 printable ASCII characters, e.g. a UUID. */
+                /** @description Makes a retry safe: the first complete answer (any status below 500) is stored per account and key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -5997,7 +5997,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first complete answer (any status below 500) is stored per account and key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. 1 to 255 printable ASCII characters, e.g. a UUID. */
+                /** @description Makes a retry safe: the first complete answer (any status below 500) is stored per account and key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -6444,7 +6444,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first complete answer (any status below 500) is stored per account and key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. 1 to 255 printable ASCII characters, e.g. a UUID. */
+                /** @description Makes a retry safe: the first complete answer (any status below 500) is stored per account and key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -6608,7 +6608,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first complete answer (any status below 500) is stored per account and key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. 1 to 255 printable ASCII characters, e.g. a UUID. */
+                /** @description Makes a retry safe: the first complete answer (any status below 500) is stored per account and key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -6805,7 +6805,7 @@ export interface operations {
                 "Upload-Length"?: string;
                 /** @description The protocol version: `1.0.0`. */
                 "Tus-Resumable": string;
-                /** @description Makes a retry safe: the first complete answer (any status below 500) is stored per account and key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. 1 to 255 printable ASCII characters, e.g. a UUID. */
+                /** @description Makes a retry safe: the first complete answer (any status below 500) is stored per account and key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -7014,8 +7014,6 @@ export interface operations {
                 "X-HTTP-Method-Override": string;
                 /** @description The protocol version: `1.0.0`. */
                 "Tus-Resumable": string;
-                /** @description Makes a retry safe: the first complete answer (any status below 500) is stored per account and key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. 1 to 255 printable ASCII characters, e.g. a UUID. */
-                "Idempotency-Key"?: string;
             };
             path: {
                 /** @description The upload id (`upl_...`), the last segment of the creation answer's Location. */
@@ -7032,7 +7030,6 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     /** @description Always `1.0.0`. */
                     "Tus-Resumable"?: string;
                     /** @description Bytes received so far. */
@@ -7054,7 +7051,6 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     /** @description Always `1.0.0`. */
                     "Tus-Resumable"?: string;
                     /** @description Bytes received so far. */
@@ -7076,7 +7072,6 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7087,7 +7082,6 @@ export interface operations {
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
@@ -7102,7 +7096,6 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7116,26 +7109,19 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorEnvelope404"];
                 };
             };
-            /**
-             * @description conflict: as PATCH.
-             *
-             *     idempotency_key_in_use: a request with this Idempotency-Key is still running; retry after Retry-After.
-             */
+            /** @description conflict: as PATCH. */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    "Retry-After": components["headers"]["Retry-After-When-In-Use"];
-                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7149,7 +7135,6 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7163,7 +7148,6 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7177,25 +7161,10 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorEnvelope413"];
-                };
-            };
-            /** @description idempotency_key_reused: the Idempotency-Key was used for a different request. */
-            422: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
-                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
-                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope422"];
                 };
             };
             /** @description conflict: as PATCH. */
@@ -7205,7 +7174,6 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7220,7 +7188,6 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Retry-After": components["headers"]["Retry-After"];
-                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7234,7 +7201,6 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
