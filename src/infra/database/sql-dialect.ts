@@ -55,6 +55,15 @@ export class SqlDialect {
   }
 
   /**
+   * Find options that keep the row found from being updated or deleted by another transaction until this one ends,
+   * while others may still read and share-lock it: SELECT ... FOR SHARE on PostgreSQL. Waiting for such a lock,
+   * PostgreSQL checks the row's conditions again on its newest version.
+   */
+  lockForShare<T>(): Pick<FindOneOptions<T>, 'lock'> {
+    return this.sqlite ? {} : { lock: { mode: 'pessimistic_read' } };
+  }
+
+  /**
    * Find options that keep the row found from being locked for update (or deleted) by another transaction until this
    * one ends, while others may still read, key-share or update its non-key columns: SELECT ... FOR KEY SHARE on
    * PostgreSQL. Waiting for such a lock, PostgreSQL checks the row's conditions again on its newest version.

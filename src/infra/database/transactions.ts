@@ -33,6 +33,8 @@ export class Transactions {
    * contention alone: on SQLite another process (the CLI) committed between this transaction's read and
    * its write, which the busy timeout cannot wait out; on PostgreSQL a serialization failure or deadlock.
    * Still refused after the last attempt, the error reaches the client as 503 with Retry-After.
+   * So `work` may run more than once: it changes nothing outside the transaction (a cursor, a counter), but
+   * answers what the caller should take on once it has committed.
    */
   run<T>(work: (tx: EntityManager) => Promise<T>): Promise<T> {
     return this.withRetries(work, false);

@@ -65,7 +65,7 @@ export async function deleteFilesPermanently(
   now: Date,
   condition: { state: 'active' | 'trashed' | 'any'; expiredBy?: Date },
 ): Promise<FileEntity[]> {
-  const goneIds = new Set<string>();
+  const gone = new Map<string, DeletedRow>();
   for (let i = 0; i < files.length; i += IDS_PER_STATEMENT) {
     const ids = files.slice(i, i + IDS_PER_STATEMENT).map((f) => f.id);
     const query = tx.createQueryBuilder().delete().from(FileEntity).where('id IN (:...ids)', { ids });
@@ -73,9 +73,15 @@ export async function deleteFilesPermanently(
     const column = (name: string) => sqlDialect(tx).notIndexed(name);
     if (condition.state !== 'any') query.andWhere(`${column('state')} = :state`, { state: condition.state });
     if (condition.expiredBy) query.andWhere(`${column('recoverable_until')} <= :expiredBy`, { expiredBy: condition.expiredBy.toISOString() });
-    for (const row of await deleteReturning<{ id: string }>(tx, query, 'id')) goneIds.add(row.id);
+    for (const row of await deleteReturning<DeletedRow>(tx, query, 'id, size, name, blob_key, thumbnail_key')) gone.set(row.id, row);
   }
-  const deleted = files.filter((file) => goneIds.has(file.id));
+  // What an active file holds may have changed since the caller read it (an overwrite, a rename): the row as deleted says.
+  const deleted = files
+    .filter((file) => gone.has(file.id))
+    .map((file) => {
+      const row = gone.get(file.id)!;
+      return Object.assign(file, { size: Number(row.size), name: row.name, blobKey: row.blob_key, thumbnailKey: row.thumbnail_key });
+    });
   await invalidateShares(
     tx,
     deleted.map((f) => f.id),
@@ -86,6 +92,15 @@ export async function deleteFilesPermanently(
   for (const [accountId, freed] of freedByAccount) await changeStorageUsage(tx, accountId, { used: -freed }, now);
   await Outbox.record(tx, ...deleted.map((file) => fileDeleted(file, deletedBy, now, true)));
   return deleted;
+}
+
+interface DeletedRow {
+  id: string;
+  /** A string from PostgreSQL's bigint. */
+  size: number | string;
+  name: string;
+  blob_key: string;
+  thumbnail_key: string | null;
 }
 
 /** Well below the bound-parameter limits of SQLite (32,766) and PostgreSQL (65,535). */

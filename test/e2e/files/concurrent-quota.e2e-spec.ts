@@ -61,6 +61,25 @@ describe.each<[TestDatabase, number]>([
     expect((await accountUpdates()) - before).toBe(8);
   }, 90_000);
 
+  it('frees what a file holds when its permanent deletion races an overwrite that grows it', async () => {
+    const owner = await createAccount(context);
+    for (let round = 0; round < 10; round++) {
+      const name = `grows-${round}.bin`;
+      const first = await upload(servers[0], owner.auth, Buffer.alloc(100, round), { name });
+      expect(first.status).toBe(200);
+      const [overwrite, deletion] = await Promise.all([
+        upload(servers[round % servers.length], owner.auth, Buffer.alloc(1_000, round), { name, overwrite: true }),
+        fetch(`${servers[(round + 1) % servers.length].baseUrl}/v1/files/${first.body.data.id}?permanent=true`, { method: 'DELETE', headers: owner.auth }),
+      ]);
+      expect([overwrite.status, deletion.status]).toEqual([200, 200]);
+      const stored = await storageOf(context, owner.accountId);
+      expect(stored, `round ${round}`).toEqual({ used: stored.sumOfFiles, reserved: 0, sumOfFiles: stored.sumOfFiles });
+    }
+    // Each round left the overwrite's file (when it came second) or nothing; no blob outlived its row.
+    const files = (await fetch(`${servers[0].baseUrl}/v1/files?per_page=100`, { headers: owner.auth }).then((r) => r.json())) as { data: unknown[] };
+    await eventually(async () => listBlobsIn(environment.env.STORAGE_DIR, `files/${owner.accountId}`).length === files.data.length, 20_000, 'replaced blobs to be removed');
+  }, 90_000);
+
   it('takes 32 concurrent small uploads into one account, new files and overwrites, without ever storing more than the quota', async () => {
     // One file to overwrite, then room for 10 new files of 1,000 bytes and one 500-byte growth: 24 new files and 8 overwrites compete.
     const limit = 1_000 + 10_000 + 1_200;

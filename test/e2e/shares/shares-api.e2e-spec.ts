@@ -220,6 +220,25 @@ describe('managing share links (POST, GET, DELETE /v1/shares)', () => {
     expect(listed.body.data[0]).toMatchObject({ id: share.id, access_count: 1, active: false });
   });
 
+  it('invalidates a link created while its file is being trashed: restoring the file does not bring it back', async () => {
+    for (let round = 0; round < 10; round++) {
+      const file = await uploadOk(t, owner.auth, `shared at once ${round}`, { filename: `race-${round}.txt` });
+      const [created, trashed] = await Promise.all([
+        t.http().post('/v1/shares').set(owner.auth).send({ file_id: file.id }),
+        t.http().delete(`/v1/files/${file.id}`).set(owner.auth),
+      ]);
+      expect(trashed.status).toBe(200);
+      // Either the link came first and the trash invalidated it, or the trash came first and there was no file to share.
+      expect([201, 404]).toContain(created.status);
+      await t.http().post(`/v1/files/${file.id}/restore`).set(owner.auth).expect(200);
+      if (created.status === 404) continue;
+      const path = new URL(created.body.data.url).pathname;
+      expect((await t.http().get(path)).status, `round ${round}`).toBe(404);
+      const listed = await t.http().get(`/v1/shares?file_id=${file.id}`).set(owner.auth).expect(200);
+      expect(listed.body.data.map((share: { active: boolean }) => share.active)).toEqual([false]);
+    }
+  });
+
   it('answers 404 when revoking an unknown link or another account\'s link, which keeps working', async () => {
     const other = await createAccount(t.app);
     const share = await createShare(t, other, { file_id: (await seedFile(t.app, other)).id });

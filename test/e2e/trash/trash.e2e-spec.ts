@@ -13,7 +13,7 @@ import { seedFile } from '../../support/files.js';
 import { startHoldableProxy, type HoldableProxy } from '../../support/holdable-proxy.js';
 import { runNode } from '../../support/processes.js';
 import { startS3, type TestS3 } from '../../support/s3.js';
-import { startTestApp, type TestApp } from '../../support/test-app.js';
+import { startTestApp, TEST_DB, type TestApp } from '../../support/test-app.js';
 import { useTestApp } from '../../support/app-fixture.js';
 import { eventually, sleep } from '../../support/time.js';
 import { listBlobs, uploadOk } from '../../support/uploads.js';
@@ -189,6 +189,33 @@ describe('delete, restore and the trash', () => {
     expect((await t.http().get(`/v1/files/${keep.id}`).set(acct.auth)).status).toBe(200);
     expect((await deletedEvents(acct.accountId)).filter((e) => e.permanent).map((e) => e.id).sort()).toEqual(files.map((f) => f.id).sort());
     expect((await t.http().delete('/v1/trash').set(acct.auth)).body.data).toEqual({ deleted_count: 0, freed_bytes: 0 });
+  });
+
+  it('empties the whole trash when PostgreSQL aborts its transaction in a deadlock and it is retried', async (ctx) => {
+    if (TEST_DB !== 'postgres') ctx.skip('needs row locks to make a deadlock; SQLite transactions take turns');
+    const acct = await createAccount(t.app);
+    const files = [];
+    for (let i = 0; i < 3; i++) files.push(await uploadOk(t, acct.auth, 'y'.repeat(10 + i), { name: `d${i}.txt` }));
+    for (const f of files) await t.http().delete(`/v1/files/${f.id}`).set(acct.auth).expect(200);
+    // Another transaction holds the account row; the emptying deletes the files, then waits for the row.
+    const other = db().createQueryRunner();
+    await other.startTransaction();
+    try {
+      await other.query('SELECT id FROM accounts WHERE id = $1 FOR UPDATE', [acct.accountId]);
+      const emptied = t.http().delete('/v1/trash').set(acct.auth).then((res) => res);
+      await eventually(async () => (await db().query("SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted AND locktype = 'transactionid'"))[0].n > 0, 10_000, 'the emptying to wait for the account row');
+      // Now the other transaction wants a file the emptying has deleted: a deadlock, and PostgreSQL aborts the emptying (it waited first).
+      await other.query('SELECT id FROM files WHERE id = $1 FOR UPDATE', [files[0].id]).catch(() => undefined);
+      await other.rollbackTransaction();
+      const res = await emptied;
+      expect(res.status).toBe(200);
+      expect(res.body.data).toEqual({ deleted_count: 3, freed_bytes: 33 });
+    } finally {
+      if (other.isTransactionActive) await other.rollbackTransaction();
+      await other.release();
+    }
+    expect((await t.http().get('/v1/trash').set(acct.auth)).body.data).toEqual([]);
+    expect((await account(acct.accountId)).storageUsed).toBe(0);
   });
 
   it('purges a trash larger than one batch across accounts: each account freed by exactly its own files', async () => {

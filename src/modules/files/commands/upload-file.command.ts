@@ -178,7 +178,7 @@ export class UploadFileHandler implements ICommandHandler<UploadFileCommand> {
       // Media jobs queued from file.uploaded wait for this (BlobPlacements); a failed move's row is the sweeper's.
       for (const done of placing) done();
     }
-    this.finished.afterAnswer(upload.uploadId, replacedBlobs);
+    this.finished.afterAnswer({ uploadId: upload.uploadId, fileId: file.id, blobKey: file.blobKey }, replacedBlobs);
     return FileResponse.from(file, this.signer, now);
   }
 }

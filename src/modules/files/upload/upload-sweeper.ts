@@ -109,6 +109,8 @@ export class UploadSweeper {
       if (file?.blobKey === finalKey) await this.storage.move(reservation.tempKey, finalKey);
       else await this.storage.delete(reservation.tempKey);
     }
+    // Moved already, but the file was deleted or overwritten since: no row will ever name these bytes.
+    if (file?.blobKey !== finalKey) await this.storage.delete(finalKey);
     for (const key of JSON.parse(reservation.obsoleteBlobKeys ?? '[]') as string[]) await this.storage.delete(key);
     await this.transactions.run((tx) => tx.getRepository(UploadReservationEntity).delete({ id: reservation.id }));
     this.logger.warn({ fileId: reservation.fileId, blobKey: finalKey }, 'Finished an upload whose process stopped after it committed');

@@ -36,7 +36,8 @@ export class CreateShareHandler implements ICommandHandler<CreateShareCommand> {
     // Hashing is deliberately slow, so it happens before the transaction, not while holding it.
     const passwordHash = password === undefined ? null : await hashSharePassword(password);
     return this.transactions.run(async (tx) => {
-      const file = await tx.getRepository(FileEntity).findOneBy({ id: fileId, accountId: actor.accountId, state: 'active' });
+      // Share-locked: a trash or delete of the file waits for this link to exist and then invalidates it, or goes first and this one finds no file.
+      const file = await tx.getRepository(FileEntity).findOne({ where: { id: fileId, accountId: actor.accountId, state: 'active' }, ...this.transactions.dialect.lockForShare<FileEntity>() });
       if (!file) throw new NotFound('file', fileId);
       if (file.scanStatus === 'infected') throw new FileInfected();
       const now = this.clock.now();

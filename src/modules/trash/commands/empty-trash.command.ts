@@ -34,7 +34,7 @@ export class EmptyTrashHandler implements ICommandHandler<EmptyTrashCommand> {
     let freedBytes = 0;
     let after = '';
     for (;;) {
-      const deleted = await this.transactions.run(async (tx) => {
+      const result = await this.transactions.run(async (tx) => {
         const batch = await tx
           .getRepository(FileEntity)
           .createQueryBuilder('f')
@@ -43,10 +43,12 @@ export class EmptyTrashHandler implements ICommandHandler<EmptyTrashCommand> {
           .limit(PURGE_BATCH)
           .getMany();
         if (batch.length === 0) return null;
-        after = batch[batch.length - 1].id;
-        return deleteFilesPermanently(tx, batch, actor.userId, this.clock.now(), { state: 'trashed' });
+        return { last: batch[batch.length - 1].id, deleted: await deleteFilesPermanently(tx, batch, actor.userId, this.clock.now(), { state: 'trashed' }) };
       });
-      if (deleted === null) break;
+      if (result === null) break;
+      // Only once committed: a transaction retried (a deadlock, a busy database) starts again from the same place.
+      after = result.last;
+      const { deleted } = result;
       deletedCount += deleted.length;
       freedBytes += deleted.reduce((sum, f) => sum + f.size, 0);
       await deleteBlobs(this.storage, deleted, this.logger);
