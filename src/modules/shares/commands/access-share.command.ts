@@ -51,9 +51,12 @@ export class AccessShareHandler implements ICommandHandler<AccessShareCommand> {
         await this.attempts.assertNotLockedOut(share.id, visitor.ipAddress);
         throw new PasswordRequired();
       }
-      await this.attempts.take(share.id, visitor.ipAddress);
-      if (!(await verifySharePassword(password, share.passwordHash))) throw new PasswordRequired();
-      await this.attempts.giveBack(share.id, visitor.ipAddress);
+      const attempt = await this.attempts.take(share.id, visitor.ipAddress);
+      if (!(await verifySharePassword(password, share.passwordHash))) {
+        await this.attempts.countAsWrong(attempt);
+        throw new PasswordRequired();
+      }
+      await this.attempts.giveBack(attempt);
     }
     if (action === 'download' && file.scanStatus === 'infected') throw new FileInfected();
     if (!counted) return { share, file };
