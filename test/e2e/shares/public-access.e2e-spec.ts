@@ -374,6 +374,42 @@ describe('public share links (/s/{token})', () => {
       ]);
     });
 
+    it('does not count a download refused for a range past the end of the file (416)', async () => {
+      const account = await createAccount(t.app);
+      const file = await seedFile(t.app, account, { content: '0123456789' });
+      const open = await createShare(t, account, { file_id: file.id });
+      const locked = await createShare(t, account, { file_id: file.id, password: 'pw' });
+      for (const request of [
+        t.http().get(`${open.path}/download`).set('Range', 'bytes=100-200'),
+        t.http().get(`${locked.path}/download`).set('Range', 'bytes=100-200').set('X-Share-Password', 'pw'),
+        t.http().get(`${locked.path}/download`).set('Range', 'bytes=10-').set('X-Share-Password', 'pw'),
+      ]) {
+        const refused = await request;
+        expect(refused.status).toBe(416);
+        expect(refused.body.error.code).toBe('invalid_request');
+        expect(refused.headers['content-range']).toBe('bytes */10');
+      }
+      // Without the right password the answer is 401, which says nothing about the file's size.
+      const wrong = await t.http().get(`${locked.path}/download`).set('Range', 'bytes=100-200').set('X-Share-Password', 'nope');
+      expect(wrong.status).toBe(401);
+      expect(wrong.headers['content-range']).toBeUndefined();
+      for (const share of [open, locked]) {
+        const row = await shareRow(t.app, share.id);
+        expect(Number(row.access_count)).toBe(0);
+        expect(row.last_accessed_at).toBeNull();
+      }
+      expect(await outboxEvents(t.app, account, 'share.accessed')).toEqual([]);
+
+      // A range that fits, and a 304 (If-None-Match is answered before the range), still count.
+      await t.http().get(`${open.path}/download`).set('Range', 'bytes=5-').expect(206);
+      await t.http().get(`${open.path}/download`).set('Range', 'bytes=100-200').set('If-None-Match', `"${file.md5}"`).expect(304);
+      expect(Number((await shareRow(t.app, open.id)).access_count)).toBe(2);
+      expect((await outboxEvents(t.app, account, 'share.accessed')).map((e) => e.data.access)).toEqual([
+        expect.objectContaining({ action: 'download' }),
+        expect.objectContaining({ action: 'download' }),
+      ]);
+    });
+
     it('counts concurrent accesses exactly', async () => {
       const { share } = await sharedFile();
       await Promise.all(Array.from({ length: 20 }, () => t.http().get(share.path).expect(200)));
