@@ -28,25 +28,15 @@ export interface BlobDescription {
  */
 export async function sendBlob(request: Request, response: Response, storage: BlobStorage, blob: BlobDescription): Promise<void> {
   const etag = `"${blob.md5}"`;
-  response.setHeader('ETag', etag);
-  response.setHeader('Accept-Ranges', 'bytes');
-  response.setHeader('Last-Modified', blob.modifiedAt.toUTCString());
-  response.setHeader('Cache-Control', 'private, max-age=0, must-revalidate');
-  response.setHeader('X-Content-Type-Options', 'nosniff');
+  for (const [name, value] of Object.entries(versionHeaders(blob))) response.setHeader(name, value);
 
   if (etagMatches(request.headers['if-none-match'], etag)) {
     response.status(304).end();
     return;
   }
 
-  const rangeHeader = request.headers.range;
-  const ifRange = request.headers['if-range'];
-  const rangeApplies = rangeHeader !== undefined && (ifRange === undefined || ifRange === etag);
-  const range = rangeApplies ? parseRange(rangeHeader, blob.size) : null;
-  if (range === 'unsatisfiable') {
-    response.setHeader('Content-Range', `bytes */${blob.size}`);
-    throw new ApiError(416, 'invalid_request', `The requested range is not satisfiable for a ${blob.size}-byte file.`, { size: blob.size });
-  }
+  const range = requestedRange(request.headers, etag, blob.size);
+  if (range === 'unsatisfiable') throw rangeNotSatisfiable(blob);
 
   response.setHeader('Content-Type', blob.contentType);
   response.setHeader('Content-Disposition', contentDisposition(blob.disposition ?? 'attachment', blob.fileName));
@@ -77,6 +67,52 @@ export async function sendBlob(request: Request, response: Response, storage: Bl
     if (!response.headersSent) for (const name of BLOB_HEADERS) response.removeHeader(name);
     throw error;
   }
+}
+
+/** The request headers that decide whether sendBlob answers 304, the file, a range, or 416. */
+export interface BlobConditions {
+  'if-none-match'?: string;
+  range?: string;
+  'if-range'?: string | string[];
+}
+
+type BlobVersion = Pick<BlobDescription, 'size' | 'md5' | 'modifiedAt'>;
+
+/**
+ * Throws the 416 sendBlob would answer for these request headers and this file, so a caller can refuse
+ * the request before counting it as a download.
+ */
+export function assertRangeSatisfiable(conditions: BlobConditions, blob: BlobVersion): void {
+  const etag = `"${blob.md5}"`;
+  // If-None-Match is answered (304) before the range is looked at.
+  if (etagMatches(conditions['if-none-match'], etag)) return;
+  if (requestedRange(conditions, etag, blob.size) === 'unsatisfiable') throw rangeNotSatisfiable(blob);
+}
+
+/** What every answer about the file says of the version it describes, a 416 included. */
+function versionHeaders(blob: BlobVersion): Record<string, string> {
+  return {
+    ETag: `"${blob.md5}"`,
+    'Accept-Ranges': 'bytes',
+    'Last-Modified': blob.modifiedAt.toUTCString(),
+    'Cache-Control': 'private, max-age=0, must-revalidate',
+    'X-Content-Type-Options': 'nosniff',
+  };
+}
+
+/** The range to send: null for the whole file (no Range, or an If-Range that no longer matches). */
+function requestedRange(conditions: BlobConditions, etag: string, size: number): ByteRange | 'unsatisfiable' | null {
+  const header = conditions.range;
+  const ifRange = conditions['if-range'];
+  const applies = header !== undefined && (ifRange === undefined || ifRange === etag);
+  return applies ? parseRange(header, size) : null;
+}
+
+function rangeNotSatisfiable(blob: BlobVersion): ApiError {
+  return new ApiError(416, 'invalid_request', `The requested range is not satisfiable for a ${blob.size}-byte file.`, { size: blob.size }, {
+    ...versionHeaders(blob),
+    'Content-Range': `bytes */${blob.size}`,
+  });
 }
 
 function etagMatches(header: string | undefined, etag: string): boolean {

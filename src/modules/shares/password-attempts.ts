@@ -51,26 +51,42 @@ return 0
 /**
  * Takes one attempt on a link from any client: refused while the link's back-off lasts ([-1, ms left]).
  * Past the free failures every attempt starts a back-off that doubles each time, so however many
- * addresses guess, the link takes about one guess per back-off. ARGV: now ms, free failures, max back-off ms, memory ms.
+ * addresses guess, the link takes about one guess per back-off; it holds from before the password is
+ * checked, so parallel guesses wait too. The link remembers its failures from its first attempt on;
+ * only a wrong password makes it remember them longer (`countAsWrong`).
+ * ARGV: now ms, free failures, max back-off ms, memory ms.
+ * Answers [attempts, 0, locked_until before (0: none), locked_until set (0: none)].
  */
 const TAKE_LINK_ATTEMPT = `
 local now = tonumber(ARGV[1])
 local lockedUntil = tonumber(redis.call('HGET', KEYS[1], 'locked_until') or '0')
-if now < lockedUntil then return {-1, lockedUntil - now} end
+if now < lockedUntil then return {-1, lockedUntil - now, 0, 0} end
+local fresh = redis.call('EXISTS', KEYS[1]) == 0
 local used = redis.call('HINCRBY', KEYS[1], 'attempts', 1)
 local beyond = used - tonumber(ARGV[2])
+local locks = 0
 if beyond > 0 then
-  local backoff = math.min(1000 * 2 ^ math.min(beyond - 1, 30), tonumber(ARGV[3]))
-  redis.call('HSET', KEYS[1], 'locked_until', now + backoff)
+  locks = now + math.min(1000 * 2 ^ math.min(beyond - 1, 30), tonumber(ARGV[3]))
+  redis.call('HSET', KEYS[1], 'locked_until', locks)
 end
-redis.call('PEXPIRE', KEYS[1], ARGV[4])
-return {used, 0}
+if fresh then redis.call('PEXPIRE', KEYS[1], ARGV[4]) end
+return {used, 0, lockedUntil, locks}
 `;
 
-/** Gives a link attempt back (the password was right). */
+/**
+ * Gives a link attempt back (the password was right) and takes back the back-off it started, unless a
+ * later attempt has started its own since. ARGV: locked_until before the attempt, the one it set (0: none).
+ * A link left with no attempts is forgotten at once; otherwise its memory is left as the wrong passwords set it.
+ */
 const RETURN_LINK_ATTEMPT = `
-if tonumber(redis.call('HGET', KEYS[1], 'attempts') or '0') > 0 then return redis.call('HINCRBY', KEYS[1], 'attempts', -1) end
-return 0
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local left = tonumber(redis.call('HGET', KEYS[1], 'attempts') or '0')
+if left > 0 then left = redis.call('HINCRBY', KEYS[1], 'attempts', -1) end
+if left <= 0 then redis.call('DEL', KEYS[1]) return 0 end
+if tonumber(ARGV[2]) > 0 and tonumber(redis.call('HGET', KEYS[1], 'locked_until') or '0') == tonumber(ARGV[2]) then
+  if tonumber(ARGV[1]) > 0 then redis.call('HSET', KEYS[1], 'locked_until', ARGV[1]) else redis.call('HDEL', KEYS[1], 'locked_until') end
+end
+return left
 `;
 
 /** Reads whether the client is locked out: [attempts used, ms left in the window]. */
@@ -80,7 +96,7 @@ const READ_ATTEMPTS = `return {tonumber(redis.call('GET', KEYS[1]) or '0'), redi
  * Limits password guesses in Redis, so every server process enforces one limit: per (share link,
  * client network: an IPv6 client by its /64) a fixed number per window, and per link, whatever the
  * number of addresses, an increasing back-off once it has had its free wrong passwords. An attempt is taken atomically before the password is checked and given back when it
- * was right, so even parallel guesses cannot exceed the limit. Once the limit is reached the client
+ * was right (with any back-off it started), so even parallel guesses cannot exceed the limit and a right password never makes anyone wait. Once the limit is reached the client
  * is refused, even with the right password, until the window ends. Unlike the request rate limit
  * this fails closed: without Redis a protected link answers 503 rather than allowing unlimited guesses.
  */
@@ -108,13 +124,16 @@ export class PasswordAttempts {
     if (used >= MAX_FAILED_PASSWORD_ATTEMPTS) throw new TooManyPasswordAttempts(retryAfter(ttl));
   }
 
-  /** Takes one attempt, or throws TooManyPasswordAttempts when none is left. */
-  async take(shareId: string, clientIp: string): Promise<void> {
+  /**
+   * Takes one attempt, or throws TooManyPasswordAttempts when none is left. The answer is what `giveBack`
+   * (a right password) or `countAsWrong` (a wrong one) needs.
+   */
+  async take(shareId: string, clientIp: string): Promise<TakenAttempt> {
     const [used, ttl] = await this.guard(
       () => this.redis.eval(TAKE_ATTEMPT, 1, this.key(shareId, clientIp), MAX_FAILED_PASSWORD_ATTEMPTS, PASSWORD_ATTEMPT_WINDOW_SECONDS * 1000) as Promise<[number, number]>,
     );
     if (used < 0) throw new TooManyPasswordAttempts(retryAfter(ttl));
-    const [linkUsed, lockedMs] = await this.guard(
+    const [linkUsed, lockedMs, lockedBefore, lockedBySelf] = await this.guard(
       () =>
         this.redis.eval(
           TAKE_LINK_ATTEMPT,
@@ -124,19 +143,28 @@ export class PasswordAttempts {
           LINK_FREE_PASSWORD_FAILURES,
           LINK_MAX_BACKOFF_SECONDS * 1000,
           LINK_FAILURE_MEMORY_MS,
-        ) as Promise<[number, number]>,
+        ) as Promise<[number, number, number, number]>,
     );
     if (linkUsed < 0) {
       // Refused before any check: this guess does not count against the client.
       await this.guard(() => this.redis.eval(RETURN_ATTEMPT, 1, this.key(shareId, clientIp)));
       throw new TooManyPasswordAttempts(Math.max(1, Math.ceil(lockedMs / 1000)), 'link');
     }
+    return { shareId, clientIp, linkLockedBefore: lockedBefore, linkLockedBySelf: lockedBySelf };
   }
 
-  /** The attempt was the right password: it counts neither against the client nor the link. */
-  async giveBack(shareId: string, clientIp: string): Promise<void> {
+  /** The attempt was a wrong password: it stays counted, and the link remembers its failures for 24 h from now. */
+  async countAsWrong({ shareId }: TakenAttempt): Promise<void> {
+    await this.guard(() => this.redis.pexpire(this.linkKey(shareId), LINK_FAILURE_MEMORY_MS));
+  }
+
+  /**
+   * The attempt was the right password: it counts neither against the client nor the link, and the
+   * link's back-off and memory are as they were before it.
+   */
+  async giveBack({ shareId, clientIp, linkLockedBefore, linkLockedBySelf }: TakenAttempt): Promise<void> {
     await this.guard(() => this.redis.eval(RETURN_ATTEMPT, 1, this.key(shareId, clientIp)));
-    await this.guard(() => this.redis.eval(RETURN_LINK_ATTEMPT, 1, this.linkKey(shareId)));
+    await this.guard(() => this.redis.eval(RETURN_LINK_ATTEMPT, 1, this.linkKey(shareId), linkLockedBefore, linkLockedBySelf));
   }
 
   private async guard<T>(work: () => Promise<T>): Promise<T> {
@@ -147,6 +175,14 @@ export class PasswordAttempts {
       throw new ServiceUnavailable('Password-protected share links are unavailable for a moment; retry shortly.');
     }
   }
+}
+
+/** An attempt taken on a link, and the link's back-off before and after taking it (ms since the epoch; 0: none). */
+export interface TakenAttempt {
+  shareId: string;
+  clientIp: string;
+  linkLockedBefore: number;
+  linkLockedBySelf: number;
 }
 
 function retryAfter(ttlMs: number): number {

@@ -135,7 +135,7 @@ export class PublicSharesController {
 
   private access(token: string, password: string | undefined, action: ShareAccessAction, request: Request): Promise<UsableShare> {
     const visitor: ShareVisitor = { ipAddress: request.ip ?? request.socket.remoteAddress ?? 'unknown', userAgent: request.headers['user-agent'] ?? null };
-    return this.commands.execute(new AccessShareCommand(token, password, action, visitor, request.method !== 'HEAD'));
+    return this.commands.execute(new AccessShareCommand(token, password, action, visitor, request.method !== 'HEAD', request.headers));
   }
 
   /** Runs `work`, turning a refusal into a page with the same status; a wrong password shows the form again. */

@@ -374,6 +374,42 @@ describe('public share links (/s/{token})', () => {
       ]);
     });
 
+    it('does not count a download refused for a range past the end of the file (416)', async () => {
+      const account = await createAccount(t.app);
+      const file = await seedFile(t.app, account, { content: '0123456789' });
+      const open = await createShare(t, account, { file_id: file.id });
+      const locked = await createShare(t, account, { file_id: file.id, password: 'pw' });
+      for (const request of [
+        t.http().get(`${open.path}/download`).set('Range', 'bytes=100-200'),
+        t.http().get(`${locked.path}/download`).set('Range', 'bytes=100-200').set('X-Share-Password', 'pw'),
+        t.http().get(`${locked.path}/download`).set('Range', 'bytes=10-').set('X-Share-Password', 'pw'),
+      ]) {
+        const refused = await request;
+        expect(refused.status).toBe(416);
+        expect(refused.body.error.code).toBe('invalid_request');
+        expect(refused.headers['content-range']).toBe('bytes */10');
+      }
+      // Without the right password the answer is 401, which says nothing about the file's size.
+      const wrong = await t.http().get(`${locked.path}/download`).set('Range', 'bytes=100-200').set('X-Share-Password', 'nope');
+      expect(wrong.status).toBe(401);
+      expect(wrong.headers['content-range']).toBeUndefined();
+      for (const share of [open, locked]) {
+        const row = await shareRow(t.app, share.id);
+        expect(Number(row.access_count)).toBe(0);
+        expect(row.last_accessed_at).toBeNull();
+      }
+      expect(await outboxEvents(t.app, account, 'share.accessed')).toEqual([]);
+
+      // A range that fits, and a 304 (If-None-Match is answered before the range), still count.
+      await t.http().get(`${open.path}/download`).set('Range', 'bytes=5-').expect(206);
+      await t.http().get(`${open.path}/download`).set('Range', 'bytes=100-200').set('If-None-Match', `"${file.md5}"`).expect(304);
+      expect(Number((await shareRow(t.app, open.id)).access_count)).toBe(2);
+      expect((await outboxEvents(t.app, account, 'share.accessed')).map((e) => e.data.access)).toEqual([
+        expect.objectContaining({ action: 'download' }),
+        expect.objectContaining({ action: 'download' }),
+      ]);
+    });
+
     it('counts concurrent accesses exactly', async () => {
       const { share } = await sharedFile();
       await Promise.all(Array.from({ length: 20 }, () => t.http().get(share.path).expect(200)));
@@ -461,6 +497,37 @@ describe('share password guesses from many addresses', () => {
     } finally {
       vi.restoreAllMocks();
     }
+  });
+
+  it('lets the right password in, and the download after it, on a link that has had 33 wrong ones: it neither starts nor extends a back-off', async () => {
+    const share = await protectedShare();
+    const linkKey = `${t.config.redisKeyPrefix}:share-password-link:${share.id}`;
+    const redis = new Redis(TEST_REDIS_URL);
+    onTestFinished(() => {
+      redis.disconnect();
+    });
+    // 33 wrong passwords from many addresses in the last hours, the last back-off over (the counting is tested above).
+    await redis.multi().hset(linkKey, { attempts: 33, locked_until: Date.now() - 1000 }).pexpire(linkKey, 60 * 60_000).exec();
+    const visitor = (from: string) => ({ 'X-Forwarded-For': from, 'X-Share-Password': 'the right one' });
+
+    await t.http().get(share.path).set(visitor('198.51.100.7')).expect(200);
+    // The download right after opening the link, resumed with ranges, and another visitor's: none is made to wait.
+    await t.http().get(`${share.path}/download`).set(visitor('198.51.100.7')).expect(200);
+    await t.http().get(`${share.path}/download`).set(visitor('198.51.100.7')).set('Range', 'bytes=0-99').expect(206);
+    await t.http().get(`${share.path}/download`).set(visitor('198.51.100.7')).set('Range', 'bytes=100-').expect(206);
+    await t.http().get(`${share.path}/download`).set(visitor('198.51.100.8')).expect(200);
+    expect(Number((await shareRow(t.app, share.id)).access_count)).toBe(5);
+
+    // Right passwords are not wrong ones: the link still forgets its wrong passwords 24 h after the last of them
+    // (here within the hour), not after the last visit, so a link in regular use recovers.
+    const memory = await redis.pttl(linkKey);
+    expect(memory).toBeGreaterThan(0);
+    expect(memory).toBeLessThanOrEqual(60 * 60_000);
+    // Nor were they counted: the next wrong password is the 34th, checked, and backs the link off for the hour it would.
+    expect((await guess(share.path, '203.0.113.40', 'a wrong one')).status).toBe(401);
+    const refused = await guess(share.path, '198.51.100.7', 'the right one');
+    expect(refused.status).toBe(429);
+    expect(refused.headers['retry-after']).toBe('3600');
   });
 
   it('counts an IPv6 client by its /64: new host parts of one network share its 10 attempts', async () => {

@@ -4,6 +4,7 @@ import { Clock } from '../../../common/clock.js';
 import { FileInfected, NotFound, PasswordRequired } from '../../../common/errors/api-error.js';
 import { Transactions } from '../../../infra/database/transactions.js';
 import { domainEvent, Outbox } from '../../../infra/outbox/outbox.js';
+import { assertRangeSatisfiable, type BlobConditions } from '../../../infra/storage/blob-response.js';
 import { FileEntity } from '../../files/file.entity.js';
 import { PasswordAttempts } from '../password-attempts.js';
 import { ShareEntity } from '../share.entity.js';
@@ -19,8 +20,9 @@ export interface ShareVisitor {
 
 /**
  * One use of a public link: checks that it works, the password (with the per-visitor lockout) and,
- * for downloads, that the file is not infected; then counts the access and records share.accessed
- * in one transaction. `counted` is false for HEAD requests, which reveal nothing worth counting.
+ * for downloads, that the file is not infected and that the requested range (`conditions`: the
+ * request's Range, If-Range and If-None-Match) can be served; then counts the access and records
+ * share.accessed in one transaction. `counted` is false for HEAD requests, which reveal nothing worth counting.
  */
 export class AccessShareCommand extends Command<UsableShare> {
   constructor(
@@ -29,6 +31,7 @@ export class AccessShareCommand extends Command<UsableShare> {
     readonly action: ShareAccessAction,
     readonly visitor: ShareVisitor,
     readonly counted = true,
+    readonly conditions: BlobConditions = {},
   ) {
     super();
   }
@@ -43,7 +46,7 @@ export class AccessShareHandler implements ICommandHandler<AccessShareCommand> {
     private readonly clock: Clock,
   ) {}
 
-  async execute({ token, password, action, visitor, counted }: AccessShareCommand): Promise<UsableShare> {
+  async execute({ token, password, action, visitor, counted, conditions }: AccessShareCommand): Promise<UsableShare> {
     const { share, file } = await findUsableShare(this.dataSource.manager, token, this.clock.now());
     if (share.passwordHash !== null) {
       // The lockout comes first, so even the right password is refused while it lasts.
@@ -51,11 +54,16 @@ export class AccessShareHandler implements ICommandHandler<AccessShareCommand> {
         await this.attempts.assertNotLockedOut(share.id, visitor.ipAddress);
         throw new PasswordRequired();
       }
-      await this.attempts.take(share.id, visitor.ipAddress);
-      if (!(await verifySharePassword(password, share.passwordHash))) throw new PasswordRequired();
-      await this.attempts.giveBack(share.id, visitor.ipAddress);
+      const attempt = await this.attempts.take(share.id, visitor.ipAddress);
+      if (!(await verifySharePassword(password, share.passwordHash))) {
+        await this.attempts.countAsWrong(attempt);
+        throw new PasswordRequired();
+      }
+      await this.attempts.giveBack(attempt);
     }
     if (action === 'download' && file.scanStatus === 'infected') throw new FileInfected();
+    // Only after the password, so the 416 (which states the size) tells a stranger nothing.
+    if (action === 'download') assertRangeSatisfiable(conditions, file);
     if (!counted) return { share, file };
     return this.recordAccess(share, file, action, visitor);
   }
