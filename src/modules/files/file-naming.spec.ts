@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { acceptedName, firstFreeName, nameKeyOf, nameProblem, numberedName, splitName } from './file-naming.js';
+import { acceptedName, candidateNames, firstFreeName, nameKeyOf, nameProblem, numberedName, splitName } from './file-naming.js';
 
 describe('file naming', () => {
   it('accepts ordinary names and refuses the illegal ones', () => {
@@ -26,6 +26,23 @@ describe('file naming', () => {
     expect(firstFreeName('report.pdf', new Set())).toBe('report.pdf');
     expect(firstFreeName('Report.PDF', new Set(['report.pdf']))).toBe('Report (1).PDF');
     expect(firstFreeName('report.pdf', new Set(['report.pdf', 'report (1).pdf', 'report (3).pdf']))).toBe('report (2).pdf');
+  });
+
+  it('offers distinct candidates within 255 characters for any number of copies of a long name', () => {
+    const long = `${'x'.repeat(251)}.txt`;
+    for (const name of [long, 'F'.repeat(255), '😀'.repeat(255)]) {
+      const candidates = candidateNames(name);
+      const keys = new Set<string>();
+      for (let i = 0; i <= 1000; i++) {
+        const candidate = candidates.next().value;
+        expect([...candidate].length, candidate).toBeLessThanOrEqual(255);
+        keys.add(nameKeyOf(candidate));
+      }
+      expect(keys.size).toBe(1001);
+    }
+    // The numbered variants of a long name do not start with its base: siblings are found by key, not by prefix.
+    expect(numberedName(long, 1).startsWith(splitName(long).base)).toBe(false);
+    expect(firstFreeName(long, new Set([long, numberedName(long, 1), numberedName(long, 2)].map(nameKeyOf)))).toBe(numberedName(long, 3));
   });
 
   it('keys names case-insensitively without ever lengthening them', () => {

@@ -57,14 +57,20 @@ export function numberedName(name: string, n: number): string {
   return `${shortBase}${suffix}${extension}`;
 }
 
+/** The names an item may take among siblings, in order: `name`, then `name (1).ext`, `name (2).ext`, … */
+export function* candidateNames(name: string): Generator<string, never> {
+  yield name;
+  for (let n = 1; ; n++) yield numberedName(name, n);
+}
+
 /**
  * The name a new item takes among siblings: the wanted one when free, otherwise the first free
  * `name (n).ext`, n from 1. `taken` holds the siblings' name keys.
  */
 export function firstFreeName(name: string, taken: ReadonlySet<string>): string {
-  if (!taken.has(nameKeyOf(name))) return name;
-  for (let n = 1; ; n++) {
-    const candidate = numberedName(name, n);
+  const candidates = candidateNames(name);
+  for (;;) {
+    const candidate = candidates.next().value;
     if (!taken.has(nameKeyOf(candidate))) return candidate;
   }
 }

@@ -74,6 +74,32 @@ describe('names in any Unicode form', () => {
     expect({ storage: await storageOf(t.app, owner.accountId), total: (await files()).body.pagination.total_items }).toEqual(before);
   });
 
+  it('gives every copy of a 255-character name its own numbered name, shortened to fit, on upload, rename and restore', async () => {
+    const long = `${'x'.repeat(251)}.txt`;
+    // The base shortened so that ` (n).txt` fits in 255 characters.
+    const numbered = (n: number) => `${'x'.repeat(251 - ` (${n})`.length)} (${n}).txt`;
+    const folderId = (await t.http().post('/v1/folders').set(owner.auth).send({ name: 'long names' })).body.data.id;
+    const copies: Array<{ id: string; name: string }> = [];
+    for (let copy = 0; copy < 12; copy++) {
+      const res = await upload(t, owner.auth, `copy ${copy}`, { name: long, folderId });
+      expect(res.status, `copy ${copy}: ${JSON.stringify(res.body.error)}`).toBe(200);
+      copies.push(res.body.data);
+    }
+    expect(copies.map((f) => f.name)).toEqual([long, ...Array.from({ length: 11 }, (_, i) => numbered(i + 1))]);
+    const other = await uploadOk(t, owner.auth, 'other', { name: 'other.txt', folderId });
+    const renamed = await t.http().patch(`/v1/files/${other.id}`).set(owner.auth).send({ name: long.toUpperCase() });
+    expect(renamed.status).toBe(200);
+    expect(renamed.body.data.name).toBe(numbered(12).toUpperCase());
+    // The first copy goes to the trash, a new one takes its name, and the restored one the next number.
+    expect((await t.http().delete(`/v1/files/${copies[0]!.id}`).set(owner.auth)).status).toBe(200);
+    expect((await uploadOk(t, owner.auth, 'newest', { name: long, folderId })).name).toBe(long);
+    const restored = await t.http().post(`/v1/files/${copies[0]!.id}/restore`).set(owner.auth);
+    expect(restored.status).toBe(200);
+    expect(restored.body.data.name).toBe(numbered(13));
+    const listed = await t.http().get('/v1/files').query({ folder_id: folderId, per_page: 100 }).set(owner.auth);
+    expect(listed.body.pagination.total_items).toBe(14);
+  });
+
   it('rewrites existing names to NFC on migration, numbering a sibling that becomes a duplicate of a name already in NFC', async () => {
     const account = await createAccount(t.app);
     // Rows as the previous rules stored them: the name as given, the key its plain lower case.

@@ -51,6 +51,24 @@ describe('folders', () => {
     expect((await create({ name: 'x', parent_id: 'fld_nope' })).status).toBe(404);
   });
 
+  it('gives every copy of a 255-character folder name its own numbered name, shortened to fit, on create and rename', async () => {
+    const parent = (await create({ name: 'Long names' })).body.data;
+    const long = 'F'.repeat(255);
+    const numbered = (name: string, n: number) => `${name.slice(0, 255 - ` (${n})`.length)} (${n})`;
+    const names: string[] = [];
+    for (let copy = 0; copy < 11; copy++) {
+      const res = await create({ name: long, parent_id: parent.id });
+      expect(res.status, `copy ${copy}: ${JSON.stringify(res.body.error)}`).toBe(201);
+      names.push(res.body.data.name);
+    }
+    expect(names).toEqual([long, ...Array.from({ length: 10 }, (_, i) => numbered(long, i + 1))]);
+    const renamed = await t.http().patch(`/v1/folders/${(await create({ name: 'other', parent_id: parent.id })).body.data.id}`).set(owner.auth).send({ name: long.toLowerCase() });
+    expect(renamed.status).toBe(200);
+    expect(renamed.body.data.name).toBe(numbered(long.toLowerCase(), 11));
+    const listed = await t.http().get('/v1/folders').query({ parent_id: parent.id, per_page: 100 }).set(owner.auth);
+    expect(listed.body.pagination.total_items).toBe(12);
+  });
+
   it('lists a parent\'s folders with pagination, the root by default', async () => {
     const parent = (await create({ name: 'Listing' })).body.data;
     for (const name of ['c', 'A', 'b', 'D', 'e']) await create({ name, parent_id: parent.id });
