@@ -22,6 +22,20 @@ describe('file naming', () => {
     expect(numberedName(long, 12).endsWith(' (12).txt')).toBe(true);
   });
 
+  it('shortens the whole name when its extension leaves no room for a base, never passing 255 characters', () => {
+    const noRoom = `a.${'x'.repeat(253)}`;
+    expect(numberedName(noRoom, 1)).toBe(`${noRoom.slice(0, 251)} (1)`);
+    expect(numberedName(noRoom, 100)).toBe(`${noRoom.slice(0, 249)} (100)`);
+    // One character of base left: the extension stays.
+    expect(numberedName(`a.${'x'.repeat(249)}`, 1)).toBe(`a (1).${'x'.repeat(249)}`);
+    expect(numberedName(`a.${'x'.repeat(250)}`, 1)).toBe(`a.${'x'.repeat(249)} (1)`);
+    expect(numberedName(`.${'e'.repeat(254)}`, 7)).toBe(`.${'e'.repeat(250)} (7)`);
+    expect(numberedName(`😀.${'😀'.repeat(253)}`, 1)).toBe(`😀.${'😀'.repeat(249)} (1)`);
+    for (const name of [noRoom, `${'y'.repeat(3)}.${'z'.repeat(251)}`, `.${'e'.repeat(254)}`, `a.${'😀'.repeat(253)}`]) {
+      for (const n of [1, 9, 10, 99, 1000, 123456]) expect([...numberedName(name, n)].length, `${name.slice(0, 5)} ${n}`).toBeLessThanOrEqual(255);
+    }
+  });
+
   it('takes the first free numbered name, comparing case-insensitively', () => {
     expect(firstFreeName('report.pdf', new Set())).toBe('report.pdf');
     expect(firstFreeName('Report.PDF', new Set(['report.pdf']))).toBe('Report (1).PDF');

@@ -48,13 +48,17 @@ export function splitName(name: string): { base: string; extension: string } {
   return { base: name.slice(0, dot), extension: name.slice(dot) };
 }
 
-/** The n-th numbered variant: `report (n).pdf`, shortening the base so the result stays within 255 characters. */
+/**
+ * The n-th numbered variant: `report (n).pdf`, shortening the base so the result stays within 255 characters.
+ * An extension that leaves no room for a base (`a.` + 253 characters) is not kept: the whole name is the base.
+ */
 export function numberedName(name: string, n: number): string {
-  const { base, extension } = splitName(name);
   const suffix = ` (${n})`;
+  const split = splitName(name);
+  const keepsExtension = [...split.extension].length + [...suffix].length < MAX_NAME_LENGTH;
+  const { base, extension } = keepsExtension ? split : { base: name, extension: '' };
   const room = MAX_NAME_LENGTH - [...suffix].length - [...extension].length;
-  const shortBase = room > 0 ? [...base].slice(0, room).join('') : '';
-  return `${shortBase}${suffix}${extension}`;
+  return `${[...base].slice(0, room).join('')}${suffix}${extension}`;
 }
 
 /** The names an item may take among siblings, in order: `name`, then `name (1).ext`, `name (2).ext`, … */

@@ -100,6 +100,20 @@ describe('names in any Unicode form', () => {
     expect(listed.body.pagination.total_items).toBe(14);
   });
 
+  it('numbers a taken name whose extension leaves no room, shortening the whole name to 255 characters', async () => {
+    const name = `a.${'x'.repeat(253)}`;
+    const folderId = (await t.http().post('/v1/folders').set(owner.auth).send({ name: 'no room' })).body.data.id;
+    const names: string[] = [];
+    for (let copy = 0; copy < 3; copy++) {
+      const res = await upload(t, owner.auth, `copy ${copy}`, { name, folderId });
+      expect(res.status, `copy ${copy}: ${JSON.stringify(res.body.error)}`).toBe(200);
+      names.push(res.body.data.name);
+    }
+    expect(names).toEqual([name, `${name.slice(0, 251)} (1)`, `${name.slice(0, 251)} (2)`]);
+    const listed = await t.http().get('/v1/files').query({ folder_id: folderId, sort: 'name_asc' }).set(owner.auth);
+    expect(listed.body.data.map((f: { name: string }) => f.name)).toEqual([`${name.slice(0, 251)} (1)`, `${name.slice(0, 251)} (2)`, name]);
+  });
+
   it('rewrites existing names to NFC on migration, numbering a sibling that becomes a duplicate of a name already in NFC', async () => {
     const account = await createAccount(t.app);
     // Rows as the previous rules stored them: the name as given, the key its plain lower case.

@@ -69,6 +69,20 @@ describe('folders', () => {
     expect(listed.body.pagination.total_items).toBe(12);
   });
 
+  it('numbers a taken folder name whose "extension" leaves no room, shortening the whole name to 255 characters', async () => {
+    const parent = (await create({ name: 'No room' })).body.data;
+    const name = `a.${'x'.repeat(253)}`;
+    const names: string[] = [];
+    for (let copy = 0; copy < 3; copy++) {
+      const res = await create({ name, parent_id: parent.id });
+      expect(res.status, `copy ${copy}: ${JSON.stringify(res.body.error)}`).toBe(201);
+      names.push(res.body.data.name);
+    }
+    expect(names).toEqual([name, `${name.slice(0, 251)} (1)`, `${name.slice(0, 251)} (2)`]);
+    const listed = await t.http().get('/v1/folders').query({ parent_id: parent.id, sort: 'name_asc' }).set(owner.auth);
+    expect(listed.body.data.map((f: { name: string }) => f.name)).toEqual([`${name.slice(0, 251)} (1)`, `${name.slice(0, 251)} (2)`, name]);
+  });
+
   it('lists a parent\'s folders with pagination, the root by default', async () => {
     const parent = (await create({ name: 'Listing' })).body.data;
     for (const name of ['c', 'A', 'b', 'D', 'e']) await create({ name, parent_id: parent.id });
