@@ -7,6 +7,15 @@ describe('file naming', () => {
     for (const bad of ['', '.', '..', 'a/b', 'a\\b', 'a\0b', '../etc/passwd', '..\\win.ini', 'x'.repeat(256)]) expect(nameProblem(bad), bad).not.toBeNull();
   });
 
+  it('refuses a name that is not well-formed Unicode: an unpaired surrogate anywhere', () => {
+    for (const bad of ['\ud800.txt', 'report\udfff.pdf', 'a\ud83d', '\ude00\ud83d', `${'x'.repeat(254)}\ud800`]) {
+      expect(nameProblem(bad), JSON.stringify(bad)).toMatch(/well-formed Unicode/);
+      expect(() => acceptedName(bad), JSON.stringify(bad)).toThrow(/well-formed Unicode/);
+    }
+    // A surrogate pair is one character (U+1F600), and fine.
+    expect(nameProblem('\ud83d\ude00.txt')).toBeNull();
+  });
+
   it('splits the extension at the last dot, keeping dot files whole', () => {
     expect(splitName('report.pdf')).toEqual({ base: 'report', extension: '.pdf' });
     expect(splitName('archive.tar.gz')).toEqual({ base: 'archive.tar', extension: '.gz' });

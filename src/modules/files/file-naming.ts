@@ -5,6 +5,8 @@ export const MAX_NAME_LENGTH = 255;
 /** Why a file or folder name is refused, or null when it is acceptable (docs/files.md, "Upload"). */
 export function nameProblem(name: unknown): string | null {
   if (typeof name !== 'string') return 'must be a string';
+  // An unpaired surrogate cannot be stored as UTF-8: each database would keep a different replacement character.
+  if (!name.isWellFormed()) return 'must be well-formed Unicode (no unpaired surrogate, U+D800 to U+DFFF)';
   const length = [...name].length;
   if (length < 1 || length > MAX_NAME_LENGTH) return `must be 1 to ${MAX_NAME_LENGTH} characters`;
   if (/[/\\\0]/.test(name)) return 'must not contain "/", "\\" or NUL';

@@ -114,6 +114,30 @@ describe('names in any Unicode form', () => {
     expect(listed.body.data.map((f: { name: string }) => f.name)).toEqual([`${name.slice(0, 251)} (1)`, `${name.slice(0, 251)} (2)`, name]);
   });
 
+  it('refuses a name with an unpaired surrogate, in an upload and a rename, with 400 naming the field', async () => {
+    const before = (await t.http().get('/v1/files').set(owner.auth)).body.pagination.total_items;
+    // A form field in UTF-16LE is how such a name reaches a multipart upload: the bytes of "\ud800.txt".
+    const boundary = 'unpaired-surrogate';
+    const body = Buffer.concat([
+      Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="name"\r\nContent-Type: text/plain; charset=utf-16le\r\n\r\n`),
+      Buffer.from('\ud800.txt', 'utf16le'),
+      Buffer.from(`\r\n--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="file.bin"\r\n\r\nbytes\r\n--${boundary}--\r\n`),
+    ]);
+    const uploaded = await fetch(`${t.baseUrl}/v1/files/upload`, { method: 'POST', headers: { ...owner.auth, 'content-type': `multipart/form-data; boundary=${boundary}` }, body });
+    const uploadAnswer = (await uploaded.json()) as { error: { code: string; details: unknown } };
+    expect(uploaded.status).toBe(400);
+    expect(uploadAnswer.error).toMatchObject({ code: 'invalid_request', details: { fields: [{ field: 'name', message: expect.stringMatching(/Unicode/) }] } });
+    expect((await t.http().get('/v1/files').set(owner.auth)).body.pagination.total_items).toBe(before);
+
+    const file = await uploadOk(t, owner.auth, 'x', { name: 'surrogates.txt' });
+    for (const name of ['\ud800.txt', 'a\udfff', '\ude00\ud83d']) {
+      const res = await t.http().patch(`/v1/files/${file.id}`).set(owner.auth).send({ name });
+      expect(res.status, JSON.stringify(name)).toBe(400);
+      expect(res.body.error).toMatchObject({ code: 'invalid_request', details: { fields: [{ field: 'name', message: expect.stringMatching(/Unicode/) }] } });
+    }
+    expect((await t.http().get(`/v1/files/${file.id}`).set(owner.auth)).body.data.name).toBe('surrogates.txt');
+  });
+
   it('rewrites existing names to NFC on migration, numbering a sibling that becomes a duplicate of a name already in NFC', async () => {
     const account = await createAccount(t.app);
     // Rows as the previous rules stored them: the name as given, the key its plain lower case.

@@ -83,6 +83,19 @@ describe('folders', () => {
     expect(listed.body.data.map((f: { name: string }) => f.name)).toEqual([`${name.slice(0, 251)} (1)`, `${name.slice(0, 251)} (2)`, name]);
   });
 
+  it('refuses a folder name with an unpaired surrogate, on create and rename, with 400 naming the field', async () => {
+    const folder = (await create({ name: 'Surrogates' })).body.data;
+    for (const name of ['\ud800', 'Photos \udc00', '\udfff\ud800']) {
+      const created = await create({ name });
+      expect(created.status, JSON.stringify(name)).toBe(400);
+      expect(created.body.error).toMatchObject({ code: 'invalid_request', details: { fields: [{ field: 'name', message: expect.stringMatching(/Unicode/) }] } });
+      const renamed = await t.http().patch(`/v1/folders/${folder.id}`).set(owner.auth).send({ name });
+      expect(renamed.status, JSON.stringify(name)).toBe(400);
+      expect(renamed.body.error.details.fields).toEqual([{ field: 'name', message: expect.stringMatching(/Unicode/) }]);
+    }
+    expect((await t.http().get('/v1/folders').query({ search: 'surrogates' }).set(owner.auth)).body.data.map((f: { name: string }) => f.name)).toEqual(['Surrogates']);
+  });
+
   it('lists a parent\'s folders with pagination, the root by default', async () => {
     const parent = (await create({ name: 'Listing' })).body.data;
     for (const name of ['c', 'A', 'b', 'D', 'e']) await create({ name, parent_id: parent.id });
