@@ -1,10 +1,19 @@
 import { describe, expect, it } from 'vitest';
-import { acceptedName, firstFreeName, nameKeyOf, nameProblem, numberedName, splitName } from './file-naming.js';
+import { acceptedName, candidateNames, firstFreeName, nameKeyOf, nameProblem, numberedName, splitName } from './file-naming.js';
 
 describe('file naming', () => {
   it('accepts ordinary names and refuses the illegal ones', () => {
     for (const ok of ['report.pdf', 'a', '.env', '...', 'x'.repeat(255), 'résumé 2026.docx', '😀'.repeat(255)]) expect(nameProblem(ok), ok).toBeNull();
     for (const bad of ['', '.', '..', 'a/b', 'a\\b', 'a\0b', '../etc/passwd', '..\\win.ini', 'x'.repeat(256)]) expect(nameProblem(bad), bad).not.toBeNull();
+  });
+
+  it('refuses a name that is not well-formed Unicode: an unpaired surrogate anywhere', () => {
+    for (const bad of ['\ud800.txt', 'report\udfff.pdf', 'a\ud83d', '\ude00\ud83d', `${'x'.repeat(254)}\ud800`]) {
+      expect(nameProblem(bad), JSON.stringify(bad)).toMatch(/well-formed Unicode/);
+      expect(() => acceptedName(bad), JSON.stringify(bad)).toThrow(/well-formed Unicode/);
+    }
+    // A surrogate pair is one character (U+1F600), and fine.
+    expect(nameProblem('\ud83d\ude00.txt')).toBeNull();
   });
 
   it('splits the extension at the last dot, keeping dot files whole', () => {
@@ -22,10 +31,41 @@ describe('file naming', () => {
     expect(numberedName(long, 12).endsWith(' (12).txt')).toBe(true);
   });
 
+  it('shortens the whole name when its extension leaves no room for a base, never passing 255 characters', () => {
+    const noRoom = `a.${'x'.repeat(253)}`;
+    expect(numberedName(noRoom, 1)).toBe(`${noRoom.slice(0, 251)} (1)`);
+    expect(numberedName(noRoom, 100)).toBe(`${noRoom.slice(0, 249)} (100)`);
+    // One character of base left: the extension stays.
+    expect(numberedName(`a.${'x'.repeat(249)}`, 1)).toBe(`a (1).${'x'.repeat(249)}`);
+    expect(numberedName(`a.${'x'.repeat(250)}`, 1)).toBe(`a.${'x'.repeat(249)} (1)`);
+    expect(numberedName(`.${'e'.repeat(254)}`, 7)).toBe(`.${'e'.repeat(250)} (7)`);
+    expect(numberedName(`😀.${'😀'.repeat(253)}`, 1)).toBe(`😀.${'😀'.repeat(249)} (1)`);
+    for (const name of [noRoom, `${'y'.repeat(3)}.${'z'.repeat(251)}`, `.${'e'.repeat(254)}`, `a.${'😀'.repeat(253)}`]) {
+      for (const n of [1, 9, 10, 99, 1000, 123456]) expect([...numberedName(name, n)].length, `${name.slice(0, 5)} ${n}`).toBeLessThanOrEqual(255);
+    }
+  });
+
   it('takes the first free numbered name, comparing case-insensitively', () => {
     expect(firstFreeName('report.pdf', new Set())).toBe('report.pdf');
     expect(firstFreeName('Report.PDF', new Set(['report.pdf']))).toBe('Report (1).PDF');
     expect(firstFreeName('report.pdf', new Set(['report.pdf', 'report (1).pdf', 'report (3).pdf']))).toBe('report (2).pdf');
+  });
+
+  it('offers distinct candidates within 255 characters for any number of copies of a long name', () => {
+    const long = `${'x'.repeat(251)}.txt`;
+    for (const name of [long, 'F'.repeat(255), '😀'.repeat(255)]) {
+      const candidates = candidateNames(name);
+      const keys = new Set<string>();
+      for (let i = 0; i <= 1000; i++) {
+        const candidate = candidates.next().value;
+        expect([...candidate].length, candidate).toBeLessThanOrEqual(255);
+        keys.add(nameKeyOf(candidate));
+      }
+      expect(keys.size).toBe(1001);
+    }
+    // The numbered variants of a long name do not start with its base: siblings are found by key, not by prefix.
+    expect(numberedName(long, 1).startsWith(splitName(long).base)).toBe(false);
+    expect(firstFreeName(long, new Set([long, numberedName(long, 1), numberedName(long, 2)].map(nameKeyOf)))).toBe(numberedName(long, 3));
   });
 
   it('keys names case-insensitively without ever lengthening them', () => {

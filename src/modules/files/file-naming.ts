@@ -5,6 +5,8 @@ export const MAX_NAME_LENGTH = 255;
 /** Why a file or folder name is refused, or null when it is acceptable (docs/files.md, "Upload"). */
 export function nameProblem(name: unknown): string | null {
   if (typeof name !== 'string') return 'must be a string';
+  // An unpaired surrogate cannot be stored as UTF-8: each database would keep a different replacement character.
+  if (!name.isWellFormed()) return 'must be well-formed Unicode (no unpaired surrogate, U+D800 to U+DFFF)';
   const length = [...name].length;
   if (length < 1 || length > MAX_NAME_LENGTH) return `must be 1 to ${MAX_NAME_LENGTH} characters`;
   if (/[/\\\0]/.test(name)) return 'must not contain "/", "\\" or NUL';
@@ -48,13 +50,23 @@ export function splitName(name: string): { base: string; extension: string } {
   return { base: name.slice(0, dot), extension: name.slice(dot) };
 }
 
-/** The n-th numbered variant: `report (n).pdf`, shortening the base so the result stays within 255 characters. */
+/**
+ * The n-th numbered variant: `report (n).pdf`, shortening the base so the result stays within 255 characters.
+ * An extension that leaves no room for a base (`a.` + 253 characters) is not kept: the whole name is the base.
+ */
 export function numberedName(name: string, n: number): string {
-  const { base, extension } = splitName(name);
   const suffix = ` (${n})`;
+  const split = splitName(name);
+  const keepsExtension = [...split.extension].length + [...suffix].length < MAX_NAME_LENGTH;
+  const { base, extension } = keepsExtension ? split : { base: name, extension: '' };
   const room = MAX_NAME_LENGTH - [...suffix].length - [...extension].length;
-  const shortBase = room > 0 ? [...base].slice(0, room).join('') : '';
-  return `${shortBase}${suffix}${extension}`;
+  return `${[...base].slice(0, room).join('')}${suffix}${extension}`;
+}
+
+/** The names an item may take among siblings, in order: `name`, then `name (1).ext`, `name (2).ext`, … */
+export function* candidateNames(name: string): Generator<string, never> {
+  yield name;
+  for (let n = 1; ; n++) yield numberedName(name, n);
 }
 
 /**
@@ -62,9 +74,9 @@ export function numberedName(name: string, n: number): string {
  * `name (n).ext`, n from 1. `taken` holds the siblings' name keys.
  */
 export function firstFreeName(name: string, taken: ReadonlySet<string>): string {
-  if (!taken.has(nameKeyOf(name))) return name;
-  for (let n = 1; ; n++) {
-    const candidate = numberedName(name, n);
+  const candidates = candidateNames(name);
+  for (;;) {
+    const candidate = candidates.next().value;
     if (!taken.has(nameKeyOf(candidate))) return candidate;
   }
 }

@@ -1,7 +1,7 @@
 import type { EntityManager, EntityTarget } from 'typeorm';
 import { ApiError } from '../../common/errors/api-error.js';
 import { FileEntity } from './file.entity.js';
-import { escapeLike, firstFreeName, nameKeyOf, splitName } from './file-naming.js';
+import { candidateNames, nameKeyOf } from './file-naming.js';
 
 /** True for a unique-index violation on SQLite or PostgreSQL (here: two active siblings with one name). */
 export function isUniqueViolation(error: unknown): boolean {
@@ -25,29 +25,35 @@ export async function retryOnNameCollision<T>(work: () => Promise<T>, attempts =
   }
 }
 
-function likePrefix(name: string): string {
-  return `${escapeLike(nameKeyOf(splitName(name).base))}%`;
-}
-
 /** Where an item's siblings are: its table, and the column holding the key of the folder they share. */
 export interface SiblingsOf {
   entity: EntityTarget<{ id: string; nameKey: string }>;
   parentColumn: 'folder_key' | 'parent_key';
 }
 
+/** How many candidate names one query looks up. */
+const CANDIDATES_PER_QUERY = 100;
+
 /**
  * The name an item takes among the active siblings under `parentKey` (`exceptId` being the item
- * itself): `name` when free, else `name (n).ext`.
+ * itself): `name` when free, else `name (n).ext`. The candidates are looked up by their keys, a
+ * hundred per query: a long name's numbered variants are shortened, so no one prefix finds them all.
  */
 export async function freeName(tx: EntityManager, siblingsOf: SiblingsOf, accountId: string, parentKey: string, name: string, exceptId?: string): Promise<string> {
-  const siblings = await tx
-    .getRepository(siblingsOf.entity)
-    .createQueryBuilder('f')
-    .select(['f.id', 'f.nameKey'])
-    .where(`f.account_id = :accountId AND f.${siblingsOf.parentColumn} = :parentKey AND f.state = :state`, { accountId, parentKey, state: 'active' })
-    .andWhere("f.name_key LIKE :prefix ESCAPE '\\'", { prefix: likePrefix(name) })
-    .getMany();
-  return firstFreeName(name, new Set(siblings.filter((f) => f.id !== exceptId).map((f) => f.nameKey)));
+  const candidates = candidateNames(name);
+  for (;;) {
+    const batch = Array.from({ length: CANDIDATES_PER_QUERY }, () => candidates.next().value);
+    const siblings = await tx
+      .getRepository(siblingsOf.entity)
+      .createQueryBuilder('f')
+      .select(['f.id', 'f.nameKey'])
+      .where(`f.account_id = :accountId AND f.${siblingsOf.parentColumn} = :parentKey AND f.state = :state`, { accountId, parentKey, state: 'active' })
+      .andWhere('f.name_key IN (:...keys)', { keys: batch.map(nameKeyOf) })
+      .getMany();
+    const taken = new Set(siblings.filter((f) => f.id !== exceptId).map((f) => f.nameKey));
+    const free = batch.find((candidate) => !taken.has(nameKeyOf(candidate)));
+    if (free !== undefined) return free;
+  }
 }
 
 /** The name a file takes in a folder. */

@@ -26,6 +26,9 @@ describe('resumableUploadTarget', () => {
     expect(refusal({ filename: null })).toMatchObject({ status: 400, details: { fields: [{ field: 'filename' }] } });
     expect(refusal({ filename: 'a/b' })).toMatchObject({ status: 400, details: { fields: [{ field: 'filename' }] } });
     expect(refusal({ filename: 'a', name: '..' })).toMatchObject({ status: 400, details: { fields: [{ field: 'name' }] } });
+    const notWellFormed = { field: 'filename', message: expect.stringMatching(/well-formed Unicode/) };
+    expect(refusal({ filename: '\ud800.txt' })).toMatchObject({ status: 400, details: { fields: [notWellFormed] } });
+    expect(refusal({ filename: 'a', name: 'b\udc00' })).toMatchObject({ status: 400, details: { fields: [{ ...notWellFormed, field: 'name' }] } });
     expect(refusal({ filename: 'a', folder_id: '' })).toMatchObject({ status: 400, details: { fields: [{ field: 'folder_id' }] } });
     expect(refusal({ filename: 'a', overwrite: 'yes' })).toMatchObject({ status: 400, details: { fields: [{ field: 'overwrite' }] } });
   });

@@ -74,6 +74,70 @@ describe('names in any Unicode form', () => {
     expect({ storage: await storageOf(t.app, owner.accountId), total: (await files()).body.pagination.total_items }).toEqual(before);
   });
 
+  it('gives every copy of a 255-character name its own numbered name, shortened to fit, on upload, rename and restore', async () => {
+    const long = `${'x'.repeat(251)}.txt`;
+    // The base shortened so that ` (n).txt` fits in 255 characters.
+    const numbered = (n: number) => `${'x'.repeat(251 - ` (${n})`.length)} (${n}).txt`;
+    const folderId = (await t.http().post('/v1/folders').set(owner.auth).send({ name: 'long names' })).body.data.id;
+    const copies: Array<{ id: string; name: string }> = [];
+    for (let copy = 0; copy < 12; copy++) {
+      const res = await upload(t, owner.auth, `copy ${copy}`, { name: long, folderId });
+      expect(res.status, `copy ${copy}: ${JSON.stringify(res.body.error)}`).toBe(200);
+      copies.push(res.body.data);
+    }
+    expect(copies.map((f) => f.name)).toEqual([long, ...Array.from({ length: 11 }, (_, i) => numbered(i + 1))]);
+    const other = await uploadOk(t, owner.auth, 'other', { name: 'other.txt', folderId });
+    const renamed = await t.http().patch(`/v1/files/${other.id}`).set(owner.auth).send({ name: long.toUpperCase() });
+    expect(renamed.status).toBe(200);
+    expect(renamed.body.data.name).toBe(numbered(12).toUpperCase());
+    // The first copy goes to the trash, a new one takes its name, and the restored one the next number.
+    expect((await t.http().delete(`/v1/files/${copies[0]!.id}`).set(owner.auth)).status).toBe(200);
+    expect((await uploadOk(t, owner.auth, 'newest', { name: long, folderId })).name).toBe(long);
+    const restored = await t.http().post(`/v1/files/${copies[0]!.id}/restore`).set(owner.auth);
+    expect(restored.status).toBe(200);
+    expect(restored.body.data.name).toBe(numbered(13));
+    const listed = await t.http().get('/v1/files').query({ folder_id: folderId, per_page: 100 }).set(owner.auth);
+    expect(listed.body.pagination.total_items).toBe(14);
+  });
+
+  it('numbers a taken name whose extension leaves no room, shortening the whole name to 255 characters', async () => {
+    const name = `a.${'x'.repeat(253)}`;
+    const folderId = (await t.http().post('/v1/folders').set(owner.auth).send({ name: 'no room' })).body.data.id;
+    const names: string[] = [];
+    for (let copy = 0; copy < 3; copy++) {
+      const res = await upload(t, owner.auth, `copy ${copy}`, { name, folderId });
+      expect(res.status, `copy ${copy}: ${JSON.stringify(res.body.error)}`).toBe(200);
+      names.push(res.body.data.name);
+    }
+    expect(names).toEqual([name, `${name.slice(0, 251)} (1)`, `${name.slice(0, 251)} (2)`]);
+    const listed = await t.http().get('/v1/files').query({ folder_id: folderId, sort: 'name_asc' }).set(owner.auth);
+    expect(listed.body.data.map((f: { name: string }) => f.name)).toEqual([`${name.slice(0, 251)} (1)`, `${name.slice(0, 251)} (2)`, name]);
+  });
+
+  it('refuses a name with an unpaired surrogate, in an upload and a rename, with 400 naming the field', async () => {
+    const before = (await t.http().get('/v1/files').set(owner.auth)).body.pagination.total_items;
+    // A form field in UTF-16LE is how such a name reaches a multipart upload: the bytes of "\ud800.txt".
+    const boundary = 'unpaired-surrogate';
+    const body = Buffer.concat([
+      Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="name"\r\nContent-Type: text/plain; charset=utf-16le\r\n\r\n`),
+      Buffer.from('\ud800.txt', 'utf16le'),
+      Buffer.from(`\r\n--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="file.bin"\r\n\r\nbytes\r\n--${boundary}--\r\n`),
+    ]);
+    const uploaded = await fetch(`${t.baseUrl}/v1/files/upload`, { method: 'POST', headers: { ...owner.auth, 'content-type': `multipart/form-data; boundary=${boundary}` }, body });
+    const uploadAnswer = (await uploaded.json()) as { error: { code: string; details: unknown } };
+    expect(uploaded.status).toBe(400);
+    expect(uploadAnswer.error).toMatchObject({ code: 'invalid_request', details: { fields: [{ field: 'name', message: expect.stringMatching(/Unicode/) }] } });
+    expect((await t.http().get('/v1/files').set(owner.auth)).body.pagination.total_items).toBe(before);
+
+    const file = await uploadOk(t, owner.auth, 'x', { name: 'surrogates.txt' });
+    for (const name of ['\ud800.txt', 'a\udfff', '\ude00\ud83d']) {
+      const res = await t.http().patch(`/v1/files/${file.id}`).set(owner.auth).send({ name });
+      expect(res.status, JSON.stringify(name)).toBe(400);
+      expect(res.body.error).toMatchObject({ code: 'invalid_request', details: { fields: [{ field: 'name', message: expect.stringMatching(/Unicode/) }] } });
+    }
+    expect((await t.http().get(`/v1/files/${file.id}`).set(owner.auth)).body.data.name).toBe('surrogates.txt');
+  });
+
   it('rewrites existing names to NFC on migration, numbering a sibling that becomes a duplicate of a name already in NFC', async () => {
     const account = await createAccount(t.app);
     // Rows as the previous rules stored them: the name as given, the key its plain lower case.

@@ -51,6 +51,51 @@ describe('folders', () => {
     expect((await create({ name: 'x', parent_id: 'fld_nope' })).status).toBe(404);
   });
 
+  it('gives every copy of a 255-character folder name its own numbered name, shortened to fit, on create and rename', async () => {
+    const parent = (await create({ name: 'Long names' })).body.data;
+    const long = 'F'.repeat(255);
+    const numbered = (name: string, n: number) => `${name.slice(0, 255 - ` (${n})`.length)} (${n})`;
+    const names: string[] = [];
+    for (let copy = 0; copy < 11; copy++) {
+      const res = await create({ name: long, parent_id: parent.id });
+      expect(res.status, `copy ${copy}: ${JSON.stringify(res.body.error)}`).toBe(201);
+      names.push(res.body.data.name);
+    }
+    expect(names).toEqual([long, ...Array.from({ length: 10 }, (_, i) => numbered(long, i + 1))]);
+    const renamed = await t.http().patch(`/v1/folders/${(await create({ name: 'other', parent_id: parent.id })).body.data.id}`).set(owner.auth).send({ name: long.toLowerCase() });
+    expect(renamed.status).toBe(200);
+    expect(renamed.body.data.name).toBe(numbered(long.toLowerCase(), 11));
+    const listed = await t.http().get('/v1/folders').query({ parent_id: parent.id, per_page: 100 }).set(owner.auth);
+    expect(listed.body.pagination.total_items).toBe(12);
+  });
+
+  it('numbers a taken folder name whose "extension" leaves no room, shortening the whole name to 255 characters', async () => {
+    const parent = (await create({ name: 'No room' })).body.data;
+    const name = `a.${'x'.repeat(253)}`;
+    const names: string[] = [];
+    for (let copy = 0; copy < 3; copy++) {
+      const res = await create({ name, parent_id: parent.id });
+      expect(res.status, `copy ${copy}: ${JSON.stringify(res.body.error)}`).toBe(201);
+      names.push(res.body.data.name);
+    }
+    expect(names).toEqual([name, `${name.slice(0, 251)} (1)`, `${name.slice(0, 251)} (2)`]);
+    const listed = await t.http().get('/v1/folders').query({ parent_id: parent.id, sort: 'name_asc' }).set(owner.auth);
+    expect(listed.body.data.map((f: { name: string }) => f.name)).toEqual([`${name.slice(0, 251)} (1)`, `${name.slice(0, 251)} (2)`, name]);
+  });
+
+  it('refuses a folder name with an unpaired surrogate, on create and rename, with 400 naming the field', async () => {
+    const folder = (await create({ name: 'Surrogates' })).body.data;
+    for (const name of ['\ud800', 'Photos \udc00', '\udfff\ud800']) {
+      const created = await create({ name });
+      expect(created.status, JSON.stringify(name)).toBe(400);
+      expect(created.body.error).toMatchObject({ code: 'invalid_request', details: { fields: [{ field: 'name', message: expect.stringMatching(/Unicode/) }] } });
+      const renamed = await t.http().patch(`/v1/folders/${folder.id}`).set(owner.auth).send({ name });
+      expect(renamed.status, JSON.stringify(name)).toBe(400);
+      expect(renamed.body.error.details.fields).toEqual([{ field: 'name', message: expect.stringMatching(/Unicode/) }]);
+    }
+    expect((await t.http().get('/v1/folders').query({ search: 'surrogates' }).set(owner.auth)).body.data.map((f: { name: string }) => f.name)).toEqual(['Surrogates']);
+  });
+
   it('lists a parent\'s folders with pagination, the root by default', async () => {
     const parent = (await create({ name: 'Listing' })).body.data;
     for (const name of ['c', 'A', 'b', 'D', 'e']) await create({ name, parent_id: parent.id });

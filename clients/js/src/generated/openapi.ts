@@ -859,7 +859,7 @@ export interface components {
             next_cursor: string | null;
         };
         UploadFileForm: {
-            /** @description Name to store the file under; default the original file name. Stored in Unicode NFC; 1 to 255 characters after that */
+            /** @description Name to store the file under; default the original file name. Well-formed Unicode (no unpaired surrogate), stored in NFC; 1 to 255 characters after that */
             name?: string;
             /** @description Target folder; default the root */
             folder_id?: string;
@@ -896,7 +896,7 @@ export interface components {
             file_ids: string[];
         };
         UpdateFileRequest: {
-            /** @description New name (stored in Unicode NFC; then 1 to 255 characters, no / \ or NUL, not . or ..) */
+            /** @description New name (well-formed Unicode, no unpaired surrogate; stored in NFC; then 1 to 255 characters, no / \ or NUL, not . or ..) */
             name?: string;
             /** @description Folder to move to; null moves to the root; omitted leaves it */
             folder_id?: string | null;
@@ -930,7 +930,7 @@ export interface components {
             modified_at: string;
         };
         CreateFolderRequest: {
-            /** @description Stored in Unicode NFC; then 1 to 255 characters, no / \ or NUL, not . or ..; a taken name gets a numbered suffix */
+            /** @description Well-formed Unicode (no unpaired surrogate), stored in NFC; then 1 to 255 characters, no / \ or NUL, not . or ..; a taken name gets a numbered suffix */
             name: string;
             /** @description Parent folder; omitted or null for the root */
             parent_id?: string | null;

@@ -28,7 +28,7 @@ export class ListFilesRequest extends CursorPageRequest {
 }
 
 export class UploadFileRequest {
-  @ApiPropertyOptional({ description: 'Name to store the file under; default the original file name. Stored in Unicode NFC; 1 to 255 characters after that' })
+  @ApiPropertyOptional({ description: 'Name to store the file under; default the original file name. Well-formed Unicode (no unpaired surrogate), stored in NFC; 1 to 255 characters after that' })
   @IsOptional() @IsString()
   name?: string;
 
@@ -48,7 +48,7 @@ export class UploadFileForm extends UploadFileRequest {
 }
 
 export class UpdateFileRequest {
-  @ApiPropertyOptional({ description: 'New name (stored in Unicode NFC; then 1 to 255 characters, no / \\ or NUL, not . or ..)' })
+  @ApiPropertyOptional({ description: 'New name (well-formed Unicode, no unpaired surrogate; stored in NFC; then 1 to 255 characters, no / \\ or NUL, not . or ..)' })
   @IsOptional() @IsString()
   name?: string;
 

@@ -26,7 +26,7 @@ export class FolderResponse {
 }
 
 export class CreateFolderRequest {
-  @ApiProperty({ description: 'Stored in Unicode NFC; then 1 to 255 characters, no / \\ or NUL, not . or ..; a taken name gets a numbered suffix' })
+  @ApiProperty({ description: 'Well-formed Unicode (no unpaired surrogate), stored in NFC; then 1 to 255 characters, no / \\ or NUL, not . or ..; a taken name gets a numbered suffix' })
   @IsString()
   name: string;
 
