@@ -110,3 +110,10 @@ export function isDatabaseContention(error: unknown): boolean {
   const code = e?.driverError?.code ?? e?.code;
   return typeof code === 'string' && CONTENTION_CODES.has(code);
 }
+
+/** True for a unique-index violation on SQLite or PostgreSQL. */
+export function isUniqueViolation(error: unknown): boolean {
+  const driverError = (error as { driverError?: { code?: string } } | null)?.driverError;
+  const code = driverError?.code ?? (error as { code?: string } | null)?.code;
+  return code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
+}

@@ -1,14 +1,8 @@
 import type { EntityManager, EntityTarget } from 'typeorm';
 import { ApiError } from '../../common/errors/api-error.js';
+import { isUniqueViolation } from '../../infra/database/transactions.js';
 import { FileEntity } from './file.entity.js';
 import { candidateNames, nameKeyOf } from './file-naming.js';
-
-/** True for a unique-index violation on SQLite or PostgreSQL (here: two active siblings with one name). */
-export function isUniqueViolation(error: unknown): boolean {
-  const driverError = (error as { driverError?: { code?: string } } | null)?.driverError;
-  const code = driverError?.code ?? (error as { code?: string } | null)?.code;
-  return code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
-}
 
 /**
  * Runs a unit of work that names an item, again when a concurrent writer took the same name

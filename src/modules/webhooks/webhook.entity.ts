@@ -11,9 +11,9 @@ export class WebhookEntity {
   @Index('idx_webhooks_account') @Column({ type: 'varchar', length: 40, name: 'account_id' }) accountId: string;
   @Column({ type: 'varchar', length: 2048 }) url: string;
   @Column({ type: 'simple-array' }) events: EventName[];
-  @Column({ type: 'varchar', length: 300, name: 'secret_sealed' }) secretSealed: string;
+  @Column({ type: 'text', name: 'secret_sealed' }) secretSealed: string;
   /** The secret before the last rotation, still signing (beside the new one) until previousSecretExpiresAt. */
-  @Column({ type: 'varchar', length: 300, name: 'previous_secret_sealed', nullable: true }) previousSecretSealed: string | null;
+  @Column({ type: 'text', name: 'previous_secret_sealed', nullable: true }) previousSecretSealed: string | null;
   @Column({ ...TIMESTAMP_COLUMN, name: 'previous_secret_expires_at', nullable: true }) previousSecretExpiresAt: Date | null;
   @Column({ type: 'boolean', default: true }) active: boolean;
   @Column({ ...TIMESTAMP_COLUMN, name: 'created_at' }) createdAt: Date;

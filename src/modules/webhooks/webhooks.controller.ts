@@ -132,10 +132,15 @@ export class WebhooksController {
   @ApiOperation({
     operationId: 'redeliverWebhookDelivery',
     summary: 'Redeliver',
-    description: 'Starts a new series of up to three attempts for a delivery that succeeded or failed, with the same delivery id and body.',
+    description:
+      'Starts a new series of up to three attempts for a delivery that succeeded or failed, with the same delivery id and body. ' +
+      'A replay delivery cannot be redelivered while another replay delivery of its event to this webhook is pending.',
   })
   @ApiEnvelope(DeliveryResponse, { status: 202 })
-  @ApiErrors([404, 'not_found: no such webhook or delivery in this account.'], [409, 'conflict: the delivery is still being attempted.'])
+  @ApiErrors(
+    [404, 'not_found: no such webhook or delivery in this account.'],
+    [409, 'conflict: the delivery is still being attempted, or it is a replay delivery and another replay delivery of its event to this webhook is.'],
+  )
   redeliver(@CurrentActor() actor: Actor, @Param('webhook_id') webhookId: string, @Param('delivery_id') deliveryId: string): Promise<DeliveryResponse> {
     return this.commands.execute(new RedeliverCommand(actor, webhookId, deliveryId));
   }

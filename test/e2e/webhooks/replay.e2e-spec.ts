@@ -79,6 +79,37 @@ describe('webhook replay: POST /v1/webhooks/{id}/replay', () => {
     expect(new Set(all.map((r) => r.eventId)).size).toBe(3);
   }, 60_000);
 
+  it('refuses to redeliver a finished replay delivery while a newer replay of its event to the webhook is pending, and redelivers it after', async () => {
+    const account = await createAccount(t.app);
+    const since = new Date(Date.now() - 60_000);
+    await recordEvent(t.app, 'file.uploaded', account.accountId, uploaded(1), new Date(since.getTime() + 1000));
+    await relayed(t, account.accountId);
+    const path = `/redeliver-${account.accountId}`;
+    const webhook = (await t.http().post('/v1/webhooks').set(account.auth).send({ url: `${receiver.url}${path}`, events: ['file.uploaded'] }).expect(201)).body.data;
+    const mine = () => receiver.received.filter((d) => d.path === `/hooks${path}`);
+    const deliveries = t.app.get(DataSource).getRepository(WebhookDeliveryEntity);
+    const replay = () => t.http().post(`/v1/webhooks/${webhook.id}/replay`).set(account.auth).send({ since: since.toISOString() }).expect(202);
+    const redeliver = (id: string) => t.http().post(`/v1/webhooks/${webhook.id}/deliveries/${id}/redeliver`).set(account.auth);
+
+    expect((await replay()).body.data).toEqual({ queued: 1 });
+    await eventually(async () => (await deliveries.countBy({ webhookId: webhook.id, status: 'succeeded' })) === 1, 30_000, 'the first replay delivered');
+    const [first] = await deliveries.findBy({ webhookId: webhook.id });
+
+    // The second replay of the event fails its first attempt and waits 5 s for its retry.
+    let failing = true;
+    receiver.respondWith((d) => (d.path === `/hooks${path}` && failing ? 500 : 200));
+    expect((await replay()).body.data).toEqual({ queued: 1 });
+    await receiver.waitFor(() => mine().length === 2, 30_000, 'the second replay attempted');
+    const refused = await redeliver(first.id).expect(409);
+    expect(refused.body.error).toMatchObject({ code: 'conflict', message: expect.stringContaining('replay') });
+    expect((await t.http().get(`/v1/webhooks/${webhook.id}/deliveries/${first.id}`).set(account.auth).expect(200)).body.data).toMatchObject({ status: 'succeeded', attempts: 1 });
+
+    failing = false;
+    await eventually(async () => (await deliveries.countBy({ webhookId: webhook.id, status: 'succeeded' })) === 2, 30_000, 'the second replay delivered on its retry');
+    expect((await redeliver(first.id).expect(202)).body.data).toMatchObject({ id: first.id, status: 'pending' });
+    await receiver.waitFor(() => mine().filter((d) => d.headers['x-service-delivery-id'] === first.id).length === 2, 30_000, 'the redelivery');
+  }, 60_000);
+
   it('takes until (exclusive), and refuses a bad window, another account\'s webhook and a key that is not elevated', async () => {
     const account = await createAccount(t.app);
     const base = new Date(Date.now() - 60_000);

@@ -177,6 +177,23 @@ describe('secret rotation', () => {
     }
   });
 
+  it('a chosen secret of 256 multi-byte characters signs, and goes on signing beside the new one after a rotation', async () => {
+    const secret = '€'.repeat(256);
+    const asRawKey = new Webhook(new TextEncoder().encode(secret), { format: 'raw' });
+    const created = await t.http().post('/v1/webhooks').set(owner.auth).send({ url: `${receiver.url}/long-secret`, events: ['file.uploaded'], secret }).expect(201);
+    await upload('long-before.txt');
+    const [before] = await waitForDeliveries('long-secret', 1);
+    expect(await verifyGitHubStyle(secret, before.rawBody, before.headers['x-service-signature'] as string)).toBe(true);
+    expect(asRawKey.verify(before.rawBody, before.headers as Record<string, string>)).toEqual(before.body);
+
+    const rotated = (await rotate(created.body.data.id).expect(200)).body.data;
+    await upload('long-during.txt');
+    const during = (await waitForDeliveries('long-secret', 2))[1];
+    expect(signatures(during)).toHaveLength(2);
+    expect(verifiedBy(during, [rotated.secret])).toEqual([true]);
+    expect(asRawKey.verify(during.rawBody, during.headers as Record<string, string>)).toEqual(during.body);
+  });
+
   it('expires_in 0 stops the old secret at once', async () => {
     const created = await t.http().post('/v1/webhooks').set(owner.auth).send({ url: `${receiver.url}/at-once`, events: ['file.uploaded'] }).expect(201);
     const { id, secret: old } = created.body.data as { id: string; secret: string };

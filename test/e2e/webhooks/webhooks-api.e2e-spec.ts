@@ -63,6 +63,18 @@ describe('webhook configuration API', () => {
     expect(created.body.data).toMatchObject({ secret: 'my-own-secret', active: false, events: [...EVENT_NAMES] });
   });
 
+  it('keeps a given secret of 256 characters, multi-byte ones too, and rotates it out', async () => {
+    // Sealed, each is longer than the 300 characters the secret columns once held on PostgreSQL.
+    for (const secret of ['s'.repeat(193), 's'.repeat(256), '€'.repeat(256), '🔑'.repeat(256)]) {
+      const created = await create(owner, { url: 'https://hooks.example.com/long-secret', events: ['file.uploaded'], secret }).expect(201);
+      expect(created.body.data.secret).toBe(secret);
+      // The secret rotated out is kept beside the new one for the grace period.
+      const rotated = await t.http().post(`/v1/webhooks/${created.body.data.id}/rotate-secret`).set(owner.auth).send({}).expect(200);
+      expect(rotated.body.data.previous_secret_expires_at).toEqual(expect.any(String));
+      await t.http().delete(`/v1/webhooks/${created.body.data.id}`).set(owner.auth).expect(200);
+    }
+  });
+
   it('updates events and active, and refuses an empty or invalid change', async () => {
     const { id } = (await create(owner, { url: 'https://hooks.example.com/p', events: ['file.uploaded'] }).expect(201)).body.data;
     const patched = await t.http().patch(`/v1/webhooks/${id}`).set(owner.auth).send({ events: ['folder.created', 'share.accessed'], active: false }).expect(200);
@@ -96,6 +108,7 @@ describe('webhook configuration API', () => {
     [{ url: 'not a url', events: ['file.uploaded'] }, 'url'],
     [{ url: 'ftp://h.example.com', events: ['file.uploaded'] }, 'url'],
     [{ url: 'https://h.example.com', events: ['file.uploaded'], secret: '' }, 'secret'],
+    [{ url: 'https://h.example.com', events: ['file.uploaded'], secret: 's'.repeat(257) }, 'secret'],
     [{ url: 'https://h.example.com', events: ['file.uploaded'], active: 'yes' }, 'active'],
     [{ url: 'https://h.example.com', events: ['file.uploaded'], colour: 'red' }, 'colour'],
   ])('refuses %j with invalid_request naming %s', async (body, field) => {

@@ -533,7 +533,7 @@ export interface paths {
         put?: never;
         /**
          * Redeliver
-         * @description Starts a new series of up to three attempts for a delivery that succeeded or failed, with the same delivery id and body.
+         * @description Starts a new series of up to three attempts for a delivery that succeeded or failed, with the same delivery id and body. A replay delivery cannot be redelivered while another replay delivery of its event to this webhook is pending.
          */
         post: operations["redeliverWebhookDelivery"];
         delete?: never;
@@ -6528,7 +6528,7 @@ export interface operations {
                 };
             };
             /**
-             * @description conflict: the delivery is still being attempted.
+             * @description conflict: the delivery is still being attempted, or it is a replay delivery and another replay delivery of its event to this webhook is.
              *
              *     idempotency_key_in_use: a request with this Idempotency-Key is still running; retry after Retry-After.
              */

@@ -14,6 +14,7 @@ import { WebhookSecretRotation1764330000000 } from './1764330000000-webhook-secr
 import { NameSearchIndexes1764340000000 } from './1764340000000-name-search-indexes.js';
 import { DeliveryListIndex1764350000000 } from './1764350000000-delivery-list-index.js';
 import { DeliveryFirstAttemptHolder1764360000000 } from './1764360000000-delivery-first-attempt-holder.js';
+import { SealedWebhookSecretsText1764370000000 } from './1764370000000-sealed-webhook-secrets-text.js';
 
 /** Every migration, oldest first. */
 export const MIGRATIONS = [
@@ -33,4 +34,5 @@ export const MIGRATIONS = [
   NameSearchIndexes1764340000000,
   DeliveryListIndex1764350000000,
   DeliveryFirstAttemptHolder1764360000000,
+  SealedWebhookSecretsText1764370000000,
 ];

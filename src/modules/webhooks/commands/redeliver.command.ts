@@ -2,7 +2,7 @@ import { Command, CommandHandler, ICommandHandler } from '@nestjs/cqrs';
 import type { Actor } from '../../../common/auth/actor.js';
 import { Clock } from '../../../common/clock.js';
 import { ApiError, NotFound } from '../../../common/errors/api-error.js';
-import { Transactions } from '../../../infra/database/transactions.js';
+import { isUniqueViolation, Transactions } from '../../../infra/database/transactions.js';
 import { DeliverySignal } from '../delivery/delivery-signal.js';
 import { DeliveryResponse } from '../dto/delivery.response.js';
 import { WebhookDeliveryEntity } from '../webhook-delivery.entity.js';
@@ -31,24 +31,37 @@ export class RedeliverHandler implements ICommandHandler<RedeliverCommand> {
   ) {}
 
   async execute({ actor, webhookId, deliveryId }: RedeliverCommand): Promise<DeliveryResponse> {
-    const delivery = await this.transactions.run(async (tx) => {
-      const webhook = await tx.getRepository(WebhookEntity).findOneBy({ id: webhookId, accountId: actor.accountId });
-      if (!webhook) throw new NotFound('webhook', webhookId);
-      const repository = tx.getRepository(WebhookDeliveryEntity);
-      const found = await repository.findOneBy({ id: deliveryId, webhookId });
-      if (!found) throw new NotFound('delivery', deliveryId);
-      if (found.status === 'pending') {
-        throw new ApiError(409, 'conflict', `Delivery ${deliveryId} is still being attempted; redeliver it once it has succeeded or failed.`);
-      }
-      const now = this.clock.now();
-      const updated = await repository.update(
-        { id: deliveryId, series: found.series },
-        { status: 'pending', series: found.series + 1, queuedAt: null, nextAttemptAt: now },
-      );
-      if (!updated.affected) throw new ApiError(409, 'conflict', `Delivery ${deliveryId} was redelivered concurrently.`);
-      return Object.assign(found, { status: 'pending' as const, series: found.series + 1, queuedAt: null, nextAttemptAt: now });
-    });
+    const delivery = await this.transactions
+      .run(async (tx) => {
+        const webhook = await tx.getRepository(WebhookEntity).findOneBy({ id: webhookId, accountId: actor.accountId });
+        if (!webhook) throw new NotFound('webhook', webhookId);
+        const repository = tx.getRepository(WebhookDeliveryEntity);
+        const found = await repository.findOneBy({ id: deliveryId, webhookId });
+        if (!found) throw new NotFound('delivery', deliveryId);
+        if (found.status === 'pending') {
+          throw new ApiError(409, 'conflict', `Delivery ${deliveryId} is still being attempted; redeliver it once it has succeeded or failed.`);
+        }
+        // At most one replay delivery of an event to a webhook is pending at a time (uq_webhook_deliveries_replay_pending).
+        if (found.origin === 'replay' && (await repository.existsBy({ eventId: found.eventId, webhookId, origin: 'replay', status: 'pending' }))) {
+          throw replayStillPending();
+        }
+        const now = this.clock.now();
+        const updated = await repository.update(
+          { id: deliveryId, series: found.series },
+          { status: 'pending', series: found.series + 1, queuedAt: null, nextAttemptAt: now },
+        );
+        if (!updated.affected) throw new ApiError(409, 'conflict', `Delivery ${deliveryId} was redelivered concurrently.`);
+        return Object.assign(found, { status: 'pending' as const, series: found.series + 1, queuedAt: null, nextAttemptAt: now });
+      })
+      .catch((error: unknown) => {
+        // A replay of the event, or a redelivery of another of its replay deliveries, committed since the check (PostgreSQL).
+        throw isUniqueViolation(error) ? replayStillPending() : error;
+      });
     this.signal.nudge();
     return DeliveryResponse.from(delivery);
   }
+}
+
+function replayStillPending(): ApiError {
+  return new ApiError(409, 'conflict', 'Another replay delivery of this event to this webhook is still being attempted; redeliver this one once that has finished.');
 }
