@@ -6,6 +6,7 @@ import { finalize, from, Observable, switchMap } from 'rxjs';
 import { AppConfig } from '../../config/app-config.js';
 import { REDIS } from '../../infra/redis/redis.module.js';
 import { ApiError, InvalidRequest, ServiceUnavailable } from '../errors/api-error.js';
+import { SealedBox } from '../sealed-box.js';
 
 export const IDEMPOTENCY_HEADER = 'idempotency-key';
 /** A replayed answer says so, as Stripe's does. */
@@ -29,9 +30,14 @@ interface RunningRecord {
   fingerprint: string;
   owner: string;
 }
+/** A stored answer as Redis keeps it: the answer sealed (it may hold a new API key or webhook secret). */
 interface CompleteRecord {
   state: 'complete';
   fingerprint: string;
+  /** A StoredAnswer's JSON, sealed (SealedBox). */
+  sealed?: string;
+}
+interface StoredAnswer {
   status: number;
   headers: Record<string, string>;
   /** The JSON answer; absent when the route wrote its answer itself (`raw`). */
@@ -70,10 +76,15 @@ export class IdempotentReplay {
  */
 @Injectable()
 export class IdempotencyInterceptor implements NestInterceptor {
+  /** Answers are sealed in Redis: an API key's or a webhook's creation answer holds its secret. */
+  private readonly answers: SealedBox;
+
   constructor(
     @Inject(REDIS) private readonly redis: Redis,
     private readonly config: AppConfig,
-  ) {}
+  ) {
+    this.answers = new SealedBox(config.secretsEncryptionKey, 'idempotent-answers');
+  }
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
     const request = context.switchToHttp().getRequest<Request>();
@@ -116,7 +127,9 @@ export class IdempotencyInterceptor implements NestInterceptor {
     if (record.state === 'running') {
       throw keyInUse();
     }
-    throw new IdempotentReplay(record.status, { ...record.headers, [REPLAYED_HEADER]: 'true' }, record.body, record.raw);
+    // Records stored before answers were sealed (for up to a day after an upgrade) hold the answer as it is.
+    const answer = (record.sealed === undefined ? record : JSON.parse(this.answers.open(record.sealed))) as StoredAnswer;
+    throw new IdempotentReplay(answer.status, { ...answer.headers, [REPLAYED_HEADER]: 'true' }, answer.body, answer.raw);
   }
 
   private async claimOnce(redisKey: string, running: RunningRecord): Promise<string> {
@@ -172,7 +185,8 @@ export class IdempotencyInterceptor implements NestInterceptor {
       const value = response.getHeader(name);
       if (value !== undefined) headers[name] = String(value);
     }
-    return { state: 'complete', fingerprint, status: response.statusCode, headers, ...(body === undefined ? { raw } : { body }) };
+    const answer: StoredAnswer = { status: response.statusCode, headers, ...(body === undefined ? { raw } : { body }) };
+    return { state: 'complete', fingerprint, sealed: this.answers.seal(JSON.stringify(answer)) };
   }
 }
 

@@ -1,39 +1,17 @@
-import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
+import { SealedBox } from '../../common/sealed-box.js';
 import { AppConfig } from '../../config/app-config.js';
 
-const VERSION = 'v1';
-
 /**
- * Keeps webhook secrets encrypted at rest with AES-256-GCM. The key is derived from
+ * Keeps webhook secrets encrypted at rest (AES-256-GCM, SealedBox). The key is derived from
  * SECRETS_ENCRYPTION_KEY, so a copy of the database alone does not reveal the secrets.
  */
 @Injectable()
-export class WebhookSecretBox {
-  private readonly key: Buffer;
-
+export class WebhookSecretBox extends SealedBox {
   constructor(config: AppConfig) {
-    this.key = deriveKey(config.secretsEncryptionKey);
+    super(config.secretsEncryptionKey, 'webhook-secrets');
   }
-
-  seal(secret: string): string {
-    const iv = randomBytes(12);
-    const cipher = createCipheriv('aes-256-gcm', this.key, iv);
-    const ciphertext = Buffer.concat([cipher.update(secret, 'utf8'), cipher.final()]);
-    return [VERSION, iv.toString('base64url'), cipher.getAuthTag().toString('base64url'), ciphertext.toString('base64url')].join('.');
-  }
-
-  open(sealed: string): string {
-    const [version, iv, tag, ciphertext] = sealed.split('.');
-    if (version !== VERSION || !iv || !tag || ciphertext === undefined) throw new Error('Unrecognised sealed webhook secret');
-    const decipher = createDecipheriv('aes-256-gcm', this.key, Buffer.from(iv, 'base64url'));
-    decipher.setAuthTag(Buffer.from(tag, 'base64url'));
-    return Buffer.concat([decipher.update(Buffer.from(ciphertext, 'base64url')), decipher.final()]).toString('utf8');
-  }
-}
-
-export function deriveKey(material: string): Buffer {
-  return Buffer.from(hkdfSync('sha256', material, 'file-storage-service', 'webhook-secrets', 32));
 }
 
 /**

@@ -80,6 +80,19 @@ describe('Idempotency-Key on POST, across two server processes', () => {
     expect(theirs.body.data.id).not.toBe(created.body.data.id);
   });
 
+  it('keeps a stored answer sealed in Redis: a retried API key creation replays its secret, which Redis holds only encrypted', async () => {
+    const key = 'new-api-key';
+    const created = await request(first.baseUrl).post('/v1/api-keys').set(withKey(key)).send({ name: 'ci', scopes: ['read'] }).expect(201);
+    const secret: string = created.body.data.api_key;
+    const replayed = await request(second.baseUrl).post('/v1/api-keys').set(withKey(key)).send({ name: 'ci', scopes: ['read'] }).expect(201);
+    expect(replayed.headers['idempotent-replayed']).toBe('true');
+    expect(replayed.body.data.api_key).toBe(secret);
+    const stored = await context.get<Redis>(REDIS).get(idempotencyRecordKey(loadConfig(environment.env).redisKeyPrefix, owner.accountId, key));
+    expect(stored).toContain('"complete"');
+    expect(stored).not.toContain(secret);
+    expect(stored).not.toContain(created.body.data.id);
+  });
+
   it('answers 422 idempotency_key_reused for the same key on a different request, changing nothing', async () => {
     await request(first.baseUrl).post('/v1/folders').set(withKey('folder-b')).send({ name: 'Receipts' }).expect(201);
     const reused = await request(second.baseUrl).post('/v1/folders').set(withKey('folder-b')).send({ name: 'Other' }).expect(422);
