@@ -97,6 +97,8 @@ describe('listing, reading and changing files', () => {
     ['page=1&page=2', 'page'],
     ['sort=name_asc&sort=name_desc', 'sort'],
     ['colour=red', 'colour'],
+    ['folder_id=', 'folder_id'],
+    ['folder_id=..%2Ffld_x', 'folder_id'],
   ])('refuses %s with invalid_request', async (query, field) => {
     const res = await t.http().get(`/v1/files?${query}`).set(owner.auth);
     expect(res.status).toBe(400);

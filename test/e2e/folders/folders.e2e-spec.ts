@@ -223,6 +223,14 @@ describe('folders', () => {
     expect((await t.http().delete(`/v1/folders/${top.id}`).set(owner.auth)).status).toBe(404);
   });
 
+  it('refuses an empty or malformed parent_id when listing with 400 naming it, rather than a folder not found', async () => {
+    for (const query of ['parent_id=', 'parent_id=a%20b']) {
+      const res = await t.http().get(`/v1/folders?${query}`).set(owner.auth);
+      expect(res.status, query).toBe(400);
+      expect(res.body.error.details.fields.map((f: { field: string }) => f.field)).toEqual(['parent_id']);
+    }
+  });
+
   it('checks scopes: write to create and change, read to list, delete to delete', async () => {
     const reader = await createKey(t.app, owner, ['read']);
     const writer = await createKey(t.app, owner, ['write']);

@@ -11,7 +11,7 @@ export const ID_SHAPE = /^[A-Za-z0-9_-]{1,40}$/;
 
 export class ListFilesRequest extends CursorPageRequest {
   @ApiPropertyOptional({ description: 'Folder to list; omitted means the root' })
-  @IsOptional() @IsString() @MaxLength(100)
+  @IsOptional() @IsString() @Matches(ID_SHAPE, { message: 'must be a folder id' })
   folder_id?: string;
 
   @ApiPropertyOptional({ enum: FILE_SORTS, default: 'created_desc', description: 'Ties are broken by id' })

@@ -48,7 +48,7 @@ export const FOLDER_SORTS = ['name_asc', 'name_desc', 'created_asc', 'created_de
 
 export class ListFoldersRequest extends CursorPageRequest {
   @ApiPropertyOptional({ description: 'Parent folder; omitted means the root' })
-  @IsOptional() @IsString() @MaxLength(100)
+  @IsOptional() @IsString() @Matches(ID_SHAPE, { message: 'must be a folder id' })
   parent_id?: string;
 
   @ApiPropertyOptional({ enum: FOLDER_SORTS, default: 'name_asc', description: 'Ties are broken by id' })
