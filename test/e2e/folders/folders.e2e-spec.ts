@@ -2,6 +2,7 @@ import { DataSource } from 'typeorm';
 import { describe, expect, it } from 'vitest';
 import { newId } from '../../../src/common/ids.js';
 import { OutboxEventEntity } from '../../../src/infra/outbox/outbox-event.entity.js';
+import { FolderRings1764380000000 } from '../../../src/infra/database/migrations/1764380000000-folder-rings.js';
 import { FolderEntity } from '../../../src/modules/folders/folder.entity.js';
 import { ShareEntity } from '../../../src/modules/shares/share.entity.js';
 import { createAccount, createKey, type TestAccount } from '../../support/accounts.js';
@@ -154,6 +155,40 @@ describe('folders', () => {
     const deleted = await t.http().delete(`/v1/folders/${a.id}`).set(owner.auth);
     expect(deleted.status).toBe(200);
     expect(deleted.body.data).toMatchObject({ folders_deleted: 3, files_deleted: 0 });
+  });
+
+  it('brings a ring of folders, and a folder whose parent is gone, back under the root on migration', async () => {
+    const acct = await createAccount(t.app);
+    const make = async (name: string) => (await create({ name }, acct.auth)).body.data as { id: string };
+    const [a, b, c] = [await make('Ring A'), await make('Ring B'), await make('Ring C')];
+    const inside = (await create({ name: 'Inside', parent_id: b.id }, acct.auth)).body.data;
+    await make('Ring A (taken)');
+    const taken = await make('Stays');
+    const orphan = await make('Orphan');
+    const folders = t.app.get(DataSource).getRepository(FolderEntity);
+    const place = (id: string, parentId: string) => folders.update({ id }, { parentId, parentKey: parentId });
+    // A ring as concurrent moves left it (A in B, B in C, C in A), a root folder already named as the ring's oldest, and an orphan.
+    await place(a.id, b.id);
+    await place(b.id, c.id);
+    await place(c.id, a.id);
+    await folders.update({ id: taken.id }, { name: 'Ring A', nameKey: 'ring a' });
+    await place(orphan.id, 'fld_gone');
+    const listed = async (parent?: string) =>
+      (await t.http().get(`/v1/folders?per_page=100${parent ? `&parent_id=${parent}` : ''}`).set(acct.auth)).body.data.map((f: { name: string }) => f.name);
+    expect(await listed()).toEqual(['Ring A', 'Ring A (taken)']);
+
+    const queryRunner = t.app.get(DataSource).createQueryRunner();
+    try {
+      await new FolderRings1764380000000().up(queryRunner);
+    } finally {
+      await queryRunner.release();
+    }
+    expect(await listed()).toEqual(['Orphan', 'Ring A', 'Ring A (1)', 'Ring A (taken)']);
+    expect(await listed(a.id)).toEqual(['Ring C']);
+    expect(await listed(c.id)).toEqual(['Ring B']);
+    expect(await listed(b.id)).toEqual(['Inside']);
+    expect((await folders.findOneByOrFail({ id: a.id })).name).toBe('Ring A (1)');
+    expect(inside.parent_id).toBe(b.id);
   });
 
   it('never leaves a folder moved into a folder being deleted active inside the trash', async () => {

@@ -15,6 +15,7 @@ import { NameSearchIndexes1764340000000 } from './1764340000000-name-search-inde
 import { DeliveryListIndex1764350000000 } from './1764350000000-delivery-list-index.js';
 import { DeliveryFirstAttemptHolder1764360000000 } from './1764360000000-delivery-first-attempt-holder.js';
 import { SealedWebhookSecretsText1764370000000 } from './1764370000000-sealed-webhook-secrets-text.js';
+import { FolderRings1764380000000 } from './1764380000000-folder-rings.js';
 
 /** Every migration, oldest first. */
 export const MIGRATIONS = [
@@ -35,4 +36,5 @@ export const MIGRATIONS = [
   DeliveryListIndex1764350000000,
   DeliveryFirstAttemptHolder1764360000000,
   SealedWebhookSecretsText1764370000000,
+  FolderRings1764380000000,
 ];
