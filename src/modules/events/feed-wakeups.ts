@@ -21,6 +21,8 @@ export class FeedWakeups implements OnApplicationBootstrap, OnApplicationShutdow
   private subscriber: Redis | null = null;
   /** Set at shutdown: waits end at once, so long polls answer before the server goes away. */
   closed = false;
+  /** Counts the wake-up messages received: reads begun in different generations must not be shared (ListEventsHandler). */
+  generation = 0;
 
   constructor(private readonly config: AppConfig) {}
 
@@ -92,6 +94,7 @@ export class FeedWakeups implements OnApplicationBootstrap, OnApplicationShutdow
       return;
     }
     if (!Array.isArray(accounts)) return;
+    this.generation++;
     for (const accountId of accounts) {
       const listeners = this.waiting.get(String(accountId));
       if (listeners) for (const listener of [...listeners]) listener();

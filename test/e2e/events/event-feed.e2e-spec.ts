@@ -1,7 +1,8 @@
 import { CommandBus } from '@nestjs/cqrs';
 import { DataSource } from 'typeorm';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { TrimEventsCommand } from '../../../src/modules/events/commands/trim-events.command.js';
+import { ListEventsHandler } from '../../../src/modules/events/queries/list-events.query.js';
 import { createAccount, createKey, type TestAccount } from '../../support/accounts.js';
 import { useTestApp } from '../../support/app-fixture.js';
 import { drainFeed, feedSettled, readFeed } from '../../support/events.js';
@@ -121,6 +122,32 @@ describe('event feed: GET /v1/events', () => {
     expect(answer.events[0]).toMatchObject({ event: 'file.uploaded', data: { file: { id: file.id, name: 'feed.txt' } } });
   }, 40_000);
 
+  it('long-polls: does not share a read begun before the event it waits for was stamped, so it is answered at once', async () => {
+    const { cursor } = await drainFeed(t.baseUrl, owner.auth);
+    const handler = t.app.get(ListEventsHandler) as unknown as { read: (...args: unknown[]) => Promise<unknown> };
+    const read = handler.read.bind(handler);
+    // Reads answer 1.5 s after their statements ran, as on a loaded database.
+    const slow = vi.spyOn(handler, 'read').mockImplementation(async (...args: unknown[]) => {
+      const page = await read(...args);
+      await sleep(1_500);
+      return page;
+    });
+    try {
+      const before = readFeed(t.baseUrl, owner.auth, { after: cursor });
+      await sleep(200);
+      const id = await recordEvent(t.app, 'file.uploaded', owner.accountId, uploaded(77));
+      await feedSettled(t.app);
+      await sleep(200);
+      const started = Date.now();
+      const waited = await readFeed(t.baseUrl, owner.auth, { after: cursor, wait: 10 });
+      expect(waited.events.map((e) => e.id)).toEqual([id]);
+      expect(Date.now() - started).toBeLessThan(6_000);
+      expect((await before).events).toEqual([]);
+    } finally {
+      slow.mockRestore();
+    }
+  });
+
   it('long-polls: answers empty, with a cursor to continue from, when nothing arrives before the deadline', async () => {
     const account = await createAccount(t.app);
     const { nextCursor } = await readFeed(t.baseUrl, account.auth);
@@ -167,6 +194,10 @@ describe('event feed retention', () => {
     const expired = await readFeed(t.baseUrl, owner.auth, { after: start.nextCursor });
     expect(expired.status).toBe(410);
     expect(expired.body.error.code).toBe('cursor_expired');
+    // A long poll refused the same way leaves nothing waiting behind it.
+    const waitersBefore = t.app.get(FeedWakeups).waiters;
+    for (let i = 0; i < 5; i++) expect((await readFeed(t.baseUrl, owner.auth, { after: start.nextCursor, wait: 30 })).status).toBe(410);
+    expect(t.app.get(FeedWakeups).waiters).toBe(waitersBefore);
 
     // Starting again without a cursor reads on from the oldest retained event.
     const fresh = await recordEvent(t.app, 'file.uploaded', owner.accountId, uploaded(3));

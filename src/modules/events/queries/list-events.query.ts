@@ -56,7 +56,11 @@ export class ListEventsHandler implements IQueryHandler<ListEventsQuery> {
     const deadline = Date.now() + request.wait * 1000;
     for (;;) {
       const wait = request.wait > 0 ? this.wakeups.prepare(actor.accountId) : null;
-      const page = await this.sharedRead(actor.accountId, after, request.limit, types);
+      const page = await this.sharedRead(actor.accountId, after, request.limit, types).catch((error: unknown) => {
+        // A 410 cursor_expired or a failed read: nobody will wait on this registration.
+        wait?.cancel();
+        throw error;
+      });
       if (page.items.length > 0 || wait === null || Date.now() >= deadline || signal.aborted) {
         wait?.cancel();
         return page;
@@ -66,8 +70,12 @@ export class ListEventsHandler implements IQueryHandler<ListEventsQuery> {
     }
   }
 
+  /**
+   * Joins a read of the same page in flight, if it began since the last wake-up: one begun before may have missed
+   * events whose wake-up this request, registered after that wake-up went out, will never get.
+   */
   private sharedRead(accountId: string, after: number | null, limit: number, types: string[] | null): Promise<CursorPage<EventResponse>> {
-    const key = `${accountId}|${after ?? 'oldest'}|${limit}|${types?.join(',') ?? ''}`;
+    const key = `${this.wakeups.generation}|${accountId}|${after ?? 'oldest'}|${limit}|${types?.join(',') ?? ''}`;
     let read = this.inFlight.get(key);
     if (!read) {
       read = this.read(accountId, after, limit, types).finally(() => this.inFlight.delete(key));
