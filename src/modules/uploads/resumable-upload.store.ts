@@ -1,4 +1,4 @@
-import { Readable, Transform } from 'node:stream';
+import { Readable, type Stream, Transform } from 'node:stream';
 import { DataStore, ERRORS, type KvStore, StreamLimiter, Upload } from '@tus/utils';
 import { Clock } from '../../common/clock.js';
 import { ApiError, FileTooLarge } from '../../common/errors/api-error.js';
@@ -97,7 +97,7 @@ export class ResumableUploadStore extends DataStore {
    */
   private heldToLength(readable: Readable, row: ResumableUploadEntity, offset: number): Readable {
     if (row.length === null || tusRequests.getStore()?.request.headers['content-length'] !== undefined) return readable;
-    const limit = new StreamLimiter(row.length - offset);
+    const limit = quiet(new StreamLimiter(row.length - offset));
     readable.on('error', (error) => limit.destroy(error));
     return readable.pipe(limit);
   }
@@ -106,23 +106,23 @@ export class ResumableUploadStore extends DataStore {
   private async append(readable: Readable, row: ResumableUploadEntity, offset: number): Promise<number> {
     const id = row.id;
     const md5 = await this.onThreadIfWorthIt(await this.md5At(row, offset));
-    // Whatever cuts the bytes short (a limit) is what the client hears, rather than the store's failure to write them.
+    // Whatever cuts the bytes short (a limit) is what the client hears, rather than the store's failure to write them;
+    // it may have come during the awaits before this point (readable.errored).
     let cut: Error | null = null;
     readable.once('error', (error) => (cut = error));
     const limit = row.length === null ? await this.deferredLimit(row, offset) : null;
     let source = limit ? readable.pipe(limit.meter) : readable;
-    if (limit) readable.on('error', (error) => limit.meter.destroy(error));
+    if (limit) passErrorOn(readable, limit.meter);
     if (md5) {
-      const hashing = new Transform({
+      const hashing = quiet(new Transform({
         transform(chunk: Buffer, _encoding, callback) {
           const behind = md5.update(chunk);
           if (behind) behind.then(() => callback(null, chunk), callback);
           else callback(null, chunk);
         },
-      });
-      const hashed = source;
-      hashed.on('error', (error) => hashing.destroy(error));
-      source = hashed.pipe(hashing);
+      }));
+      passErrorOn(source, hashing);
+      source = source.pipe(hashing);
     }
     let stored = offset;
     try {
@@ -133,7 +133,7 @@ export class ResumableUploadStore extends DataStore {
       // The stores report their own failure for a stream we cut; the client hears why we cut it.
       const refusal = limit?.refusal();
       if (refusal instanceof FileTooLarge) await this.forget(id);
-      throw refusal ?? cut ?? error;
+      throw refusal ?? cut ?? readable.errored ?? error;
     } finally {
       // Saved only when it is the MD5 of exactly the bytes stored; otherwise (or if the thread failed) the saved one stays (see md5At).
       const state = md5 && md5.offset === stored ? await md5.save().catch(() => undefined) : undefined;
@@ -160,7 +160,7 @@ export class ResumableUploadStore extends DataStore {
     let held = (await this.transactions.dataSource.getRepository(UploadReservationEntity).findOneBy({ id: row.id }))?.bytes ?? 0;
     let size = offset;
     let refusal: ApiError | null = null;
-    const meter = new Transform({
+    const meter = quiet(new Transform({
       transform: (chunk: Buffer, _encoding, callback) => {
         size += chunk.length;
         refusal = sizeLimit.check(size);
@@ -175,7 +175,7 @@ export class ResumableUploadStore extends DataStore {
           (error: Error) => callback(error),
         );
       },
-    });
+    }));
     return { meter, refusal: () => refusal };
   }
 
@@ -375,4 +375,20 @@ export class ResumableUploadRows implements KvStore<Upload> {
   private expiresFromNow(): Date {
     return new Date(this.clock.now().getTime() + this.expiryMs);
   }
+}
+
+/**
+ * A stream of the body path that can fail before anything reads it (a limit refused the bytes while the store was
+ * still reading its state): without a listener that failure would be an uncaught exception, and the process would
+ * exit. The failure stays on the stream (`errored`), and whatever pipes it afterwards rejects with it.
+ */
+function quiet<T extends Stream>(stream: T): T {
+  stream.on('error', () => undefined);
+  return stream;
+}
+
+/** What `pipe` does not do: a failure of `from`, including one before this call, destroys `to` with it. */
+function passErrorOn(from: Readable, to: Stream & { destroy(error?: Error): unknown }): void {
+  if (from.errored) to.destroy(from.errored);
+  else from.on('error', (error) => to.destroy(error));
 }

@@ -16,7 +16,7 @@ import { RedisUploadLocker } from './redis-upload-locker.js';
 import { ResumableUploadEntity } from './resumable-upload.entity.js';
 import { ResumableUploadStore } from './resumable-upload.store.js';
 import { tusActor, tusRequests } from './tus-request.js';
-import { CHECKSUM_ALGORITHMS } from './upload-checksum.js';
+import { CHECKSUM_ALGORITHMS, parseUploadChecksum } from './upload-checksum.js';
 
 export const UPLOADS_PATH = '/v1/uploads';
 
@@ -131,14 +131,24 @@ export class TusProtocol {
         if (upload.fileId) tusRequests.getStore()?.response.setHeader(FILE_ID_HEADER, upload.fileId);
       },
       onUploadCreate: async (_req, upload) => {
+        const context = tusRequests.getStore()!;
+        // A malformed checksum of the first bytes is refused before anything is reserved.
+        parseUploadChecksum(context.request.headers['upload-checksum']);
         await commands.execute(new CreateResumableUploadCommand(tusActor(), upload.id, upload.size ?? null, upload.metadata));
+        context.createdUploadId = upload.id;
         return {};
       },
       onUploadFinish: async (_req, upload) => {
         const fileId = await commands.execute(new CompleteResumableUploadCommand(tusActor(), upload.id));
         return { headers: { [FILE_ID_HEADER]: fileId } };
       },
-      onResponseError: (_req, error) => this.renderError(error),
+      onResponseError: async (_req, error) => {
+        // A creation whose first bytes were refused (a checksum, a length) answers without Location: its client can
+        // never reach the upload, so nothing may stay reserved for it until it expires.
+        const created = tusRequests.getStore()?.createdUploadId;
+        if (created) await store.forget(created);
+        return this.renderError(error);
+      },
     };
     this.server = new EnvelopedTusServer(options, (error) => this.renderError(error));
   }

@@ -14,6 +14,8 @@ export interface TusRequest {
   response: Response;
   /** Upload rows this request has read (ResumableUploadRows.find), until it changes them. */
   rows?: Map<string, Promise<unknown>>;
+  /** The upload a creation request made (onUploadCreate), so a creation answered with an error can give it up. */
+  createdUploadId?: string;
 }
 
 export const tusRequests = new AsyncLocalStorage<TusRequest>();

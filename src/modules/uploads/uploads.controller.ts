@@ -59,7 +59,8 @@ export class UploadsController {
     description:
       'Checks the metadata, the plan\'s maximum size and the quota as POST /v1/files/upload does, and reserves `Upload-Length` bytes of quota at once. ' +
       'Answers 201 with `Location` (the upload URL) and `Upload-Expires`. A body (`Content-Type: application/offset+octet-stream`) is the first chunk; ' +
-      `when it completes the upload, \`${FILE_ID_HEADER}\` names the file.`,
+      `when it completes the upload, \`${FILE_ID_HEADER}\` names the file. A creation refused for its body (a checksum, more bytes than Upload-Length) ` +
+      'answers without `Location` and leaves no upload and no reservation behind.',
   })
   @ApiResponse({
     status: 201,
@@ -72,7 +73,7 @@ export class UploadsController {
   @ApiErrors(
     [404, 'not_found: folder_id names no active folder.'],
     [413, 'file_too_large (details file_size, max_size, plan) or storage_exceeded (details current_usage, storage_limit, required_space).'],
-    [460, 'invalid_request: the body does not match Upload-Checksum (tus Checksum Mismatch); the upload exists, with nothing stored.'],
+    [460, 'invalid_request: the body does not match Upload-Checksum (tus Checksum Mismatch). No upload is left behind: a creation refused for its body gives back what it reserved.'],
   )
   create(@CurrentActor() actor: Actor, @Req() request: Request, @Res() response: Response): Promise<void> {
     return this.tus.handle(actor, request, response);
@@ -88,7 +89,11 @@ export class UploadsController {
     description: `Answers \`Upload-Offset\` (bytes received), \`Upload-Length\`, \`Upload-Metadata\` and \`Upload-Expires\`; once complete also \`${FILE_ID_HEADER}\`.`,
   })
   @ApiResponse({ status: 200, description: 'The upload\'s state, in headers.', headers: TUS_ANSWER_HEADERS })
-  @ApiErrors([404, 'not_found: no such upload of this account (or it was terminated).'], [410, 'not_found: the upload expired.'])
+  @ApiErrors(
+    [404, 'not_found: no such upload of this account (or it was terminated).'],
+    [410, 'not_found: the upload expired.'],
+    [423, 'conflict: another request is writing to this upload; retry.'],
+  )
   offset(@CurrentActor() actor: Actor, @Req() request: Request, @Res() response: Response): Promise<void> {
     return this.tus.handle(actor, request, response);
   }
@@ -135,7 +140,7 @@ export class UploadsController {
     description: 'Deletes the bytes received and gives the reserved quota back; answers 204. A completed upload\'s file is not touched.',
   })
   @ApiResponse({ status: 204, description: 'Terminated.' })
-  @ApiErrors([404, 'not_found: no such upload of this account.'])
+  @ApiErrors([404, 'not_found: no such upload of this account.'], [423, 'conflict: another request is writing to this upload; retry.'])
   terminate(@CurrentActor() actor: Actor, @Req() request: Request, @Res() response: Response): Promise<void> {
     return this.tus.handle(actor, request, response);
   }

@@ -10,6 +10,7 @@ import { FileEntity } from '../../../src/modules/files/file.entity.js';
 import { UploadHasher } from '../../../src/modules/files/upload/hashing/upload-hasher.js';
 import { UploadSweeper } from '../../../src/modules/files/upload/upload-sweeper.js';
 import { ResumableUploadPartEntity } from '../../../src/modules/uploads/resumable-upload-part.entity.js';
+import { ResumableUploadEntity } from '../../../src/modules/uploads/resumable-upload.entity.js';
 import { ResumableUploadExpiry } from '../../../src/modules/uploads/resumable-upload-expiry.js';
 import { createAccount, createKey, type TestAccount } from '../../support/accounts.js';
 import { storageOf } from '../../support/files.js';
@@ -425,6 +426,70 @@ describe.each(['local', 's3'] as const)('resumable uploads (tus 1.0) with tus-js
     expect(await getFile(rest.headers.get('x-file-id')!)).toMatchObject({ size: content.length, md5_hash: md5(content) });
   });
 
+  /** A request whose small body is sent chunked (no Content-Length), as streaming clients send one. */
+  const chunkedRequest = (method: string, url: string, headers: Record<string, string>, body: Buffer) =>
+    new Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: unknown }>((resolve, reject) => {
+      const target = new URL(url);
+      const req = httpRequest({ host: target.hostname, port: target.port, path: target.pathname, method, headers: { ...headers, 'Transfer-Encoding': 'chunked' } });
+      req.on('response', (res) => {
+        const parts: Buffer[] = [];
+        res.on('data', (part: Buffer) => parts.push(part));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: JSON.parse(Buffer.concat(parts).toString() || 'null') }));
+      });
+      req.on('error', reject);
+      req.end(body);
+    });
+  const tusHeaders = (auth: Record<string, string>, extra: Record<string, string>) => ({ ...auth, 'Tus-Resumable': '1.0.0', 'Content-Type': 'application/offset+octet-stream', ...extra });
+
+  it('refuses a small chunked body past the upload\'s length, as a PATCH or in the creation, with 413 and the server still up', async () => {
+    const url = locationOf(await create(owner.auth, 5));
+    const over = await chunkedRequest('PATCH', url, tusHeaders(owner.auth, { 'Upload-Offset': '0' }), Buffer.alloc(20, 1));
+    expect(over.status).toBe(413);
+    expect(over.body).toMatchObject({ error: { code: 'invalid_request' } });
+    expect((await head(owner.auth, url)).status).toBe(200);
+
+    const before = await storageOf(t.app, owner.accountId);
+    const created = await chunkedRequest(
+      'POST',
+      `${t.baseUrl}/v1/uploads`,
+      tusHeaders(owner.auth, { 'Upload-Length': '5', 'Upload-Metadata': metadataHeader({ filename: 'short.bin' }) }),
+      Buffer.alloc(20, 2),
+    );
+    expect(created.status).toBe(413);
+    expect(created.headers.location).toBeUndefined();
+    // Its client never learned where the upload is: nothing stays reserved for it.
+    expect((await storageOf(t.app, owner.accountId)).reserved).toBe(before.reserved);
+    expect((await fetch(`${t.baseUrl}/health`)).status).toBe(200);
+  });
+
+  it('holds a deferred upload\'s small chunked PATCH to the quota with 413 storage_exceeded, the server still up', async () => {
+    const tight = await createAccount(t.app, { plan: 'free', storageLimit: 10_240 });
+    const url = locationOf(await create(tight.auth, null));
+    const over = await chunkedRequest('PATCH', url, tusHeaders(tight.auth, { 'Upload-Offset': '0' }), Buffer.alloc(100 * 1024, 3));
+    expect(over.status).toBe(413);
+    expect(over.body).toMatchObject({ error: { code: 'storage_exceeded' } });
+    expect((await head(tight.auth, url)).status).toBe(200);
+  });
+
+  it('gives back what a creation reserved when its first bytes are refused: a bad checksum header, a wrong checksum, too many bytes', async () => {
+    const before = await storageOf(t.app, owner.accountId);
+    const creation = (body: Buffer, extra: Record<string, string>) =>
+      fetch(`${t.baseUrl}/v1/uploads`, {
+        method: 'POST',
+        headers: tusHeaders(owner.auth, { 'Upload-Length': '500000', 'Upload-Metadata': metadataHeader({ filename: 'refused.bin' }), ...extra }),
+        body,
+      });
+    const badHeader = await creation(Buffer.alloc(20), { 'Upload-Checksum': 'md5 not-base64!' });
+    expect(badHeader.status).toBe(400);
+    const wrongSum = await creation(Buffer.alloc(20), { 'Upload-Checksum': `md5 ${createHash('md5').update('other').digest('base64')}` });
+    expect(wrongSum.status).toBe(460);
+    const tooMany = await creation(Buffer.alloc(500_001), {});
+    expect(tooMany.status).toBe(413);
+    for (const answer of [badHeader, wrongSum, tooMany]) expect(answer.headers.get('location')).toBeNull();
+    expect((await storageOf(t.app, owner.accountId)).reserved).toBe(before.reserved);
+    expect(await t.app.get(DataSource).getRepository(ResumableUploadEntity).countBy({ accountId: owner.accountId, name: 'refused.bin' })).toBe(0);
+  });
+
   it('counts a free plan\'s upload once, not per chunk: 80 chunks complete without a 429', async () => {
     const free = await createAccount(t.app, { plan: 'free' });
     const content = randomBytes(80 * 1024);
@@ -455,7 +520,7 @@ describe.each(['local', 's3'] as const)('resumable uploads (tus 1.0) with tus-js
     }
   });
 
-  it('refuses a second PATCH while one is writing to the upload with 423', async () => {
+  it('refuses a second PATCH, a HEAD and a termination while one PATCH is writing to the upload with 423', async () => {
     const created = await create(owner.auth, 2 * MiB);
     const url = new URL(locationOf(created));
     // A PATCH that sends half its body, then goes quiet while holding the upload.
@@ -472,8 +537,14 @@ describe.each(['local', 's3'] as const)('resumable uploads (tus 1.0) with tus-js
       // Once the slow PATCH holds the upload's lock (not after a guessed delay: a loaded machine may take longer).
       const lock = `${t.config.redisKeyPrefix}:upload-lock:${url.pathname.split('/').pop()}`;
       await eventually(async () => (await t.app.get<Redis>(REDIS).exists(lock)) === 1, 10_000, 'the slow PATCH holding the lock');
-      const second = await patch(owner.auth, url.toString(), 0, Buffer.alloc(2 * MiB));
-      expect(second.status).toBe(423);
+      // HEAD and termination wait for the lock too (3 s each, so all at once), and say so the same way (documented:
+      // the contract checks every answer).
+      const [second, offset, terminate] = await Promise.all([
+        patch(owner.auth, url.toString(), 0, Buffer.alloc(2 * MiB)),
+        head(owner.auth, url.toString()),
+        fetch(url, { method: 'DELETE', headers: { ...owner.auth, 'Tus-Resumable': '1.0.0' } }),
+      ]);
+      expect([second.status, offset.status, terminate.status]).toEqual([423, 423, 423]);
       expect(await second.json()).toMatchObject({ success: false, error: { code: 'conflict' } });
     } finally {
       slow.destroy();

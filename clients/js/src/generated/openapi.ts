@@ -573,7 +573,7 @@ export interface paths {
         put?: never;
         /**
          * Create a resumable upload (tus creation, creation-with-upload)
-         * @description Checks the metadata, the plan's maximum size and the quota as POST /v1/files/upload does, and reserves `Upload-Length` bytes of quota at once. Answers 201 with `Location` (the upload URL) and `Upload-Expires`. A body (`Content-Type: application/offset+octet-stream`) is the first chunk; when it completes the upload, `X-File-Id` names the file.
+         * @description Checks the metadata, the plan's maximum size and the quota as POST /v1/files/upload does, and reserves `Upload-Length` bytes of quota at once. Answers 201 with `Location` (the upload URL) and `Upload-Expires`. A body (`Content-Type: application/offset+octet-stream`) is the first chunk; when it completes the upload, `X-File-Id` names the file. A creation refused for its body (a checksum, more bytes than Upload-Length) answers without `Location` and leaves no upload and no reservation behind.
          */
         post: operations["createUpload"];
         delete?: never;
@@ -6963,7 +6963,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope429"];
                 };
             };
-            /** @description invalid_request: the body does not match Upload-Checksum (tus Checksum Mismatch); the upload exists, with nothing stored. */
+            /** @description invalid_request: the body does not match Upload-Checksum (tus Checksum Mismatch). No upload is left behind: a creation refused for its body gives back what it reserved. */
             460: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -7325,6 +7325,19 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope412"];
                 };
             };
+            /** @description conflict: another request is writing to this upload; retry. */
+            423: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope423"];
+                };
+            };
             /** @description rate_limit_exceeded: the plan's requests per minute are used up, or this client address presented 30 invalid API keys this minute; see Retry-After. */
             429: {
                 headers: {
@@ -7478,6 +7491,19 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorEnvelope412"];
+                };
+            };
+            /** @description conflict: another request is writing to this upload; retry. */
+            423: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope423"];
                 };
             };
             /** @description rate_limit_exceeded: the plan's requests per minute are used up, or this client address presented 30 invalid API keys this minute; see Retry-After. */
