@@ -34,9 +34,13 @@ async function main(): Promise<void> {
     { module: class Cli {}, imports: [CliCoreModule.register(config), ...(await commandModules(group))] },
     {
       logger: false,
+      // Nest's own handling of a failed start (an unreachable database) exits the process silently; main() reports it instead.
+      abortOnError: false,
       // Commander reports a shown help text as an error too; that one is a success.
       errorHandler: (error) => (HELP_SHOWN.has((error as { code?: string }).code ?? '') ? process.exit(0) : fail(error.message.replace(/^error: /, ''))),
       serviceErrorHandler: (error) => fail(error instanceof ApiError ? error.message : String(error), error instanceof ApiError ? error.code : 'internal_error'),
+      // A subcommand's own parse errors (a missing or unknown option) bypass errorHandler; they are JSON too.
+      outputConfiguration: { outputError: (text) => fail(text.trim().replace(/^error: /, '')) },
     },
   );
   // Every command may run on a fresh database, so the schema is brought up to date first

@@ -19,7 +19,8 @@ export class CliCoreModule {
       module: CliCoreModule,
       imports: [
         CqrsModule.forRoot(),
-        TypeOrmModule.forRoot({ ...dataSourceOptions(config.database), autoLoadEntities: true }),
+        // A command fails at once on an unreachable database, rather than after TypeORM's nine retries.
+        TypeOrmModule.forRoot({ ...dataSourceOptions(config.database), autoLoadEntities: true, retryAttempts: 0 }),
         TypeOrmModule.forFeature([OutboxEventEntity]),
       ],
       providers: [{ provide: AppConfig, useValue: config }, Clock, Transactions],

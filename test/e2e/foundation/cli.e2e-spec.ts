@@ -83,11 +83,24 @@ describe('command line (dist/cli.js)', () => {
     [['accounts', 'create', '--name', 'Bob', '--plan', 'free', '--storage-limit', '-5'], 'storage-limit'],
     [['keys', 'create', '--account', 'acc_missing', '--scopes', 'read'], 'not found'],
     [['keys', 'create', '--account', 'acc_missing', '--scopes', 'read,admin'], 'scopes'],
+    [['accounts', 'create', '--plan', 'free'], '--name'],
+    [['accounts', 'create', '--name', 'Bob', '--plan', 'free', '--bogus'], '--bogus'],
+    [['accounts', 'create', '--name', 'Bob', '--plan'], '--plan'],
   ])('refuses %j with a JSON error and a non-zero exit', async (args, mention) => {
     const result = await runNode('cli.js', args, environment.env);
     expect(result.code).not.toBe(0);
     expect(result.stdout).toBe('');
     expect(JSON.parse(result.stderr.trim().split('\n').pop()!).error.message).toContain(mention);
+  });
+});
+
+describe('the command line without its database', () => {
+  it('fails at once with a JSON error naming the problem when the database cannot be reached', async () => {
+    const started = Date.now();
+    const result = await runNode('cli.js', ['trash', 'purge'], { ...process.env, DATABASE_URL: 'postgres://127.0.0.1:1/unreachable' } as Record<string, string>);
+    expect(result.code).toBe(1);
+    expect(JSON.parse(result.stderr.trim().split('\n').pop()!).error).toMatchObject({ code: 'internal_error', message: expect.stringContaining('ECONNREFUSED') });
+    expect(Date.now() - started).toBeLessThan(10_000);
   });
 });
 
