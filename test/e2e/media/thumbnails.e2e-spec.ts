@@ -1,9 +1,10 @@
 import { QueryBus } from '@nestjs/cqrs';
 import sharp from 'sharp';
 import { DataSource } from 'typeorm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { BlobStorage, blobKeys } from '../../../src/infra/storage/blob-storage.js';
 import { FileEntity } from '../../../src/modules/files/file.entity.js';
+import { GenerateThumbnailHandler } from '../../../src/modules/media/commands/generate-thumbnail.command.js';
 import { GetFileMediaQuery } from '../../../src/modules/media/queries/get-file-media.query.js';
 import { createAccount, type TestAccount } from '../../support/accounts.js';
 import { seedFile } from '../../support/files.js';
@@ -11,7 +12,7 @@ import { hugeDeclaredPng, jpegImage, mp4Video, onePagePdf, pngImage } from '../.
 import { startTestApp, type TestApp } from '../../support/test-app.js';
 import { useTestApp } from '../../support/app-fixture.js';
 import { overwrite, queued, publishStored, reload, scansQueue, settledJob, thumbnailsQueue, thumbnailBlobs } from './media-support.js';
-import { eventually } from '../../support/time.js';
+import { eventually, sleep } from '../../support/time.js';
 
 async function readAll(stream: NodeJS.ReadableStream): Promise<Buffer> {
   const chunks: Buffer[] = [];
@@ -168,6 +169,39 @@ describe('thumbnails', () => {
     await eventually(async () => (await reload(t.app, file.id))!.thumbnailKey, 10_000, 'the thumbnail after restore');
     await expectWebpThumbnail(file, 256, 128);
     expect(await media(file.id)).toMatchObject({ thumbnailStatus: 'ready' });
+  });
+
+  it.each(['before', 'after'] as const)('makes the thumbnail of a file restored while its job defers it (restore %s the deferral commits)', async (when) => {
+    const queue = thumbnailsQueue(t.app);
+    const handler = t.app.get(GenerateThumbnailHandler) as unknown as { defer: (job: unknown) => Promise<boolean> };
+    const defer = handler.defer.bind(handler);
+    let deferring: () => void = () => undefined;
+    const reached = new Promise<void>((resolve) => (deferring = resolve));
+    // The job holds still at its deferral for 1.5 s, before or after committing it, while the file is restored.
+    const slow = vi.spyOn(handler, 'defer').mockImplementation(async (job: unknown) => {
+      deferring();
+      if (when === 'before') await sleep(1_500);
+      const deferred = await defer(job);
+      if (when === 'after') await sleep(1_500);
+      return deferred;
+    });
+    await queue.pause();
+    const file = await seedFile(t.app, account, { content: await pngImage(300, 300), mimeType: 'image/png', category: 'image' });
+    try {
+      publishStored(t.app, file);
+      await queued(queue, 1, 'the job to be queued');
+      await t.app.get(DataSource).getRepository(FileEntity).update({ id: file.id }, { state: 'trashed', deletedAt: new Date() });
+      await queue.resume();
+      await reached;
+      if (when === 'after') await eventually(async () => (await media(file.id))?.thumbnailStatus === 'deferred', 5_000, 'the deferral');
+      await t.app.get(DataSource).getRepository(FileEntity).update({ id: file.id }, { state: 'active', deletedAt: null });
+      publishStored(t.app, file);
+      await eventually(async () => (await reload(t.app, file.id))!.thumbnailKey, 15_000, 'the thumbnail after restore');
+      expect(await media(file.id)).toMatchObject({ thumbnailStatus: 'ready' });
+    } finally {
+      slow.mockRestore();
+      await queue.resume();
+    }
   });
 
   it('shows no stale thumbnail after an overwrite: the old one goes, the new version gets its own', async () => {

@@ -49,7 +49,8 @@ export class GenerateThumbnailHandler implements ICommandHandler<GenerateThumbna
     const file = await this.transactions.dataSource.getRepository(FileEntity).findOneBy({ id: fileId });
     const stale = whyStale(file, blobKey);
     if (stale) {
-      if (file?.state === 'trashed' && file.blobKey === blobKey) await this.defer(job);
+      // Restored since it was read: go on as for an active file (a restore that saw no deferral queued nothing).
+      if (file?.state === 'trashed' && file.blobKey === blobKey && !(await this.defer(job))) return this.execute({ job } as GenerateThumbnailCommand);
       return { outcome: 'discarded', reason: stale };
     }
     const kind = thumbnailKind(file!.mimeType);
@@ -115,11 +116,18 @@ export class GenerateThumbnailHandler implements ICommandHandler<GenerateThumbna
     }
   }
 
-  /** The file is in the trash: no thumbnail now, but one is made if it is restored (see ScheduleMediaWorkCommand). */
-  private async defer(job: MediaJobData): Promise<void> {
-    await this.transactions.run((tx) =>
-      tx.getRepository(FileMediaEntity).update({ fileId: job.fileId, blobKey: job.blobKey }, { thumbnailStatus: 'deferred', updatedAt: this.clock.now() }),
-    );
+  /**
+   * The file is in the trash: no thumbnail now, but one is made if it is restored (see ScheduleMediaWorkCommand).
+   * Decided under the file's lock, as a restore's scheduling is: false when the file is no longer trashed with
+   * these bytes, since a restore that came first found nothing deferred and so queued nothing.
+   */
+  private async defer(job: MediaJobData): Promise<boolean> {
+    return this.transactions.run(async (tx) => {
+      const current = await lockFile(tx, job.fileId);
+      if (current?.state !== 'trashed' || current.blobKey !== job.blobKey) return false;
+      await tx.getRepository(FileMediaEntity).update({ fileId: job.fileId, blobKey: job.blobKey }, { thumbnailStatus: 'deferred', updatedAt: this.clock.now() });
+      return true;
+    });
   }
 
   private async skip(job: MediaJobData, reason: string): Promise<ThumbnailOutcome> {

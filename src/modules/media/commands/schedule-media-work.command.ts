@@ -87,10 +87,12 @@ export class ScheduleMediaWorkHandler implements ICommandHandler<ScheduleMediaWo
     const retryDelay = this.config.media.retryDelayMs;
     if (outcome.kind) {
       const jobId = mediaJobId('thumbnail', fileId, blobKey);
-      // The finished job still holds its id; only removing it lets the same id run again.
-      // (Removal fails only if that job is running right now, and then it does the work itself.)
-      if (outcome.rerunThumbnail) await this.thumbnails.remove(jobId).catch(() => undefined);
-      await this.thumbnails.add('thumbnail', data, mediaJobOptions('thumbnail', jobId, retryDelay));
+      // The finished job still holds its id; only removing it lets the same id run again. If that job is still
+      // running, it has already deferred (that is why this runs) and is only finishing: the thumbnail goes under an id of
+      // its own. (rerunThumbnail is true for one scheduling per restore: it turned 'deferred' into 'pending' under the lock.)
+      const removed = outcome.rerunThumbnail ? await this.thumbnails.remove(jobId).then((count) => count > 0, () => false) : true;
+      const id = removed || !(await this.thumbnails.getJob(jobId)) ? jobId : `${jobId}-restored-${Date.now()}`;
+      await this.thumbnails.add('thumbnail', data, mediaJobOptions('thumbnail', id, retryDelay));
     }
     const scanJobId = mediaJobId('scan', fileId, blobKey);
     await this.scans.add('scan', data, mediaJobOptions('scan', scanJobId, retryDelay));
