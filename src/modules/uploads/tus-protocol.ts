@@ -128,7 +128,13 @@ export class TusProtocol {
       onIncomingRequest: async (req, uploadId) => {
         if (req.method === 'POST') return;
         const upload = await this.assertOwnUpload(tusActor(), uploadId);
-        if (upload.fileId) tusRequests.getStore()?.response.setHeader(FILE_ID_HEADER, upload.fileId);
+        let fileId = upload.fileId;
+        // Every byte in but no file (the last PATCH's completion failed, or still runs): a HEAD completes it (or waits
+        // for it), so a client resuming by HEAD learns the file instead of a full offset with nothing behind it.
+        if (!fileId && req.method === 'HEAD' && upload.length !== null && (await store.getUpload(uploadId)).offset === upload.length) {
+          fileId = await commands.execute(new CompleteResumableUploadCommand(tusActor(), uploadId));
+        }
+        if (fileId) tusRequests.getStore()?.response.setHeader(FILE_ID_HEADER, fileId);
       },
       onUploadCreate: async (_req, upload) => {
         const context = tusRequests.getStore()!;

@@ -86,7 +86,9 @@ export class UploadsController {
   @ApiOperation({
     operationId: 'getUploadOffset',
     summary: 'Where to resume an upload (tus core)',
-    description: `Answers \`Upload-Offset\` (bytes received), \`Upload-Length\`, \`Upload-Metadata\` and \`Upload-Expires\`; once complete also \`${FILE_ID_HEADER}\`.`,
+    description:
+      `Answers \`Upload-Offset\` (bytes received), \`Upload-Length\`, \`Upload-Metadata\` and \`Upload-Expires\`; once complete also \`${FILE_ID_HEADER}\`. ` +
+      'An upload holding every byte whose completion failed (its last PATCH answered 5xx) is completed by this request, which then names the file.',
   })
   @ApiResponse({ status: 200, description: 'The upload\'s state, in headers.', headers: TUS_ANSWER_HEADERS })
   @ApiErrors(

@@ -11,6 +11,7 @@ import { UploadHasher } from '../../../src/modules/files/upload/hashing/upload-h
 import { UploadSweeper } from '../../../src/modules/files/upload/upload-sweeper.js';
 import { ResumableUploadPartEntity } from '../../../src/modules/uploads/resumable-upload-part.entity.js';
 import { ResumableUploadEntity } from '../../../src/modules/uploads/resumable-upload.entity.js';
+import { CompleteResumableUploadHandler } from '../../../src/modules/uploads/commands/complete-resumable-upload.command.js';
 import { ResumableUploadExpiry } from '../../../src/modules/uploads/resumable-upload-expiry.js';
 import { createAccount, createKey, type TestAccount } from '../../support/accounts.js';
 import { storageOf } from '../../support/files.js';
@@ -232,6 +233,25 @@ describe.each(['local', 's3'] as const)('resumable uploads (tus 1.0) with tus-js
     expect(offset.headers.get('upload-offset')).toBe(String(content.length));
     expect(offset.headers.get('x-file-id')).toBe(fileId);
     expect(await t.app.get(DataSource).getRepository(FileEntity).countBy({ accountId: owner.accountId, name: 'once.txt' })).toBe(1);
+  });
+
+  it('completes on HEAD an upload whose last PATCH stored every byte but failed to make the file', async () => {
+    const content = randomBytes(300_000);
+    const url = locationOf(await create(owner.auth, content.length, { filename: 'late.bin' }));
+    const completion = t.app.get(CompleteResumableUploadHandler);
+    const failOnce = vi.spyOn(completion, 'execute').mockRejectedValueOnce(new Error('database went away'));
+    try {
+      expect((await patch(owner.auth, url, 0, content)).status).toBe(500);
+    } finally {
+      failOnce.mockRestore();
+    }
+    const offset = await head(owner.auth, url);
+    expect(offset.status).toBe(200);
+    expect(offset.headers.get('upload-offset')).toBe(String(content.length));
+    const fileId = offset.headers.get('x-file-id');
+    expect(fileId).toMatch(/^file_/);
+    expect(await getFile(fileId!)).toMatchObject({ name: 'late.bin', size: content.length, md5_hash: md5(content) });
+    expect((await head(owner.auth, url)).headers.get('x-file-id')).toBe(fileId);
   });
 
   it('needs a key with the write scope, and hides one account\'s uploads from another', async () => {

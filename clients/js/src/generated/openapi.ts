@@ -604,7 +604,7 @@ export interface paths {
         options?: never;
         /**
          * Where to resume an upload (tus core)
-         * @description Answers `Upload-Offset` (bytes received), `Upload-Length`, `Upload-Metadata` and `Upload-Expires`; once complete also `X-File-Id`.
+         * @description Answers `Upload-Offset` (bytes received), `Upload-Length`, `Upload-Metadata` and `Upload-Expires`; once complete also `X-File-Id`. An upload holding every byte whose completion failed (its last PATCH answered 5xx) is completed by this request, which then names the file.
          */
         head: operations["getUploadOffset"];
         /**
