@@ -110,7 +110,14 @@ export class ResumableUploadStore extends DataStore {
     // it may have come during the awaits before this point (readable.errored).
     let cut: Error | null = null;
     readable.once('error', (error) => (cut = error));
-    const limit = row.length === null ? await this.deferredLimit(row, offset) : null;
+    const limit =
+      row.length === null
+        ? await this.deferredLimit(row, offset).catch((error: unknown) => {
+            // Refused on its Content-Length before a byte: its hasher goes back to the pool.
+            md5?.release();
+            throw error;
+          })
+        : null;
     let source = limit ? readable.pipe(limit.meter) : readable;
     if (limit) passErrorOn(readable, limit.meter);
     if (md5) {
