@@ -45,7 +45,7 @@ export class NotFoundError extends FileStorageError {
 export class ConflictError extends FileStorageError {
   override name = 'ConflictError';
 }
-/** The same Idempotency-Key was sent with a different request (422), or while its first request still runs (409). */
+/** The same Idempotency-Key was sent with a different request (422), or while its first request still runs (409, once the retries have run out). */
 export class IdempotencyError extends FileStorageError {
   override name = 'IdempotencyError';
 }

@@ -7,7 +7,7 @@ export interface FileStorageOptions {
   baseUrl: string;
   /** How long to wait for an answer's headers, per attempt. Default 60 000 ms. */
   timeoutMs?: number;
-  /** Retries after 429, 502, 503, 504 and network errors. Default 2. */
+  /** Retries after 429, 502, 503, 504, 409 `idempotency_key_in_use` and network errors. Default 2. */
   maxRetries?: number;
   /** Files of at least this many bytes go through the resumable tus endpoint. Default 64 MiB. */
   resumableThresholdBytes?: number;
@@ -85,7 +85,8 @@ export class HttpClient {
   /**
    * One logical request: retried on 429 (after Retry-After), 502/503/504 and network errors, with exponential
    * backoff, as long as its body can be sent again. Every attempt of a POST carries the same Idempotency-Key,
-   * so a retry after a lost answer replays the first result instead of acting twice.
+   * so a retry after a lost answer replays the first result instead of acting twice; one that arrives while the
+   * first attempt still runs is answered 409 `idempotency_key_in_use` and is sent again after Retry-After.
    */
   async send(spec: RequestSpec): Promise<Response> {
     const headers: Record<string, string> = { Accept: 'application/json', ...spec.headers };
@@ -118,7 +119,7 @@ export class HttpClient {
       }
       clearTimeout(timer);
       if (response.ok) return response;
-      if (attempt < maxRetries && isRetryable(response)) {
+      if (attempt < maxRetries && (await isRetryable(response))) {
         const retryAfter = parseRetryAfter(response.headers.get('retry-after'));
         await response.body?.cancel();
         const waitMs = retryAfter !== undefined && retryAfter <= MAX_RETRY_AFTER_SECONDS ? retryAfter * 1000 : backoffMs(attempt);
@@ -130,8 +131,18 @@ export class HttpClient {
   }
 }
 
-function isRetryable(response: Response): boolean {
-  return RETRYABLE_STATUSES.has(response.status);
+async function isRetryable(response: Response): Promise<boolean> {
+  if (RETRYABLE_STATUSES.has(response.status)) return true;
+  // The first request with this Idempotency-Key still runs: once it ends, the same key gets its stored answer.
+  return response.status === 409 && (await errorCodeOf(response.clone())) === 'idempotency_key_in_use';
+}
+
+async function errorCodeOf(response: Response): Promise<string | undefined> {
+  try {
+    return ((await response.json()) as { error?: { code?: string } } | null)?.error?.code;
+  } catch {
+    return undefined;
+  }
 }
 
 /** 0.5 s, 1 s, 2 s… with full jitter, at most 8 s. */
