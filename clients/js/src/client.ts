@@ -19,6 +19,7 @@ export class FileStorage {
     this.files = new Files(http, {
       thresholdBytes: options.resumableThresholdBytes ?? 64 * MiB,
       chunkBytes: options.resumableChunkBytes ?? 8 * MiB,
+      retryMs: options.resumableRetryMs ?? 80_000,
     });
     this.trash = new Trash(http);
     this.folders = new Folders(http);

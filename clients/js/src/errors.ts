@@ -42,6 +42,7 @@ export class PermissionDeniedError extends FileStorageError {
 export class NotFoundError extends FileStorageError {
   override name = 'NotFoundError';
 }
+/** 409, or 423: a resumable upload is held by another request. */
 export class ConflictError extends FileStorageError {
   override name = 'ConflictError';
 }
@@ -160,6 +161,8 @@ function codeForStatus(status: number): string {
     404: 'not_found',
     409: 'conflict',
     410: 'not_found',
+    // A HEAD's answer has no body: 423 is a resumable upload held by another request.
+    423: 'conflict',
     429: 'rate_limit_exceeded',
     503: 'service_unavailable',
   };

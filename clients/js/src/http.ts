@@ -13,6 +13,11 @@ export interface FileStorageOptions {
   resumableThresholdBytes?: number;
   /** Size of each tus PATCH. Default 8 MiB. */
   resumableChunkBytes?: number;
+  /**
+   * How long a resumable upload goes on retrying after failures in a row (network errors, 423 while the server still
+   * holds the upload for a request that was cut off, 429, 5xx) before it gives up. Default 80 000 ms.
+   */
+  resumableRetryMs?: number;
   /** A fetch implementation; the platform's by default. */
   fetch?: typeof fetch;
 }

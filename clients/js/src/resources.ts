@@ -54,7 +54,7 @@ const post = (options: PostOptions) => ({ signal: options.signal, headers: optio
 export class Files {
   constructor(
     private readonly http: HttpClient,
-    private readonly resumable: { thresholdBytes: number; chunkBytes: number },
+    private readonly resumable: { thresholdBytes: number; chunkBytes: number; retryMs: number },
   ) {}
 
   /**
@@ -69,7 +69,7 @@ export class Files {
     if (!filename) throw new TypeError('upload() needs options.name when the source is a buffer or a stream.');
     const threshold = options.resumableThresholdBytes ?? this.resumable.thresholdBytes;
     if (opened.replayable && opened.size !== undefined && opened.size > 0 && opened.size >= threshold) {
-      const fileId = await uploadResumable(this.http, opened, { ...options, filename, chunkBytes: this.resumable.chunkBytes });
+      const fileId = await uploadResumable(this.http, opened, { ...options, filename, chunkBytes: this.resumable.chunkBytes, retryMs: this.resumable.retryMs });
       return this.get(fileId, options);
     }
     const body = multipartBody(opened, filename, { folder_id: options.folderId, name: options.name, overwrite: options.overwrite?.toString() }, options.onProgress);

@@ -12,12 +12,15 @@ export interface ResumableUploadOptions extends CallOptions {
   folderId?: string;
   overwrite?: boolean;
   chunkBytes: number;
+  /** How long failures in a row (network errors, 409, 423, 429, 5xx) are retried before the upload gives up. */
+  retryMs: number;
   onProgress?: (progress: UploadProgress) => void;
 }
 
 /**
  * Uploads a source of known size through the tus 1.0 endpoint `/v1/uploads`, one chunk per PATCH. After a failed
- * PATCH it asks HEAD where the server stands and continues from there. Answers the id of the committed file.
+ * PATCH it asks HEAD where the server stands and continues from there, retrying with backoff for `retryMs`.
+ * Answers the id of the committed file.
  */
 export async function uploadResumable(http: HttpClient, source: OpenedSource, options: ResumableUploadOptions): Promise<string> {
   const size = source.size!;
@@ -39,9 +42,19 @@ export async function uploadResumable(http: HttpClient, source: OpenedSource, op
 
   let offset = 0;
   let fileId: string | null = null;
+  // After a failure the offset is asked again (HEAD) before the next PATCH.
+  let offsetUnknown = false;
   let failures = 0;
+  let failingSince = 0;
   while (fileId === null) {
     try {
+      if (offsetUnknown) {
+        const head = await http.send({ method: 'HEAD', path: location, headers: { 'Tus-Resumable': TUS_VERSION }, retry: false, signal });
+        offset = Number(head.headers.get('upload-offset'));
+        fileId = head.headers.get('x-file-id');
+        offsetUnknown = false;
+        continue;
+      }
       const chunk = await readChunk(source, offset, Math.min(size, offset + options.chunkBytes));
       const answer = await http.send({
         method: 'PATCH',
@@ -57,12 +70,15 @@ export async function uploadResumable(http: HttpClient, source: OpenedSource, op
       failures = 0;
       options.onProgress?.({ loaded: offset, total: size });
     } catch (error) {
-      if (signal?.aborted || !isResumable(error) || ++failures > http.maxRetries) throw error;
+      if (signal?.aborted || !isResumable(error)) throw error;
+      if (failures++ === 0) failingSince = Date.now();
+      // A PATCH cut off on the way may hold the upload on the server (423) until the server notices, which takes
+      // its idle timeout plus the lock's expiry: so failures in a row are retried for a time, not a count.
       const retryAfter = error instanceof RateLimitError ? error.retryAfter : undefined;
-      await sleep(retryAfter !== undefined ? retryAfter * 1000 : backoffMs(failures - 1), signal);
-      const head = await http.send({ method: 'HEAD', path: location, headers: { 'Tus-Resumable': TUS_VERSION }, signal });
-      offset = Number(head.headers.get('upload-offset'));
-      fileId = head.headers.get('x-file-id');
+      const waitMs = retryAfter !== undefined ? retryAfter * 1000 : backoffMs(failures - 1);
+      if (Date.now() + waitMs - failingSince > options.retryMs) throw error;
+      await sleep(waitMs, signal);
+      offsetUnknown = true;
     }
   }
   return fileId;

@@ -7,7 +7,7 @@ import { REDIS } from '../../../src/infra/redis/redis.module.js';
 import { createAccount, type TestAccount } from '../../../test/support/accounts.js';
 import { startTestApp, type TestApp } from '../../../test/support/test-app.js';
 import { eventually, sleep } from '../../../test/support/time.js';
-import { ConflictError, FileStorage } from '../src/index.js';
+import { ConflictError, FileStorage, FileStorageError } from '../src/index.js';
 
 const md5 = (bytes: Uint8Array) => createHash('md5').update(bytes).digest('hex');
 
@@ -101,5 +101,48 @@ describe('the JavaScript client through server-side races and a faulty network',
     expect(refused).toBeInstanceOf(ConflictError);
     expect(refused).toMatchObject({ status: 409, code: 'conflict' });
     expect(recorder.posts).toEqual([{ status: 409, replayed: false }]);
+  });
+
+  /**
+   * A fetch whose `cutPatch`-th PATCH of a resumable upload dies on the way, as a connection the network dropped, while
+   * the server goes on holding the upload's lock for `heldMs` (until it notices: in production its idle timeout plus
+   * the lock's expiry). Records the status of every HEAD.
+   */
+  function cutOffPatch(cutPatch: number, heldMs: number) {
+    const heads: number[] = [];
+    let patches = 0;
+    const faultyFetch: typeof fetch = async (input, init) => {
+      if (init?.method === 'PATCH' && ++patches === cutPatch) {
+        const uploadId = new URL(String(input)).pathname.split('/').pop();
+        await redis.set(`${t.config.redisKeyPrefix}:upload-lock:${uploadId}`, 'a PATCH cut off', 'PX', heldMs, 'NX');
+        throw new TypeError('fetch failed', { cause: new Error('other side closed') });
+      }
+      const response = await fetch(input, init);
+      if (init?.method === 'HEAD') heads.push(response.status);
+      return response;
+    };
+    return { heads, fetch: faultyFetch };
+  }
+
+  it('resumes an upload the server still holds for a PATCH that was cut off (423), once the server lets it go', async () => {
+    const bytes = randomBytes(1024 * 1024 + 4321);
+    const network = cutOffPatch(2, 6_000);
+    const client = new FileStorage({ apiKey: account.apiKey, baseUrl: t.baseUrl, resumableThresholdBytes: 1024 * 1024, resumableChunkBytes: 256 * 1024, fetch: network.fetch });
+    const progress: number[] = [];
+    const file = await client.files.upload(new Blob([bytes]), { name: 'held.bin', onProgress: ({ loaded }) => progress.push(loaded) });
+    expect(file).toMatchObject({ name: 'held.bin', size: bytes.length, md5_hash: md5(bytes) });
+    expect(progress.at(-1)).toBe(bytes.length);
+    // Told the upload is locked at least once, it asked again until the lock was let go.
+    expect(network.heads[0]).toBe(423);
+    expect(network.heads.at(-1)).toBe(200);
+  });
+
+  it('gives up on an upload held longer than resumableRetryMs with a ConflictError (423)', async () => {
+    const network = cutOffPatch(1, 6_000);
+    const client = new FileStorage({ apiKey: account.apiKey, baseUrl: t.baseUrl, resumableThresholdBytes: 1024, resumableRetryMs: 2_000, fetch: network.fetch });
+    const refused = await client.files.upload(new Blob([randomBytes(4096)]), { name: 'held-too-long.bin' }).catch((e) => e);
+    expect(refused).toBeInstanceOf(ConflictError);
+    expect(refused).toMatchObject({ status: 423, code: 'conflict' });
+    expect(network.heads).toEqual([423]);
   });
 });
