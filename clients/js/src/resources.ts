@@ -1,3 +1,4 @@
+import { InvalidRequestError } from './errors.js';
 import type { CallOptions, HttpClient } from './http.js';
 import { fetchCursorPage, fetchPage, paginate, paginateByCursor } from './pagination.js';
 import { uploadResumable } from './tus.js';
@@ -67,6 +68,7 @@ export class Files {
     const opened = await openSource(source);
     const filename = options.name ?? opened.name;
     if (!filename) throw new TypeError('upload() needs options.name when the source is a buffer or a stream.');
+    assertWellFormedName(filename, options.name !== undefined ? 'name' : 'filename');
     const threshold = options.resumableThresholdBytes ?? this.resumable.thresholdBytes;
     if (opened.replayable && opened.size !== undefined && opened.size > 0 && opened.size >= threshold) {
       const fileId = await uploadResumable(this.http, opened, { ...options, filename, chunkBytes: this.resumable.chunkBytes, retryMs: this.resumable.retryMs });
@@ -133,6 +135,18 @@ export class Files {
       throw error;
     }
   }
+}
+
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/**
+ * The server refuses a name with an unpaired UTF-16 surrogate (it cannot be stored as UTF-8); refused here the same
+ * way, before sending: encoding it for the request would replace the surrogate with U+FFFD or throw a URIError.
+ */
+function assertWellFormedName(name: string, field: string): void {
+  if (!LONE_SURROGATE.test(name)) return;
+  const problem = 'must be well-formed Unicode (no unpaired surrogate, U+D800 to U+DFFF)';
+  throw new InvalidRequestError({ code: 'invalid_request', message: `Request validation failed: ${field}: ${problem}`, details: { fields: [{ field, message: problem }] } });
 }
 
 export class Trash {

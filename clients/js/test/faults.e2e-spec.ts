@@ -7,11 +7,11 @@ import { REDIS } from '../../../src/infra/redis/redis.module.js';
 import { createAccount, type TestAccount } from '../../../test/support/accounts.js';
 import { startTestApp, type TestApp } from '../../../test/support/test-app.js';
 import { eventually, sleep } from '../../../test/support/time.js';
-import { ConflictError, FileStorage, FileStorageError } from '../src/index.js';
+import { ConflictError, FileStorage, InvalidRequestError } from '../src/index.js';
 
 const md5 = (bytes: Uint8Array) => createHash('md5').update(bytes).digest('hex');
 
-describe('the JavaScript client through server-side races and a faulty network', () => {
+describe('the JavaScript client at the edges: concurrent retries, held uploads, malformed names, cut downloads', () => {
   let t: TestApp;
   let account: TestAccount;
   let redis: Redis;
@@ -144,5 +144,19 @@ describe('the JavaScript client through server-side races and a faulty network',
     expect(refused).toBeInstanceOf(ConflictError);
     expect(refused).toMatchObject({ status: 423, code: 'conflict' });
     expect(network.heads).toEqual([423]);
+  });
+
+  it('refuses a name with an unpaired surrogate with InvalidRequestError naming the field, by multipart and by tus alike', async () => {
+    const other = await createAccount(t.app);
+    const client = new FileStorage({ apiKey: other.apiKey, baseUrl: t.baseUrl, resumableThresholdBytes: 1024 });
+    const small = await client.files.upload(Buffer.from('small'), { name: 'report\ud800.txt' }).catch((e) => e);
+    const resumable = await client.files.upload(new Blob([randomBytes(4096)]), { name: '\udc00report.bin' }).catch((e) => e);
+    for (const refused of [small, resumable]) {
+      expect(refused).toBeInstanceOf(InvalidRequestError);
+      expect(refused).toMatchObject({ code: 'invalid_request', details: { fields: [{ field: 'name' }] } });
+      expect(refused.message).toMatch(/name: must be well-formed Unicode/);
+    }
+    // Nothing was stored under a replacement character.
+    expect((await client.files.list()).data).toEqual([]);
   });
 });
