@@ -171,6 +171,31 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
+/**
+ * The body of a successful answer, read as a stream: a connection cut before its end fails it with a ConnectionError,
+ * as a request without an answer does, instead of the fetch implementation's own error (Node's `TypeError: terminated`).
+ */
+export function streamBody(response: Response, what: string, signal?: AbortSignal): ReadableStream<Uint8Array> {
+  const reader = response.body?.getReader();
+  let received = 0;
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      if (!reader) return controller.close();
+      let chunk: ReadableStreamReadResult<Uint8Array>;
+      try {
+        chunk = await reader.read();
+      } catch (cause) {
+        if (signal?.aborted) throw cause;
+        throw new ConnectionError({ code: 'connection_error', message: `${what} was cut off after ${received} bytes: ${describe(cause)}` }, { cause });
+      }
+      if (chunk.done) return controller.close();
+      received += chunk.value.byteLength;
+      controller.enqueue(chunk.value);
+    },
+    cancel: (reason) => reader?.cancel(reason),
+  });
+}
+
 function hasHeader(headers: Record<string, string>, name: string): boolean {
   return Object.keys(headers).some((key) => key.toLowerCase() === name);
 }

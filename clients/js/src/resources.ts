@@ -1,5 +1,5 @@
 import { InvalidRequestError } from './errors.js';
-import type { CallOptions, HttpClient } from './http.js';
+import { type CallOptions, type HttpClient, streamBody } from './http.js';
 import { fetchCursorPage, fetchPage, paginate, paginateByCursor } from './pagination.js';
 import { uploadResumable } from './tus.js';
 import { type UploadProgress, type UploadSource, multipartBody, openSource } from './upload-source.js';
@@ -110,16 +110,22 @@ export class Files {
     return this.http.data({ method: 'POST', path: path`/v1/files/${fileId}/restore`, ...post(options) });
   }
 
-  /** The file's content as a web ReadableStream (`Readable.fromWeb(stream)` makes it a Node stream). */
+  /**
+   * The file's content as a web ReadableStream (`Readable.fromWeb(stream)` makes it a Node stream); reading it fails
+   * with a ConnectionError if the connection is cut before the end.
+   */
   async download(fileId: string, options: CallOptions = {}): Promise<ReadableStream<Uint8Array>> {
     // The download route takes a signed link, not the key: the file's fresh download_url is that link. Its path and
     // signature are sent to this client's baseUrl, which may differ from the server's public address.
     const link = new URL((await this.get(fileId, options)).download_url, 'http://base.invalid');
     const response = await this.http.send({ method: 'GET', path: link.pathname + link.search, anonymous: true, headers: { Accept: '*/*' }, signal: options.signal });
-    return response.body ?? new ReadableStream({ start: (controller) => controller.close() });
+    return streamBody(response, `The download of ${fileId}`, options.signal);
   }
 
-  /** Writes the file's content to a path (Node), streamed; a failed download leaves no partial file behind. */
+  /**
+   * Writes the file's content to a path (Node), streamed; a failed download leaves no partial file behind. A connection
+   * cut before the end raises a ConnectionError.
+   */
   async downloadTo(fileId: string, destination: string, options: CallOptions = {}): Promise<void> {
     const [{ createWriteStream }, { rm }, { Readable }, { pipeline }] = await Promise.all([
       import('node:fs'),
@@ -228,7 +234,7 @@ export class Shares {
       headers: { Accept: '*/*', ...passwordHeader(options) },
       signal: options.signal,
     });
-    return response.body ?? new ReadableStream({ start: (controller) => controller.close() });
+    return streamBody(response, 'The download of the shared file', options.signal);
   }
 }
 

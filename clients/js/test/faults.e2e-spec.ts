@@ -1,5 +1,10 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { existsSync, mkdtempSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
+import { type AddressInfo, connect, createServer, type Server, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
 import { idempotencyRecordKey } from '../../../src/common/idempotency/idempotency.interceptor.js';
@@ -7,7 +12,7 @@ import { REDIS } from '../../../src/infra/redis/redis.module.js';
 import { createAccount, type TestAccount } from '../../../test/support/accounts.js';
 import { startTestApp, type TestApp } from '../../../test/support/test-app.js';
 import { eventually, sleep } from '../../../test/support/time.js';
-import { ConflictError, FileStorage, InvalidRequestError } from '../src/index.js';
+import { ConflictError, ConnectionError, FileStorage, InvalidRequestError } from '../src/index.js';
 
 const md5 = (bytes: Uint8Array) => createHash('md5').update(bytes).digest('hex');
 
@@ -159,4 +164,58 @@ describe('the JavaScript client at the edges: concurrent retries, held uploads, 
     // Nothing was stored under a replacement character.
     expect((await client.files.list()).data).toEqual([]);
   });
+
+  it('raises a ConnectionError, and leaves no partial file, when a download is cut off midway', async () => {
+    const bytes = randomBytes(1024 * 1024);
+    const file = await new FileStorage({ apiKey: account.apiKey, baseUrl: t.baseUrl }).files.upload(bytes, { name: 'cut.bin' });
+    const network = await startCuttingProxy(new URL(t.baseUrl).port, 256 * 1024);
+    try {
+      const client = new FileStorage({ apiKey: account.apiKey, baseUrl: `http://127.0.0.1:${network.port}` });
+      const target = join(mkdtempSync(join(tmpdir(), 'fss-js-faults-')), 'cut.bin');
+      const cut = await client.files.downloadTo(file.id, target).catch((e) => e);
+      expect(cut).toBeInstanceOf(ConnectionError);
+      expect(cut).toMatchObject({ code: 'connection_error', message: expect.stringMatching(/^The download of file_\w+ was cut off after \d+ bytes/) });
+      expect(existsSync(target)).toBe(false);
+      // Read as a stream, the same.
+      const stream = await client.files.download(file.id);
+      const read = await (async () => {
+        for await (const _ of Readable.fromWeb(stream as import('node:stream/web').ReadableStream<Uint8Array>));
+      })().catch((e) => e);
+      expect(read).toBeInstanceOf(ConnectionError);
+    } finally {
+      await network.close();
+    }
+  });
 });
+
+/** A TCP proxy to the server that drops each connection once the server has sent `limit` bytes on it: a network failing mid-answer. */
+async function startCuttingProxy(targetPort: string, limit: number): Promise<{ port: number; close(): Promise<void> }> {
+  const sockets = new Set<Socket>();
+  const server: Server = createServer((client) => {
+    const upstream = connect(Number(targetPort), '127.0.0.1');
+    sockets.add(client).add(upstream);
+    const end = () => {
+      client.destroy();
+      upstream.destroy();
+    };
+    let sent = 0;
+    client.on('data', (chunk) => upstream.write(chunk));
+    upstream.on('data', (chunk: Buffer) => {
+      if (sent >= limit) return;
+      const room = limit - sent;
+      sent += chunk.length;
+      if (chunk.length < room) return void client.write(chunk);
+      client.end(chunk.subarray(0, room), end);
+    });
+    client.on('close', end).on('error', end);
+    upstream.on('close', end).on('error', end);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as AddressInfo).port,
+    async close() {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
