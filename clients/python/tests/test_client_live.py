@@ -2,11 +2,14 @@
 
 import datetime
 import hashlib
+import http.client
 import io
 import json
 import os
 import threading
+import time
 import unittest
+import uuid
 from urllib.parse import urlsplit
 
 from conformance.support import CuttingProxy, ReceivedDelivery, WebhookReceiver
@@ -19,6 +22,7 @@ from file_storage import (
     verify_standard_webhook,
     verify_webhook_signature,
 )
+from file_storage._source import multipart_body, open_source
 
 from .live import API_KEY, BASE_URL, needs_server
 
@@ -47,6 +51,33 @@ class AgainstTheServer(unittest.TestCase):
         self.assertEqual(progress[-1], len(content))
         # It continued from the server's offset instead of starting again: less than twice the file went through.
         self.assertLess(proxy.forwarded, 2 * len(content))
+
+    def test_an_upload_retried_while_its_first_attempt_still_runs_waits_for_it_and_answers_the_same_file(self) -> None:
+        content = os.urandom(64 * KiB)
+        name = f"slow-{uuid.uuid4().hex}.bin"
+        key = str(uuid.uuid4())
+        # The first attempt of the same upload, sent by hand as the library sends it, whose body arrives slowly: the
+        # server holds its Idempotency-Key until it has it all, and answers a retry 409 idempotency_key_in_use.
+        body = multipart_body(open_source(content), name, {"name": name})
+        raw = b"".join(body.open())
+        server = urlsplit(BASE_URL or "")
+        first = http.client.HTTPConnection(server.hostname or "127.0.0.1", server.port or 80, timeout=30)
+        self.addCleanup(first.close)
+        first.putrequest("POST", "/v1/files/upload")
+        for header, value in {"Authorization": f"Bearer {API_KEY}", "Idempotency-Key": key, "Content-Type": body.content_type or "", "Content-Length": str(len(raw))}.items():
+            first.putheader(header, value)
+        first.endheaders(raw[: len(raw) // 2])
+        time.sleep(0.5)  # for the server to take the key
+        rest = threading.Timer(0.5, first.send, args=(raw[len(raw) // 2 :],))
+        self.addCleanup(rest.cancel)
+        started = time.monotonic()
+        rest.start()
+        uploaded = self.client.files.upload(content, name=name, idempotency_key=key)
+        waited = time.monotonic() - started
+        first_answer = json.loads(first.getresponse().read())
+        self.assertEqual(uploaded["id"], first_answer["data"]["id"])
+        self.assertGreaterEqual(waited, 0.9)  # at least one Retry-After
+        self.assertEqual([f["id"] for f in self.client.files.list_all(search=name)], [uploaded["id"]])
 
     def test_uploads_from_a_pipe_chunked_and_downloads_to_a_file_object(self) -> None:
         read_end, write_end = os.pipe()

@@ -13,6 +13,7 @@ from typing import Any
 from file_storage import (
     APIConnectionError,
     APITimeoutError,
+    ConflictError,
     FileStorage,
     FileTooLargeError,
     InternalServerError,
@@ -101,6 +102,19 @@ class Retries(unittest.TestCase):
         self.assertEqual(FileStorage("key", server.url).user.info()["id"], "usr_1")
         self.assertGreaterEqual(time.monotonic() - started, 0.95)
         self.assertEqual(len(server.received), 2)
+
+    def test_a_post_whose_key_is_still_in_use_is_retried_after_retry_after_but_a_conflict_is_not(self) -> None:
+        server = self.serve([failure(409, "idempotency_key_in_use", {"Retry-After": "1"}), ok({"id": "fld_1"}, 201), failure(409, "conflict")])
+        client = FileStorage("key", server.url)
+        started = time.monotonic()
+        self.assertEqual(client.folders.create("Reports")["id"], "fld_1")
+        self.assertGreaterEqual(time.monotonic() - started, 0.95)
+        self.assertEqual(len({request["headers"]["Idempotency-Key"] for request in server.received}), 1)
+        self.assertEqual(len(server.received), 2)
+        with self.assertRaises(ConflictError) as conflict:
+            client.folders.create("Reports")
+        self.assertEqual((conflict.exception.status, conflict.exception.code), (409, "conflict"))
+        self.assertEqual(len(server.received), 3)
 
     def test_retries_run_out_into_a_typed_error_with_retry_after_and_request_id(self) -> None:
         server = self.serve([failure(429, "rate_limit_exceeded", {"Retry-After": "0"})] * 2)

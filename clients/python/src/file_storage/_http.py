@@ -17,6 +17,9 @@ from ._version import __version__
 from .errors import APIConnectionError, APITimeoutError, FileStorageError, error_from_response, parse_retry_after
 
 RETRYABLE_STATUSES = frozenset({429, 502, 503, 504})
+#: A 409 with this code is a retry that arrived while the first request with its Idempotency-Key still runs: after
+#: Retry-After, the same key gets that request's stored answer.
+KEY_IN_USE = "idempotency_key_in_use"
 MAX_BACKOFF_SECONDS = 8.0
 MAX_RETRY_AFTER_SECONDS = 120.0
 READ_BYTES = 64 * 1024
@@ -126,9 +129,10 @@ class HttpClient:
         idempotency_key: str | None = None,
     ) -> Response:
         """
-        One logical request: retried on 429 (after Retry-After), 502/503/504 and connection errors, with backoff, as
-        long as its body can be sent again. Every attempt of a POST carries the same Idempotency-Key, so a retry after
-        a lost answer replays the first result instead of acting twice. Answers a Response whose body is unread.
+        One logical request: retried on 429 and 409 ``idempotency_key_in_use`` (after Retry-After), 502/503/504 and
+        connection errors, with backoff, as long as its body can be sent again. Every attempt of a POST carries the same
+        Idempotency-Key, so a retry after a lost answer replays the first result instead of acting twice. Answers a
+        Response whose body is unread.
         """
         sent_headers = {"Accept": "application/json", "User-Agent": f"file-storage-python/{__version__}"}
         sent_headers.update(headers or {})
@@ -164,14 +168,17 @@ class HttpClient:
                 continue
             if 200 <= response.status < 300:
                 return response
-            if attempt < max_retries and response.status in RETRYABLE_STATUSES:
+            # Only its envelope tells a 409 worth waiting for (the key in use) from a conflict, which is final.
+            error = self._error(response) if response.status == 409 else None
+            retryable = error.code == KEY_IN_USE if error is not None else response.status in RETRYABLE_STATUSES
+            if attempt < max_retries and retryable:
                 retry_after = parse_retry_after(response.headers.get("retry-after"))
                 response.close()
                 wait = retry_after if retry_after is not None and retry_after <= MAX_RETRY_AFTER_SECONDS else backoff_seconds(attempt)
                 time.sleep(wait)
                 attempt += 1
                 continue
-            raise self._error(response)
+            raise error or self._error(response)
 
     @staticmethod
     def _error(response: Response) -> FileStorageError:

@@ -14,8 +14,9 @@ class FileStorage:
 
     ``base_url`` is the server's origin (the client adds ``/v1/...``). ``timeout`` is in seconds, per socket
     operation (connecting, and every wait for bytes), so long transfers are limited by inactivity, not total time.
-    ``max_retries`` applies to 429 (after Retry-After), 502, 503, 504 and connection errors. Files of at least
-    ``resumable_threshold`` bytes go through the resumable tus endpoint in chunks of ``chunk_size``.
+    ``max_retries`` applies to 429 and 409 ``idempotency_key_in_use`` (after Retry-After), 502, 503, 504 and connection
+    errors. Files of at least ``resumable_threshold`` bytes go through the resumable tus endpoint in chunks of
+    ``chunk_size``.
     """
 
     def __init__(
