@@ -38,20 +38,44 @@ class Body:
 class Response:
     """An answer of the server whose body has not been read yet: read it whole, or in chunks (a download)."""
 
-    def __init__(self, connection: http.client.HTTPConnection, raw: http.client.HTTPResponse) -> None:
+    def __init__(self, connection: http.client.HTTPConnection, raw: http.client.HTTPResponse, request: str, timeout: float) -> None:
         self._connection = connection
         self._raw = raw
+        self._request = request
+        self._timeout = timeout
+        # What Content-Length promised (None: chunked or until the connection closes), and what arrived so far.
+        self._expected = raw.length
+        self._received = 0
         self.status = raw.status
         self.reason = raw.reason
         self.headers: dict[str, str] = {key.lower(): value for key, value in raw.getheaders()}
 
     def read(self, size: int = -1) -> bytes:
-        return self._raw.read(None if size < 0 else size)
+        """
+        The next ``size`` bytes of the body, or the rest of it; b"" at its end. Raises ``APIConnectionError`` when the
+        connection ends before the whole body arrived, ``APITimeoutError`` when no byte came within the timeout.
+        """
+        try:
+            data = self._raw.read(None if size < 0 else size)
+        except TimeoutError as error:
+            self.close()
+            raise APITimeoutError(f"{self._request}: no bytes of the answer within {self._timeout} s.", code="timeout") from error
+        except (OSError, http.client.HTTPException) as error:
+            self.close()
+            raise APIConnectionError(f"{self._request}: the answer was cut off: {error!r}", code="connection_error") from error
+        self._received += len(data)
+        # http.client's read(n) answers b"" at an early end of the connection instead of raising IncompleteRead.
+        if not data and size != 0 and self._expected is not None and self._received < self._expected:
+            self.close()
+            raise APIConnectionError(
+                f"{self._request}: the connection closed after {self._received} of {self._expected} bytes.", code="connection_error"
+            )
+        return data
 
     def iter_bytes(self, chunk_size: int = READ_BYTES) -> Iterator[bytes]:
-        """The body in chunks of at most ``chunk_size`` bytes, as it arrives."""
+        """The body in chunks of at most ``chunk_size`` bytes, as it arrives; raises like ``read`` when it is cut off."""
         try:
-            while chunk := self._raw.read(chunk_size):
+            while chunk := self.read(chunk_size):
                 yield chunk
         finally:
             self.close()
@@ -184,7 +208,7 @@ class HttpClient:
     def _error(response: Response) -> FileStorageError:
         try:
             content = response.read() if response.status != 204 else b""
-        except (OSError, http.client.HTTPException):
+        except APIConnectionError:
             content = b""
         finally:
             response.close()
@@ -197,6 +221,7 @@ class HttpClient:
 
     def _attempt(self, method: str, target: str, headers: dict[str, str], body: Body | None) -> Response:
         connection = self._connection()
+        request = f"{method} {target.split('?')[0]}"
         try:
             try:
                 connection.request(
@@ -211,16 +236,16 @@ class HttpClient:
                 if connection.sock is None:
                     raise
                 try:
-                    return Response(connection, connection.getresponse())
+                    return Response(connection, connection.getresponse(), request, self.timeout)
                 except (OSError, http.client.HTTPException):
                     raise send_error from None
-            return Response(connection, connection.getresponse())
+            return Response(connection, connection.getresponse(), request, self.timeout)
         except TimeoutError as error:
             connection.close()
-            raise APITimeoutError(f"No answer from {method} {target.split('?')[0]} within {self.timeout} s.", code="timeout") from error
+            raise APITimeoutError(f"No answer from {request} within {self.timeout} s.", code="timeout") from error
         except (OSError, http.client.HTTPException) as error:
             connection.close()
-            raise APIConnectionError(f"{method} {target.split('?')[0]} failed: {error!r}", code="connection_error") from error
+            raise APIConnectionError(f"{request} failed: {error!r}", code="connection_error") from error
         except BaseException:
             connection.close()
             raise

@@ -78,7 +78,10 @@ def _paginate(http: HttpClient, path: str, query: Mapping[str, Any]) -> Iterator
 
 
 def _write_to(response: Response, destination: Destination) -> int:
-    """Writes an answer's body to a file object, or to a path (a failed download leaves no partial file). Answers the size."""
+    """
+    Writes an answer's body to a file object, or to a path. Answers the size. A download that fails or is cut off
+    raises (``APIConnectionError``), and the file it wrote at a path is removed: no partial file is left behind.
+    """
     written = 0
     if hasattr(destination, "write"):
         with response:
@@ -87,17 +90,19 @@ def _write_to(response: Response, destination: Destination) -> int:
                 written += len(chunk)
         return written
     path = os.fspath(destination)
-    try:
-        with response, open(path, "wb") as file:
-            for chunk in response.iter_bytes():
-                file.write(chunk)
-                written += len(chunk)
-    except BaseException:
+    with response:
+        file = open(path, "wb")
         try:
-            os.remove(path)
-        except FileNotFoundError:
-            pass
-        raise
+            with file:
+                for chunk in response.iter_bytes():
+                    file.write(chunk)
+                    written += len(chunk)
+        except BaseException:
+            try:
+                os.remove(path)
+            except FileNotFoundError:
+                pass
+            raise
     return written
 
 
@@ -174,7 +179,10 @@ class Files:
         return self._http.send("GET", target, anonymous=True, headers={"Accept": "*/*"})
 
     def download_to(self, file_id: str, destination: Destination) -> int:
-        """Writes the file's content to a path or a binary file object, streamed. Answers the number of bytes."""
+        """
+        Writes the file's content to a path or a binary file object, streamed. Answers the number of bytes. Raises
+        ``APIConnectionError`` when the download is cut off (``APITimeoutError`` when it stalls); a path is then removed.
+        """
         return _write_to(self.download(file_id), destination)
 
 
