@@ -6,6 +6,7 @@ import http.client
 import io
 import json
 import os
+import socket
 import threading
 import time
 import unittest
@@ -78,6 +79,30 @@ class AgainstTheServer(unittest.TestCase):
         self.assertEqual(uploaded["id"], first_answer["data"]["id"])
         self.assertGreaterEqual(waited, 0.9)  # at least one Retry-After
         self.assertEqual([f["id"] for f in self.client.files.list_all(search=name)], [uploaded["id"]])
+
+    def test_resuming_waits_until_the_server_releases_an_upload_held_by_a_stalled_patch(self) -> None:
+        content = os.urandom(512 * KiB)
+        upload = self.client.uploads.create(content, name="stalled.bin")
+        # A PATCH whose connection goes silent holds the upload until the server's idle timeout (60 s by default) closes
+        # it. Its last bytes come after 5 s, so the upload is held for about 65 s: longer than the 9 HEADs the client
+        # used to make (66 s at most, usually less). This test takes about a minute.
+        server = urlsplit(BASE_URL or "")
+        patch = socket.create_connection((server.hostname or "127.0.0.1", server.port or 80))
+        self.addCleanup(patch.close)
+        head = (
+            f"PATCH {urlsplit(upload.url).path} HTTP/1.1\r\nHost: {server.netloc}\r\nAuthorization: Bearer {API_KEY}\r\n"
+            f"Tus-Resumable: 1.0.0\r\nUpload-Offset: 0\r\nContent-Type: application/offset+octet-stream\r\nContent-Length: {256 * KiB}\r\n\r\n"
+        )
+        patch.sendall(head.encode() + content[: 64 * KiB])
+        last_bytes = threading.Timer(5, patch.sendall, args=(content[64 * KiB : 128 * KiB],))
+        self.addCleanup(last_bytes.cancel)
+        last_bytes.start()
+        started = time.monotonic()
+        resumed = self.client.uploads.resume(upload.url, content)
+        self.assertGreaterEqual(time.monotonic() - started, 60)
+        self.assertEqual(resumed.offset, 128 * KiB)  # what the stalled PATCH brought is kept
+        uploaded = resumed.send()
+        self.assertEqual((uploaded["size"], uploaded["md5_hash"]), (len(content), hashlib.md5(content).hexdigest()))
 
     def test_uploads_from_a_pipe_chunked_and_downloads_to_a_file_object(self) -> None:
         read_end, write_end = os.pipe()

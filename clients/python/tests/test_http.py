@@ -55,7 +55,7 @@ class ScriptedServer:
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up waiting (the timeout test)
 
-            do_GET = do_POST = do_PATCH = do_DELETE = handle_one
+            do_GET = do_HEAD = do_POST = do_PATCH = do_DELETE = handle_one
 
             def log_message(self, format: str, *args: object) -> None:
                 pass
@@ -115,6 +115,16 @@ class Retries(unittest.TestCase):
             client.folders.create("Reports")
         self.assertEqual((conflict.exception.status, conflict.exception.code), (409, "conflict"))
         self.assertEqual(len(server.received), 3)
+
+    def test_a_resume_asks_again_while_the_upload_is_locked_for_upload_lock_timeout_seconds(self) -> None:
+        server = self.serve([failure(423, "conflict")] * 50)
+        started = time.monotonic()
+        with self.assertRaises(ConflictError) as locked:
+            FileStorage("key", server.url, upload_lock_timeout=1.5).uploads.resume(f"{server.url}/v1/uploads/upl_1", b"data")
+        self.assertEqual(locked.exception.status, 423)
+        self.assertGreaterEqual(time.monotonic() - started, 1.5)
+        self.assertGreaterEqual(len(server.received), 3)
+        self.assertEqual({request["method"] for request in server.received}, {"HEAD"})
 
     def test_retries_run_out_into_a_typed_error_with_retry_after_and_request_id(self) -> None:
         server = self.serve([failure(429, "rate_limit_exceeded", {"Retry-After": "0"})] * 2)

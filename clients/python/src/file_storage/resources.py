@@ -107,10 +107,11 @@ def _write_to(response: Response, destination: Destination) -> int:
 
 
 class Files:
-    def __init__(self, http: HttpClient, *, resumable_threshold: int, chunk_size: int) -> None:
+    def __init__(self, http: HttpClient, *, resumable_threshold: int, chunk_size: int, upload_lock_timeout: float) -> None:
         self._http = http
         self._resumable_threshold = resumable_threshold
         self._chunk_size = chunk_size
+        self._upload_lock_timeout = upload_lock_timeout
 
     def upload(
         self,
@@ -135,7 +136,15 @@ class Files:
         threshold = self._resumable_threshold if resumable_threshold is None else resumable_threshold
         if opened.replayable and opened.size is not None and opened.size > 0 and opened.size >= threshold:
             upload = create_upload(
-                self._http, opened, filename=filename, name=name, folder_id=folder_id, overwrite=overwrite, chunk_size=self._chunk_size, get_file=self.get
+                self._http,
+                opened,
+                filename=filename,
+                name=name,
+                folder_id=folder_id,
+                overwrite=overwrite,
+                chunk_size=self._chunk_size,
+                get_file=self.get,
+                lock_timeout=self._upload_lock_timeout,
             )
             return upload.send(on_progress)
         fields = {"folder_id": folder_id, "name": name, "overwrite": None if overwrite is None else str(overwrite).lower()}
@@ -189,10 +198,11 @@ class Files:
 class Uploads:
     """Resumable uploads (tus 1.0) for large files, when you want to keep the upload's url and resume it yourself."""
 
-    def __init__(self, http: HttpClient, files: Files, *, chunk_size: int) -> None:
+    def __init__(self, http: HttpClient, files: Files, *, chunk_size: int, upload_lock_timeout: float) -> None:
         self._http = http
         self._files = files
         self._chunk_size = chunk_size
+        self._upload_lock_timeout = upload_lock_timeout
 
     def create(
         self,
@@ -209,12 +219,20 @@ class Uploads:
         if not filename:
             raise ValueError("create() needs name= when the source is bytes or a file object without a name.")
         return create_upload(
-            self._http, opened, filename=filename, name=name, folder_id=folder_id, overwrite=overwrite, chunk_size=chunk_size or self._chunk_size, get_file=self._files.get
+            self._http,
+            opened,
+            filename=filename,
+            name=name,
+            folder_id=folder_id,
+            overwrite=overwrite,
+            chunk_size=chunk_size or self._chunk_size,
+            get_file=self._files.get,
+            lock_timeout=self._upload_lock_timeout,
         )
 
     def resume(self, url: str, source: UploadSource, *, chunk_size: int | None = None) -> ResumableUpload:
         """The upload at ``url`` (from an earlier ``create``), with the server's offset; ``send()`` sends the rest."""
-        return resume_upload(self._http, open_source(source), url, chunk_size or self._chunk_size, self._files.get)
+        return resume_upload(self._http, open_source(source), url, chunk_size or self._chunk_size, self._files.get, self._upload_lock_timeout)
 
 
 class Trash:
