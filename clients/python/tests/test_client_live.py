@@ -2,11 +2,15 @@
 
 import datetime
 import hashlib
+import http.client
 import io
 import json
 import os
+import socket
 import threading
+import time
 import unittest
+import uuid
 from urllib.parse import urlsplit
 
 from conformance.support import CuttingProxy, ReceivedDelivery, WebhookReceiver
@@ -19,6 +23,7 @@ from file_storage import (
     verify_standard_webhook,
     verify_webhook_signature,
 )
+from file_storage._source import multipart_body, open_source
 
 from .live import API_KEY, BASE_URL, needs_server
 
@@ -47,6 +52,57 @@ class AgainstTheServer(unittest.TestCase):
         self.assertEqual(progress[-1], len(content))
         # It continued from the server's offset instead of starting again: less than twice the file went through.
         self.assertLess(proxy.forwarded, 2 * len(content))
+
+    def test_an_upload_retried_while_its_first_attempt_still_runs_waits_for_it_and_answers_the_same_file(self) -> None:
+        content = os.urandom(64 * KiB)
+        name = f"slow-{uuid.uuid4().hex}.bin"
+        key = str(uuid.uuid4())
+        # The first attempt of the same upload, sent by hand as the library sends it, whose body arrives slowly: the
+        # server holds its Idempotency-Key until it has it all, and answers a retry 409 idempotency_key_in_use.
+        body = multipart_body(open_source(content), name, {"name": name})
+        raw = b"".join(body.open())
+        server = urlsplit(BASE_URL or "")
+        first = http.client.HTTPConnection(server.hostname or "127.0.0.1", server.port or 80, timeout=30)
+        self.addCleanup(first.close)
+        first.putrequest("POST", "/v1/files/upload")
+        for header, value in {"Authorization": f"Bearer {API_KEY}", "Idempotency-Key": key, "Content-Type": body.content_type or "", "Content-Length": str(len(raw))}.items():
+            first.putheader(header, value)
+        first.endheaders(raw[: len(raw) // 2])
+        time.sleep(0.5)  # for the server to take the key
+        rest = threading.Timer(0.5, first.send, args=(raw[len(raw) // 2 :],))
+        self.addCleanup(rest.cancel)
+        started = time.monotonic()
+        rest.start()
+        uploaded = self.client.files.upload(content, name=name, idempotency_key=key)
+        waited = time.monotonic() - started
+        first_answer = json.loads(first.getresponse().read())
+        self.assertEqual(uploaded["id"], first_answer["data"]["id"])
+        self.assertGreaterEqual(waited, 0.9)  # at least one Retry-After
+        self.assertEqual([f["id"] for f in self.client.files.list_all(search=name)], [uploaded["id"]])
+
+    def test_resuming_waits_until_the_server_releases_an_upload_held_by_a_stalled_patch(self) -> None:
+        content = os.urandom(512 * KiB)
+        upload = self.client.uploads.create(content, name="stalled.bin")
+        # A PATCH whose connection goes silent holds the upload until the server's idle timeout (60 s by default) closes
+        # it. Its last bytes come after 5 s, so the upload is held for about 65 s: longer than the 9 HEADs the client
+        # used to make (66 s at most, usually less). This test takes about a minute.
+        server = urlsplit(BASE_URL or "")
+        patch = socket.create_connection((server.hostname or "127.0.0.1", server.port or 80))
+        self.addCleanup(patch.close)
+        head = (
+            f"PATCH {urlsplit(upload.url).path} HTTP/1.1\r\nHost: {server.netloc}\r\nAuthorization: Bearer {API_KEY}\r\n"
+            f"Tus-Resumable: 1.0.0\r\nUpload-Offset: 0\r\nContent-Type: application/offset+octet-stream\r\nContent-Length: {256 * KiB}\r\n\r\n"
+        )
+        patch.sendall(head.encode() + content[: 64 * KiB])
+        last_bytes = threading.Timer(5, patch.sendall, args=(content[64 * KiB : 128 * KiB],))
+        self.addCleanup(last_bytes.cancel)
+        last_bytes.start()
+        started = time.monotonic()
+        resumed = self.client.uploads.resume(upload.url, content)
+        self.assertGreaterEqual(time.monotonic() - started, 60)
+        self.assertEqual(resumed.offset, 128 * KiB)  # what the stalled PATCH brought is kept
+        uploaded = resumed.send()
+        self.assertEqual((uploaded["size"], uploaded["md5_hash"]), (len(content), hashlib.md5(content).hexdigest()))
 
     def test_uploads_from_a_pipe_chunked_and_downloads_to_a_file_object(self) -> None:
         read_end, write_end = os.pipe()

@@ -13,6 +13,7 @@ from typing import Any
 from file_storage import (
     APIConnectionError,
     APITimeoutError,
+    ConflictError,
     FileStorage,
     FileTooLargeError,
     InternalServerError,
@@ -54,7 +55,7 @@ class ScriptedServer:
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up waiting (the timeout test)
 
-            do_GET = do_POST = do_PATCH = do_DELETE = handle_one
+            do_GET = do_HEAD = do_POST = do_PATCH = do_DELETE = handle_one
 
             def log_message(self, format: str, *args: object) -> None:
                 pass
@@ -101,6 +102,29 @@ class Retries(unittest.TestCase):
         self.assertEqual(FileStorage("key", server.url).user.info()["id"], "usr_1")
         self.assertGreaterEqual(time.monotonic() - started, 0.95)
         self.assertEqual(len(server.received), 2)
+
+    def test_a_post_whose_key_is_still_in_use_is_retried_after_retry_after_but_a_conflict_is_not(self) -> None:
+        server = self.serve([failure(409, "idempotency_key_in_use", {"Retry-After": "1"}), ok({"id": "fld_1"}, 201), failure(409, "conflict")])
+        client = FileStorage("key", server.url)
+        started = time.monotonic()
+        self.assertEqual(client.folders.create("Reports")["id"], "fld_1")
+        self.assertGreaterEqual(time.monotonic() - started, 0.95)
+        self.assertEqual(len({request["headers"]["Idempotency-Key"] for request in server.received}), 1)
+        self.assertEqual(len(server.received), 2)
+        with self.assertRaises(ConflictError) as conflict:
+            client.folders.create("Reports")
+        self.assertEqual((conflict.exception.status, conflict.exception.code), (409, "conflict"))
+        self.assertEqual(len(server.received), 3)
+
+    def test_a_resume_asks_again_while_the_upload_is_locked_for_upload_lock_timeout_seconds(self) -> None:
+        server = self.serve([failure(423, "conflict")] * 50)
+        started = time.monotonic()
+        with self.assertRaises(ConflictError) as locked:
+            FileStorage("key", server.url, upload_lock_timeout=1.5).uploads.resume(f"{server.url}/v1/uploads/upl_1", b"data")
+        self.assertEqual(locked.exception.status, 423)
+        self.assertGreaterEqual(time.monotonic() - started, 1.5)
+        self.assertGreaterEqual(len(server.received), 3)
+        self.assertEqual({request["method"] for request in server.received}, {"HEAD"})
 
     def test_retries_run_out_into_a_typed_error_with_retry_after_and_request_id(self) -> None:
         server = self.serve([failure(429, "rate_limit_exceeded", {"Retry-After": "0"})] * 2)

@@ -17,6 +17,9 @@ from ._version import __version__
 from .errors import APIConnectionError, APITimeoutError, FileStorageError, error_from_response, parse_retry_after
 
 RETRYABLE_STATUSES = frozenset({429, 502, 503, 504})
+#: A 409 with this code is a retry that arrived while the first request with its Idempotency-Key still runs: after
+#: Retry-After, the same key gets that request's stored answer.
+KEY_IN_USE = "idempotency_key_in_use"
 MAX_BACKOFF_SECONDS = 8.0
 MAX_RETRY_AFTER_SECONDS = 120.0
 READ_BYTES = 64 * 1024
@@ -35,20 +38,44 @@ class Body:
 class Response:
     """An answer of the server whose body has not been read yet: read it whole, or in chunks (a download)."""
 
-    def __init__(self, connection: http.client.HTTPConnection, raw: http.client.HTTPResponse) -> None:
+    def __init__(self, connection: http.client.HTTPConnection, raw: http.client.HTTPResponse, request: str, timeout: float) -> None:
         self._connection = connection
         self._raw = raw
+        self._request = request
+        self._timeout = timeout
+        # What Content-Length promised (None: chunked or until the connection closes), and what arrived so far.
+        self._expected = raw.length
+        self._received = 0
         self.status = raw.status
         self.reason = raw.reason
         self.headers: dict[str, str] = {key.lower(): value for key, value in raw.getheaders()}
 
     def read(self, size: int = -1) -> bytes:
-        return self._raw.read(None if size < 0 else size)
+        """
+        The next ``size`` bytes of the body, or the rest of it; b"" at its end. Raises ``APIConnectionError`` when the
+        connection ends before the whole body arrived, ``APITimeoutError`` when no byte came within the timeout.
+        """
+        try:
+            data = self._raw.read(None if size < 0 else size)
+        except TimeoutError as error:
+            self.close()
+            raise APITimeoutError(f"{self._request}: no bytes of the answer within {self._timeout} s.", code="timeout") from error
+        except (OSError, http.client.HTTPException) as error:
+            self.close()
+            raise APIConnectionError(f"{self._request}: the answer was cut off: {error!r}", code="connection_error") from error
+        self._received += len(data)
+        # http.client's read(n) answers b"" at an early end of the connection instead of raising IncompleteRead.
+        if not data and size != 0 and self._expected is not None and self._received < self._expected:
+            self.close()
+            raise APIConnectionError(
+                f"{self._request}: the connection closed after {self._received} of {self._expected} bytes.", code="connection_error"
+            )
+        return data
 
     def iter_bytes(self, chunk_size: int = READ_BYTES) -> Iterator[bytes]:
-        """The body in chunks of at most ``chunk_size`` bytes, as it arrives."""
+        """The body in chunks of at most ``chunk_size`` bytes, as it arrives; raises like ``read`` when it is cut off."""
         try:
-            while chunk := self._raw.read(chunk_size):
+            while chunk := self.read(chunk_size):
                 yield chunk
         finally:
             self.close()
@@ -126,9 +153,10 @@ class HttpClient:
         idempotency_key: str | None = None,
     ) -> Response:
         """
-        One logical request: retried on 429 (after Retry-After), 502/503/504 and connection errors, with backoff, as
-        long as its body can be sent again. Every attempt of a POST carries the same Idempotency-Key, so a retry after
-        a lost answer replays the first result instead of acting twice. Answers a Response whose body is unread.
+        One logical request: retried on 429 and 409 ``idempotency_key_in_use`` (after Retry-After), 502/503/504 and
+        connection errors, with backoff, as long as its body can be sent again. Every attempt of a POST carries the same
+        Idempotency-Key, so a retry after a lost answer replays the first result instead of acting twice. Answers a
+        Response whose body is unread.
         """
         sent_headers = {"Accept": "application/json", "User-Agent": f"file-storage-python/{__version__}"}
         sent_headers.update(headers or {})
@@ -164,20 +192,23 @@ class HttpClient:
                 continue
             if 200 <= response.status < 300:
                 return response
-            if attempt < max_retries and response.status in RETRYABLE_STATUSES:
+            # Only its envelope tells a 409 worth waiting for (the key in use) from a conflict, which is final.
+            error = self._error(response) if response.status == 409 else None
+            retryable = error.code == KEY_IN_USE if error is not None else response.status in RETRYABLE_STATUSES
+            if attempt < max_retries and retryable:
                 retry_after = parse_retry_after(response.headers.get("retry-after"))
                 response.close()
                 wait = retry_after if retry_after is not None and retry_after <= MAX_RETRY_AFTER_SECONDS else backoff_seconds(attempt)
                 time.sleep(wait)
                 attempt += 1
                 continue
-            raise self._error(response)
+            raise error or self._error(response)
 
     @staticmethod
     def _error(response: Response) -> FileStorageError:
         try:
             content = response.read() if response.status != 204 else b""
-        except (OSError, http.client.HTTPException):
+        except APIConnectionError:
             content = b""
         finally:
             response.close()
@@ -190,6 +221,7 @@ class HttpClient:
 
     def _attempt(self, method: str, target: str, headers: dict[str, str], body: Body | None) -> Response:
         connection = self._connection()
+        request = f"{method} {target.split('?')[0]}"
         try:
             try:
                 connection.request(
@@ -204,16 +236,16 @@ class HttpClient:
                 if connection.sock is None:
                     raise
                 try:
-                    return Response(connection, connection.getresponse())
+                    return Response(connection, connection.getresponse(), request, self.timeout)
                 except (OSError, http.client.HTTPException):
                     raise send_error from None
-            return Response(connection, connection.getresponse())
+            return Response(connection, connection.getresponse(), request, self.timeout)
         except TimeoutError as error:
             connection.close()
-            raise APITimeoutError(f"No answer from {method} {target.split('?')[0]} within {self.timeout} s.", code="timeout") from error
+            raise APITimeoutError(f"No answer from {request} within {self.timeout} s.", code="timeout") from error
         except (OSError, http.client.HTTPException) as error:
             connection.close()
-            raise APIConnectionError(f"{method} {target.split('?')[0]} failed: {error!r}", code="connection_error") from error
+            raise APIConnectionError(f"{request} failed: {error!r}", code="connection_error") from error
         except BaseException:
             connection.close()
             raise

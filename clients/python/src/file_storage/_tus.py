@@ -15,8 +15,12 @@ from .types import FileObject
 TUS_VERSION = "1.0.0"
 #: Failures after which an upload asks HEAD for the offset and continues: the bytes the server kept are not sent again.
 RESUMABLE_STATUSES = frozenset({409, 423, 429, 500, 502, 503, 504})
-#: How often HEAD is asked again while the upload is locked by a request that was cut off (423, released within 15 s).
-LOCKED_RETRIES = 8
+#: How long HEAD is asked again while an earlier request that was cut off still holds the upload (423). The server keeps
+#: the lock of a PATCH whose connection went silent until its idle timeout closes it (60 s by default), and that of a
+#: crashed process for 15 s: 80 s covers both.
+LOCKED_TIMEOUT_SECONDS = 80.0
+#: The longest pause between those HEADs; each already waits up to 3 s for the lock at the server.
+LOCKED_BACKOFF_SECONDS = 2.0
 
 
 def encode_metadata(values: dict[str, str | None]) -> str:
@@ -30,7 +34,16 @@ class ResumableUpload:
     ``client.uploads.resume(url, source)`` after a crash. ``send()`` uploads what the server does not have yet.
     """
 
-    def __init__(self, http: HttpClient, source: OpenedSource, url: str, offset: int, chunk_size: int, get_file: Callable[[str], FileObject]) -> None:
+    def __init__(
+        self,
+        http: HttpClient,
+        source: OpenedSource,
+        url: str,
+        offset: int,
+        chunk_size: int,
+        get_file: Callable[[str], FileObject],
+        lock_timeout: float = LOCKED_TIMEOUT_SECONDS,
+    ) -> None:
         if source.size is None:
             raise ValueError("A resumable upload needs a source of known size (a path, bytes or a seekable file).")
         self._http = http
@@ -41,6 +54,8 @@ class ResumableUpload:
         self.offset = offset
         self.size: int = source.size
         self.chunk_size = chunk_size
+        #: Seconds to keep asking while an earlier request that was cut off still holds the upload (423).
+        self.lock_timeout = lock_timeout
         #: The id of the file once the upload is complete.
         self.file_id: str | None = None
         self._get_file = get_file
@@ -81,16 +96,22 @@ class ResumableUpload:
         return self._get_file(self.file_id)
 
     def refresh(self) -> int:
-        """Asks the server how many bytes it holds (HEAD); answers the offset."""
-        for attempt in range(LOCKED_RETRIES + 1):
+        """
+        Asks the server how many bytes it holds (HEAD); answers the offset. While an earlier request that was cut off
+        still holds the upload (423), asks again for up to ``lock_timeout`` seconds, then raises ``ConflictError``.
+        """
+        deadline = time.monotonic() + self.lock_timeout
+        attempt = 0
+        while True:
             try:
                 head = self._http.send("HEAD", self._path, headers={"Tus-Resumable": TUS_VERSION})
                 break
             except ConflictError:
-                # The request that was cut off may still hold the upload's lock for a few seconds.
-                if attempt >= LOCKED_RETRIES:
+                left = deadline - time.monotonic()
+                if left <= 0:
                     raise
-                time.sleep(backoff_seconds(attempt))
+                time.sleep(min(backoff_seconds(attempt), LOCKED_BACKOFF_SECONDS, left))
+                attempt += 1
         head.close()
         length = head.headers.get("upload-length")
         if length is not None and int(length) != self.size:
@@ -118,6 +139,7 @@ def create_upload(
     overwrite: bool | None,
     chunk_size: int,
     get_file: Callable[[str], FileObject],
+    lock_timeout: float = LOCKED_TIMEOUT_SECONDS,
 ) -> ResumableUpload:
     if source.size is None:
         raise ValueError("A resumable upload needs a source of known size (a path, bytes or a seekable file).")
@@ -129,10 +151,17 @@ def create_upload(
     location = created.headers.get("location")
     if not location:
         raise FileStorageError("The tus endpoint answered without a Location.", code="invalid_response", status=created.status)
-    return ResumableUpload(http, source, location, int(created.headers.get("upload-offset") or 0), chunk_size, get_file)
+    return ResumableUpload(http, source, location, int(created.headers.get("upload-offset") or 0), chunk_size, get_file, lock_timeout)
 
 
-def resume_upload(http: HttpClient, source: OpenedSource, url: str, chunk_size: int, get_file: Callable[[str], FileObject]) -> ResumableUpload:
-    upload = ResumableUpload(http, source, url, 0, chunk_size, get_file)
+def resume_upload(
+    http: HttpClient,
+    source: OpenedSource,
+    url: str,
+    chunk_size: int,
+    get_file: Callable[[str], FileObject],
+    lock_timeout: float = LOCKED_TIMEOUT_SECONDS,
+) -> ResumableUpload:
+    upload = ResumableUpload(http, source, url, 0, chunk_size, get_file, lock_timeout)
     upload.refresh()
     return upload

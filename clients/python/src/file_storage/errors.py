@@ -62,7 +62,10 @@ class ConflictError(FileStorageError):
 
 
 class IdempotencyError(FileStorageError):
-    """The same Idempotency-Key was sent with a different request (422), or while its first request still runs (409)."""
+    """
+    The same Idempotency-Key was sent with a different request (422), or its first request still ran after every retry
+    (409 ``idempotency_key_in_use``; the client waits Retry-After and retries that one by itself).
+    """
 
 
 class RateLimitError(FileStorageError):

@@ -78,7 +78,10 @@ def _paginate(http: HttpClient, path: str, query: Mapping[str, Any]) -> Iterator
 
 
 def _write_to(response: Response, destination: Destination) -> int:
-    """Writes an answer's body to a file object, or to a path (a failed download leaves no partial file). Answers the size."""
+    """
+    Writes an answer's body to a file object, or to a path. Answers the size. A download that fails or is cut off
+    raises (``APIConnectionError``), and the file it wrote at a path is removed: no partial file is left behind.
+    """
     written = 0
     if hasattr(destination, "write"):
         with response:
@@ -87,25 +90,28 @@ def _write_to(response: Response, destination: Destination) -> int:
                 written += len(chunk)
         return written
     path = os.fspath(destination)
-    try:
-        with response, open(path, "wb") as file:
-            for chunk in response.iter_bytes():
-                file.write(chunk)
-                written += len(chunk)
-    except BaseException:
+    with response:
+        file = open(path, "wb")
         try:
-            os.remove(path)
-        except FileNotFoundError:
-            pass
-        raise
+            with file:
+                for chunk in response.iter_bytes():
+                    file.write(chunk)
+                    written += len(chunk)
+        except BaseException:
+            try:
+                os.remove(path)
+            except FileNotFoundError:
+                pass
+            raise
     return written
 
 
 class Files:
-    def __init__(self, http: HttpClient, *, resumable_threshold: int, chunk_size: int) -> None:
+    def __init__(self, http: HttpClient, *, resumable_threshold: int, chunk_size: int, upload_lock_timeout: float) -> None:
         self._http = http
         self._resumable_threshold = resumable_threshold
         self._chunk_size = chunk_size
+        self._upload_lock_timeout = upload_lock_timeout
 
     def upload(
         self,
@@ -130,7 +136,15 @@ class Files:
         threshold = self._resumable_threshold if resumable_threshold is None else resumable_threshold
         if opened.replayable and opened.size is not None and opened.size > 0 and opened.size >= threshold:
             upload = create_upload(
-                self._http, opened, filename=filename, name=name, folder_id=folder_id, overwrite=overwrite, chunk_size=self._chunk_size, get_file=self.get
+                self._http,
+                opened,
+                filename=filename,
+                name=name,
+                folder_id=folder_id,
+                overwrite=overwrite,
+                chunk_size=self._chunk_size,
+                get_file=self.get,
+                lock_timeout=self._upload_lock_timeout,
             )
             return upload.send(on_progress)
         fields = {"folder_id": folder_id, "name": name, "overwrite": None if overwrite is None else str(overwrite).lower()}
@@ -174,17 +188,21 @@ class Files:
         return self._http.send("GET", target, anonymous=True, headers={"Accept": "*/*"})
 
     def download_to(self, file_id: str, destination: Destination) -> int:
-        """Writes the file's content to a path or a binary file object, streamed. Answers the number of bytes."""
+        """
+        Writes the file's content to a path or a binary file object, streamed. Answers the number of bytes. Raises
+        ``APIConnectionError`` when the download is cut off (``APITimeoutError`` when it stalls); a path is then removed.
+        """
         return _write_to(self.download(file_id), destination)
 
 
 class Uploads:
     """Resumable uploads (tus 1.0) for large files, when you want to keep the upload's url and resume it yourself."""
 
-    def __init__(self, http: HttpClient, files: Files, *, chunk_size: int) -> None:
+    def __init__(self, http: HttpClient, files: Files, *, chunk_size: int, upload_lock_timeout: float) -> None:
         self._http = http
         self._files = files
         self._chunk_size = chunk_size
+        self._upload_lock_timeout = upload_lock_timeout
 
     def create(
         self,
@@ -201,12 +219,20 @@ class Uploads:
         if not filename:
             raise ValueError("create() needs name= when the source is bytes or a file object without a name.")
         return create_upload(
-            self._http, opened, filename=filename, name=name, folder_id=folder_id, overwrite=overwrite, chunk_size=chunk_size or self._chunk_size, get_file=self._files.get
+            self._http,
+            opened,
+            filename=filename,
+            name=name,
+            folder_id=folder_id,
+            overwrite=overwrite,
+            chunk_size=chunk_size or self._chunk_size,
+            get_file=self._files.get,
+            lock_timeout=self._upload_lock_timeout,
         )
 
     def resume(self, url: str, source: UploadSource, *, chunk_size: int | None = None) -> ResumableUpload:
         """The upload at ``url`` (from an earlier ``create``), with the server's offset; ``send()`` sends the rest."""
-        return resume_upload(self._http, open_source(source), url, chunk_size or self._chunk_size, self._files.get)
+        return resume_upload(self._http, open_source(source), url, chunk_size or self._chunk_size, self._files.get, self._upload_lock_timeout)
 
 
 class Trash:
