@@ -2,11 +2,13 @@
 
 declare(strict_types=1);
 
-// Unit tests of what the client computes by itself (no server): `php tests/UnitTest.php`. Everything that talks to
-// a server is in the conformance runner and the README test. Plain PHP, so nothing needs installing.
+// Unit tests of what the client computes by itself, then tests of what a user sees against the live server named by
+// FILE_STORAGE_BASE_URL and FILE_STORAGE_API_KEY (as for the README test): `php tests/UnitTest.php`. The conformance
+// runner covers the rest. Plain PHP, so nothing needs installing.
 
 require __DIR__ . '/../autoload.php';
 
+use FileStorage\Client;
 use FileStorage\Exception\ErrorFactory;
 use FileStorage\Exception\FileTooLargeException;
 use FileStorage\Exception\InternalServerException;
@@ -148,6 +150,65 @@ test('another secret signs with its bytes, and any of several signatures or secr
     $headers = ['Webhook-Id' => 'evt_1', 'Webhook-Timestamp' => (string) $now, 'Webhook-Signature' => 'v1,' . base64_encode(str_repeat('x', 32)) . " $signature"];
     same(true, Webhook::verifyStandard(BODY, $headers, $plain), 'the second of two signatures');
     same(true, Webhook::verifyStandard(BODY, $headers, ['whsec_' . base64_encode(str_repeat('k', 32)), $plain]), 'the second of two secrets');
+});
+
+// Against the live server.
+
+function live(int $maxRetries = 2, ?string $baseUrl = null, int $resumableChunk = 8 * Client::MIB): Client
+{
+    $key = getenv('FILE_STORAGE_API_KEY');
+    $base = $baseUrl ?? getenv('FILE_STORAGE_BASE_URL');
+    if ($key === false || $base === false) {
+        throw new RuntimeException('FILE_STORAGE_BASE_URL and FILE_STORAGE_API_KEY name the server these tests run against');
+    }
+    return new Client($key, $base, maxRetries: $maxRetries, resumableChunk: $resumableChunk);
+}
+
+test('iterator_to_array over a listing of one item per page keeps every item', function () {
+    $client = live();
+    $folder = $client->folders->create('pages ' . bin2hex(random_bytes(4)));
+    $ids = [];
+    foreach (['a.txt', 'b.txt', 'c.txt'] as $name) {
+        $stream = fopen('php://memory', 'w+');
+        fwrite($stream, $name);
+        rewind($stream);
+        $ids[] = $client->files->upload($stream, ['name' => $name, 'folderId' => $folder['id']])['id'];
+    }
+    $items = iterator_to_array($client->files->iterate(['folder_id' => $folder['id'], 'per_page' => 1, 'sort' => 'name_asc']));
+    same($ids, array_map(fn ($file) => $file['id'], array_values($items)), 'the files');
+    same([0, 1, 2], array_keys($items), 'the keys');
+    $subfolders = [];
+    foreach (['x', 'y'] as $name) {
+        $subfolders[] = $client->folders->create($name, $folder['id'])['id'];
+    }
+    $listed = iterator_to_array($client->folders->iterate(['parent_id' => $folder['id'], 'per_page' => 1, 'sort' => 'name_asc']));
+    same($subfolders, array_map(fn ($f) => $f['id'], array_values($listed)), 'the folders');
+});
+
+test('iterator_to_array over the event feed keeps the events of every batch', function () {
+    $client = live();
+    $feed = $client->events->iterate(stopWhenIdle: true);
+    foreach ($feed as $_) {
+    }
+    $after = $feed->getReturn();
+    $parent = $client->folders->create('events ' . bin2hex(random_bytes(4)));
+    $created = [$parent['id']];
+    // One more than a batch (100 events).
+    for ($i = 0; $i < 100; $i++) {
+        $created[] = $client->folders->create("f$i", $parent['id'])['id'];
+    }
+    // The feed shows an event once it is stamped, a moment after its request.
+    $deadline = microtime(true) + 20;
+    while (true) {
+        $events = iterator_to_array($client->events->iterate(after: $after, types: ['folder.created'], stopWhenIdle: true));
+        $seen = array_map(fn ($event) => $event['data']['folder']['id'], array_values($events));
+        if (array_diff($created, $seen) === [] || microtime(true) > $deadline) {
+            break;
+        }
+        usleep(200_000);
+    }
+    same([], array_values(array_diff($created, $seen)), 'the created folders missing from the feed');
+    same($created, array_values(array_intersect($seen, $created)), 'the created folders, in order');
 });
 
 echo "\n$count tests, $failures failed\n";
