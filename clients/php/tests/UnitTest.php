@@ -13,6 +13,7 @@ use FileStorage\Exception\ErrorFactory;
 use FileStorage\Exception\FileTooLargeException;
 use FileStorage\Exception\InternalServerException;
 use FileStorage\Exception\RateLimitException;
+use FileStorage\Http\HttpClient;
 use FileStorage\Http\RetryAfter;
 use FileStorage\Upload\MultipartBody;
 use FileStorage\Upload\Tus;
@@ -152,6 +153,12 @@ test('another secret signs with its bytes, and any of several signatures or secr
     same(true, Webhook::verifyStandard(BODY, $headers, ['whsec_' . base64_encode(str_repeat('k', 32)), $plain]), 'the second of two secrets');
 });
 
+test('an absolute URL is taken as it is, a path is put under the base URL', function () {
+    $http = new HttpClient('key', 'http://127.0.0.1:1/');
+    same('https://files.example.com/v1/uploads/up_1', $http->url('https://files.example.com/v1/uploads/up_1'));
+    same('http://127.0.0.1:1/v1/uploads/up_1', $http->url('/v1/uploads/up_1'));
+});
+
 // Against the live server.
 
 function live(int $maxRetries = 2, ?string $baseUrl = null, int $resumableChunk = 8 * Client::MIB): Client
@@ -162,6 +169,14 @@ function live(int $maxRetries = 2, ?string $baseUrl = null, int $resumableChunk 
         throw new RuntimeException('FILE_STORAGE_BASE_URL and FILE_STORAGE_API_KEY name the server these tests run against');
     }
     return new Client($key, $base, maxRetries: $maxRetries, resumableChunk: $resumableChunk);
+}
+
+/** A file of random bytes: [path, md5]. */
+function randomFile(int $size): array
+{
+    $path = tempnam(sys_get_temp_dir(), 'fss-php-');
+    file_put_contents($path, random_bytes($size));
+    return [$path, md5_file($path)];
 }
 
 test('iterator_to_array over a listing of one item per page keeps every item', function () {
@@ -209,6 +224,16 @@ test('iterator_to_array over the event feed keeps the events of every batch', fu
     }
     same([], array_values(array_diff($created, $seen)), 'the created folders missing from the feed');
     same($created, array_values(array_intersect($seen, $created)), 'the created folders, in order');
+});
+
+test('resumeUpload takes an absolute upload URL as it is', function () {
+    $client = live();
+    [$path, $md5] = randomFile(300_000);
+    $location = $client->files->startResumableUpload($path);
+    $absolute = preg_match('#^https?://#', $location) === 1 ? $location : rtrim((string) getenv('FILE_STORAGE_BASE_URL'), '/') . $location;
+    $file = $client->files->resumeUpload($absolute, $path);
+    unlink($path);
+    same([300_000, $md5], [$file['size'], $file['md5_hash']], 'the stored file');
 });
 
 echo "\n$count tests, $failures failed\n";
