@@ -9,6 +9,7 @@ declare(strict_types=1);
 require __DIR__ . '/../autoload.php';
 
 use FileStorage\Client;
+use FileStorage\Exception\ConflictException;
 use FileStorage\Exception\ErrorFactory;
 use FileStorage\Exception\FileTooLargeException;
 use FileStorage\Exception\InternalServerException;
@@ -178,6 +179,85 @@ function randomFile(int $size): array
     file_put_contents($path, random_bytes($size));
     return [$path, md5_file($path)];
 }
+
+/** A raw HTTP/1.1 request to the live server, closing its connection when answered. */
+function rawRequest(string $method, string $path, array $headers, string $body): string
+{
+    $server = parse_url((string) getenv('FILE_STORAGE_BASE_URL'));
+    $head = "$method $path HTTP/1.1\r\nHost: {$server['host']}:{$server['port']}\r\nAuthorization: Bearer " . getenv('FILE_STORAGE_API_KEY') . "\r\n";
+    foreach ($headers + ['Content-Length' => (string) strlen($body), 'Connection' => 'close'] as $name => $value) {
+        $head .= "$name: $value\r\n";
+    }
+    return "$head\r\n$body";
+}
+
+/**
+ * Sends $request but its last $withheld bytes in another process (tests/held_request.php), which then waits $seconds
+ * and sends them ('finish') or drops the connection ('drop'). Answers once the held part was sent; the returned
+ * function waits for the process to end and answers what it printed (the answer, for 'finish').
+ *
+ * @return callable(): string
+ */
+function holdRequest(string $request, int $withheld, float $seconds, string $mode): callable
+{
+    $server = parse_url((string) getenv('FILE_STORAGE_BASE_URL'));
+    $file = tempnam(sys_get_temp_dir(), 'fss-php-request-');
+    file_put_contents($file, $request);
+    $process = proc_open(
+        [PHP_BINARY, __DIR__ . '/held_request.php', $server['host'], (string) $server['port'], $file, (string) (strlen($request) - $withheld), (string) $seconds, $mode],
+        [1 => ['pipe', 'w']],
+        $pipes,
+    );
+    same("held\n", fgets($pipes[1]), 'the held request');
+    // Let the server read the head and begin the request before anything else arrives.
+    usleep(500_000);
+    return static function () use ($process, $pipes, $file): string {
+        $output = (string) stream_get_contents($pipes[1]);
+        proc_close($process);
+        unlink($file);
+        return $output;
+    };
+}
+
+test('an upload retried while its first attempt still runs on the server waits for it and gets its file (409 idempotency_key_in_use)', function () {
+    $client = live(maxRetries: 5);
+    $folder = $client->folders->create('held key ' . bin2hex(random_bytes(4)));
+    [$path, $md5] = randomFile(100_000);
+    $key = 'held-' . bin2hex(random_bytes(8));
+    // The same upload as the client's below (same length, same key), whose last bytes arrive 2 s late.
+    $body = MultipartBody::build(UploadSource::open($path), basename($path), ['folder_id' => $folder['id'], 'name' => null, 'overwrite' => null]);
+    $reader = $body->open();
+    for ($bytes = ''; ($chunk = $reader->read(65536)) !== '';) {
+        $bytes .= $chunk;
+    }
+    $finished = holdRequest(rawRequest('POST', '/v1/files/upload', ['Idempotency-Key' => $key, 'Content-Type' => (string) $body->contentType], $bytes), 1000, 2, 'finish');
+
+    $file = $client->files->upload($path, ['folderId' => $folder['id'], 'idempotencyKey' => $key]);
+    $answer = $finished();
+    $first = json_decode(substr($answer, strpos($answer, "\r\n\r\n") + 4), true);
+    unlink($path);
+    same($first['data']['id'], $file['id'], 'the file of the first request');
+    same($md5, $file['md5_hash'], 'its MD5');
+    same([$file['id']], array_map(fn ($f) => $f['id'], iterator_to_array($client->files->iterate(['folder_id' => $folder['id']]), false)), 'the files of the folder');
+});
+
+test('a plain 409 conflict is thrown at once, not retried', function () {
+    $client = live(maxRetries: 2);
+    [$path] = randomFile(1000);
+    $location = $client->files->startResumableUpload($path);
+    $http = new HttpClient((string) getenv('FILE_STORAGE_API_KEY'), (string) getenv('FILE_STORAGE_BASE_URL'), maxRetries: 2);
+    $started = microtime(true);
+    try {
+        // Not the upload's offset (0): 409 conflict.
+        $http->send('PATCH', $location, ['headers' => ['Tus-Resumable' => Tus::VERSION, 'Upload-Offset' => '5', 'Content-Type' => 'application/offset+octet-stream']]);
+        throw new RuntimeException('a PATCH at the wrong offset was accepted');
+    } catch (ConflictException $e) {
+        same(['conflict', 409], [$e->getErrorCode(), $e->getStatus()]);
+    }
+    // A retry would have waited at least 0.25 s, a second one 0.5 s more.
+    same(true, microtime(true) - $started < 0.7, 'answered without retries');
+    unlink($path);
+});
 
 test('iterator_to_array over a listing of one item per page keeps every item', function () {
     $client = live();

@@ -57,9 +57,10 @@ final class HttpClient
     }
 
     /**
-     * One logical request: retried on 429 (after Retry-After), 502/503/504 and network errors, with exponential
-     * backoff, as long as its body can be sent again. Every attempt of a POST carries the same Idempotency-Key, so
-     * a retry after a lost answer replays the first result instead of acting twice.
+     * One logical request: retried on 429 and 409 idempotency_key_in_use (after Retry-After), 502/503/504 and
+     * network errors, with exponential backoff, as long as its body can be sent again. Every attempt of a POST
+     * carries the same Idempotency-Key, so a retry after a lost answer replays the first result instead of acting
+     * twice.
      *
      * Options: query (array), json (mixed), body (RequestBody), headers (array), anonymous (bool), retryable
      * (bool, default true), sink (callable(string): void — a successful answer's body is streamed to it).
@@ -97,7 +98,7 @@ final class HttpClient
             if ($response->status < 400) {
                 return $response;
             }
-            if ($attempt < $retries && in_array($response->status, self::RETRYABLE_STATUSES, true)) {
+            if ($attempt < $retries && self::worthRetrying($response)) {
                 $retryAfter = RetryAfter::parse($response->header('retry-after'));
                 $wait = $retryAfter !== null && $retryAfter <= self::MAX_RETRY_AFTER ? $retryAfter : self::backoff($attempt);
                 usleep((int) ($wait * 1e6));
@@ -105,6 +106,22 @@ final class HttpClient
             }
             throw ErrorFactory::fromResponse($response->status, $response->headers, (string) $response->body);
         }
+    }
+
+    /**
+     * 429, 502, 503, 504, and a 409 `idempotency_key_in_use`: the first request with this key still runs, and the
+     * retry after Retry-After gets its stored answer.
+     */
+    private static function worthRetrying(Response $response): bool
+    {
+        if (in_array($response->status, self::RETRYABLE_STATUSES, true)) {
+            return true;
+        }
+        if ($response->status !== 409) {
+            return false;
+        }
+        $envelope = json_decode((string) $response->body, true);
+        return is_array($envelope) && is_array($envelope['error'] ?? null) && ($envelope['error']['code'] ?? null) === 'idempotency_key_in_use';
     }
 
     /** 0.5 s, 1 s, 2 s… with full jitter, at most 8 s. */
