@@ -154,6 +154,11 @@ test('another secret signs with its bytes, and any of several signatures or secr
     same(true, Webhook::verifyStandard(BODY, $headers, ['whsec_' . base64_encode(str_repeat('k', 32)), $plain]), 'the second of two secrets');
 });
 
+test('an answer without an envelope to a locked upload (423) is a ConflictException', function () {
+    $error = ErrorFactory::fromResponse(423, [], '');
+    same([ConflictException::class, 'conflict', 423], [$error::class, $error->getErrorCode(), $error->getStatus()]);
+});
+
 test('an absolute URL is taken as it is, a path is put under the base URL', function () {
     $http = new HttpClient('key', 'http://127.0.0.1:1/');
     same('https://files.example.com/v1/uploads/up_1', $http->url('https://files.example.com/v1/uploads/up_1'));
@@ -314,6 +319,25 @@ test('resumeUpload takes an absolute upload URL as it is', function () {
     $file = $client->files->resumeUpload($absolute, $path);
     unlink($path);
     same([300_000, $md5], [$file['size'], $file['md5_hash']], 'the stored file');
+});
+
+test('a resumable upload locked by an earlier PATCH that went silent waits for the lock and completes (423)', function () {
+    $client = live(resumableChunk: 256 * 1024);
+    [$path, $md5] = randomFile(1_000_000);
+    $location = $client->files->startResumableUpload($path);
+    // A PATCH whose client stops sending after 64 KiB holds the upload's lock; it drops its connection after 8 s.
+    $patch = rawRequest('PATCH', $location, ['Tus-Resumable' => Tus::VERSION, 'Upload-Offset' => '0', 'Content-Type' => 'application/offset+octet-stream'], (string) file_get_contents($path));
+    $dropped = holdRequest($patch, 1_000_000 - 65536, 8, 'drop');
+    try {
+        Tus::where(new HttpClient((string) getenv('FILE_STORAGE_API_KEY'), (string) getenv('FILE_STORAGE_BASE_URL'), maxRetries: 0), $location);
+        throw new RuntimeException('HEAD was answered while another PATCH held the upload');
+    } catch (ConflictException $e) {
+        same(['conflict', 423], [$e->getErrorCode(), $e->getStatus()], 'HEAD without retries');
+    }
+    $file = $client->files->resumeUpload($location, $path);
+    $dropped();
+    unlink($path);
+    same([1_000_000, $md5], [$file['size'], $file['md5_hash']], 'the stored file');
 });
 
 echo "\n$count tests, $failures failed\n";
