@@ -15,6 +15,7 @@ use FileStorage\Exception\FileTooLargeException;
 use FileStorage\Exception\InternalServerException;
 use FileStorage\Exception\RateLimitException;
 use FileStorage\Http\HttpClient;
+use FileStorage\Http\ResumableSink;
 use FileStorage\Http\RetryAfter;
 use FileStorage\Upload\MultipartBody;
 use FileStorage\Upload\Tus;
@@ -163,6 +164,31 @@ test('an absolute URL is taken as it is, a path is put under the base URL', func
     $http = new HttpClient('key', 'http://127.0.0.1:1/');
     same('https://files.example.com/v1/uploads/up_1', $http->url('https://files.example.com/v1/uploads/up_1'));
     same('http://127.0.0.1:1/v1/uploads/up_1', $http->url('/v1/uploads/up_1'));
+});
+
+test('a download resumes with a Range after the bytes written, and only from a 206 of the same version', function () {
+    $written = '';
+    $sink = new ResumableSink(function (string $chunk) use (&$written) {
+        $written .= $chunk;
+    });
+    same([], $sink->beginAttempt(), 'the first attempt');
+    same(true, $sink->write(200, ['etag' => '"abc"'], '0123456789'), 'the first answer');
+    same(null, $sink->whyNotResumable(), 'resumable');
+    same(['Range' => 'bytes=10-', 'If-Range' => '"abc"'], $sink->beginAttempt(), 'the retry');
+    same(false, $sink->write(200, ['etag' => '"def"'], 'new version'), 'the whole of another version');
+    same(true, $sink->whyNotResumable() !== null, 'not resumable after another version');
+    $sink->beginAttempt();
+    same(false, $sink->write(206, ['content-range' => 'bytes 0-19/20'], '01234567890123456789'), 'a range from the start');
+    $sink->beginAttempt();
+    same(true, $sink->write(206, ['content-range' => 'bytes 10-19/20'], 'abcdefghij'), 'the rest');
+    same('0123456789abcdefghij', $written, 'what the sink got');
+
+    $weak = new ResumableSink(fn (string $chunk) => null);
+    $weak->write(200, ['etag' => 'W/"abc"'], 'x');
+    same(true, $weak->whyNotResumable() !== null, 'a weak ETag');
+    $none = new ResumableSink(fn (string $chunk) => null);
+    $none->write(200, [], 'x');
+    same(true, $none->whyNotResumable() !== null, 'no ETag');
 });
 
 // Against the live server.
@@ -338,6 +364,46 @@ test('a resumable upload locked by an earlier PATCH that went silent waits for t
     $dropped();
     unlink($path);
     same([1_000_000, $md5], [$file['size'], $file['md5_hash']], 'the stored file');
+});
+
+test('a download cut off in its body is resumed where it broke off, to a path, a stream or a callable', function () {
+    $client = live();
+    [$path, $md5] = randomFile(3 * Client::MIB);
+    $file = $client->files->upload($path);
+    unlink($path);
+    $server = parse_url((string) getenv('FILE_STORAGE_BASE_URL'));
+    $proxy = proc_open([PHP_BINARY, __DIR__ . '/cutting_proxy.php', $server['host'], (string) $server['port']], [0 => ['pipe', 'r'], 1 => ['pipe', 'w']], $pipes);
+    try {
+        $throughProxy = live(baseUrl: 'http://127.0.0.1:' . (int) substr(trim(fgets($pipes[1])), strlen('port ')));
+        $cutAfter = function (int $bytes) use ($pipes): void {
+            fwrite($pipes[0], "cutdown $bytes\n");
+            same('armed', trim(fgets($pipes[1])), 'the proxy');
+        };
+        $target = tempnam(sys_get_temp_dir(), 'fss-php-download-');
+        $cutAfter(Client::MIB);
+        $throughProxy->files->download($file['id'], $target);
+        same([3 * Client::MIB, $md5], [filesize($target), md5_file($target)], 'the file downloaded to a path');
+        unlink($target);
+
+        $stream = fopen('php://temp', 'w+');
+        $cutAfter(2 * Client::MIB);
+        $throughProxy->files->download($file['id'], $stream);
+        rewind($stream);
+        same($md5, md5(stream_get_contents($stream)), 'the file downloaded to a stream');
+
+        $hash = hash_init('md5');
+        $cutAfter(100_000);
+        $throughProxy->files->download($file['id'], function (string $chunk) use ($hash) {
+            hash_update($hash, $chunk);
+        });
+        same($md5, hash_final($hash), 'the file given to a callable');
+        fwrite($pipes[0], "cuts\n");
+        same('cuts 3', trim(fgets($pipes[1])), 'the cuts');
+    } finally {
+        fclose($pipes[0]);
+        proc_terminate($proxy);
+        proc_close($proxy);
+    }
 });
 
 echo "\n$count tests, $failures failed\n";

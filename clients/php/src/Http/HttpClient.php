@@ -63,7 +63,8 @@ final class HttpClient
      * twice.
      *
      * Options: query (array), json (mixed), body (RequestBody), headers (array), anonymous (bool), retryable
-     * (bool, default true), sink (callable(string): void — a successful answer's body is streamed to it).
+     * (bool, default true), sink (callable(string): void — a successful answer's body is streamed to it; a retry after
+     * some of it was written resumes with Range and If-Range, or fails, and never writes a byte twice).
      *
      * @param array<string, mixed> $options
      */
@@ -84,11 +85,20 @@ final class HttpClient
         }
         $url = $this->url($path, $options['query'] ?? []);
         $retries = !($options['retryable'] ?? true) || ($body instanceof RequestBody && !$body->replayable) ? 0 : $this->maxRetries;
+        $sink = isset($options['sink']) ? new ResumableSink($options['sink']) : null;
 
         for ($attempt = 0; ; $attempt++) {
             try {
-                $response = $this->perform($method, $url, $headers, $options, $path);
+                $response = $this->perform($method, $url, $headers + ($sink?->beginAttempt() ?? []), $options, $path, $sink);
             } catch (ConnectionException | TimeoutException $error) {
+                $notResumable = $sink?->whyNotResumable();
+                if ($notResumable !== null) {
+                    throw new ConnectionException(
+                        'connection_error',
+                        "$method $path broke off after {$sink->written()} bytes of the body and cannot be resumed: $notResumable ({$error->getMessage()})",
+                        previous: $error,
+                    );
+                }
                 if ($attempt >= $retries) {
                     throw $error;
                 }
@@ -135,13 +145,12 @@ final class HttpClient
      * @param array<string, string> $headers
      * @param array<string, mixed> $options
      */
-    private function perform(string $method, string $url, array $headers, array $options, string $path): Response
+    private function perform(string $method, string $url, array $headers, array $options, string $path, ?ResumableSink $sink): Response
     {
         $curl = curl_init($url);
         $status = 0;
         $answerHeaders = [];
         $buffer = '';
-        $sink = $options['sink'] ?? null;
         $reader = null;
         $curlOptions = [
             CURLOPT_CUSTOMREQUEST => $method,
@@ -159,12 +168,12 @@ final class HttpClient
                 }
                 return strlen($line);
             },
-            CURLOPT_WRITEFUNCTION => static function ($curl, string $chunk) use (&$status, &$buffer, $sink): int {
+            CURLOPT_WRITEFUNCTION => static function ($curl, string $chunk) use (&$status, &$answerHeaders, &$buffer, $sink): int {
                 if ($sink !== null && $status < 400) {
-                    $sink($chunk);
-                } else {
-                    $buffer .= $chunk;
+                    // 0 aborts the transfer: this answer does not continue what the sink already has.
+                    return $sink->write($status, $answerHeaders, $chunk) ? strlen($chunk) : 0;
                 }
+                $buffer .= $chunk;
                 return strlen($chunk);
             },
         ];
