@@ -34,9 +34,10 @@ final class Client
     public readonly Events $events;
 
     /**
-     * $timeout: seconds without progress before an attempt fails (default 60); $maxRetries: after 429, 502, 503,
-     * 504 and network errors (default 2); files of at least $resumableThreshold bytes (default 64 MiB) go through
-     * the resumable tus endpoint in chunks of $resumableChunk bytes (default 8 MiB).
+     * $timeout: seconds without progress before an attempt fails (default 60); $maxRetries: after 429, 409
+     * idempotency_key_in_use, 502, 503, 504 and network errors (default 2; a resumable upload retries for up to
+     * Tus::RETRY_SECONDS instead, unless it is 0); files of at least $resumableThreshold bytes (default 64 MiB) go
+     * through the resumable tus endpoint in chunks of $resumableChunk bytes (default 8 MiB).
      */
     public function __construct(
         string $apiKey,

@@ -2,15 +2,20 @@
 
 declare(strict_types=1);
 
-// Unit tests of what the client computes by itself (no server): `php tests/UnitTest.php`. Everything that talks to
-// a server is in the conformance runner and the README test. Plain PHP, so nothing needs installing.
+// Unit tests of what the client computes by itself, then tests of what a user sees against the live server named by
+// FILE_STORAGE_BASE_URL and FILE_STORAGE_API_KEY (as for the README test): `php tests/UnitTest.php`. The conformance
+// runner covers the rest. Plain PHP, so nothing needs installing.
 
 require __DIR__ . '/../autoload.php';
 
+use FileStorage\Client;
+use FileStorage\Exception\ConflictException;
 use FileStorage\Exception\ErrorFactory;
 use FileStorage\Exception\FileTooLargeException;
 use FileStorage\Exception\InternalServerException;
 use FileStorage\Exception\RateLimitException;
+use FileStorage\Http\HttpClient;
+use FileStorage\Http\ResumableSink;
 use FileStorage\Http\RetryAfter;
 use FileStorage\Upload\MultipartBody;
 use FileStorage\Upload\Tus;
@@ -148,6 +153,257 @@ test('another secret signs with its bytes, and any of several signatures or secr
     $headers = ['Webhook-Id' => 'evt_1', 'Webhook-Timestamp' => (string) $now, 'Webhook-Signature' => 'v1,' . base64_encode(str_repeat('x', 32)) . " $signature"];
     same(true, Webhook::verifyStandard(BODY, $headers, $plain), 'the second of two signatures');
     same(true, Webhook::verifyStandard(BODY, $headers, ['whsec_' . base64_encode(str_repeat('k', 32)), $plain]), 'the second of two secrets');
+});
+
+test('an answer without an envelope to a locked upload (423) is a ConflictException', function () {
+    $error = ErrorFactory::fromResponse(423, [], '');
+    same([ConflictException::class, 'conflict', 423], [$error::class, $error->getErrorCode(), $error->getStatus()]);
+});
+
+test('an absolute URL is taken as it is, a path is put under the base URL', function () {
+    $http = new HttpClient('key', 'http://127.0.0.1:1/');
+    same('https://files.example.com/v1/uploads/up_1', $http->url('https://files.example.com/v1/uploads/up_1'));
+    same('http://127.0.0.1:1/v1/uploads/up_1', $http->url('/v1/uploads/up_1'));
+});
+
+test('a download resumes with a Range after the bytes written, and only from a 206 of the same version', function () {
+    $written = '';
+    $sink = new ResumableSink(function (string $chunk) use (&$written) {
+        $written .= $chunk;
+    });
+    same([], $sink->beginAttempt(), 'the first attempt');
+    same(true, $sink->write(200, ['etag' => '"abc"'], '0123456789'), 'the first answer');
+    same(null, $sink->whyNotResumable(), 'resumable');
+    same(['Range' => 'bytes=10-', 'If-Range' => '"abc"'], $sink->beginAttempt(), 'the retry');
+    same(false, $sink->write(200, ['etag' => '"def"'], 'new version'), 'the whole of another version');
+    same(true, $sink->whyNotResumable() !== null, 'not resumable after another version');
+    $sink->beginAttempt();
+    same(false, $sink->write(206, ['content-range' => 'bytes 0-19/20'], '01234567890123456789'), 'a range from the start');
+    $sink->beginAttempt();
+    same(true, $sink->write(206, ['content-range' => 'bytes 10-19/20'], 'abcdefghij'), 'the rest');
+    same('0123456789abcdefghij', $written, 'what the sink got');
+
+    $weak = new ResumableSink(fn (string $chunk) => null);
+    $weak->write(200, ['etag' => 'W/"abc"'], 'x');
+    same(true, $weak->whyNotResumable() !== null, 'a weak ETag');
+    $none = new ResumableSink(fn (string $chunk) => null);
+    $none->write(200, [], 'x');
+    same(true, $none->whyNotResumable() !== null, 'no ETag');
+});
+
+// Against the live server.
+
+function live(int $maxRetries = 2, ?string $baseUrl = null, int $resumableChunk = 8 * Client::MIB): Client
+{
+    $key = getenv('FILE_STORAGE_API_KEY');
+    $base = $baseUrl ?? getenv('FILE_STORAGE_BASE_URL');
+    if ($key === false || $base === false) {
+        throw new RuntimeException('FILE_STORAGE_BASE_URL and FILE_STORAGE_API_KEY name the server these tests run against');
+    }
+    return new Client($key, $base, maxRetries: $maxRetries, resumableChunk: $resumableChunk);
+}
+
+/** A file of random bytes: [path, md5]. */
+function randomFile(int $size): array
+{
+    $path = tempnam(sys_get_temp_dir(), 'fss-php-');
+    file_put_contents($path, random_bytes($size));
+    return [$path, md5_file($path)];
+}
+
+/** A raw HTTP/1.1 request to the live server, closing its connection when answered. */
+function rawRequest(string $method, string $path, array $headers, string $body): string
+{
+    $server = parse_url((string) getenv('FILE_STORAGE_BASE_URL'));
+    $head = "$method $path HTTP/1.1\r\nHost: {$server['host']}:{$server['port']}\r\nAuthorization: Bearer " . getenv('FILE_STORAGE_API_KEY') . "\r\n";
+    foreach ($headers + ['Content-Length' => (string) strlen($body), 'Connection' => 'close'] as $name => $value) {
+        $head .= "$name: $value\r\n";
+    }
+    return "$head\r\n$body";
+}
+
+/**
+ * Sends $request but its last $withheld bytes in another process (tests/held_request.php), which then waits $seconds
+ * and sends them ('finish') or drops the connection ('drop'). Answers once the held part was sent; the returned
+ * function waits for the process to end and answers what it printed (the answer, for 'finish').
+ *
+ * @return callable(): string
+ */
+function holdRequest(string $request, int $withheld, float $seconds, string $mode): callable
+{
+    $server = parse_url((string) getenv('FILE_STORAGE_BASE_URL'));
+    $file = tempnam(sys_get_temp_dir(), 'fss-php-request-');
+    file_put_contents($file, $request);
+    $process = proc_open(
+        [PHP_BINARY, __DIR__ . '/held_request.php', $server['host'], (string) $server['port'], $file, (string) (strlen($request) - $withheld), (string) $seconds, $mode],
+        [1 => ['pipe', 'w']],
+        $pipes,
+    );
+    same("held\n", fgets($pipes[1]), 'the held request');
+    // Let the server read the head and begin the request before anything else arrives.
+    usleep(500_000);
+    return static function () use ($process, $pipes, $file): string {
+        $output = (string) stream_get_contents($pipes[1]);
+        proc_close($process);
+        unlink($file);
+        return $output;
+    };
+}
+
+test('an upload retried while its first attempt still runs on the server waits for it and gets its file (409 idempotency_key_in_use)', function () {
+    $client = live(maxRetries: 5);
+    $folder = $client->folders->create('held key ' . bin2hex(random_bytes(4)));
+    [$path, $md5] = randomFile(100_000);
+    $key = 'held-' . bin2hex(random_bytes(8));
+    // The same upload as the client's below (same length, same key), whose last bytes arrive 2 s late.
+    $body = MultipartBody::build(UploadSource::open($path), basename($path), ['folder_id' => $folder['id'], 'name' => null, 'overwrite' => null]);
+    $reader = $body->open();
+    for ($bytes = ''; ($chunk = $reader->read(65536)) !== '';) {
+        $bytes .= $chunk;
+    }
+    $finished = holdRequest(rawRequest('POST', '/v1/files/upload', ['Idempotency-Key' => $key, 'Content-Type' => (string) $body->contentType], $bytes), 1000, 2, 'finish');
+
+    $file = $client->files->upload($path, ['folderId' => $folder['id'], 'idempotencyKey' => $key]);
+    $answer = $finished();
+    $first = json_decode(substr($answer, strpos($answer, "\r\n\r\n") + 4), true);
+    unlink($path);
+    same($first['data']['id'], $file['id'], 'the file of the first request');
+    same($md5, $file['md5_hash'], 'its MD5');
+    same([$file['id']], array_map(fn ($f) => $f['id'], iterator_to_array($client->files->iterate(['folder_id' => $folder['id']]), false)), 'the files of the folder');
+});
+
+test('a plain 409 conflict is thrown at once, not retried', function () {
+    $client = live(maxRetries: 2);
+    [$path] = randomFile(1000);
+    $location = $client->files->startResumableUpload($path);
+    $http = new HttpClient((string) getenv('FILE_STORAGE_API_KEY'), (string) getenv('FILE_STORAGE_BASE_URL'), maxRetries: 2);
+    $started = microtime(true);
+    try {
+        // Not the upload's offset (0): 409 conflict.
+        $http->send('PATCH', $location, ['headers' => ['Tus-Resumable' => Tus::VERSION, 'Upload-Offset' => '5', 'Content-Type' => 'application/offset+octet-stream']]);
+        throw new RuntimeException('a PATCH at the wrong offset was accepted');
+    } catch (ConflictException $e) {
+        same(['conflict', 409], [$e->getErrorCode(), $e->getStatus()]);
+    }
+    // A retry would have waited at least 0.25 s, a second one 0.5 s more.
+    same(true, microtime(true) - $started < 0.7, 'answered without retries');
+    unlink($path);
+});
+
+test('iterator_to_array over a listing of one item per page keeps every item', function () {
+    $client = live();
+    $folder = $client->folders->create('pages ' . bin2hex(random_bytes(4)));
+    $ids = [];
+    foreach (['a.txt', 'b.txt', 'c.txt'] as $name) {
+        $stream = fopen('php://memory', 'w+');
+        fwrite($stream, $name);
+        rewind($stream);
+        $ids[] = $client->files->upload($stream, ['name' => $name, 'folderId' => $folder['id']])['id'];
+    }
+    $items = iterator_to_array($client->files->iterate(['folder_id' => $folder['id'], 'per_page' => 1, 'sort' => 'name_asc']));
+    same($ids, array_map(fn ($file) => $file['id'], array_values($items)), 'the files');
+    same([0, 1, 2], array_keys($items), 'the keys');
+    $subfolders = [];
+    foreach (['x', 'y'] as $name) {
+        $subfolders[] = $client->folders->create($name, $folder['id'])['id'];
+    }
+    $listed = iterator_to_array($client->folders->iterate(['parent_id' => $folder['id'], 'per_page' => 1, 'sort' => 'name_asc']));
+    same($subfolders, array_map(fn ($f) => $f['id'], array_values($listed)), 'the folders');
+});
+
+test('iterator_to_array over the event feed keeps the events of every batch', function () {
+    $client = live();
+    $feed = $client->events->iterate(stopWhenIdle: true);
+    foreach ($feed as $_) {
+    }
+    $after = $feed->getReturn();
+    $parent = $client->folders->create('events ' . bin2hex(random_bytes(4)));
+    $created = [$parent['id']];
+    // One more than a batch (100 events).
+    for ($i = 0; $i < 100; $i++) {
+        $created[] = $client->folders->create("f$i", $parent['id'])['id'];
+    }
+    // The feed shows an event once it is stamped, a moment after its request.
+    $deadline = microtime(true) + 20;
+    while (true) {
+        $events = iterator_to_array($client->events->iterate(after: $after, types: ['folder.created'], stopWhenIdle: true));
+        $seen = array_map(fn ($event) => $event['data']['folder']['id'], array_values($events));
+        if (array_diff($created, $seen) === [] || microtime(true) > $deadline) {
+            break;
+        }
+        usleep(200_000);
+    }
+    same([], array_values(array_diff($created, $seen)), 'the created folders missing from the feed');
+    same($created, array_values(array_intersect($seen, $created)), 'the created folders, in order');
+});
+
+test('resumeUpload takes an absolute upload URL as it is', function () {
+    $client = live();
+    [$path, $md5] = randomFile(300_000);
+    $location = $client->files->startResumableUpload($path);
+    $absolute = preg_match('#^https?://#', $location) === 1 ? $location : rtrim((string) getenv('FILE_STORAGE_BASE_URL'), '/') . $location;
+    $file = $client->files->resumeUpload($absolute, $path);
+    unlink($path);
+    same([300_000, $md5], [$file['size'], $file['md5_hash']], 'the stored file');
+});
+
+test('a resumable upload locked by an earlier PATCH that went silent waits for the lock and completes (423)', function () {
+    $client = live(resumableChunk: 256 * 1024);
+    [$path, $md5] = randomFile(1_000_000);
+    $location = $client->files->startResumableUpload($path);
+    // A PATCH whose client stops sending after 64 KiB holds the upload's lock; it drops its connection after 8 s.
+    $patch = rawRequest('PATCH', $location, ['Tus-Resumable' => Tus::VERSION, 'Upload-Offset' => '0', 'Content-Type' => 'application/offset+octet-stream'], (string) file_get_contents($path));
+    $dropped = holdRequest($patch, 1_000_000 - 65536, 8, 'drop');
+    try {
+        Tus::where(new HttpClient((string) getenv('FILE_STORAGE_API_KEY'), (string) getenv('FILE_STORAGE_BASE_URL'), maxRetries: 0), $location);
+        throw new RuntimeException('HEAD was answered while another PATCH held the upload');
+    } catch (ConflictException $e) {
+        same(['conflict', 423], [$e->getErrorCode(), $e->getStatus()], 'HEAD without retries');
+    }
+    $file = $client->files->resumeUpload($location, $path);
+    $dropped();
+    unlink($path);
+    same([1_000_000, $md5], [$file['size'], $file['md5_hash']], 'the stored file');
+});
+
+test('a download cut off in its body is resumed where it broke off, to a path, a stream or a callable', function () {
+    $client = live();
+    [$path, $md5] = randomFile(3 * Client::MIB);
+    $file = $client->files->upload($path);
+    unlink($path);
+    $server = parse_url((string) getenv('FILE_STORAGE_BASE_URL'));
+    $proxy = proc_open([PHP_BINARY, __DIR__ . '/cutting_proxy.php', $server['host'], (string) $server['port']], [0 => ['pipe', 'r'], 1 => ['pipe', 'w']], $pipes);
+    try {
+        $throughProxy = live(baseUrl: 'http://127.0.0.1:' . (int) substr(trim(fgets($pipes[1])), strlen('port ')));
+        $cutAfter = function (int $bytes) use ($pipes): void {
+            fwrite($pipes[0], "cutdown $bytes\n");
+            same('armed', trim(fgets($pipes[1])), 'the proxy');
+        };
+        $target = tempnam(sys_get_temp_dir(), 'fss-php-download-');
+        $cutAfter(Client::MIB);
+        $throughProxy->files->download($file['id'], $target);
+        same([3 * Client::MIB, $md5], [filesize($target), md5_file($target)], 'the file downloaded to a path');
+        unlink($target);
+
+        $stream = fopen('php://temp', 'w+');
+        $cutAfter(2 * Client::MIB);
+        $throughProxy->files->download($file['id'], $stream);
+        rewind($stream);
+        same($md5, md5(stream_get_contents($stream)), 'the file downloaded to a stream');
+
+        $hash = hash_init('md5');
+        $cutAfter(100_000);
+        $throughProxy->files->download($file['id'], function (string $chunk) use ($hash) {
+            hash_update($hash, $chunk);
+        });
+        same($md5, hash_final($hash), 'the file given to a callable');
+        fwrite($pipes[0], "cuts\n");
+        same('cuts 3', trim(fgets($pipes[1])), 'the cuts');
+    } finally {
+        fclose($pipes[0]);
+        proc_terminate($proxy);
+        proc_close($proxy);
+    }
 });
 
 echo "\n$count tests, $failures failed\n";

@@ -5,12 +5,14 @@ declare(strict_types=1);
 // A TCP proxy to the server under test, run as its own process by the conformance runner (PHP has no threads):
 // `php cutting_proxy.php <host> <port>` prints "port <n>", then obeys lines on stdin: "cut <bytes>" forwards that
 // many more bytes from clients to the server and then closes that connection on both sides, as a dropped network
-// would (then it passes everything again); "cuts" prints "cuts <count>".
+// would (then it passes everything again); "cutdown <bytes>" does the same with the bytes from the server to clients
+// (an answer cut off in its body); "cuts" prints "cuts <count>".
 
 [$_, $host, $port] = $argv;
 $listener = stream_socket_server('tcp://127.0.0.1:0');
 echo 'port ', explode(':', stream_socket_get_name($listener, false))[1], "\n";
-$budget = null;
+/** Bytes still passed before the cut, by direction: from clients (true) or from the server (false). */
+$budgets = [true => null, false => null];
 $cuts = 0;
 /** @var array<int, array{0: resource, 1: bool}> $peers socket id => [the other end, whether this end is the client] */
 $peers = [];
@@ -52,8 +54,8 @@ while (true) {
             if ($line === false) {
                 exit(0);
             }
-            if (preg_match('/^cut (\d+)/', $line, $m) === 1) {
-                $budget = (int) $m[1];
+            if (preg_match('/^cut(down)? (\d+)/', $line, $m) === 1) {
+                $budgets[$m[1] === ''] = (int) $m[2];
                 echo "armed\n";
             } elseif (str_starts_with($line, 'cuts')) {
                 echo "cuts $cuts\n";
@@ -66,14 +68,14 @@ while (true) {
                 continue;
             }
             $cut = false;
-            if ($fromClient && $budget !== null) {
-                if (strlen($chunk) >= $budget) {
-                    $chunk = substr($chunk, 0, $budget);
-                    $budget = null;
+            if ($budgets[$fromClient] !== null) {
+                if (strlen($chunk) >= $budgets[$fromClient]) {
+                    $chunk = substr($chunk, 0, $budgets[$fromClient]);
+                    $budgets[$fromClient] = null;
                     $cuts++;
                     $cut = true;
                 } else {
-                    $budget -= strlen($chunk);
+                    $budgets[$fromClient] -= strlen($chunk);
                 }
             }
             for ($sent = 0; $sent < strlen($chunk);) {

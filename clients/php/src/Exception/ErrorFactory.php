@@ -26,10 +26,10 @@ final class ErrorFactory
         'internal_error' => InternalServerException::class,
     ];
 
-    // Answers without an envelope (a proxy's 502, say) still get the class their status implies.
+    // Answers without an envelope (a proxy's 502, a HEAD's 423) still get the class their status implies.
     private const CODES_BY_STATUS = [
         400 => 'invalid_request', 401 => 'authentication_failed', 403 => 'permission_denied', 404 => 'not_found',
-        409 => 'conflict', 410 => 'not_found', 429 => 'rate_limit_exceeded', 503 => 'service_unavailable',
+        409 => 'conflict', 410 => 'not_found', 423 => 'conflict', 429 => 'rate_limit_exceeded', 503 => 'service_unavailable',
     ];
 
     /** @param array<string, string> $headers lower-case names */

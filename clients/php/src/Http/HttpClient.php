@@ -38,7 +38,8 @@ final class HttpClient
     {
         $query = array_filter($query, static fn ($value) => $value !== null);
         $query = array_map(static fn ($value) => is_bool($value) ? ($value ? 'true' : 'false') : (string) $value, $query);
-        $url = $this->baseUrl . '/' . ltrim($path, '/');
+        // An absolute URL (a tus Location a proxy rewrote, say) is taken as it is.
+        $url = preg_match('#^https?://#i', $path) === 1 ? $path : $this->baseUrl . '/' . ltrim($path, '/');
         if ($query !== []) {
             $url .= (str_contains($url, '?') ? '&' : '?') . http_build_query($query, '', '&', PHP_QUERY_RFC3986);
         }
@@ -56,12 +57,14 @@ final class HttpClient
     }
 
     /**
-     * One logical request: retried on 429 (after Retry-After), 502/503/504 and network errors, with exponential
-     * backoff, as long as its body can be sent again. Every attempt of a POST carries the same Idempotency-Key, so
-     * a retry after a lost answer replays the first result instead of acting twice.
+     * One logical request: retried on 429 and 409 idempotency_key_in_use (after Retry-After), 502/503/504 and
+     * network errors, with exponential backoff, as long as its body can be sent again. Every attempt of a POST
+     * carries the same Idempotency-Key, so a retry after a lost answer replays the first result instead of acting
+     * twice.
      *
      * Options: query (array), json (mixed), body (RequestBody), headers (array), anonymous (bool), retryable
-     * (bool, default true), sink (callable(string): void — a successful answer's body is streamed to it).
+     * (bool, default true), sink (callable(string): void — a successful answer's body is streamed to it; a retry after
+     * some of it was written resumes with Range and If-Range, or fails, and never writes a byte twice).
      *
      * @param array<string, mixed> $options
      */
@@ -82,11 +85,20 @@ final class HttpClient
         }
         $url = $this->url($path, $options['query'] ?? []);
         $retries = !($options['retryable'] ?? true) || ($body instanceof RequestBody && !$body->replayable) ? 0 : $this->maxRetries;
+        $sink = isset($options['sink']) ? new ResumableSink($options['sink']) : null;
 
         for ($attempt = 0; ; $attempt++) {
             try {
-                $response = $this->perform($method, $url, $headers, $options, $path);
+                $response = $this->perform($method, $url, $headers + ($sink?->beginAttempt() ?? []), $options, $path, $sink);
             } catch (ConnectionException | TimeoutException $error) {
+                $notResumable = $sink?->whyNotResumable();
+                if ($notResumable !== null) {
+                    throw new ConnectionException(
+                        'connection_error',
+                        "$method $path broke off after {$sink->written()} bytes of the body and cannot be resumed: $notResumable ({$error->getMessage()})",
+                        previous: $error,
+                    );
+                }
                 if ($attempt >= $retries) {
                     throw $error;
                 }
@@ -96,7 +108,7 @@ final class HttpClient
             if ($response->status < 400) {
                 return $response;
             }
-            if ($attempt < $retries && in_array($response->status, self::RETRYABLE_STATUSES, true)) {
+            if ($attempt < $retries && self::worthRetrying($response)) {
                 $retryAfter = RetryAfter::parse($response->header('retry-after'));
                 $wait = $retryAfter !== null && $retryAfter <= self::MAX_RETRY_AFTER ? $retryAfter : self::backoff($attempt);
                 usleep((int) ($wait * 1e6));
@@ -104,6 +116,22 @@ final class HttpClient
             }
             throw ErrorFactory::fromResponse($response->status, $response->headers, (string) $response->body);
         }
+    }
+
+    /**
+     * 429, 502, 503, 504, and a 409 `idempotency_key_in_use`: the first request with this key still runs, and the
+     * retry after Retry-After gets its stored answer.
+     */
+    private static function worthRetrying(Response $response): bool
+    {
+        if (in_array($response->status, self::RETRYABLE_STATUSES, true)) {
+            return true;
+        }
+        if ($response->status !== 409) {
+            return false;
+        }
+        $envelope = json_decode((string) $response->body, true);
+        return is_array($envelope) && is_array($envelope['error'] ?? null) && ($envelope['error']['code'] ?? null) === 'idempotency_key_in_use';
     }
 
     /** 0.5 s, 1 s, 2 s… with full jitter, at most 8 s. */
@@ -117,13 +145,12 @@ final class HttpClient
      * @param array<string, string> $headers
      * @param array<string, mixed> $options
      */
-    private function perform(string $method, string $url, array $headers, array $options, string $path): Response
+    private function perform(string $method, string $url, array $headers, array $options, string $path, ?ResumableSink $sink): Response
     {
         $curl = curl_init($url);
         $status = 0;
         $answerHeaders = [];
         $buffer = '';
-        $sink = $options['sink'] ?? null;
         $reader = null;
         $curlOptions = [
             CURLOPT_CUSTOMREQUEST => $method,
@@ -141,12 +168,12 @@ final class HttpClient
                 }
                 return strlen($line);
             },
-            CURLOPT_WRITEFUNCTION => static function ($curl, string $chunk) use (&$status, &$buffer, $sink): int {
+            CURLOPT_WRITEFUNCTION => static function ($curl, string $chunk) use (&$status, &$answerHeaders, &$buffer, $sink): int {
                 if ($sink !== null && $status < 400) {
-                    $sink($chunk);
-                } else {
-                    $buffer .= $chunk;
+                    // 0 aborts the transfer: this answer does not continue what the sink already has.
+                    return $sink->write($status, $answerHeaders, $chunk) ? strlen($chunk) : 0;
                 }
+                $buffer .= $chunk;
                 return strlen($chunk);
             },
         ];

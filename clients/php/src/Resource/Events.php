@@ -40,7 +40,10 @@ final class Events
         $cursor = $after;
         while (true) {
             $batch = $this->list(['after' => $cursor, 'types' => $types, 'wait' => $stopWhenIdle ? 0 : $wait]);
-            yield from $batch['data'];
+            // Not `yield from`: it would give every batch the keys 0, 1…, and iterator_to_array() would keep the last.
+            foreach ($batch['data'] as $event) {
+                yield $event;
+            }
             $cursor = $batch['next_cursor'];
             if ($stopWhenIdle && $batch['data'] === []) {
                 return $cursor;

@@ -32,7 +32,10 @@ trait Listing
         $page = $this->fetchPage($path, $query);
         $number = (int) ($query['page'] ?? 1);
         while (true) {
-            yield from $page->data;
+            // Not `yield from`: it would give every page the keys 0, 1…, and iterator_to_array() would keep the last page.
+            foreach ($page->data as $item) {
+                yield $item;
+            }
             if (array_key_exists('next_cursor', $page->pagination)) {
                 if ($page->pagination['next_cursor'] === null) {
                     return;

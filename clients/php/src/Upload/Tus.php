@@ -17,8 +17,16 @@ use FileStorage\Http\StringReader;
 final class Tus
 {
     public const VERSION = '1.0.0';
-    /** Failures after which the upload asks HEAD for the offset and continues. */
-    private const RESUMABLE_STATUSES = [409, 423, 429, 500, 502, 503, 504];
+    /**
+     * Seconds a run of failures is retried (unless the client's maxRetries is 0): long enough for the lock (423) of an
+     * earlier PATCH that was cut off, which the server holds until its idle timeout (60 s by default) and the lock's
+     * expiry (15 s) end it.
+     */
+    public const RETRY_SECONDS = 80.0;
+    /** Failures of HEAD that are asked again. */
+    private const RETRYABLE_STATUSES = [423, 429, 500, 502, 503, 504];
+    /** Failures of a PATCH after which the upload asks HEAD for the offset and continues (409: another offset). */
+    private const RESUMABLE_STATUSES = [409, ...self::RETRYABLE_STATUSES];
 
     /**
      * Creates the upload; answers its location (/v1/uploads/{id}), which resume() takes to continue it later.
@@ -48,6 +56,7 @@ final class Tus
     {
         [$offset, $fileId] = self::where($http, $location);
         $failures = 0;
+        $giveUpAt = null;
         while ($fileId === null) {
             try {
                 $chunk = $source->chunk($offset, min((int) $source->size, $offset + $chunkBytes));
@@ -62,32 +71,54 @@ final class Tus
                 ]);
                 $offset = (int) $answer->header('upload-offset');
                 $fileId = $answer->header('x-file-id');
-                $failures = 0;
+                [$failures, $giveUpAt] = [0, null];
                 if ($onProgress !== null) {
                     $onProgress($offset, $source->size);
                 }
             } catch (FileStorageException $error) {
-                $resumable = $error->getStatus() === null || in_array($error->getStatus(), self::RESUMABLE_STATUSES, true);
-                if (!$resumable || ++$failures > $http->maxRetries) {
-                    throw $error;
-                }
-                $wait = $error instanceof RateLimitException ? $error->getRetryAfter() : null;
-                usleep((int) (($wait ?? HttpClient::backoff($failures - 1)) * 1e6));
-                [$offset, $fileId] = self::where($http, $location);
+                $giveUpAt ??= microtime(true) + self::RETRY_SECONDS;
+                self::waitBeforeRetry($http, $error, self::RESUMABLE_STATUSES, $failures++, $giveUpAt);
+                [$offset, $fileId] = self::where($http, $location, $giveUpAt);
             }
         }
         return $fileId;
     }
 
     /**
-     * The server's offset for the upload, and the file id once it is complete.
+     * The server's offset for the upload, and the file id once it is complete. HEAD is asked again after a 423 (the
+     * upload is locked by another request), 429, 5xx or network error, until $giveUpAt (by default RETRY_SECONDS
+     * after the first failure).
      *
      * @return array{0: int, 1: ?string}
      */
-    public static function where(HttpClient $http, string $location): array
+    public static function where(HttpClient $http, string $location, ?float $giveUpAt = null): array
     {
-        $head = $http->send('HEAD', $location, ['headers' => ['Tus-Resumable' => self::VERSION]]);
-        return [(int) $head->header('upload-offset'), $head->header('x-file-id')];
+        for ($failures = 0; ; $failures++) {
+            try {
+                $head = $http->send('HEAD', $location, ['headers' => ['Tus-Resumable' => self::VERSION], 'retryable' => false]);
+                return [(int) $head->header('upload-offset'), $head->header('x-file-id')];
+            } catch (FileStorageException $error) {
+                $giveUpAt ??= microtime(true) + self::RETRY_SECONDS;
+                self::waitBeforeRetry($http, $error, self::RETRYABLE_STATUSES, $failures, $giveUpAt);
+            }
+        }
+    }
+
+    /**
+     * Sleeps before the next attempt (Retry-After of a 429, else the backoff), or throws $error: when it is not worth
+     * retrying, when retries are off (maxRetries 0), or when the wait would end after $giveUpAt.
+     *
+     * @param list<int> $statuses
+     */
+    private static function waitBeforeRetry(HttpClient $http, FileStorageException $error, array $statuses, int $failures, float $giveUpAt): void
+    {
+        // No status: no answer arrived (a network error or a timeout).
+        $retryable = $error->getStatus() === null || in_array($error->getStatus(), $statuses, true);
+        $wait = ($error instanceof RateLimitException ? $error->getRetryAfter() : null) ?? HttpClient::backoff($failures);
+        if (!$retryable || $http->maxRetries === 0 || microtime(true) + $wait > $giveUpAt) {
+            throw $error;
+        }
+        usleep((int) ($wait * 1e6));
     }
 
     /**
