@@ -11,7 +11,7 @@ module FileStorage
     attr_reader :files, :trash, :folders, :shares, :webhooks, :api_keys, :user, :events
 
     # timeout: seconds per attempt (default 60); max_retries: after 429, 502, 503, 504 and network errors
-    # (default 2); files of at least resumable_threshold bytes (default 64 MiB) go through the resumable tus
+    # (default 2; 0 turns every retry off, waiting for a running Idempotency-Key included); files of at least resumable_threshold bytes (default 64 MiB) go through the resumable tus
     # endpoint in chunks of resumable_chunk bytes (default 8 MiB).
     def initialize(api_key:, base_url:, timeout: 60, max_retries: 2, resumable_threshold: 64 * MIB,
                    resumable_chunk: 8 * MIB)

@@ -32,7 +32,8 @@ module FileStorage
   class PermissionDeniedError < Error; end
   class NotFoundError < Error; end
   class ConflictError < Error; end
-  # The same Idempotency-Key was sent with a different request (422), or while its first request still runs (409).
+  # The same Idempotency-Key was sent with a different request (422), or its first request was still running (409)
+  # after the client had waited `timeout` seconds for it (at once with max_retries: 0).
   class IdempotencyError < Error; end
   # An event feed cursor older than the retention (410): start again from a fresh listing.
   class CursorExpiredError < Error; end

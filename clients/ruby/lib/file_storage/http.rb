@@ -55,7 +55,9 @@ module FileStorage
 
     # One logical request: retried on 429 (after Retry-After), 502/503/504 and network errors, with exponential
     # backoff, as long as its body can be sent again. Every attempt of a POST carries the same Idempotency-Key,
-    # so a retry after a lost answer replays the first result instead of acting twice.
+    # so a retry after a lost answer replays the first result instead of acting twice. A retry that finds the first
+    # attempt still running (409 idempotency_key_in_use) waits for it, Retry-After at a time, for up to `timeout`
+    # seconds without counting as a retry, and then gets its answer.
     # With a block, a successful answer's body is streamed to it in chunks instead of being read whole.
     def send_request(method, path, query: nil, json: nil, body: nil, headers: {}, anonymous: false, retryable: true, &on_chunk)
       headers = { 'Accept' => 'application/json' }.merge(headers)
@@ -69,6 +71,7 @@ module FileStorage
       retries = !retryable || (body && !body.replayable) ? 0 : @max_retries
 
       attempt = 0
+      in_use_until = nil
       loop do
         response = begin
           perform(method, uri, headers, json, body, &on_chunk)
@@ -81,6 +84,11 @@ module FileStorage
           sleep(HttpClient.backoff(attempt))
         elsif response.status < 400
           return response
+        elsif retries.positive? && key_in_use?(response) &&
+              (in_use_until ||= HttpClient.now + (@timeout || MAX_RETRY_AFTER)) > HttpClient.now
+          retry_after = FileStorage.parse_retry_after(response.headers['retry-after']) || 1
+          sleep([[retry_after, 0.1].max, in_use_until - HttpClient.now].min)
+          next
         elsif attempt < retries && RETRYABLE_STATUSES.include?(response.status)
           retry_after = FileStorage.parse_retry_after(response.headers['retry-after'])
           sleep(retry_after && retry_after <= MAX_RETRY_AFTER ? retry_after : HttpClient.backoff(attempt))
@@ -97,7 +105,14 @@ module FileStorage
       (ceiling / 2) + (rand * ceiling / 2)
     end
 
+    def self.now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+
     private
+
+    # 409 idempotency_key_in_use: the first request with this Idempotency-Key still runs (unlike a plain 409 conflict).
+    def key_in_use?(response)
+      response.status == 409 && FileStorage.error_from_response(409, response.headers, response.body).code == 'idempotency_key_in_use'
+    end
 
     def perform(method, uri, headers, json, body, &on_chunk)
       request = Net::HTTPGenericRequest.new(method.to_s.upcase, !json.nil? || !body.nil?, method != :head, uri, headers)
