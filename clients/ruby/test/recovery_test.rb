@@ -156,6 +156,66 @@ module Recovery
   end
 end
 
+class DownloadRecoveryTest < Minitest::Test
+  include Recovery
+
+  def download_requests(proxy)
+    proxy.requests.select { |head| head.start_with?('GET /v1/files/') && head.include?('/download?') }
+  end
+
+  def test_a_download_reset_mid_body_resumes_where_it_stopped_and_the_file_is_whole
+    path, md5 = random_file('big.bin', 3 * Recovery::MIB)
+    file = client.files.upload(path, folder_id: @folder['id'])
+    proxy = Recovery::CuttingProxy.new(base_url, cut: %r{/download\?}, after: Recovery::MIB, how: :reset)
+    target = File.join(@dir, 'copy.bin')
+    FileStorage::Client.new(api_key: api_key, base_url: proxy.url).files.download(file['id'], target)
+
+    assert_equal [1, 3 * Recovery::MIB, md5], [proxy.cuts, File.size(target), Digest::MD5.file(target).hexdigest]
+    downloads = download_requests(proxy)
+    assert_equal 2, downloads.size
+    # The second request asked only for the rest, of the same version of the file.
+    assert_match(/^range: bytes=[1-9]\d*-\r$/i, downloads.last)
+    assert_match(/^if-range: "#{file['md5_hash']}"\r$/i, downloads.last)
+  ensure
+    proxy&.close
+  end
+
+  def test_a_download_to_a_block_reset_mid_body_gives_each_byte_once
+    path, md5 = random_file('streamed.bin', 2 * Recovery::MIB)
+    file = client.files.upload(path, folder_id: @folder['id'])
+    proxy = Recovery::CuttingProxy.new(base_url, cut: %r{/download\?}, after: 300 * Recovery::KIB, how: :reset)
+    digest = Digest::MD5.new
+    received = 0
+    FileStorage::Client.new(api_key: api_key, base_url: proxy.url).files.download(file['id']) do |chunk|
+      digest << chunk
+      received += chunk.bytesize
+    end
+    assert_equal [1, 2 * Recovery::MIB, md5], [proxy.cuts, received, digest.hexdigest]
+  ensure
+    proxy&.close
+  end
+
+  def test_a_file_that_changed_while_it_downloaded_is_never_stitched_from_two_versions
+    path, = random_file('changing.bin', 1 * Recovery::MIB)
+    file = client.files.upload(path, folder_id: @folder['id'])
+    replace = lambda do
+      client.files.upload(StringIO.new(Random.bytes(Recovery::MIB)), name: 'changing.bin', folder_id: @folder['id'],
+                                                                      overwrite: true)
+    end
+    proxy = Recovery::CuttingProxy.new(base_url, cut: %r{/download\?}, after: 300 * Recovery::KIB, how: :reset,
+                                                 on_cut: replace)
+    chunks = StringIO.new(+''.b)
+    error = assert_raises(FileStorage::ConnectionError) do
+      FileStorage::Client.new(api_key: api_key, base_url: proxy.url).files.download(file['id'], chunks)
+    end
+    assert_match(/changed/, error.message)
+    assert_operator chunks.string.bytesize, :<, Recovery::MIB
+    assert_equal File.binread(path, chunks.string.bytesize), chunks.string, 'only bytes of the first version were written'
+  ensure
+    proxy&.close
+  end
+end
+
 class IdempotentRetryTest < Minitest::Test
   include Recovery
 

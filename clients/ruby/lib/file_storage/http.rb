@@ -17,6 +17,48 @@ module FileStorage
     def open = opener.call
   end
 
+  # A streamed answer's body on its way to the caller's block, across attempts. Once bytes have reached the block, a
+  # failed attempt is never started again from byte 0 (the block would get them twice): the next attempt asks for
+  # the rest of the same version of the file (Range from the bytes delivered, If-Range its ETag), and an answer that
+  # is not exactly that rest ends the download with a ConnectionError.
+  class BodyStream
+    attr_reader :delivered
+
+    def initialize(sink)
+      @sink = sink
+      @delivered = 0
+      @etag = nil
+    end
+
+    # Whether a failed attempt can be tried again: nothing delivered yet, or a version whose rest can be asked for.
+    def resumable? = @delivered.zero? || !@etag.nil?
+
+    # The headers of the next attempt.
+    def headers(base)
+      @delivered.zero? ? base : base.merge('Range' => "bytes=#{@delivered}-", 'If-Range' => @etag)
+    end
+
+    # Called with each successful answer's head, before its body is delivered.
+    def start(status, headers)
+      if @delivered.zero?
+        # Only a whole answer (200) with a strong ETag can be continued by a range of the same version.
+        @etag = status == 200 && headers['etag']&.start_with?('"') ? headers['etag'] : nil
+        return
+      end
+      first = headers['content-range'].to_s[%r{\Abytes (\d+)-\d+/\d+\z}, 1]
+      return if status == 206 && first && Integer(first) == @delivered && headers['etag'] == @etag
+
+      reason = status == 200 ? 'the file changed while it downloaded' : "the server did not send the rest (HTTP #{status})"
+      raise ConnectionError.new(code: 'connection_error',
+                                message: "The download was cut after #{@delivered} bytes and #{reason}; download it again.")
+    end
+
+    def <<(chunk)
+      @sink.call(chunk)
+      @delivered += chunk.bytesize
+    end
+  end
+
   # Sends requests: authentication, timeouts, retries with backoff and the automatic Idempotency-Key of POSTs.
   class HttpClient
     RETRYABLE_STATUSES = [429, 502, 503, 504].freeze
@@ -58,7 +100,8 @@ module FileStorage
     # so a retry after a lost answer replays the first result instead of acting twice. A retry that finds the first
     # attempt still running (409 idempotency_key_in_use) waits for it, Retry-After at a time, for up to `timeout`
     # seconds without counting as a retry, and then gets its answer.
-    # With a block, a successful answer's body is streamed to it in chunks instead of being read whole.
+    # With a block, a successful answer's body is streamed to it in chunks instead of being read whole; an attempt
+    # cut after some of it was delivered is continued from there, never repeated (BodyStream).
     def send_request(method, path, query: nil, json: nil, body: nil, headers: {}, anonymous: false, retryable: true, &on_chunk)
       headers = { 'Accept' => 'application/json' }.merge(headers)
       headers['Authorization'] = "Bearer #{@api_key}" unless anonymous
@@ -67,18 +110,26 @@ module FileStorage
       end
       headers['Content-Type'] = 'application/json' unless json.nil?
       headers['Content-Type'] = body.content_type if body&.content_type
+      # Ranges count the bytes as sent: a body compressed on the way could not be continued.
+      headers['Accept-Encoding'] = 'identity' if on_chunk
       uri = url(path, query)
       retries = !retryable || (body && !body.replayable) ? 0 : @max_retries
+      stream = on_chunk && BodyStream.new(on_chunk)
 
       attempt = 0
       in_use_until = nil
       loop do
         response = begin
-          perform(method, uri, headers, json, body, &on_chunk)
+          perform(method, uri, stream ? stream.headers(headers) : headers, json, body, stream)
         rescue Net::OpenTimeout, Net::ReadTimeout, Net::WriteTimeout => e
-          raise TimeoutError.new(code: 'timeout', message: "No answer from #{method.upcase} #{path} within #{@timeout} s (#{e.class})") if attempt >= retries
+          if give_up?(attempt, retries, stream)
+            raise TimeoutError.new(code: 'timeout', message: "No answer from #{method.upcase} #{path} within #{@timeout} s " \
+                                                             "(#{e.class})#{cut_at(stream)}")
+          end
         rescue *NETWORK_ERRORS => e
-          raise ConnectionError.new(code: 'connection_error', message: "#{method.upcase} #{path} failed: #{e.message}") if attempt >= retries
+          if give_up?(attempt, retries, stream)
+            raise ConnectionError.new(code: 'connection_error', message: "#{method.upcase} #{path} failed: #{e.message}#{cut_at(stream)}")
+          end
         end
         if response.nil?
           sleep(HttpClient.backoff(attempt))
@@ -109,12 +160,16 @@ module FileStorage
 
     private
 
+    def give_up?(attempt, retries, stream) = attempt >= retries || (stream && !stream.resumable?)
+
+    def cut_at(stream) = stream&.delivered&.positive? ? " after #{stream.delivered} bytes of the body" : ''
+
     # 409 idempotency_key_in_use: the first request with this Idempotency-Key still runs (unlike a plain 409 conflict).
     def key_in_use?(response)
       response.status == 409 && FileStorage.error_from_response(409, response.headers, response.body).code == 'idempotency_key_in_use'
     end
 
-    def perform(method, uri, headers, json, body, &on_chunk)
+    def perform(method, uri, headers, json, body, stream)
       request = Net::HTTPGenericRequest.new(method.to_s.upcase, !json.nil? || !body.nil?, method != :head, uri, headers)
       if json
         request.body = JSON.generate(json)
@@ -128,13 +183,16 @@ module FileStorage
       elsif %i[post patch].include?(method)
         request['Content-Length'] = '0'
       end
+      # Net::HTTP would send an idempotent request again by itself after a cut (max_retries, default 1), replaying a
+      # streamed body from byte 0 into the caller's block: every retry is decided here instead.
       Net::HTTP.start(uri.host, uri.port, use_ssl: uri.scheme == 'https', open_timeout: @timeout,
-                                          read_timeout: @timeout, write_timeout: @timeout) do |http|
+                                          read_timeout: @timeout, write_timeout: @timeout, max_retries: 0) do |http|
         http.request(request) do |answer|
           status = answer.code.to_i
           answer_headers = answer.to_hash.transform_values(&:first)
-          if status < 400 && on_chunk
-            answer.read_body { |chunk| on_chunk.call(chunk) }
+          if status < 400 && stream
+            stream.start(status, answer_headers)
+            answer.read_body { |chunk| stream << chunk }
             return Response.new(status, answer_headers, nil)
           end
           return Response.new(status, answer_headers, answer.read_body)
