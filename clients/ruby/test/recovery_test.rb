@@ -214,6 +214,34 @@ class DownloadRecoveryTest < Minitest::Test
   ensure
     proxy&.close
   end
+
+  def test_a_download_the_peer_ended_early_is_resumed_and_the_file_is_whole
+    path, md5 = random_file('early.bin', 2 * Recovery::MIB)
+    file = client.files.upload(path, folder_id: @folder['id'])
+    proxy = Recovery::CuttingProxy.new(base_url, cut: %r{/download\?}, after: 700 * Recovery::KIB, how: :close)
+    target = File.join(@dir, 'early-copy.bin')
+    FileStorage::Client.new(api_key: api_key, base_url: proxy.url).files.download(file['id'], target)
+
+    assert_equal [1, 2 * Recovery::MIB, md5], [proxy.cuts, File.size(target), Digest::MD5.file(target).hexdigest]
+    assert_match(/^range: bytes=[1-9]\d*-\r$/i, download_requests(proxy).last)
+  ensure
+    proxy&.close
+  end
+
+  def test_a_download_the_peer_ended_early_without_retries_raises_and_leaves_no_partial_file
+    path, = random_file('cut.bin', 1 * Recovery::MIB)
+    file = client.files.upload(path, folder_id: @folder['id'])
+    proxy = Recovery::CuttingProxy.new(base_url, cut: %r{/download\?}, after: 200 * Recovery::KIB, how: :close)
+    target = File.join(@dir, 'cut-copy.bin')
+    error = assert_raises(FileStorage::ConnectionError) do
+      FileStorage::Client.new(api_key: api_key, base_url: proxy.url, max_retries: 0).files.download(file['id'], target)
+    end
+    assert_equal 'connection_error', error.code
+    assert_match(/ended after \d+ of #{Recovery::MIB} bytes/, error.message)
+    refute File.exist?(target), 'a partial file was left behind'
+  ensure
+    proxy&.close
+  end
 end
 
 class IdempotentRetryTest < Minitest::Test

@@ -20,8 +20,12 @@ module FileStorage
   # A streamed answer's body on its way to the caller's block, across attempts. Once bytes have reached the block, a
   # failed attempt is never started again from byte 0 (the block would get them twice): the next attempt asks for
   # the rest of the same version of the file (Range from the bytes delivered, If-Range its ETag), and an answer that
-  # is not exactly that rest ends the download with a ConnectionError.
+  # is not exactly that rest ends the download with a ConnectionError. A body that ends before its Content-Length
+  # (Net::HTTP takes that early end for the end) is such a cut too.
   class BodyStream
+    # The body ended before its Content-Length: the peer closed the connection part-way.
+    class Incomplete < IOError; end
+
     attr_reader :delivered
 
     def initialize(sink)
@@ -40,6 +44,8 @@ module FileStorage
 
     # Called with each successful answer's head, before its body is delivered.
     def start(status, headers)
+      length = headers['content-length']
+      @end = length && (@delivered + Integer(length, exception: false).to_i)
       if @delivered.zero?
         # Only a whole answer (200) with a strong ETag can be continued by a range of the same version.
         @etag = status == 200 && headers['etag']&.start_with?('"') ? headers['etag'] : nil
@@ -56,6 +62,11 @@ module FileStorage
     def <<(chunk)
       @sink.call(chunk)
       @delivered += chunk.bytesize
+    end
+
+    # Called once an answer's body has been read to its end.
+    def finish
+      raise Incomplete, "the body ended after #{@delivered} of #{@end} bytes" if @end && @delivered < @end
     end
   end
 
@@ -128,7 +139,8 @@ module FileStorage
           end
         rescue *NETWORK_ERRORS => e
           if give_up?(attempt, retries, stream)
-            raise ConnectionError.new(code: 'connection_error', message: "#{method.upcase} #{path} failed: #{e.message}#{cut_at(stream)}")
+            cut = e.is_a?(BodyStream::Incomplete) ? '' : cut_at(stream)
+            raise ConnectionError.new(code: 'connection_error', message: "#{method.upcase} #{path} failed: #{e.message}#{cut}")
           end
         end
         if response.nil?
@@ -193,6 +205,7 @@ module FileStorage
           if status < 400 && stream
             stream.start(status, answer_headers)
             answer.read_body { |chunk| stream << chunk }
+            stream.finish
             return Response.new(status, answer_headers, nil)
           end
           return Response.new(status, answer_headers, answer.read_body)
