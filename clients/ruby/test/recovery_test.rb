@@ -295,3 +295,62 @@ class IdempotentRetryTest < Minitest::Test
     stub&.close
   end
 end
+
+class LockedUploadTest < Minitest::Test
+  include Recovery
+
+  # A PATCH that stopped sending half-way holds the upload (HEAD answers 423) until it ends; resuming waits for it
+  # and goes on from the bytes that PATCH stored.
+  def test_a_resumable_upload_held_by_a_quiet_patch_waits_for_the_lock_and_completes
+    size = 2 * Recovery::MIB
+    path, md5 = random_file('locked.bin', size)
+    uploader = client(resumable_chunk: 512 * Recovery::KIB)
+    location = uploader.files.start_resumable_upload(path, folder_id: @folder['id'])
+    quiet = raw_request('PATCH', location, 'Tus-Resumable' => '1.0.0', 'Upload-Offset' => 0,
+                                           'Content-Type' => 'application/offset+octet-stream',
+                                           'Content-Length' => 512 * Recovery::KIB)
+    quiet.write(File.binread(path, 100 * Recovery::KIB))
+    ender = Thread.new do
+      sleep(7)
+      quiet.close
+    end
+    sleep(0.5) # the quiet PATCH holds the upload
+
+    started = now
+    file = uploader.files.resume_upload(location, path)
+    assert_operator now - started, :>=, 5, 'resumed before the quiet PATCH ended'
+    assert_equal ['locked.bin', size, md5], file.values_at('name', 'size', 'md5_hash')
+  ensure
+    ender&.join
+  end
+
+  # The lock is taken between two PATCHes of the upload: the next PATCH, then HEAD, answer 423 until it is free.
+  def test_a_resumable_upload_locked_between_two_patches_waits_and_completes
+    size = 2 * Recovery::MIB
+    chunk = 512 * Recovery::KIB
+    path, md5 = random_file('relocked.bin', size)
+    uploader = client(resumable_chunk: chunk)
+    location = uploader.files.start_resumable_upload(path, folder_id: @folder['id'])
+    quiet = nil
+    ender = nil
+    take_the_lock = lambda do |sent, _total|
+      next if quiet
+
+      quiet = raw_request('PATCH', location, 'Tus-Resumable' => '1.0.0', 'Upload-Offset' => sent,
+                                             'Content-Type' => 'application/offset+octet-stream',
+                                             'Content-Length' => chunk)
+      quiet.write(File.binread(path, 64 * Recovery::KIB, sent))
+      ender = Thread.new do
+        sleep(7)
+        quiet.close
+      end
+      sleep(0.5) # the quiet PATCH holds the upload
+    end
+    started = now
+    file = uploader.files.resume_upload(location, path, on_progress: take_the_lock)
+    assert_operator now - started, :>=, 6, 'went on before the quiet PATCH ended'
+    assert_equal ['relocked.bin', size, md5], file.values_at('name', 'size', 'md5_hash')
+  ensure
+    ender&.join
+  end
+end

@@ -86,10 +86,11 @@ module FileStorage
     'internal_error' => InternalServerError
   }.freeze
 
-  # Answers without an envelope (a proxy's 502, say) still get the class their status implies.
+  # Answers without an envelope (a proxy's 502, or any answer to HEAD, such as a locked upload's 423) still get the
+  # class their status implies.
   CODES_BY_STATUS = {
     400 => 'invalid_request', 401 => 'authentication_failed', 403 => 'permission_denied', 404 => 'not_found',
-    409 => 'conflict', 410 => 'not_found', 429 => 'rate_limit_exceeded', 503 => 'service_unavailable'
+    409 => 'conflict', 410 => 'not_found', 423 => 'conflict', 429 => 'rate_limit_exceeded', 503 => 'service_unavailable'
   }.freeze
 
   # The typed error for a failed answer; reads the error envelope when there is one.
