@@ -5,6 +5,7 @@
 # receiver's, in a scratch folder holding the files the examples name.
 require 'minitest/autorun'
 require 'socket'
+require 'time'
 require 'tmpdir'
 require 'file_storage'
 
@@ -29,6 +30,10 @@ class ReadmeTest < Minitest::Test
                         .gsub('https://example.com/hooks', "http://127.0.0.1:#{receiver.addr[1]}/hooks")
         out, = capture_io { TOPLEVEL_BINDING.dup.eval(program, 'README.md') }
         assert_includes out, 'report.pdf'
+        # The share example asks for a link that expires in a week, and prints when.
+        expires_at = out[/^\d{4}-\d\d-\d\dT[\d:.]+Z$/]
+        assert expires_at, 'the share example prints its expires_at'
+        assert_in_delta Time.now + (7 * 24 * 3600), Time.iso8601(expires_at), 120
         assert_equal "the bytes of report.pdf\n", File.read('copy.pdf')
         assert_equal File.read('copy.pdf'), File.read('shared.pdf')
       end

@@ -45,6 +45,13 @@ class ErrorsTest < Minitest::Test
     assert_equal 7.0, FileStorage.error_from_response(429, { 'retry-after' => '7' }, '').retry_after
   end
 
+  def test_a_locked_upload_without_an_envelope_is_a_conflict
+    # HEAD answers carry no body: a tus upload locked by another request is a bare 423.
+    error = FileStorage.error_from_response(423, { 'x-request-id' => 'req-2' }, '')
+    assert_instance_of FileStorage::ConflictError, error
+    assert_equal ['conflict', 423, 'req-2'], [error.code, error.status, error.request_id]
+  end
+
   def test_retry_after_in_both_forms
     assert_equal 12.0, FileStorage.parse_retry_after('12')
     assert_in_delta 30, FileStorage.parse_retry_after((Time.now + 30).httpdate), 1.5
@@ -90,6 +97,41 @@ class UploadBodyTest < Minitest::Test
   def test_tus_metadata_is_base64_per_key_and_skips_missing_values
     assert_equal "filename #{['résumé.pdf'].pack('m0')},overwrite dHJ1ZQ==",
                  FileStorage::Tus.encode_metadata('filename' => 'résumé.pdf', 'folder_id' => nil, 'overwrite' => 'true')
+  end
+end
+
+class TusPatienceTest < Minitest::Test
+  LOCKED = FileStorage::ConflictError.new(code: 'conflict', message: 'HTTP 423', status: 423)
+
+  def http(max_retries) = FileStorage::HttpClient.new(api_key: 'key', base_url: 'http://127.0.0.1:9', max_retries: max_retries)
+
+  def test_waits_with_backoff_until_its_time_is_spent_then_raises_the_last_error
+    patience = FileStorage::Tus::Patience.new(http(2), 1.5)
+    started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    waits = 0
+    raised = assert_raises(FileStorage::ConflictError) do
+      loop do
+        patience.wait(LOCKED)
+        waits += 1
+      end
+    end
+    elapsed = Process.clock_gettime(Process::CLOCK_MONOTONIC) - started
+    assert_same LOCKED, raised
+    assert_operator waits, :>=, 2, 'more than max_retries waits fit in the time'
+    assert_in_delta 1.5, elapsed, 0.3
+  end
+
+  def test_progress_gives_it_its_whole_time_again
+    spent = FileStorage::Tus::Patience.new(http(2), 0.2)
+    renewed = FileStorage::Tus::Patience.new(http(2), 0.2)
+    sleep(0.3)
+    assert_raises(FileStorage::ConflictError) { spent.wait(LOCKED) }
+    renewed.progressed
+    renewed.wait(LOCKED)
+  end
+
+  def test_max_retries_zero_never_waits
+    assert_raises(FileStorage::ConflictError) { FileStorage::Tus::Patience.new(http(0), 80).wait(LOCKED) }
   end
 end
 

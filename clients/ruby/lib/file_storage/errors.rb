@@ -32,7 +32,8 @@ module FileStorage
   class PermissionDeniedError < Error; end
   class NotFoundError < Error; end
   class ConflictError < Error; end
-  # The same Idempotency-Key was sent with a different request (422), or while its first request still runs (409).
+  # The same Idempotency-Key was sent with a different request (422), or its first request was still running (409)
+  # after the client had waited `timeout` seconds for it (at once with max_retries: 0).
   class IdempotencyError < Error; end
   # An event feed cursor older than the retention (410): start again from a fresh listing.
   class CursorExpiredError < Error; end
@@ -85,10 +86,11 @@ module FileStorage
     'internal_error' => InternalServerError
   }.freeze
 
-  # Answers without an envelope (a proxy's 502, say) still get the class their status implies.
+  # Answers without an envelope (a proxy's 502, or any answer to HEAD, such as a locked upload's 423) still get the
+  # class their status implies.
   CODES_BY_STATUS = {
     400 => 'invalid_request', 401 => 'authentication_failed', 403 => 'permission_denied', 404 => 'not_found',
-    409 => 'conflict', 410 => 'not_found', 429 => 'rate_limit_exceeded', 503 => 'service_unavailable'
+    409 => 'conflict', 410 => 'not_found', 423 => 'conflict', 429 => 'rate_limit_exceeded', 503 => 'service_unavailable'
   }.freeze
 
   # The typed error for a failed answer; reads the error envelope when there is one.

@@ -17,6 +17,59 @@ module FileStorage
     def open = opener.call
   end
 
+  # A streamed answer's body on its way to the caller's block, across attempts. Once bytes have reached the block, a
+  # failed attempt is never started again from byte 0 (the block would get them twice): the next attempt asks for
+  # the rest of the same version of the file (Range from the bytes delivered, If-Range its ETag), and an answer that
+  # is not exactly that rest ends the download with a ConnectionError. A body that ends before its Content-Length
+  # (Net::HTTP takes that early end for the end) is such a cut too.
+  class BodyStream
+    # The body ended before its Content-Length: the peer closed the connection part-way.
+    class Incomplete < IOError; end
+
+    attr_reader :delivered
+
+    def initialize(sink)
+      @sink = sink
+      @delivered = 0
+      @etag = nil
+    end
+
+    # Whether a failed attempt can be tried again: nothing delivered yet, or a version whose rest can be asked for.
+    def resumable? = @delivered.zero? || !@etag.nil?
+
+    # The headers of the next attempt.
+    def headers(base)
+      @delivered.zero? ? base : base.merge('Range' => "bytes=#{@delivered}-", 'If-Range' => @etag)
+    end
+
+    # Called with each successful answer's head, before its body is delivered.
+    def start(status, headers)
+      length = headers['content-length']
+      @end = length && (@delivered + Integer(length, exception: false).to_i)
+      if @delivered.zero?
+        # Only a whole answer (200) with a strong ETag can be continued by a range of the same version.
+        @etag = status == 200 && headers['etag']&.start_with?('"') ? headers['etag'] : nil
+        return
+      end
+      first = headers['content-range'].to_s[%r{\Abytes (\d+)-\d+/\d+\z}, 1]
+      return if status == 206 && first && Integer(first) == @delivered && headers['etag'] == @etag
+
+      reason = status == 200 ? 'the file changed while it downloaded' : "the server did not send the rest (HTTP #{status})"
+      raise ConnectionError.new(code: 'connection_error',
+                                message: "The download was cut after #{@delivered} bytes and #{reason}; download it again.")
+    end
+
+    def <<(chunk)
+      @sink.call(chunk)
+      @delivered += chunk.bytesize
+    end
+
+    # Called once an answer's body has been read to its end.
+    def finish
+      raise Incomplete, "the body ended after #{@delivered} of #{@end} bytes" if @end && @delivered < @end
+    end
+  end
+
   # Sends requests: authentication, timeouts, retries with backoff and the automatic Idempotency-Key of POSTs.
   class HttpClient
     RETRYABLE_STATUSES = [429, 502, 503, 504].freeze
@@ -55,8 +108,11 @@ module FileStorage
 
     # One logical request: retried on 429 (after Retry-After), 502/503/504 and network errors, with exponential
     # backoff, as long as its body can be sent again. Every attempt of a POST carries the same Idempotency-Key,
-    # so a retry after a lost answer replays the first result instead of acting twice.
-    # With a block, a successful answer's body is streamed to it in chunks instead of being read whole.
+    # so a retry after a lost answer replays the first result instead of acting twice. A retry that finds the first
+    # attempt still running (409 idempotency_key_in_use) waits for it, Retry-After at a time, for up to `timeout`
+    # seconds without counting as a retry, and then gets its answer.
+    # With a block, a successful answer's body is streamed to it in chunks instead of being read whole; an attempt
+    # cut after some of it was delivered is continued from there, never repeated (BodyStream).
     def send_request(method, path, query: nil, json: nil, body: nil, headers: {}, anonymous: false, retryable: true, &on_chunk)
       headers = { 'Accept' => 'application/json' }.merge(headers)
       headers['Authorization'] = "Bearer #{@api_key}" unless anonymous
@@ -65,22 +121,37 @@ module FileStorage
       end
       headers['Content-Type'] = 'application/json' unless json.nil?
       headers['Content-Type'] = body.content_type if body&.content_type
+      # Ranges count the bytes as sent: a body compressed on the way could not be continued.
+      headers['Accept-Encoding'] = 'identity' if on_chunk
       uri = url(path, query)
       retries = !retryable || (body && !body.replayable) ? 0 : @max_retries
+      stream = on_chunk && BodyStream.new(on_chunk)
 
       attempt = 0
+      in_use_until = nil
       loop do
         response = begin
-          perform(method, uri, headers, json, body, &on_chunk)
+          perform(method, uri, stream ? stream.headers(headers) : headers, json, body, stream)
         rescue Net::OpenTimeout, Net::ReadTimeout, Net::WriteTimeout => e
-          raise TimeoutError.new(code: 'timeout', message: "No answer from #{method.upcase} #{path} within #{@timeout} s (#{e.class})") if attempt >= retries
+          if give_up?(attempt, retries, stream)
+            raise TimeoutError.new(code: 'timeout', message: "No answer from #{method.upcase} #{path} within #{@timeout} s " \
+                                                             "(#{e.class})#{cut_at(stream)}")
+          end
         rescue *NETWORK_ERRORS => e
-          raise ConnectionError.new(code: 'connection_error', message: "#{method.upcase} #{path} failed: #{e.message}") if attempt >= retries
+          if give_up?(attempt, retries, stream)
+            cut = e.is_a?(BodyStream::Incomplete) ? '' : cut_at(stream)
+            raise ConnectionError.new(code: 'connection_error', message: "#{method.upcase} #{path} failed: #{e.message}#{cut}")
+          end
         end
         if response.nil?
           sleep(HttpClient.backoff(attempt))
         elsif response.status < 400
           return response
+        elsif retries.positive? && key_in_use?(response) &&
+              (in_use_until ||= HttpClient.now + (@timeout || MAX_RETRY_AFTER)) > HttpClient.now
+          retry_after = FileStorage.parse_retry_after(response.headers['retry-after']) || 1
+          sleep([[retry_after, 0.1].max, in_use_until - HttpClient.now].min)
+          next
         elsif attempt < retries && RETRYABLE_STATUSES.include?(response.status)
           retry_after = FileStorage.parse_retry_after(response.headers['retry-after'])
           sleep(retry_after && retry_after <= MAX_RETRY_AFTER ? retry_after : HttpClient.backoff(attempt))
@@ -97,9 +168,20 @@ module FileStorage
       (ceiling / 2) + (rand * ceiling / 2)
     end
 
+    def self.now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+
     private
 
-    def perform(method, uri, headers, json, body, &on_chunk)
+    def give_up?(attempt, retries, stream) = attempt >= retries || (stream && !stream.resumable?)
+
+    def cut_at(stream) = stream&.delivered&.positive? ? " after #{stream.delivered} bytes of the body" : ''
+
+    # 409 idempotency_key_in_use: the first request with this Idempotency-Key still runs (unlike a plain 409 conflict).
+    def key_in_use?(response)
+      response.status == 409 && FileStorage.error_from_response(409, response.headers, response.body).code == 'idempotency_key_in_use'
+    end
+
+    def perform(method, uri, headers, json, body, stream)
       request = Net::HTTPGenericRequest.new(method.to_s.upcase, !json.nil? || !body.nil?, method != :head, uri, headers)
       if json
         request.body = JSON.generate(json)
@@ -113,13 +195,17 @@ module FileStorage
       elsif %i[post patch].include?(method)
         request['Content-Length'] = '0'
       end
+      # Net::HTTP would send an idempotent request again by itself after a cut (max_retries, default 1), replaying a
+      # streamed body from byte 0 into the caller's block: every retry is decided here instead.
       Net::HTTP.start(uri.host, uri.port, use_ssl: uri.scheme == 'https', open_timeout: @timeout,
-                                          read_timeout: @timeout, write_timeout: @timeout) do |http|
+                                          read_timeout: @timeout, write_timeout: @timeout, max_retries: 0) do |http|
         http.request(request) do |answer|
           status = answer.code.to_i
           answer_headers = answer.to_hash.transform_values(&:first)
-          if status < 400 && on_chunk
-            answer.read_body { |chunk| on_chunk.call(chunk) }
+          if status < 400 && stream
+            stream.start(status, answer_headers)
+            answer.read_body { |chunk| stream << chunk }
+            stream.finish
             return Response.new(status, answer_headers, nil)
           end
           return Response.new(status, answer_headers, answer.read_body)

@@ -177,7 +177,8 @@ module FileStorage
 
     def initialize(http) = @http = http
 
-    # file_id:, and optionally password:, expires_at: (ISO 8601) — see the API for every field.
+    # file_id:, and optionally password: and expires_in: (seconds until the link expires, 60 to 31536000; without it
+    # the link does not expire). The answer's expires_at says when.
     def create(idempotency_key: nil, **share)
       @http.data(:post, '/v1/shares', json: share, headers: idempotency(idempotency_key))
     end

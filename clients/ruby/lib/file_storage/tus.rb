@@ -7,6 +7,35 @@ module FileStorage
     VERSION = '1.0.0'
     # Failures after which the upload asks HEAD for the offset and continues.
     RESUMABLE_STATUSES = [409, 423, 429, 500, 502, 503, 504].freeze
+    # How long an upload keeps trying without progress, in seconds. A PATCH cut off half-way (this client's own, after
+    # a network failure) can hold the upload, HEAD and PATCH answering 423, until the server's idle timeout ends it
+    # (60 s by default) and its lock expires (15 s).
+    PATIENCE = 80
+
+    # The waits between the attempts of one upload: backoff (or Retry-After), until PATIENCE seconds have passed
+    # without a PATCH going through. max_retries: 0 turns them off.
+    class Patience
+      def initialize(http, seconds = PATIENCE)
+        @enabled = http.max_retries.positive?
+        @seconds = seconds
+        progressed
+      end
+
+      def progressed
+        @deadline = HttpClient.now + @seconds
+        @failures = 0
+      end
+
+      # Sleeps before the next attempt after `error`; raises `error` when there is no time left.
+      def wait(error)
+        left = @deadline - HttpClient.now
+        raise error unless @enabled && left.positive?
+
+        delay = (error.is_a?(RateLimitError) && error.retry_after) || HttpClient.backoff(@failures)
+        @failures += 1
+        sleep([delay, left].min)
+      end
+    end
 
     module_function
 
@@ -24,8 +53,8 @@ module FileStorage
 
     # Sends the rest of the source from the server's offset; answers the id of the committed file.
     def resume(http, location, source, chunk_bytes:, on_progress: nil)
-      offset, file_id = where(http, location)
-      failures = 0
+      patience = Patience.new(http)
+      offset, file_id = where(http, location, patience)
       while file_id.nil?
         begin
           chunk = source.chunk(offset, [source.size, offset + chunk_bytes].min)
@@ -37,27 +66,28 @@ module FileStorage
                                      retryable: false)
           offset = Integer(answer.headers['upload-offset'])
           file_id = answer.headers['x-file-id']
-          failures = 0
+          patience.progressed
           on_progress&.call(offset, source.size)
         rescue Error => e
-          raise unless resumable?(e) && (failures += 1) <= http.max_retries
+          raise unless e.status.nil? || RESUMABLE_STATUSES.include?(e.status)
 
-          wait = e.is_a?(RateLimitError) ? e.retry_after : nil
-          sleep(wait || HttpClient.backoff(failures - 1))
-          offset, file_id = where(http, location)
+          patience.wait(e)
+          offset, file_id = where(http, location, patience)
         end
       end
       file_id
     end
 
-    # The server's offset for the upload, and the file id once it is complete.
-    def where(http, location)
-      head = http.send_request(:head, location, headers: { 'Tus-Resumable' => VERSION })
+    # The server's offset for the upload, and the file id once it is complete. Asked again while the upload is locked
+    # (423), rate limited, or the server or network fails, as long as `patience` lasts.
+    def where(http, location, patience = Patience.new(http))
+      head = http.send_request(:head, location, headers: { 'Tus-Resumable' => VERSION }, retryable: false)
       [Integer(head.headers['upload-offset']), head.headers['x-file-id']]
-    end
+    rescue Error => e
+      raise unless e.status.nil? || [423, 429].include?(e.status) || e.status >= 500
 
-    def resumable?(error)
-      error.status.nil? || RESUMABLE_STATUSES.include?(error.status)
+      patience.wait(e)
+      retry
     end
 
     # tus Upload-Metadata: comma-separated `key base64(value)` pairs.

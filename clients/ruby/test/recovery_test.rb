@@ -1,0 +1,356 @@
+# frozen_string_literal: true
+
+# What a user sees when the network or the server gets in the way, against the live server named by
+# FILE_STORAGE_BASE_URL and FILE_STORAGE_API_KEY: downloads cut mid-body, a retry that meets its own first attempt
+# still running, and a resumable upload held by a PATCH that went quiet.
+require 'minitest/autorun'
+require 'digest'
+require 'fileutils'
+require 'json'
+require 'securerandom'
+require 'socket'
+require 'stringio'
+require 'tmpdir'
+require 'file_storage'
+
+module Recovery
+  KIB = 1024
+  MIB = FileStorage::MIB
+
+  # A TCP proxy in front of the server. The first answer to a request whose request line matches `cut:` is relayed
+  # for `after` bytes (headers included); then, once `on_cut` has run, that connection is closed on both sides: with
+  # a reset (`how: :reset`, a dropped network: the client's read fails) or an orderly close (`how: :close`, a peer
+  # that gave up: the client only sees the body end early). Every other connection passes untouched. Records the head
+  # of every request.
+  class CuttingProxy
+    attr_reader :url, :requests, :cuts
+
+    def initialize(base_url, cut:, after:, how:, on_cut: nil)
+      server = URI(base_url)
+      @upstream = [server.host, server.port]
+      @cut = cut
+      @after = after
+      @how = how
+      @on_cut = on_cut
+      @requests = []
+      @cuts = 0
+      @lock = Mutex.new
+      @listener = TCPServer.new('127.0.0.1', 0)
+      @url = "http://127.0.0.1:#{@listener.addr[1]}"
+      @thread = Thread.new do
+        loop { Thread.new(@listener.accept) { |client| relay(client) } }
+      rescue IOError, SystemCallError
+        nil
+      end
+    end
+
+    def close
+      @thread.kill
+      @listener.close
+    end
+
+    private
+
+    def relay(client)
+      server = TCPSocket.new(*@upstream)
+      head = +''.b
+      head << client.readpartial(65_536) until head.include?("\r\n\r\n")
+      budget = nil
+      @lock.synchronize do
+        @requests << head.dup
+        if @cuts.zero? && head.lines.first.match?(@cut)
+          @cuts += 1
+          budget = @after
+        end
+      end
+      server.write(head)
+      Thread.new { pump(client, server, nil) }
+      pump(server, client, budget)
+    rescue IOError, SystemCallError, EOFError
+      nil
+    ensure
+      [client, server].each { |socket| socket&.close unless socket&.closed? }
+    end
+
+    def pump(source, target, budget)
+      loop do
+        chunk = source.readpartial(65_536)
+        if budget && chunk.bytesize >= budget
+          target.write(chunk.byteslice(0, budget))
+          @on_cut&.call
+          target.setsockopt(Socket::SOL_SOCKET, Socket::SO_LINGER, [1, 0].pack('ii')) if @how == :reset
+          return
+        end
+        budget -= chunk.bytesize if budget
+        target.write(chunk)
+      end
+    rescue IOError, SystemCallError
+      nil
+    ensure
+      [source, target].each { |socket| socket.close unless socket.closed? }
+    end
+  end
+
+  # An HTTP server on 127.0.0.1 that answers every request with the same answer, and counts them.
+  class StubServer
+    attr_reader :url, :count
+
+    def initialize(answer)
+      @answer = answer
+      @count = 0
+      @listener = TCPServer.new('127.0.0.1', 0)
+      @url = "http://127.0.0.1:#{@listener.addr[1]}"
+      @thread = Thread.new do
+        loop do
+          socket = @listener.accept
+          head = +''
+          head << socket.readpartial(65_536) until head.include?("\r\n\r\n")
+          length = head[/^content-length: *(\d+)/i, 1].to_i
+          body = head.split("\r\n\r\n", 2).last
+          body << socket.readpartial(65_536) while body.bytesize < length
+          @count += 1
+          socket.write(@answer)
+          socket.close
+        end
+      rescue IOError, SystemCallError
+        nil
+      end
+    end
+
+    def close
+      @thread.kill
+      @listener.close
+    end
+  end
+
+  def base_url = ENV.fetch('FILE_STORAGE_BASE_URL')
+  def api_key = ENV.fetch('FILE_STORAGE_API_KEY')
+  def client(**options) = FileStorage::Client.new(api_key: api_key, base_url: base_url, **options)
+  def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+
+  # A file of random bytes in the test's scratch folder; answers its path and MD5.
+  def random_file(name, size)
+    path = File.join(@dir, name)
+    bytes = Random.bytes(size)
+    File.binwrite(path, bytes)
+    [path, Digest::MD5.hexdigest(bytes)]
+  end
+
+  # A socket to the server with this request's head already sent.
+  def raw_request(method, path, headers)
+    server = URI(base_url)
+    socket = TCPSocket.new(server.host, server.port)
+    lines = ["#{method} #{path} HTTP/1.1", "Host: #{server.host}:#{server.port}", "Authorization: Bearer #{api_key}",
+             'Connection: close'] + headers.map { |name, value| "#{name}: #{value}" }
+    socket.write("#{lines.join("\r\n")}\r\n\r\n")
+    socket
+  end
+
+  def setup
+    @dir = Dir.mktmpdir('fss-ruby-recovery-')
+    @folder = client.folders.create(name: "#{self.class.name} #{name} #{SecureRandom.hex(4)}")
+  end
+
+  def teardown
+    FileUtils.remove_entry(@dir) if @dir
+  end
+end
+
+class DownloadRecoveryTest < Minitest::Test
+  include Recovery
+
+  def download_requests(proxy)
+    proxy.requests.select { |head| head.start_with?('GET /v1/files/') && head.include?('/download?') }
+  end
+
+  def test_a_download_reset_mid_body_resumes_where_it_stopped_and_the_file_is_whole
+    path, md5 = random_file('big.bin', 3 * Recovery::MIB)
+    file = client.files.upload(path, folder_id: @folder['id'])
+    proxy = Recovery::CuttingProxy.new(base_url, cut: %r{/download\?}, after: Recovery::MIB, how: :reset)
+    target = File.join(@dir, 'copy.bin')
+    FileStorage::Client.new(api_key: api_key, base_url: proxy.url).files.download(file['id'], target)
+
+    assert_equal [1, 3 * Recovery::MIB, md5], [proxy.cuts, File.size(target), Digest::MD5.file(target).hexdigest]
+    downloads = download_requests(proxy)
+    assert_equal 2, downloads.size
+    # The second request asked only for the rest, of the same version of the file.
+    assert_match(/^range: bytes=[1-9]\d*-\r$/i, downloads.last)
+    assert_match(/^if-range: "#{file['md5_hash']}"\r$/i, downloads.last)
+  ensure
+    proxy&.close
+  end
+
+  def test_a_download_to_a_block_reset_mid_body_gives_each_byte_once
+    path, md5 = random_file('streamed.bin', 2 * Recovery::MIB)
+    file = client.files.upload(path, folder_id: @folder['id'])
+    proxy = Recovery::CuttingProxy.new(base_url, cut: %r{/download\?}, after: 300 * Recovery::KIB, how: :reset)
+    digest = Digest::MD5.new
+    received = 0
+    FileStorage::Client.new(api_key: api_key, base_url: proxy.url).files.download(file['id']) do |chunk|
+      digest << chunk
+      received += chunk.bytesize
+    end
+    assert_equal [1, 2 * Recovery::MIB, md5], [proxy.cuts, received, digest.hexdigest]
+  ensure
+    proxy&.close
+  end
+
+  def test_a_file_that_changed_while_it_downloaded_is_never_stitched_from_two_versions
+    path, = random_file('changing.bin', 1 * Recovery::MIB)
+    file = client.files.upload(path, folder_id: @folder['id'])
+    replace = lambda do
+      client.files.upload(StringIO.new(Random.bytes(Recovery::MIB)), name: 'changing.bin', folder_id: @folder['id'],
+                                                                      overwrite: true)
+    end
+    proxy = Recovery::CuttingProxy.new(base_url, cut: %r{/download\?}, after: 300 * Recovery::KIB, how: :reset,
+                                                 on_cut: replace)
+    chunks = StringIO.new(+''.b)
+    error = assert_raises(FileStorage::ConnectionError) do
+      FileStorage::Client.new(api_key: api_key, base_url: proxy.url).files.download(file['id'], chunks)
+    end
+    assert_match(/changed/, error.message)
+    assert_operator chunks.string.bytesize, :<, Recovery::MIB
+    assert_equal File.binread(path, chunks.string.bytesize), chunks.string, 'only bytes of the first version were written'
+  ensure
+    proxy&.close
+  end
+
+  def test_a_download_the_peer_ended_early_is_resumed_and_the_file_is_whole
+    path, md5 = random_file('early.bin', 2 * Recovery::MIB)
+    file = client.files.upload(path, folder_id: @folder['id'])
+    proxy = Recovery::CuttingProxy.new(base_url, cut: %r{/download\?}, after: 700 * Recovery::KIB, how: :close)
+    target = File.join(@dir, 'early-copy.bin')
+    FileStorage::Client.new(api_key: api_key, base_url: proxy.url).files.download(file['id'], target)
+
+    assert_equal [1, 2 * Recovery::MIB, md5], [proxy.cuts, File.size(target), Digest::MD5.file(target).hexdigest]
+    assert_match(/^range: bytes=[1-9]\d*-\r$/i, download_requests(proxy).last)
+  ensure
+    proxy&.close
+  end
+
+  def test_a_download_the_peer_ended_early_without_retries_raises_and_leaves_no_partial_file
+    path, = random_file('cut.bin', 1 * Recovery::MIB)
+    file = client.files.upload(path, folder_id: @folder['id'])
+    proxy = Recovery::CuttingProxy.new(base_url, cut: %r{/download\?}, after: 200 * Recovery::KIB, how: :close)
+    target = File.join(@dir, 'cut-copy.bin')
+    error = assert_raises(FileStorage::ConnectionError) do
+      FileStorage::Client.new(api_key: api_key, base_url: proxy.url, max_retries: 0).files.download(file['id'], target)
+    end
+    assert_equal 'connection_error', error.code
+    assert_match(/ended after \d+ of #{Recovery::MIB} bytes/, error.message)
+    refute File.exist?(target), 'a partial file was left behind'
+  ensure
+    proxy&.close
+  end
+end
+
+class IdempotentRetryTest < Minitest::Test
+  include Recovery
+
+  # The first attempt of an upload is still sending its body when its retry, with the same Idempotency-Key, arrives
+  # (as after a timeout on a slow link): the retry waits for it and answers the file it stored, not a second file.
+  def test_a_retry_that_meets_its_first_attempt_still_running_waits_for_its_answer
+    path, md5 = random_file('report.bin', 256 * Recovery::KIB)
+    key = SecureRandom.uuid
+    body = FileStorage::MultipartBody.build(FileStorage::UploadSource.open(path), 'report.bin',
+                                            { 'folder_id' => @folder['id'] })
+    stream = body.open
+    bytes = +''.b
+    while (part = stream.read(65_536))
+      bytes << part
+    end
+    stream.close
+    first = raw_request('POST', '/v1/files/upload', 'Idempotency-Key' => key, 'Content-Type' => body.content_type,
+                                                    'Content-Length' => bytes.bytesize)
+    first.write(bytes.byteslice(0, 4096))
+    first_answer = Thread.new do
+      sleep(3.5)
+      first.write(bytes.byteslice(4096..))
+      first.read
+    ensure
+      first.close
+    end
+    sleep(0.5) # the first attempt has taken the key
+
+    started = now
+    uploaded = client.files.upload(path, folder_id: @folder['id'], idempotency_key: key)
+    waited = now - started
+
+    stored = JSON.parse(first_answer.value.split("\r\n\r\n", 2).last)['data']
+    assert_equal [stored['id'], 'report.bin', md5], uploaded.values_at('id', 'name', 'md5_hash')
+    assert_operator waited, :>=, 2.5, 'answered before the first attempt had finished'
+    assert_equal ['report.bin'], client.files.each(folder_id: @folder['id']).map { |item| item['name'] }
+  ensure
+    first_answer&.join
+  end
+
+  def test_a_plain_conflict_is_raised_at_once
+    envelope = '{"success":false,"error":{"code":"conflict","message":"Delivery is still being attempted."}}'
+    stub = Recovery::StubServer.new("HTTP/1.1 409 Conflict\r\nContent-Type: application/json\r\nRetry-After: 1\r\n" \
+                                    "Content-Length: #{envelope.bytesize}\r\nConnection: close\r\n\r\n#{envelope}")
+    stubbed = FileStorage::Client.new(api_key: 'key', base_url: stub.url)
+    error = assert_raises(FileStorage::ConflictError) { stubbed.webhooks.redeliver('wh_1', 'del_1') }
+    assert_equal ['conflict', 409, 1], [error.code, error.status, stub.count]
+  ensure
+    stub&.close
+  end
+end
+
+class LockedUploadTest < Minitest::Test
+  include Recovery
+
+  # A PATCH that stopped sending half-way holds the upload (HEAD answers 423) until it ends; resuming waits for it
+  # and goes on from the bytes that PATCH stored.
+  def test_a_resumable_upload_held_by_a_quiet_patch_waits_for_the_lock_and_completes
+    size = 2 * Recovery::MIB
+    path, md5 = random_file('locked.bin', size)
+    uploader = client(resumable_chunk: 512 * Recovery::KIB)
+    location = uploader.files.start_resumable_upload(path, folder_id: @folder['id'])
+    quiet = raw_request('PATCH', location, 'Tus-Resumable' => '1.0.0', 'Upload-Offset' => 0,
+                                           'Content-Type' => 'application/offset+octet-stream',
+                                           'Content-Length' => 512 * Recovery::KIB)
+    quiet.write(File.binread(path, 100 * Recovery::KIB))
+    ender = Thread.new do
+      sleep(7)
+      quiet.close
+    end
+    sleep(0.5) # the quiet PATCH holds the upload
+
+    started = now
+    file = uploader.files.resume_upload(location, path)
+    assert_operator now - started, :>=, 5, 'resumed before the quiet PATCH ended'
+    assert_equal ['locked.bin', size, md5], file.values_at('name', 'size', 'md5_hash')
+  ensure
+    ender&.join
+  end
+
+  # The lock is taken between two PATCHes of the upload: the next PATCH, then HEAD, answer 423 until it is free.
+  def test_a_resumable_upload_locked_between_two_patches_waits_and_completes
+    size = 2 * Recovery::MIB
+    chunk = 512 * Recovery::KIB
+    path, md5 = random_file('relocked.bin', size)
+    uploader = client(resumable_chunk: chunk)
+    location = uploader.files.start_resumable_upload(path, folder_id: @folder['id'])
+    quiet = nil
+    ender = nil
+    take_the_lock = lambda do |sent, _total|
+      next if quiet
+
+      quiet = raw_request('PATCH', location, 'Tus-Resumable' => '1.0.0', 'Upload-Offset' => sent,
+                                             'Content-Type' => 'application/offset+octet-stream',
+                                             'Content-Length' => chunk)
+      quiet.write(File.binread(path, 64 * Recovery::KIB, sent))
+      ender = Thread.new do
+        sleep(7)
+        quiet.close
+      end
+      sleep(0.5) # the quiet PATCH holds the upload
+    end
+    started = now
+    file = uploader.files.resume_upload(location, path, on_progress: take_the_lock)
+    assert_operator now - started, :>=, 6, 'went on before the quiet PATCH ended'
+    assert_equal ['relocked.bin', size, md5], file.values_at('name', 'size', 'md5_hash')
+  ensure
+    ender&.join
+  end
+end
