@@ -89,12 +89,12 @@ export interface RawUploadResult {
  * A multipart upload over a raw HTTP connection, for what fetch cannot do: chunked bodies, a
  * declared Content-Length the client never finishes, or hanging up halfway. Streams `fileSize`
  * zero bytes in 1 MiB chunks and stops as soon as an answer arrives (or after `abortAfter` bytes; or, with
- * `holdAfter`, goes quiet after that many bytes, calls `onHold`, and resolves once the connection dies).
+ * `holdAfter`, goes quiet after that many bytes, calls `onHold` with a way to hang up, and resolves once the connection dies).
  */
 export function rawUpload(
   t: Pick<TestApp, 'baseUrl'>,
   auth: Record<string, string>,
-  options: { fileSize: number; declaredLength?: number; abortAfter?: number; holdAfter?: number; filename?: string; onHold?: () => void },
+  options: { fileSize: number; declaredLength?: number; abortAfter?: number; holdAfter?: number; filename?: string; onHold?: (hangUp: () => void) => void },
 ): Promise<RawUploadResult> {
   const boundary = `----fss${Date.now()}`;
   const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${options.filename ?? 'big.bin'}"\r\nContent-Type: application/octet-stream\r\n\r\n`);
@@ -145,7 +145,7 @@ export function rawUpload(
         // Stop sending but keep the connection open: an upload in progress until the server goes away.
         if (options.holdAfter !== undefined && sent >= options.holdAfter) {
           holding = true;
-          options.onHold?.();
+          options.onHold?.(() => req.destroy());
           return;
         }
         // Never past a planned hang-up or hold: a body smaller than one chunk would otherwise be sent whole and, with

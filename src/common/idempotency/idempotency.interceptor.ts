@@ -105,7 +105,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     });
     return from(claimed).pipe(
       switchMap((owner) => {
-        const answer = this.recordAnswer(redisKey, fingerprint, owner, response);
+        const answer = this.recordAnswer(redisKey, fingerprint, owner, request, response);
         return next.handle().pipe(finalize(answer.routeDone));
       }),
     );
@@ -144,7 +144,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
    * Renews the lock while the request runs; stores the answer once the route has given it (`response.end`), or
    * frees the key (an answer of 500 or more, one that streamed, or none: the route ended without answering).
    */
-  private recordAnswer(redisKey: string, fingerprint: string, owner: string, response: Response): { routeDone: () => void } {
+  private recordAnswer(redisKey: string, fingerprint: string, owner: string, request: Request, response: Response): { routeDone: () => void } {
     const heartbeat = setInterval(() => {
       this.redis.eval(RENEW_IF_OWNER, 1, redisKey, owner, String(LOCK_TTL_MS)).catch(() => undefined);
     }, HEARTBEAT_MS);
@@ -171,11 +171,15 @@ export class IdempotencyInterceptor implements NestInterceptor {
     }) as Response['write'];
     const end = response.end.bind(response) as (...args: unknown[]) => Response;
     response.end = ((...args: unknown[]) => {
-      settle(this.completeRecord(fingerprint, response, body, streamed ? undefined : rawText(args[0])));
+      // The answer to a request whose body never all arrived (the client hung up mid-upload) is the cut's, not the
+      // request's: the key is freed for the retry. One whose body did arrive is stored, whether or not its client stayed.
+      settle(request.complete || !response.destroyed ? this.completeRecord(fingerprint, response, body, streamed ? undefined : rawText(args[0])) : null);
       return end(...args);
     }) as Response['end'];
-    // Normally the answer has been given by now; a route that ended without one (the client went away first) frees the key.
-    return { routeDone: () => void setImmediate(() => settle(null)) };
+    // While the connection is open the answer is sure to follow. Once it is gone, a route that ended without one (the
+    // exception filter drops the answer of a request whose client left) frees the key; the answer's own turn comes first.
+    const unanswered = () => setImmediate(() => settle(null));
+    return { routeDone: () => (response.destroyed ? unanswered() : response.once('close', unanswered)) };
   }
 
   private completeRecord(fingerprint: string, response: Response, body: unknown, raw: string | undefined): CompleteRecord | null {

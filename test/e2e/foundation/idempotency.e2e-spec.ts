@@ -159,6 +159,22 @@ describe('Idempotency-Key on POST, across two server processes', () => {
     expect(dropped.map((f: { id: string }) => f.id)).toEqual([retry.body.data.id]);
   });
 
+  it('frees the key of an upload whose client went away mid-body: the retry uploads, and nothing was stored twice', async () => {
+    const key = 'upload-cut-short';
+    const redis = context.get<Redis>(REDIS);
+    const record = idempotencyRecordKey(loadConfig(environment.env).redisKeyPrefix, owner.accountId, key);
+    // Chunked both times (the same request), the first one cut off once it holds the key.
+    let hangUp: () => void = () => undefined;
+    const cut = rawUpload(first, withKey(key), { fileSize: 4 * MiB, holdAfter: MiB, filename: 'cut.bin', onHold: (hang) => (hangUp = hang) });
+    await eventually(async () => (await redis.get(record))?.includes('"running"'), 30_000, 'the upload to hold the key');
+    hangUp();
+    expect((await cut).outcome).toBe('cut-off');
+    await eventually(async () => (await redis.get(record)) === null, 30_000, 'the key to be freed');
+    const retried = await rawUpload(second, withKey(key), { fileSize: 4 * MiB, filename: 'cut.bin' });
+    expect(retried.status).toBe(200);
+    expect((await namesInRoot()).filter((name) => name.startsWith('cut'))).toEqual(['cut.bin']);
+  });
+
   it('replays a tus creation retried with the same key: the same upload, one reservation', async () => {
     const create = (base: string, key: string, length: number) =>
       fetch(`${base}/v1/uploads`, {
