@@ -15,7 +15,7 @@ import { CreateResumableUploadCommand } from './commands/create-resumable-upload
 import { RedisUploadLocker } from './redis-upload-locker.js';
 import { ResumableUploadEntity } from './resumable-upload.entity.js';
 import { ResumableUploadStore } from './resumable-upload.store.js';
-import { tusActor, tusRequests } from './tus-request.js';
+import { type TusRequest, tusActor, tusRequests } from './tus-request.js';
 import { CHECKSUM_ALGORITHMS, parseUploadChecksum } from './upload-checksum.js';
 
 export const UPLOADS_PATH = '/v1/uploads';
@@ -111,7 +111,7 @@ export class TusProtocol {
 
   constructor(
     commands: CommandBus,
-    store: ResumableUploadStore,
+    private readonly store: ResumableUploadStore,
     locker: RedisUploadLocker,
     private readonly transactions: Transactions,
   ) {
@@ -163,7 +163,12 @@ export class TusProtocol {
   async handle(actor: Actor | null, request: Request, response: Response): Promise<void> {
     // The checksum extension's discovery header, which @tus/server does not send by itself.
     if (request.method === 'OPTIONS') response.setHeader('Tus-Checksum-Algorithm', CHECKSUM_ALGORITHMS.join(','));
-    return tusRequests.run({ actor, request, response }, () => this.server.handle(request, response));
+    const context: TusRequest = { actor, request, response };
+    await tusRequests.run(context, () => this.server.handle(request, response));
+    // A creation whose client hung up before its first bytes were all sent never learned where its upload is (and its
+    // Idempotency-Key is freed for the retry): nothing may stay reserved for it until it expires.
+    const created = context.createdUploadId;
+    if (created && !request.complete && request.socket.destroyed) await tusRequests.run(context, () => this.store.forget(created));
   }
 
   /** The caller's upload, or not_found: another account's upload does not exist for them. */

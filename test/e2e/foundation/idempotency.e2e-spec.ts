@@ -175,6 +175,37 @@ describe('Idempotency-Key on POST, across two server processes', () => {
     expect((await namesInRoot()).filter((name) => name.startsWith('cut'))).toEqual(['cut.bin']);
   });
 
+  it('frees the key and the quota of a tus creation whose first bytes were cut off: the retry creates the upload afresh', async () => {
+    const key = 'tus-create-cut';
+    const redis = context.get<Redis>(REDIS);
+    const record = idempotencyRecordKey(loadConfig(environment.env).redisKeyPrefix, owner.accountId, key);
+    const content = Buffer.alloc(3 * MiB, 7);
+    const headers = {
+      ...withKey(key),
+      'Tus-Resumable': '1.0.0',
+      'Upload-Length': String(content.length),
+      'Upload-Metadata': `filename ${Buffer.from('cut-creation.bin').toString('base64')}`,
+      'Content-Type': 'application/offset+octet-stream',
+    };
+    const before = await storageOf(context, owner.accountId);
+    // The creation carries its first bytes, and its client hangs up after 1 MiB.
+    const cut = httpRequest(`${first.baseUrl}/v1/uploads`, { method: 'POST', headers: { ...headers, 'Transfer-Encoding': 'chunked' } });
+    cut.on('error', () => undefined);
+    cut.write(content.subarray(0, MiB));
+    await eventually(async () => (await redis.get(record))?.includes('"running"'), 30_000, 'the creation to hold the key');
+    await sleep(300);
+    cut.destroy();
+    await eventually(async () => (await redis.get(record)) === null, 30_000, 'the key to be freed');
+    await eventually(async () => (await storageOf(context, owner.accountId)).reserved === before.reserved, 10_000, 'the reservation to be given back');
+
+    const retried = await fetch(`${second.baseUrl}/v1/uploads`, { method: 'POST', headers, body: content });
+    expect(retried.status).toBe(201);
+    expect(retried.headers.get('idempotent-replayed')).toBeNull();
+    expect(retried.headers.get('x-file-id')).toMatch(/^file_/);
+    expect((await storageOf(context, owner.accountId)).used - before.used).toBe(content.length);
+    expect((await storageOf(context, owner.accountId)).reserved).toBe(before.reserved);
+  });
+
   it('replays a tus creation retried with the same key: the same upload, one reservation', async () => {
     const create = (base: string, key: string, length: number) =>
       fetch(`${base}/v1/uploads`, {
