@@ -3,6 +3,7 @@ import { CommandBus, QueryBus } from '@nestjs/cqrs';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { RequireScope } from '../../common/auth/access.decorator.js';
 import { type Actor, CurrentActor } from '../../common/auth/actor.js';
+import { InvalidRequest } from '../../common/errors/api-error.js';
 import { ApiEnvelope, ApiErrors } from '../../common/http/openapi.js';
 import { EmptyTrashCommand } from './commands/empty-trash.command.js';
 import { EmptiedTrashResponse, ListTrashRequest, TrashedFileResponse } from './dto/trash.dto.js';
@@ -30,8 +31,11 @@ export class TrashController {
   @RequireScope('delete', { elevated: true })
   @ApiOperation({ operationId: 'emptyTrash', summary: 'Empty the trash', description: 'Permanently deletes every trashed file and frees its storage (elevated key).' })
   @ApiEnvelope(EmptiedTrashResponse)
-  @ApiErrors([400, 'invalid_request: unexpected parameters.'])
-  empty(@CurrentActor() actor: Actor): Promise<EmptiedTrashResponse> {
+  @ApiErrors([400, 'invalid_request: any query parameter (this route takes none; to delete one trashed file for good, DELETE /v1/files/{id}?permanent=true).'])
+  empty(@CurrentActor() actor: Actor, @Query() parameters: Record<string, unknown>): Promise<EmptiedTrashResponse> {
+    // Refused rather than ignored: `DELETE /v1/trash?file_id=…` reads like deleting one file, and would empty the whole trash.
+    const given = Object.keys(parameters);
+    if (given.length > 0) throw InvalidRequest.fields(given.map((field) => ({ field, message: 'is not allowed' })));
     return this.commands.execute(new EmptyTrashCommand(actor));
   }
 }

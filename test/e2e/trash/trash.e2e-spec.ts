@@ -180,6 +180,11 @@ describe('delete, restore and the trash', () => {
     for (const f of files) await t.http().delete(`/v1/files/${f.id}`).set(acct.auth);
     const plain = await createKey(t.app, acct, ['read', 'write', 'delete']);
     expect((await t.http().delete('/v1/trash').set(plain.auth)).status).toBe(403);
+    // A parameter is refused, not ignored: `?file_id=` reads like deleting one file, and would empty the whole trash.
+    const oneFile = await t.http().delete(`/v1/trash?file_id=${files[0].id}`).set(acct.auth);
+    expect(oneFile.status).toBe(400);
+    expect(oneFile.body.error.details.fields.map((f: { field: string }) => f.field)).toEqual(['file_id']);
+    expect((await t.http().get('/v1/trash').set(acct.auth)).body.data).toHaveLength(3);
     const res = await t.http().delete('/v1/trash').set(acct.auth);
     expect(res.status).toBe(200);
     expect(res.body.data).toEqual({ deleted_count: 3, freed_bytes: 33 });

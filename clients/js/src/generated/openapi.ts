@@ -4158,7 +4158,7 @@ export interface operations {
                 };
             };
             /**
-             * @description invalid_request: unexpected parameters.
+             * @description invalid_request: any query parameter (this route takes none; to delete one trashed file for good, DELETE /v1/files/{id}?permanent=true).
              *
              *     invalid_request: malformed input; `details.fields` lists each problem.
              */
