@@ -26,6 +26,8 @@ describe('file naming', () => {
   it('numbers before the extension and stays within 255 characters', () => {
     expect(numberedName('report.pdf', 1)).toBe('report (1).pdf');
     expect(numberedName('Photos', 2)).toBe('Photos (2)');
+    expect(numberedName('Project.v2', 1, 'at-end')).toBe('Project.v2 (1)');
+    expect(numberedName('x'.repeat(252) + '.v2', 3, 'at-end')).toBe('x'.repeat(251) + ' (3)');
     const long = `${'x'.repeat(251)}.txt`;
     expect(numberedName(long, 12)).toHaveLength(255);
     expect(numberedName(long, 12).endsWith(' (12).txt')).toBe(true);

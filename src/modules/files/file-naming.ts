@@ -51,22 +51,28 @@ export function splitName(name: string): { base: string; extension: string } {
 }
 
 /**
+ * Where a taken name gets its number: a file's before its extension (`report (1).pdf`); a folder has no
+ * extension, so its number goes at the end (`Project.v2 (1)`, not `Project (1).v2`).
+ */
+export type NameNumbering = 'before-extension' | 'at-end';
+
+/**
  * The n-th numbered variant: `report (n).pdf`, shortening the base so the result stays within 255 characters.
  * An extension that leaves no room for a base (`a.` + 253 characters) is not kept: the whole name is the base.
  */
-export function numberedName(name: string, n: number): string {
+export function numberedName(name: string, n: number, numbering: NameNumbering = 'before-extension'): string {
   const suffix = ` (${n})`;
   const split = splitName(name);
-  const keepsExtension = [...split.extension].length + [...suffix].length < MAX_NAME_LENGTH;
+  const keepsExtension = numbering === 'before-extension' && [...split.extension].length + [...suffix].length < MAX_NAME_LENGTH;
   const { base, extension } = keepsExtension ? split : { base: name, extension: '' };
   const room = MAX_NAME_LENGTH - [...suffix].length - [...extension].length;
   return `${[...base].slice(0, room).join('')}${suffix}${extension}`;
 }
 
 /** The names an item may take among siblings, in order: `name`, then `name (1).ext`, `name (2).ext`, … */
-export function* candidateNames(name: string): Generator<string, never> {
+export function* candidateNames(name: string, numbering: NameNumbering = 'before-extension'): Generator<string, never> {
   yield name;
-  for (let n = 1; ; n++) yield numberedName(name, n);
+  for (let n = 1; ; n++) yield numberedName(name, n, numbering);
 }
 
 /**

@@ -2,7 +2,7 @@ import type { EntityManager, EntityTarget } from 'typeorm';
 import { ApiError } from '../../common/errors/api-error.js';
 import { isUniqueViolation } from '../../infra/database/transactions.js';
 import { FileEntity } from './file.entity.js';
-import { candidateNames, nameKeyOf } from './file-naming.js';
+import { candidateNames, type NameNumbering, nameKeyOf } from './file-naming.js';
 
 /**
  * Runs a unit of work that names an item, again when a concurrent writer took the same name
@@ -23,6 +23,7 @@ export async function retryOnNameCollision<T>(work: () => Promise<T>, attempts =
 export interface SiblingsOf {
   entity: EntityTarget<{ id: string; nameKey: string }>;
   parentColumn: 'folder_key' | 'parent_key';
+  numbering: NameNumbering;
 }
 
 /** How many candidate names one query looks up. */
@@ -34,7 +35,7 @@ const CANDIDATES_PER_QUERY = 100;
  * hundred per query: a long name's numbered variants are shortened, so no one prefix finds them all.
  */
 export async function freeName(tx: EntityManager, siblingsOf: SiblingsOf, accountId: string, parentKey: string, name: string, exceptId?: string): Promise<string> {
-  const candidates = candidateNames(name);
+  const candidates = candidateNames(name, siblingsOf.numbering);
   for (;;) {
     const batch = Array.from({ length: CANDIDATES_PER_QUERY }, () => candidates.next().value);
     const siblings = await tx
@@ -52,5 +53,5 @@ export async function freeName(tx: EntityManager, siblingsOf: SiblingsOf, accoun
 
 /** The name a file takes in a folder. */
 export function freeFileName(tx: EntityManager, accountId: string, folderKey: string, name: string, exceptId?: string): Promise<string> {
-  return freeName(tx, { entity: FileEntity, parentColumn: 'folder_key' }, accountId, folderKey, name, exceptId);
+  return freeName(tx, { entity: FileEntity, parentColumn: 'folder_key', numbering: 'before-extension' }, accountId, folderKey, name, exceptId);
 }

@@ -20,7 +20,7 @@ export class FoldersController {
 
   @Post()
   @RequireScope('write')
-  @ApiOperation({ operationId: 'createFolder', summary: 'Create a folder', description: 'In parent_id, or the root. A sibling name taken (case-insensitively) gets a numbered suffix: `Photos (1)`. Emits folder.created.' })
+  @ApiOperation({ operationId: 'createFolder', summary: 'Create a folder', description: 'In parent_id, or the root. A sibling name taken (case-insensitively) gets a numbered suffix at the end of the name: `Photos (1)`, `Project.v2 (1)`. Emits folder.created.' })
   @ApiEnvelope(FolderResponse, { status: 201 })
   @ApiErrors([400, 'invalid_request: an illegal name.'], [404, 'not_found: parent_id names no active folder.'])
   create(@CurrentActor() actor: Actor, @Body() body: CreateFolderRequest): Promise<FolderResponse> {

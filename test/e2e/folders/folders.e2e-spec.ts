@@ -43,6 +43,10 @@ describe('folders', () => {
     const names = [];
     for (const name of ['Photos', 'photos', 'PHOTOS']) names.push((await create({ name })).body.data.name);
     expect(names).toEqual(['Photos', 'photos (1)', 'PHOTOS (2)']);
+    // A folder has no extension: its number goes at the end, not before the last dot as a file's does.
+    const dotted = [];
+    for (let i = 0; i < 3; i++) dotted.push((await create({ name: 'Project.v2' })).body.data.name);
+    expect(dotted).toEqual(['Project.v2', 'Project.v2 (1)', 'Project.v2 (2)']);
     for (const name of ['', '.', '..', 'a/b', 'a\\b', 'x'.repeat(256), 'nul\0']) {
       const res = await create({ name });
       expect(res.status, JSON.stringify(name)).toBe(400);

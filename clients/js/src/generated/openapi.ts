@@ -251,7 +251,7 @@ export interface paths {
         put?: never;
         /**
          * Create a folder
-         * @description In parent_id, or the root. A sibling name taken (case-insensitively) gets a numbered suffix: `Photos (1)`. Emits folder.created.
+         * @description In parent_id, or the root. A sibling name taken (case-insensitively) gets a numbered suffix at the end of the name: `Photos (1)`, `Project.v2 (1)`. Emits folder.created.
          */
         post: operations["createFolder"];
         delete?: never;
