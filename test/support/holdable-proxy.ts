@@ -9,19 +9,33 @@ export interface HoldableProxy {
   somethingHeld(): Promise<void>;
   /** Sends on everything kept back and stops holding. */
   release(): void;
+  /** The next connection to send more than `bytes` is reset on both sides, as a server restarting mid-request would. */
+  cutOnceAfter(bytes: number): void;
+  /** Connections cut by cutOnceAfter so far. */
+  readonly cuts: number;
   close(): Promise<void>;
 }
 
 /** A TCP proxy to 127.0.0.1:`targetPort` that can stall its clients' requests on demand: a barrier made of a real network. */
 export async function startHoldableProxy(targetPort: number): Promise<HoldableProxy> {
   let holding = false;
+  let cutAfter: number | null = null;
+  let cuts = 0;
   const kept: Array<{ upstream: Socket; chunk: Buffer }> = [];
   const waiters: Array<() => void> = [];
   const sockets = new Set<Socket>();
   const server = createServer((client) => {
     const upstream = connect(targetPort, '127.0.0.1');
     sockets.add(client).add(upstream);
+    let sent = 0;
     client.on('data', (chunk: Buffer) => {
+      sent += chunk.length;
+      if (cutAfter !== null && sent > cutAfter) {
+        cutAfter = null;
+        cuts++;
+        upstream.destroy();
+        return void client.resetAndDestroy();
+      }
       if (!holding) return void upstream.write(chunk);
       kept.push({ upstream, chunk });
       waiters.splice(0).forEach((wake) => wake());
@@ -40,6 +54,10 @@ export async function startHoldableProxy(targetPort: number): Promise<HoldablePr
   return {
     port: (server.address() as AddressInfo).port,
     hold: () => (holding = true),
+    cutOnceAfter: (bytes) => (cutAfter = bytes),
+    get cuts() {
+      return cuts;
+    },
     somethingHeld: () => (kept.length > 0 ? Promise.resolve() : new Promise<void>((resolve) => waiters.push(resolve))),
     release() {
       holding = false;

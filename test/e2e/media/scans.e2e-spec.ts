@@ -15,6 +15,7 @@ import { eventually } from '../../support/time.js';
 import { freePort } from '../../support/processes.js';
 import { onTestServer, uploadOk } from '../../support/uploads.js';
 import { createShare } from '../shares/share-fixtures.js';
+import { startHoldableProxy } from '../../support/holdable-proxy.js';
 
 describe('virus scanning with a real clamd', () => {
   let clamd: Clamd;
@@ -68,6 +69,26 @@ describe('virus scanning with a real clamd', () => {
     publishStored(t.app, file);
     await settledJob(scansQueue(t.app), 'scan', file);
     expect(await media(file.id)).toMatchObject({ scanStatus: 'skipped', scanNote: expect.stringMatching(/StreamMaxLength/) });
+  });
+
+  it('scans a file again when clamd cuts its stream once (a restart), so a virus behind the cut is still found', async () => {
+    const proxy = await startHoldableProxy(clamd.port);
+    const viaProxy = await startTestApp({ CLAMAV_HOST: '127.0.0.1', CLAMAV_PORT: String(proxy.port), MEDIA_RETRY_DELAY_MS: '100' });
+    try {
+      const other = await createAccount(viaProxy.app);
+      // Under clamd's 1 MiB limit, the virus after the first 100 KB, where the cut falls.
+      const file = await seedFile(viaProxy.app, other, { content: Buffer.concat([randomBytes(300_000), eicar()]) });
+      proxy.cutOnceAfter(100_000);
+      publishStored(viaProxy.app, file);
+      const job = await settledJob(scansQueue(viaProxy.app), 'scan', file);
+      expect(proxy.cuts).toBe(1);
+      expect(job.returnvalue).toMatchObject({ outcome: 'recorded', scanStatus: 'infected' });
+      expect(job.attemptsMade).toBe(2);
+      expect((await reload(viaProxy.app, file.id))!.scanStatus).toBe('infected');
+    } finally {
+      await viaProxy.close();
+      await proxy.close();
+    }
   });
 
   it('scans over clamd\'s UNIX socket too', async () => {

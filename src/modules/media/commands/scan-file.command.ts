@@ -6,7 +6,7 @@ import { BlobStorage } from '../../../infra/storage/blob-storage.js';
 import { FileEntity } from '../../files/file.entity.js';
 import { FileMediaEntity } from '../file-media.entity.js';
 import type { MediaJobData } from '../media-jobs.js';
-import { VirusScanner, type ScanVerdict } from '../scanning/virus-scanner.js';
+import { ScanCutShortError, VirusScanner, type ScanVerdict } from '../scanning/virus-scanner.js';
 
 export type ScanOutcome =
   | { outcome: 'recorded'; scanStatus: 'clean' | 'infected' | 'skipped'; threat?: string; note?: string }
@@ -19,7 +19,11 @@ export type ScanOutcome =
  * Trashed files are scanned too: they can be restored.
  */
 export class ScanFileCommand extends Command<ScanOutcome> {
-  constructor(readonly job: MediaJobData) {
+  constructor(
+    readonly job: MediaJobData,
+    /** Attempts of this job that failed before this one (BullMQ's attemptsMade). */
+    readonly failedAttempts = 0,
+  ) {
     super();
   }
 }
@@ -35,13 +39,13 @@ export class ScanFileHandler implements ICommandHandler<ScanFileCommand> {
     private readonly clock: Clock,
   ) {}
 
-  async execute({ job }: ScanFileCommand): Promise<ScanOutcome> {
+  async execute({ job, failedAttempts }: ScanFileCommand): Promise<ScanOutcome> {
     const { fileId, blobKey } = job;
     const file = await this.transactions.dataSource.getRepository(FileEntity).findOne({ select: { id: true, blobKey: true, size: true }, where: { id: fileId } });
     if (!file) return { outcome: 'discarded', reason: 'the file was deleted' };
     if (file.blobKey !== blobKey) return { outcome: 'discarded', reason: 'the file was overwritten with newer content' };
 
-    const verdict = this.scanner.verdictWithoutBytes(file.size) ?? (await this.scanBytes(fileId, blobKey, file.size));
+    const verdict = this.scanner.verdictWithoutBytes(file.size) ?? (await this.scanBytes(fileId, blobKey, file.size, failedAttempts));
     if (!verdict) return { outcome: 'discarded', reason: 'the file was deleted or overwritten during the scan' };
     const now = this.clock.now();
     const threat = verdict.result === 'infected' ? verdict.threat : null;
@@ -61,12 +65,16 @@ export class ScanFileHandler implements ICommandHandler<ScanFileCommand> {
   }
 
   /** The scanner's verdict on the stored bytes; null when the file went away meanwhile. */
-  private async scanBytes(fileId: string, blobKey: string, size: number): Promise<ScanVerdict | null> {
+  private async scanBytes(fileId: string, blobKey: string, size: number, failedAttempts: number): Promise<ScanVerdict | null> {
     try {
       // Read up to the known size: buffers sized to the file, no extra read for the end.
       const content = await this.storage.read(blobKey, size > 0 ? { start: 0, end: size - 1 } : undefined);
       try {
         return await this.scanner.scan(content, size);
+      } catch (error) {
+        // A first cut may be a scanner restarting: retried, so a file is never left unscanned for it.
+        if (error instanceof ScanCutShortError && failedAttempts > 0) return error.verdictIfRepeated;
+        throw error;
       } finally {
         // A scanner that skips a file never reads it: close what was opened either way.
         content.destroy();

@@ -18,7 +18,7 @@ export class ScansProcessor extends MediaJobProcessor {
   /** Every failure of a scan (clamd unreachable, storage unreadable) is transient: it retries with backoff. */
   async process(job: Job<MediaJobData>): Promise<ScanOutcome | { scheduled: number }> {
     if (job.name === STALLED_MEDIA_SWEEP) return this.commands.execute(new RescheduleStalledMediaCommand());
-    const result = await this.commands.execute(new ScanFileCommand(job.data));
+    const result = await this.commands.execute(new ScanFileCommand(job.data, job.attemptsMade));
     if (result.outcome === 'recorded' && result.scanStatus === 'skipped') {
       this.logger.log({ jobId: job.id, fileId: job.data.fileId, note: result.note }, 'File not scanned');
     }

@@ -3,7 +3,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { Readable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ClamdScanner, parseReply } from './clamd-scanner.js';
-import { ScannerUnavailableError } from './virus-scanner.js';
+import { ScanCutShortError, ScannerUnavailableError } from './virus-scanner.js';
 
 /**
  * The INSTREAM framing and failure handling, against a stand-in clamd that decodes what it receives.
@@ -91,7 +91,7 @@ describe('ClamdScanner (INSTREAM)', () => {
     expect(scanner.verdictWithoutBytes(1000)).toBeNull();
   });
 
-  it('reads a connection reset mid-stream by a clamd that still answers PING as its size limit', async () => {
+  it('reports a connection reset mid-stream by a clamd that still answers PING as a cut, with its size limit as the verdict if it repeats', async () => {
     const port = await fakeClamd((socket, received) => {
       const { command, body } = received();
       if (command === 'zPING') socket.end('PONG\0');
@@ -101,8 +101,9 @@ describe('ClamdScanner (INSTREAM)', () => {
     const endless = Readable.from((function* () {
       for (let i = 0; i < 10_000; i++) yield randomBytes(64 * 1024);
     })());
-    const verdict = await new ClamdScanner({ host: '127.0.0.1', port }, 5000, NO_LIMIT).scan(endless, 1);
-    expect(verdict).toMatchObject({ result: 'skipped', reason: expect.stringMatching(/StreamMaxLength.*ended the stream after/) });
+    const cut = await new ClamdScanner({ host: '127.0.0.1', port }, 5000, NO_LIMIT).scan(endless, 1).catch((error: unknown) => error);
+    expect(cut).toBeInstanceOf(ScanCutShortError);
+    expect((cut as ScanCutShortError).verdictIfRepeated).toMatchObject({ result: 'skipped', reason: expect.stringMatching(/StreamMaxLength.*ended the stream after/) });
   });
 
   it('gives up on a clamd that goes quiet', { timeout: 20_000 }, async () => {

@@ -1,6 +1,6 @@
 import { connect, type Socket } from 'node:net';
 import type { Readable } from 'node:stream';
-import { ScannerUnavailableError, VirusScanner, type ScanVerdict, type ScannerHealth } from './virus-scanner.js';
+import { ScanCutShortError, ScannerUnavailableError, VirusScanner, type ScanVerdict, type ScannerHealth } from './virus-scanner.js';
 
 export type ClamdAddress = { socket: string } | { host: string; port: number };
 
@@ -80,10 +80,13 @@ export class ClamdScanner extends VirusScanner {
       try {
         answer = await reply;
       } catch (replyError) {
-        // clamd ends an INSTREAM early only when it exceeds StreamMaxLength, and closing on unread data resets
-        // the connection, which can lose its answer. If clamd is alive and well, that is what happened.
+        // clamd ends an INSTREAM early when it exceeds StreamMaxLength, and closing on unread data resets the
+        // connection, which can lose its answer; a clamd restarting mid-scan looks the same once it is back.
         if (sent > 0 && isConnectionLoss(replyError) && (await this.check()).reachable) {
-          return { result: 'skipped', reason: `${STREAM_LIMIT_REASON} (clamd ended the stream after ${sent} bytes)` };
+          throw new ScanCutShortError(`clamd at ${this.description} ended the stream after ${sent} bytes`, {
+            result: 'skipped',
+            reason: `${STREAM_LIMIT_REASON} (clamd ended the stream after ${sent} bytes)`,
+          });
         }
         throw replyError;
       }

@@ -43,6 +43,21 @@ export class ScannerUnavailableError extends Error {
   }
 }
 
+/**
+ * The scanner cut the stream short and is alive: it refused the rest as too large (a limit lower than it was
+ * told), or it restarted mid-scan. Only a cut that happens again tells them apart, so the first one retries and
+ * `verdictIfRepeated` is the verdict when it repeats.
+ */
+export class ScanCutShortError extends ScannerUnavailableError {
+  constructor(
+    message: string,
+    readonly verdictIfRepeated: ScanVerdict,
+  ) {
+    super(message);
+    this.name = 'ScanCutShortError';
+  }
+}
+
 export function scanningOf(health: ScannerHealth): Scanning {
   return health.reachable ? 'active' : 'unavailable';
 }
