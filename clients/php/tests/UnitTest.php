@@ -7,6 +7,7 @@ declare(strict_types=1);
 // runner covers the rest. Plain PHP, so nothing needs installing.
 
 require __DIR__ . '/../autoload.php';
+require __DIR__ . '/test_proxy.php';
 
 use FileStorage\Client;
 use FileStorage\Exception\ConflictException;
@@ -223,30 +224,26 @@ function rawRequest(string $method, string $path, array $headers, string $body):
 }
 
 /**
- * Sends $request but its last $withheld bytes in another process (tests/held_request.php), which then waits $seconds
- * and sends them ('finish') or drops the connection ('drop'). Answers once the held part was sent; the returned
- * function waits for the process to end and answers what it printed (the answer, for 'finish').
+ * Sends $request to the live server through a test proxy that passes all but its last $withheld bytes, holds those
+ * $seconds, then sends them ('finish') or drops the connection ('drop'), as a slow or a dead client would. Answers
+ * once the first part has reached the server; the returned function waits for the end and answers what came back
+ * (the answer, for 'finish').
  *
  * @return callable(): string
  */
-function holdRequest(string $request, int $withheld, float $seconds, string $mode): callable
+function holdRequest(string $request, int $withheld, float $seconds, string $then): callable
 {
-    $server = parse_url((string) getenv('FILE_STORAGE_BASE_URL'));
-    $file = tempnam(sys_get_temp_dir(), 'fss-php-request-');
-    file_put_contents($file, $request);
-    $process = proc_open(
-        [PHP_BINARY, __DIR__ . '/held_request.php', $server['host'], (string) $server['port'], $file, (string) (strlen($request) - $withheld), (string) $seconds, $mode],
-        [1 => ['pipe', 'w']],
-        $pipes,
-    );
-    same("held\n", fgets($pipes[1]), 'the held request');
+    $proxy = TestProxy::start((string) getenv('FILE_STORAGE_BASE_URL'))->stall(strlen($request) - $withheld, $seconds, $then);
+    $socket = stream_socket_client("tcp://127.0.0.1:{$proxy->port}");
+    fwrite($socket, $request);
     // Let the server read the head and begin the request before anything else arrives.
     usleep(500_000);
-    return static function () use ($process, $pipes, $file): string {
-        $output = (string) stream_get_contents($pipes[1]);
-        proc_close($process);
-        unlink($file);
-        return $output;
+    return static function () use ($proxy, $socket): string {
+        stream_set_timeout($socket, 30);
+        $answer = (string) stream_get_contents($socket);
+        fclose($socket);
+        $proxy->close();
+        return $answer;
     };
 }
 
@@ -371,14 +368,10 @@ test('a download cut off in its body is resumed where it broke off, to a path, a
     [$path, $md5] = randomFile(3 * Client::MIB);
     $file = $client->files->upload($path);
     unlink($path);
-    $server = parse_url((string) getenv('FILE_STORAGE_BASE_URL'));
-    $proxy = proc_open([PHP_BINARY, __DIR__ . '/cutting_proxy.php', $server['host'], (string) $server['port']], [0 => ['pipe', 'r'], 1 => ['pipe', 'w']], $pipes);
+    $proxy = TestProxy::start((string) getenv('FILE_STORAGE_BASE_URL'));
     try {
-        $throughProxy = live(baseUrl: 'http://127.0.0.1:' . (int) substr(trim(fgets($pipes[1])), strlen('port ')));
-        $cutAfter = function (int $bytes) use ($pipes): void {
-            fwrite($pipes[0], "cutdown $bytes\n");
-            same('armed', trim(fgets($pipes[1])), 'the proxy');
-        };
+        $throughProxy = live(baseUrl: $proxy->url);
+        $cutAfter = fn (int $bytes) => $proxy->cut('answer', $bytes, '#/download\?#');
         $target = tempnam(sys_get_temp_dir(), 'fss-php-download-');
         $cutAfter(Client::MIB);
         $throughProxy->files->download($file['id'], $target);
@@ -397,12 +390,9 @@ test('a download cut off in its body is resumed where it broke off, to a path, a
             hash_update($hash, $chunk);
         });
         same($md5, hash_final($hash), 'the file given to a callable');
-        fwrite($pipes[0], "cuts\n");
-        same('cuts 3', trim(fgets($pipes[1])), 'the cuts');
+        same(3, $proxy->cuts(), 'the cuts');
     } finally {
-        fclose($pipes[0]);
-        proc_terminate($proxy);
-        proc_close($proxy);
+        $proxy->close();
     }
 });
 

@@ -12,116 +12,11 @@ require 'socket'
 require 'stringio'
 require 'tmpdir'
 require 'file_storage'
+require_relative 'test_proxy'
 
 module Recovery
   KIB = 1024
   MIB = FileStorage::MIB
-
-  # A TCP proxy in front of the server. The first answer to a request whose request line matches `cut:` is relayed
-  # for `after` bytes (headers included); then, once `on_cut` has run, that connection is closed on both sides: with
-  # a reset (`how: :reset`, a dropped network: the client's read fails) or an orderly close (`how: :close`, a peer
-  # that gave up: the client only sees the body end early). Every other connection passes untouched. Records the head
-  # of every request.
-  class CuttingProxy
-    attr_reader :url, :requests, :cuts
-
-    def initialize(base_url, cut:, after:, how:, on_cut: nil)
-      server = URI(base_url)
-      @upstream = [server.host, server.port]
-      @cut = cut
-      @after = after
-      @how = how
-      @on_cut = on_cut
-      @requests = []
-      @cuts = 0
-      @lock = Mutex.new
-      @listener = TCPServer.new('127.0.0.1', 0)
-      @url = "http://127.0.0.1:#{@listener.addr[1]}"
-      @thread = Thread.new do
-        loop { Thread.new(@listener.accept) { |client| relay(client) } }
-      rescue IOError, SystemCallError
-        nil
-      end
-    end
-
-    def close
-      @thread.kill
-      @listener.close
-    end
-
-    private
-
-    def relay(client)
-      server = TCPSocket.new(*@upstream)
-      head = +''.b
-      head << client.readpartial(65_536) until head.include?("\r\n\r\n")
-      budget = nil
-      @lock.synchronize do
-        @requests << head.dup
-        if @cuts.zero? && head.lines.first.match?(@cut)
-          @cuts += 1
-          budget = @after
-        end
-      end
-      server.write(head)
-      Thread.new { pump(client, server, nil) }
-      pump(server, client, budget)
-    rescue IOError, SystemCallError, EOFError
-      nil
-    ensure
-      [client, server].each { |socket| socket&.close unless socket&.closed? }
-    end
-
-    def pump(source, target, budget)
-      loop do
-        chunk = source.readpartial(65_536)
-        if budget && chunk.bytesize >= budget
-          target.write(chunk.byteslice(0, budget))
-          @on_cut&.call
-          target.setsockopt(Socket::SOL_SOCKET, Socket::SO_LINGER, [1, 0].pack('ii')) if @how == :reset
-          return
-        end
-        budget -= chunk.bytesize if budget
-        target.write(chunk)
-      end
-    rescue IOError, SystemCallError
-      nil
-    ensure
-      [source, target].each { |socket| socket.close unless socket.closed? }
-    end
-  end
-
-  # An HTTP server on 127.0.0.1 that answers every request with the same answer, and counts them.
-  class StubServer
-    attr_reader :url, :count
-
-    def initialize(answer)
-      @answer = answer
-      @count = 0
-      @listener = TCPServer.new('127.0.0.1', 0)
-      @url = "http://127.0.0.1:#{@listener.addr[1]}"
-      @thread = Thread.new do
-        loop do
-          socket = @listener.accept
-          head = +''
-          head << socket.readpartial(65_536) until head.include?("\r\n\r\n")
-          length = head[/^content-length: *(\d+)/i, 1].to_i
-          body = head.split("\r\n\r\n", 2).last
-          body << socket.readpartial(65_536) while body.bytesize < length
-          @count += 1
-          socket.write(@answer)
-          socket.close
-        end
-      rescue IOError, SystemCallError
-        nil
-      end
-    end
-
-    def close
-      @thread.kill
-      @listener.close
-    end
-  end
 
   def base_url = ENV.fetch('FILE_STORAGE_BASE_URL')
   def api_key = ENV.fetch('FILE_STORAGE_API_KEY')
@@ -159,14 +54,12 @@ end
 class DownloadRecoveryTest < Minitest::Test
   include Recovery
 
-  def download_requests(proxy)
-    proxy.requests.select { |head| head.start_with?('GET /v1/files/') && head.include?('/download?') }
-  end
+  def download_requests(proxy) = proxy.requests_matching(%r{\AGET /v1/files/[^ ]+/download\?})
 
   def test_a_download_reset_mid_body_resumes_where_it_stopped_and_the_file_is_whole
     path, md5 = random_file('big.bin', 3 * Recovery::MIB)
     file = client.files.upload(path, folder_id: @folder['id'])
-    proxy = Recovery::CuttingProxy.new(base_url, cut: %r{/download\?}, after: Recovery::MIB, how: :reset)
+    proxy = TestProxy.new(base_url).cut(after: Recovery::MIB, matching: %r{/download\?}, how: :reset)
     target = File.join(@dir, 'copy.bin')
     FileStorage::Client.new(api_key: api_key, base_url: proxy.url).files.download(file['id'], target)
 
@@ -183,7 +76,7 @@ class DownloadRecoveryTest < Minitest::Test
   def test_a_download_to_a_block_reset_mid_body_gives_each_byte_once
     path, md5 = random_file('streamed.bin', 2 * Recovery::MIB)
     file = client.files.upload(path, folder_id: @folder['id'])
-    proxy = Recovery::CuttingProxy.new(base_url, cut: %r{/download\?}, after: 300 * Recovery::KIB, how: :reset)
+    proxy = TestProxy.new(base_url).cut(after: 300 * Recovery::KIB, matching: %r{/download\?}, how: :reset)
     digest = Digest::MD5.new
     received = 0
     FileStorage::Client.new(api_key: api_key, base_url: proxy.url).files.download(file['id']) do |chunk|
@@ -202,8 +95,8 @@ class DownloadRecoveryTest < Minitest::Test
       client.files.upload(StringIO.new(Random.bytes(Recovery::MIB)), name: 'changing.bin', folder_id: @folder['id'],
                                                                       overwrite: true)
     end
-    proxy = Recovery::CuttingProxy.new(base_url, cut: %r{/download\?}, after: 300 * Recovery::KIB, how: :reset,
-                                                 on_cut: replace)
+    proxy = TestProxy.new(base_url).cut(after: 300 * Recovery::KIB, matching: %r{/download\?}, how: :reset,
+                                        on_cut: replace)
     chunks = StringIO.new(+''.b)
     error = assert_raises(FileStorage::ConnectionError) do
       FileStorage::Client.new(api_key: api_key, base_url: proxy.url).files.download(file['id'], chunks)
@@ -218,7 +111,7 @@ class DownloadRecoveryTest < Minitest::Test
   def test_a_download_the_peer_ended_early_is_resumed_and_the_file_is_whole
     path, md5 = random_file('early.bin', 2 * Recovery::MIB)
     file = client.files.upload(path, folder_id: @folder['id'])
-    proxy = Recovery::CuttingProxy.new(base_url, cut: %r{/download\?}, after: 700 * Recovery::KIB, how: :close)
+    proxy = TestProxy.new(base_url).cut(after: 700 * Recovery::KIB, matching: %r{/download\?})
     target = File.join(@dir, 'early-copy.bin')
     FileStorage::Client.new(api_key: api_key, base_url: proxy.url).files.download(file['id'], target)
 
@@ -231,7 +124,7 @@ class DownloadRecoveryTest < Minitest::Test
   def test_a_download_the_peer_ended_early_without_retries_raises_and_leaves_no_partial_file
     path, = random_file('cut.bin', 1 * Recovery::MIB)
     file = client.files.upload(path, folder_id: @folder['id'])
-    proxy = Recovery::CuttingProxy.new(base_url, cut: %r{/download\?}, after: 200 * Recovery::KIB, how: :close)
+    proxy = TestProxy.new(base_url).cut(after: 200 * Recovery::KIB, matching: %r{/download\?})
     target = File.join(@dir, 'cut-copy.bin')
     error = assert_raises(FileStorage::ConnectionError) do
       FileStorage::Client.new(api_key: api_key, base_url: proxy.url, max_retries: 0).files.download(file['id'], target)
@@ -286,13 +179,14 @@ class IdempotentRetryTest < Minitest::Test
 
   def test_a_plain_conflict_is_raised_at_once
     envelope = '{"success":false,"error":{"code":"conflict","message":"Delivery is still being attempted."}}'
-    stub = Recovery::StubServer.new("HTTP/1.1 409 Conflict\r\nContent-Type: application/json\r\nRetry-After: 1\r\n" \
-                                    "Content-Length: #{envelope.bytesize}\r\nConnection: close\r\n\r\n#{envelope}")
-    stubbed = FileStorage::Client.new(api_key: 'key', base_url: stub.url)
+    proxy = TestProxy.new(base_url).answer(/redeliver/, with: TestProxy.http_answer(
+      '409 Conflict', { 'Content-Type' => 'application/json', 'Retry-After' => 1 }, envelope
+    ))
+    stubbed = FileStorage::Client.new(api_key: 'key', base_url: proxy.url)
     error = assert_raises(FileStorage::ConflictError) { stubbed.webhooks.redeliver('wh_1', 'del_1') }
-    assert_equal ['conflict', 409, 1], [error.code, error.status, stub.count]
+    assert_equal ['conflict', 409, 1], [error.code, error.status, proxy.requests.size]
   ensure
-    stub&.close
+    proxy&.close
   end
 end
 
