@@ -11,6 +11,7 @@ require __DIR__ . '/test_proxy.php';
 
 use FileStorage\Client;
 use FileStorage\Exception\ConflictException;
+use FileStorage\Exception\ConnectionException;
 use FileStorage\Exception\ErrorFactory;
 use FileStorage\Exception\FileTooLargeException;
 use FileStorage\Exception\InternalServerException;
@@ -391,6 +392,24 @@ test('a download cut off in its body is resumed where it broke off, to a path, a
         });
         same($md5, hash_final($hash), 'the file given to a callable');
         same(3, $proxy->cuts(), 'the cuts');
+    } finally {
+        $proxy->close();
+    }
+});
+
+test('a download that fails names its request without the signature of its link', function () {
+    $client = live();
+    [$path] = randomFile(1_000_000);
+    $file = $client->files->upload($path);
+    unlink($path);
+    $proxy = TestProxy::start((string) getenv('FILE_STORAGE_BASE_URL'))->cut('answer', 200_000, '#/download\?#');
+    try {
+        live(maxRetries: 0, baseUrl: $proxy->url)->files->download($file['id'], fn (string $chunk) => null);
+        throw new RuntimeException('the cut download did not fail');
+    } catch (ConnectionException $e) {
+        // The signature opens the file for an hour, and error messages end up in logs.
+        same(1, preg_match("#^GET /v1/files/{$file['id']}/download\\?<redacted> #", $e->getMessage()), "the message: {$e->getMessage()}");
+        same(false, str_contains($e->getMessage(), 'signature='), 'the signature in the message');
     } finally {
         $proxy->close();
     }

@@ -84,18 +84,19 @@ final class HttpClient
             $headers['Content-Type'] = $body->contentType;
         }
         $url = $this->url($path, $options['query'] ?? []);
+        $shown = self::describe($method, $path);
         $retries = !($options['retryable'] ?? true) || ($body instanceof RequestBody && !$body->replayable) ? 0 : $this->maxRetries;
         $sink = isset($options['sink']) ? new ResumableSink($options['sink']) : null;
 
         for ($attempt = 0; ; $attempt++) {
             try {
-                $response = $this->perform($method, $url, $headers + ($sink?->beginAttempt() ?? []), $options, $path, $sink);
+                $response = $this->perform($method, $url, $headers + ($sink?->beginAttempt() ?? []), $options, $shown, $sink);
             } catch (ConnectionException | TimeoutException $error) {
                 $notResumable = $sink?->whyNotResumable();
                 if ($notResumable !== null) {
                     throw new ConnectionException(
                         'connection_error',
-                        "$method $path broke off after {$sink->written()} bytes of the body and cannot be resumed: $notResumable ({$error->getMessage()})",
+                        "$shown broke off after {$sink->written()} bytes of the body and cannot be resumed: $notResumable ({$error->getMessage()})",
                         previous: $error,
                     );
                 }
@@ -134,6 +135,12 @@ final class HttpClient
         return is_array($envelope) && is_array($envelope['error'] ?? null) && ($envelope['error']['code'] ?? null) === 'idempotency_key_in_use';
     }
 
+    /** "GET /v1/files/…" for messages, without the query string: a download's carries a signature valid for an hour. */
+    private static function describe(string $method, string $path): string
+    {
+        return "$method " . preg_replace('/\?.*/s', '?<redacted>', $path);
+    }
+
     /** 0.5 s, 1 s, 2 s… with full jitter, at most 8 s. */
     public static function backoff(int $attempt): float
     {
@@ -145,7 +152,7 @@ final class HttpClient
      * @param array<string, string> $headers
      * @param array<string, mixed> $options
      */
-    private function perform(string $method, string $url, array $headers, array $options, string $path, ?ResumableSink $sink): Response
+    private function perform(string $method, string $url, array $headers, array $options, string $shown, ?ResumableSink $sink): Response
     {
         $curl = curl_init($url);
         $status = 0;
@@ -208,9 +215,9 @@ final class HttpClient
                 $errno = curl_errno($curl);
                 $message = curl_error($curl);
                 if ($errno === CURLE_OPERATION_TIMEDOUT) {
-                    throw new TimeoutException('timeout', "No progress on $method $path for {$this->timeout} s ($message).");
+                    throw new TimeoutException('timeout', "No progress on $shown for {$this->timeout} s ($message).");
                 }
-                throw new ConnectionException('connection_error', "$method $path failed: $message");
+                throw new ConnectionException('connection_error', "$shown failed: $message");
             }
         } finally {
             curl_close($curl);

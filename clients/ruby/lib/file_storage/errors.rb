@@ -107,6 +107,11 @@ module FileStorage
               details: error['details'], request_id: headers['x-request-id'], headers: headers)
   end
 
+  # "GET /v1/files/…" for messages, without the query string: a download's carries a signature valid for an hour.
+  def self.describe_request(method, path)
+    "#{method.to_s.upcase} #{path.sub(/\?.*/m, '?<redacted>')}"
+  end
+
   # Retry-After in seconds, from either of its forms (delta-seconds or an HTTP date).
   def self.parse_retry_after(value)
     return nil if value.nil? || value.strip.empty?

@@ -124,6 +124,7 @@ module FileStorage
       # Ranges count the bytes as sent: a body compressed on the way could not be continued.
       headers['Accept-Encoding'] = 'identity' if on_chunk
       uri = url(path, query)
+      shown = FileStorage.describe_request(method, path)
       retries = !retryable || (body && !body.replayable) ? 0 : @max_retries
       stream = on_chunk && BodyStream.new(on_chunk)
 
@@ -134,13 +135,13 @@ module FileStorage
           perform(method, uri, stream ? stream.headers(headers) : headers, json, body, stream)
         rescue Net::OpenTimeout, Net::ReadTimeout, Net::WriteTimeout => e
           if give_up?(attempt, retries, stream)
-            raise TimeoutError.new(code: 'timeout', message: "No answer from #{method.upcase} #{path} within #{@timeout} s " \
+            raise TimeoutError.new(code: 'timeout', message: "No answer from #{shown} within #{@timeout} s " \
                                                              "(#{e.class})#{cut_at(stream)}")
           end
         rescue *NETWORK_ERRORS => e
           if give_up?(attempt, retries, stream)
             cut = e.is_a?(BodyStream::Incomplete) ? '' : cut_at(stream)
-            raise ConnectionError.new(code: 'connection_error', message: "#{method.upcase} #{path} failed: #{e.message}#{cut}")
+            raise ConnectionError.new(code: 'connection_error', message: "#{shown} failed: #{e.message}#{cut}")
           end
         end
         if response.nil?
