@@ -15,6 +15,7 @@ use FileStorage\Exception\ConnectionException;
 use FileStorage\Exception\ErrorFactory;
 use FileStorage\Exception\FileTooLargeException;
 use FileStorage\Exception\InternalServerException;
+use FileStorage\Exception\InvalidResponseException;
 use FileStorage\Exception\RateLimitException;
 use FileStorage\Http\HttpClient;
 use FileStorage\Http\ResumableSink;
@@ -410,6 +411,23 @@ test('a download that fails names its request without the signature of its link'
         // The signature opens the file for an hour, and error messages end up in logs.
         same(1, preg_match("#^GET /v1/files/{$file['id']}/download\\?<redacted> #", $e->getMessage()), "the message: {$e->getMessage()}");
         same(false, str_contains($e->getMessage(), 'signature='), 'the signature in the message');
+    } finally {
+        $proxy->close();
+    }
+});
+
+test('an answer that is not JSON (a captive portal, a proxy page) throws InvalidResponseException quoting it', function () {
+    $page = "<html><head><title>Hotel Wi-Fi</title></head>\n<body>Accept the terms to go on.</body></html>";
+    $proxy = TestProxy::start((string) getenv('FILE_STORAGE_BASE_URL'))
+        ->answer('#^GET /v1/user/info #', TestProxy::httpAnswer('200 OK', ['Content-Type' => 'text/html'], $page));
+    try {
+        live(baseUrl: $proxy->url)->user->info();
+        throw new RuntimeException('an HTML page was taken for an answer');
+    } catch (InvalidResponseException $e) {
+        same(['invalid_response', 200], [$e->getErrorCode(), $e->getStatus()]);
+        foreach (['GET /v1/user/info', 'text/html', '<html><head><title>Hotel Wi-Fi</title></head> <body>Accept'] as $quoted) {
+            same(true, str_contains($e->getMessage(), $quoted), "'$quoted' in the message: {$e->getMessage()}");
+        }
     } finally {
         $proxy->close();
     }

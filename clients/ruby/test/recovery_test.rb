@@ -2,7 +2,8 @@
 
 # What a user sees when the network or the server gets in the way, against the live server named by
 # FILE_STORAGE_BASE_URL and FILE_STORAGE_API_KEY: downloads cut mid-body, a retry that meets its own first attempt
-# still running, and a resumable upload held by a PATCH that went quiet.
+# still running, a resumable upload held by a PATCH that went quiet, and answers that are not the API's (a proxy's
+# HTML page).
 require 'minitest/autorun'
 require 'digest'
 require 'fileutils'
@@ -249,5 +250,29 @@ class LockedUploadTest < Minitest::Test
     assert_equal ['relocked.bin', size, md5], file.values_at('name', 'size', 'md5_hash')
   ensure
     ender&.join
+  end
+end
+
+class UnexpectedAnswerTest < Minitest::Test
+  include Recovery
+
+  def setup = nil
+  def teardown = nil
+
+  # A captive portal or a proxy's error page answers in the server's stead, with a 200 and HTML.
+  def test_an_answer_that_is_not_json_raises_the_librarys_error_quoting_it
+    page = "<html><head><title>Hotel Wi-Fi</title></head>\n<body>Accept the terms to go on.</body></html>"
+    proxy = TestProxy.new(base_url).answer(%r{\AGET /v1/user/info}, with: TestProxy.http_answer(
+      '200 OK', { 'Content-Type' => 'text/html' }, page
+    ))
+    error = assert_raises(FileStorage::InvalidResponseError) do
+      FileStorage::Client.new(api_key: api_key, base_url: proxy.url).user.info
+    end
+    assert_equal ['invalid_response', 200], [error.code, error.status]
+    assert_includes error.message, 'GET /v1/user/info'
+    assert_includes error.message, 'text/html'
+    assert_includes error.message, '<html><head><title>Hotel Wi-Fi</title></head> <body>Accept'
+  ensure
+    proxy&.close
   end
 end

@@ -223,7 +223,7 @@ final class HttpClient
             curl_close($curl);
             $reader?->close();
         }
-        return new Response($status, $answerHeaders, $sink !== null && $status < 400 ? null : $buffer);
+        return new Response($status, $answerHeaders, $sink !== null && $status < 400 ? null : $buffer, $shown);
     }
 
     /** @param array<string, string> $headers */

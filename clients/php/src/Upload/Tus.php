@@ -5,6 +5,7 @@ declare(strict_types=1);
 namespace FileStorage\Upload;
 
 use FileStorage\Exception\FileStorageException;
+use FileStorage\Exception\InvalidResponseException;
 use FileStorage\Exception\RateLimitException;
 use FileStorage\Http\HttpClient;
 use FileStorage\Http\RequestBody;
@@ -42,7 +43,7 @@ final class Tus
         ]]);
         $location = $created->header('location');
         if ($location === null) {
-            throw new FileStorageException('invalid_response', 'The tus endpoint answered without a Location.', $created->status);
+            throw new InvalidResponseException('invalid_response', 'The tus endpoint answered without a Location.', $created->status, headers: $created->headers);
         }
         return $location;
     }

@@ -66,6 +66,9 @@ module FileStorage
   class ConnectionError < Error; end
   # No answer arrived within the client's timeout.
   class TimeoutError < Error; end
+  # An answer that is not what the API sends: a body that is not the JSON expected (a captive portal's or a proxy's
+  # HTML page), a tus creation without Location. The message quotes the start of the body.
+  class InvalidResponseError < Error; end
 
   ERROR_CLASSES = {
     'invalid_request' => InvalidRequestError,
@@ -105,6 +108,22 @@ module FileStorage
     klass = ERROR_CLASSES.fetch(code, Error)
     klass.new(code: code, message: error['message'] || "HTTP #{status}", status: status,
               details: error['details'], request_id: headers['x-request-id'], headers: headers)
+  end
+
+  BODY_EXCERPT_CHARS = 200
+
+  # The InvalidResponseError for an answer whose body is not the JSON expected: its status, its content type and the
+  # start of its body, so that a captive portal or a proxy's error page is recognised.
+  def self.invalid_response(response)
+    excerpt = response.body.to_s.dup.force_encoding(Encoding::UTF_8).scrub.gsub(/\s+/, ' ').strip
+    excerpt = "#{excerpt[0, BODY_EXCERPT_CHARS]}…" if excerpt.length > BODY_EXCERPT_CHARS
+    type = response.headers['content-type'] || 'no content type'
+    InvalidResponseError.new(
+      code: 'invalid_response', status: response.status, request_id: response.headers['x-request-id'],
+      headers: response.headers,
+      message: "#{response.request}: the server answered #{response.status} with a body that is not the JSON expected " \
+               "(#{type}): #{excerpt.inspect}"
+    )
   end
 
   # "GET /v1/files/…" for messages, without the query string: a download's carries a signature valid for an hour.

@@ -6,9 +6,16 @@ require 'securerandom'
 require 'uri'
 
 module FileStorage
-  # An answer: its status, its headers (lower-case names) and its body (nil when streamed to a block).
-  Response = Struct.new(:status, :headers, :body) do
-    def json = JSON.parse(body)
+  # An answer: its status, its headers (lower-case names), its body (nil when streamed to a block) and the request it
+  # answers, as messages show it ("GET /v1/files", no query string).
+  Response = Struct.new(:status, :headers, :body, :request) do
+    # The body's JSON object; InvalidResponseError when it is not one (a captive portal's or a proxy's HTML page).
+    def json
+      parsed = JSON.parse(body.to_s)
+      parsed.is_a?(Hash) ? parsed : raise(FileStorage.invalid_response(self))
+    rescue JSON::ParserError
+      raise FileStorage.invalid_response(self)
+    end
   end
 
   # A request body that can be produced again for a retry, or not (a stream given by the caller).
@@ -132,7 +139,7 @@ module FileStorage
       in_use_until = nil
       loop do
         response = begin
-          perform(method, uri, stream ? stream.headers(headers) : headers, json, body, stream)
+          perform(method, uri, stream ? stream.headers(headers) : headers, json, body, stream, shown)
         rescue Net::OpenTimeout, Net::ReadTimeout, Net::WriteTimeout => e
           if give_up?(attempt, retries, stream)
             raise TimeoutError.new(code: 'timeout', message: "No answer from #{shown} within #{@timeout} s " \
@@ -182,7 +189,7 @@ module FileStorage
       response.status == 409 && FileStorage.error_from_response(409, response.headers, response.body).code == 'idempotency_key_in_use'
     end
 
-    def perform(method, uri, headers, json, body, stream)
+    def perform(method, uri, headers, json, body, stream, shown)
       request = Net::HTTPGenericRequest.new(method.to_s.upcase, !json.nil? || !body.nil?, method != :head, uri, headers)
       if json
         request.body = JSON.generate(json)
@@ -207,9 +214,9 @@ module FileStorage
             stream.start(status, answer_headers)
             answer.read_body { |chunk| stream << chunk }
             stream.finish
-            return Response.new(status, answer_headers, nil)
+            return Response.new(status, answer_headers, nil, shown)
           end
-          return Response.new(status, answer_headers, answer.read_body)
+          return Response.new(status, answer_headers, answer.read_body, shown)
         end
       end
     ensure

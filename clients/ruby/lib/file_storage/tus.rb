@@ -47,8 +47,8 @@ module FileStorage
                                   headers: { 'Tus-Resumable' => VERSION, 'Upload-Length' => size.to_s,
                                              'Upload-Metadata' => metadata })
       created.headers['location'] or
-        raise Error.new(code: 'invalid_response', message: 'The tus endpoint answered without a Location.',
-                        status: created.status)
+        raise InvalidResponseError.new(code: 'invalid_response', message: 'The tus endpoint answered without a Location.',
+                                       status: created.status, headers: created.headers)
     end
 
     # Sends the rest of the source from the server's offset; answers the id of the committed file.
