@@ -17,6 +17,7 @@ use FileStorage\Exception\FileTooLargeException;
 use FileStorage\Exception\InternalServerException;
 use FileStorage\Exception\InvalidResponseException;
 use FileStorage\Exception\RateLimitException;
+use FileStorage\Exception\ServiceUnavailableException;
 use FileStorage\Http\HttpClient;
 use FileStorage\Http\ResumableSink;
 use FileStorage\Http\RetryAfter;
@@ -430,6 +431,24 @@ test('an answer that is not JSON (a captive portal, a proxy page) throws Invalid
         }
     } finally {
         $proxy->close();
+    }
+});
+
+test('a Retry-After longer than the client waits is thrown at once, with it (429 and 503)', function () {
+    foreach ([['429 Too Many Requests', RateLimitException::class, 'rate_limit_exceeded'], ['503 Service Unavailable', ServiceUnavailableException::class, 'service_unavailable']] as [$status, $class, $code]) {
+        $envelope = json_encode(['success' => false, 'error' => ['code' => $code, 'message' => 'Come back in an hour.']]);
+        $proxy = TestProxy::start((string) getenv('FILE_STORAGE_BASE_URL'))
+            ->answer('#^GET /v1/user/info #', TestProxy::httpAnswer($status, ['Content-Type' => 'application/json', 'Retry-After' => 3600], $envelope));
+        $started = microtime(true);
+        try {
+            live(maxRetries: 2, baseUrl: $proxy->url)->user->info();
+            throw new RuntimeException("$status was taken for an answer");
+        } catch (FileStorage\Exception\FileStorageException $e) {
+            same([$class, 3600.0, 1], [$e::class, $e->getRetryAfter(), $proxy->count()], $status);
+            same(true, microtime(true) - $started < 1, "$status waited before throwing");
+        } finally {
+            $proxy->close();
+        }
     }
 });
 

@@ -3,7 +3,7 @@
 # What a user sees when the network or the server gets in the way, against the live server named by
 # FILE_STORAGE_BASE_URL and FILE_STORAGE_API_KEY: downloads cut mid-body, a retry that meets its own first attempt
 # still running, a resumable upload held by a PATCH that went quiet, and answers that are not the API's (a proxy's
-# HTML page).
+# HTML page, a Retry-After longer than the client waits).
 require 'minitest/autorun'
 require 'digest'
 require 'fileutils'
@@ -274,5 +274,22 @@ class UnexpectedAnswerTest < Minitest::Test
     assert_includes error.message, '<html><head><title>Hotel Wi-Fi</title></head> <body>Accept'
   ensure
     proxy&.close
+  end
+
+  # Retrying before the time the server asked for can only be refused again: the caller gets the error at once.
+  def test_a_retry_after_longer_than_the_client_waits_is_raised_at_once_with_it
+    [['429 Too Many Requests', FileStorage::RateLimitError, 'rate_limit_exceeded'],
+     ['503 Service Unavailable', FileStorage::ServiceUnavailableError, 'service_unavailable']].each do |status, klass, code|
+      envelope = JSON.generate(success: false, error: { code: code, message: 'Come back in an hour.' })
+      proxy = TestProxy.new(base_url).answer(%r{\AGET /v1/user/info}, with: TestProxy.http_answer(
+        status, { 'Content-Type' => 'application/json', 'Retry-After' => 3600 }, envelope
+      ))
+      started = now
+      error = assert_raises(klass) { FileStorage::Client.new(api_key: api_key, base_url: proxy.url, max_retries: 2).user.info }
+      assert_equal [3600.0, 1], [error.retry_after, proxy.requests.size], status
+      assert_operator now - started, :<, 1, "#{status} waited before raising"
+    ensure
+      proxy&.close
+    end
   end
 end

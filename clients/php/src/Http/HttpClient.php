@@ -14,6 +14,7 @@ final class HttpClient
 {
     private const RETRYABLE_STATUSES = [429, 502, 503, 504];
     private const MAX_BACKOFF = 8.0;
+    /** The longest Retry-After waited out before a retry; a longer one is thrown at once. */
     private const MAX_RETRY_AFTER = 120;
 
     public readonly string $baseUrl;
@@ -58,7 +59,8 @@ final class HttpClient
 
     /**
      * One logical request: retried on 429 and 409 idempotency_key_in_use (after Retry-After), 502/503/504 and
-     * network errors, with exponential backoff, as long as its body can be sent again. Every attempt of a POST
+     * network errors, with exponential backoff, as long as its body can be sent again; a Retry-After beyond
+     * MAX_RETRY_AFTER is thrown at once, as a retry before it could only be refused again. Every attempt of a POST
      * carries the same Idempotency-Key, so a retry after a lost answer replays the first result instead of acting
      * twice.
      *
@@ -109,10 +111,9 @@ final class HttpClient
             if ($response->status < 400) {
                 return $response;
             }
-            if ($attempt < $retries && self::worthRetrying($response)) {
-                $retryAfter = RetryAfter::parse($response->header('retry-after'));
-                $wait = $retryAfter !== null && $retryAfter <= self::MAX_RETRY_AFTER ? $retryAfter : self::backoff($attempt);
-                usleep((int) ($wait * 1e6));
+            $retryAfter = RetryAfter::parse($response->header('retry-after'));
+            if ($attempt < $retries && self::worthRetrying($response) && ($retryAfter ?? 0) <= self::MAX_RETRY_AFTER) {
+                usleep((int) (($retryAfter ?? self::backoff($attempt)) * 1e6));
                 continue;
             }
             throw ErrorFactory::fromResponse($response->status, $response->headers, (string) $response->body);

@@ -6,7 +6,6 @@ namespace FileStorage\Upload;
 
 use FileStorage\Exception\FileStorageException;
 use FileStorage\Exception\InvalidResponseException;
-use FileStorage\Exception\RateLimitException;
 use FileStorage\Http\HttpClient;
 use FileStorage\Http\RequestBody;
 use FileStorage\Http\StringReader;
@@ -106,8 +105,8 @@ final class Tus
     }
 
     /**
-     * Sleeps before the next attempt (Retry-After of a 429, else the backoff), or throws $error: when it is not worth
-     * retrying, when retries are off (maxRetries 0), or when the wait would end after $giveUpAt.
+     * Sleeps before the next attempt (Retry-After, else the backoff), or throws $error: when it is not worth retrying,
+     * when retries are off (maxRetries 0), or when the wait would end after $giveUpAt.
      *
      * @param list<int> $statuses
      */
@@ -115,7 +114,7 @@ final class Tus
     {
         // No status: no answer arrived (a network error or a timeout).
         $retryable = $error->getStatus() === null || in_array($error->getStatus(), $statuses, true);
-        $wait = ($error instanceof RateLimitException ? $error->getRetryAfter() : null) ?? HttpClient::backoff($failures);
+        $wait = $error->getRetryAfter() ?? HttpClient::backoff($failures);
         if (!$retryable || $http->maxRetries === 0 || microtime(true) + $wait > $giveUpAt) {
             throw $error;
         }

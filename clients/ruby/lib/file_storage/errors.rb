@@ -25,6 +25,13 @@ module FileStorage
       @request_id = request_id
       @headers = headers
     end
+
+    # Seconds the server asked to wait before the next request (its Retry-After header, on a 429 or a 503), or nil.
+    # An answer that asks for longer than the client waits by itself (HttpClient::MAX_RETRY_AFTER) is raised at once
+    # with it, for the caller to schedule the retry.
+    def retry_after
+      FileStorage.parse_retry_after(headers && headers['retry-after'])
+    end
   end
 
   class InvalidRequestError < Error; end
@@ -38,12 +45,8 @@ module FileStorage
   # An event feed cursor older than the retention (410): start again from a fresh listing.
   class CursorExpiredError < Error; end
 
-  class RateLimitError < Error
-    # Seconds to wait before the next request (the Retry-After header), or nil.
-    def retry_after
-      FileStorage.parse_retry_after(headers && headers['retry-after'])
-    end
-  end
+  # 429: too many requests; `retry_after` says how many seconds to wait.
+  class RateLimitError < Error; end
 
   class FileTooLargeError < Error
     def file_size = details&.fetch('file_size', nil)

@@ -81,6 +81,7 @@ module FileStorage
   class HttpClient
     RETRYABLE_STATUSES = [429, 502, 503, 504].freeze
     MAX_BACKOFF = 8.0
+    # The longest Retry-After waited out before a retry; a longer one is raised at once.
     MAX_RETRY_AFTER = 120
     NETWORK_ERRORS = [IOError, SystemCallError, SocketError, EOFError, OpenSSL::SSL::SSLError,
                       Net::HTTPBadResponse].freeze
@@ -114,7 +115,7 @@ module FileStorage
     end
 
     # One logical request: retried on 429 (after Retry-After), 502/503/504 and network errors, with exponential
-    # backoff, as long as its body can be sent again. Every attempt of a POST carries the same Idempotency-Key,
+    # backoff, as long as its body can be sent again; a Retry-After beyond MAX_RETRY_AFTER is raised at once. Every attempt of a POST carries the same Idempotency-Key,
     # so a retry after a lost answer replays the first result instead of acting twice. A retry that finds the first
     # attempt still running (409 idempotency_key_in_use) waits for it, Retry-After at a time, for up to `timeout`
     # seconds without counting as a retry, and then gets its answer.
@@ -160,9 +161,8 @@ module FileStorage
           retry_after = FileStorage.parse_retry_after(response.headers['retry-after']) || 1
           sleep([[retry_after, 0.1].max, in_use_until - HttpClient.now].min)
           next
-        elsif attempt < retries && RETRYABLE_STATUSES.include?(response.status)
-          retry_after = FileStorage.parse_retry_after(response.headers['retry-after'])
-          sleep(retry_after && retry_after <= MAX_RETRY_AFTER ? retry_after : HttpClient.backoff(attempt))
+        elsif attempt < retries && RETRYABLE_STATUSES.include?(response.status) && !waits_too_long?(response)
+          sleep(FileStorage.parse_retry_after(response.headers['retry-after']) || HttpClient.backoff(attempt))
         else
           raise FileStorage.error_from_response(response.status, response.headers, response.body)
         end
@@ -179,6 +179,13 @@ module FileStorage
     def self.now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
 
     private
+
+    # The server asks for a longer wait than this client makes by itself: an earlier retry could only be refused again,
+    # so the error is raised at once with its retry_after, for the caller to schedule.
+    def waits_too_long?(response)
+      retry_after = FileStorage.parse_retry_after(response.headers['retry-after'])
+      !retry_after.nil? && retry_after > MAX_RETRY_AFTER
+    end
 
     def give_up?(attempt, retries, stream) = attempt >= retries || (stream && !stream.resumable?)
 

@@ -26,12 +26,16 @@ module FileStorage
         @failures = 0
       end
 
-      # Sleeps before the next attempt after `error`; raises `error` when there is no time left.
+      # Sleeps before the next attempt after `error`; raises `error` when there is no time left, or when the server
+      # asks for a longer wait (Retry-After) than is left: an earlier attempt could only be refused again.
       def wait(error)
         left = @deadline - HttpClient.now
         raise error unless @enabled && left.positive?
 
-        delay = (error.is_a?(RateLimitError) && error.retry_after) || HttpClient.backoff(@failures)
+        retry_after = error.retry_after
+        raise error if retry_after && retry_after > left
+
+        delay = retry_after || HttpClient.backoff(@failures)
         @failures += 1
         sleep([delay, left].min)
       end
