@@ -198,11 +198,11 @@ class LockedUploadTest < Minitest::Test
   include Recovery
 
   # A PATCH that stopped sending half-way holds the upload (HEAD answers 423) until it ends; resuming waits for it
-  # and goes on from the bytes that PATCH stored.
-  def test_a_resumable_upload_held_by_a_quiet_patch_waits_for_the_lock_and_completes
+  # and goes on from the bytes that PATCH stored. Waiting for a lock is no retry: max_retries: 0 waits too.
+  def test_a_resumable_upload_held_by_a_quiet_patch_waits_for_the_lock_and_completes_even_without_retries
     size = 2 * Recovery::MIB
     path, md5 = random_file('locked.bin', size)
-    uploader = client(resumable_chunk: 512 * Recovery::KIB)
+    uploader = client(resumable_chunk: 512 * Recovery::KIB, max_retries: 0)
     location = uploader.files.start_resumable_upload(path, folder_id: @folder['id'])
     quiet = raw_request('PATCH', location, 'Tus-Resumable' => '1.0.0', 'Upload-Offset' => 0,
                                            'Content-Type' => 'application/offset+octet-stream',
@@ -223,11 +223,11 @@ class LockedUploadTest < Minitest::Test
   end
 
   # The lock is taken between two PATCHes of the upload: the next PATCH, then HEAD, answer 423 until it is free.
-  def test_a_resumable_upload_locked_between_two_patches_waits_and_completes
+  def test_a_resumable_upload_locked_between_two_patches_waits_and_completes_even_without_retries
     size = 2 * Recovery::MIB
     chunk = 512 * Recovery::KIB
     path, md5 = random_file('relocked.bin', size)
-    uploader = client(resumable_chunk: chunk)
+    uploader = client(resumable_chunk: chunk, max_retries: 0)
     location = uploader.files.start_resumable_upload(path, folder_id: @folder['id'])
     quiet = nil
     ender = nil

@@ -130,8 +130,10 @@ class TusPatienceTest < Minitest::Test
     renewed.wait(LOCKED)
   end
 
-  def test_max_retries_zero_never_waits
-    assert_raises(FileStorage::ConflictError) { FileStorage::Tus::Patience.new(http(0), 80).wait(LOCKED) }
+  def test_max_retries_zero_waits_for_a_locked_upload_only
+    unavailable = FileStorage::ServiceUnavailableError.new(code: 'service_unavailable', message: 'HTTP 503', status: 503)
+    assert_raises(FileStorage::ServiceUnavailableError) { FileStorage::Tus::Patience.new(http(0), 80).wait(unavailable) }
+    FileStorage::Tus::Patience.new(http(0), 0.2).wait(LOCKED)
   end
 
   def test_a_retry_after_beyond_its_time_is_raised_at_once

@@ -13,10 +13,11 @@ module FileStorage
     PATIENCE = 80
 
     # The waits between the attempts of one upload: backoff (or Retry-After), until PATIENCE seconds have passed
-    # without a PATCH going through. max_retries: 0 turns them off.
+    # without a PATCH going through. max_retries: 0 turns them off, except the wait for a locked upload (423): that is
+    # no failure to retry but another request on the upload, often this client's own cut-off PATCH, still running.
     class Patience
       def initialize(http, seconds = PATIENCE)
-        @enabled = http.max_retries.positive?
+        @retries = http.max_retries.positive?
         @seconds = seconds
         progressed
       end
@@ -30,7 +31,7 @@ module FileStorage
       # asks for a longer wait (Retry-After) than is left: an earlier attempt could only be refused again.
       def wait(error)
         left = @deadline - HttpClient.now
-        raise error unless @enabled && left.positive?
+        raise error unless (@retries || error.status == 423) && left.positive?
 
         retry_after = error.retry_after
         raise error if retry_after && retry_after > left
