@@ -164,10 +164,11 @@ test('an answer without an envelope to a locked upload (423) is a ConflictExcept
     same([ConflictException::class, 'conflict', 423], [$error::class, $error->getErrorCode(), $error->getStatus()]);
 });
 
-test('an absolute URL is taken as it is, a path is put under the base URL', function () {
+test('an absolute URL is taken as it is, a path is put under the base URL and its path', function () {
     $http = new HttpClient('key', 'http://127.0.0.1:1/');
     same('https://files.example.com/v1/uploads/up_1', $http->url('https://files.example.com/v1/uploads/up_1'));
     same('http://127.0.0.1:1/v1/uploads/up_1', $http->url('/v1/uploads/up_1'));
+    same('http://127.0.0.1:1/storage/v1/uploads/up_1', (new HttpClient('key', 'http://127.0.0.1:1/storage/'))->url('/v1/uploads/up_1'));
 });
 
 test('a download resumes with a Range after the bytes written, and only from a 206 of the same version', function () {
@@ -447,6 +448,92 @@ test('a Retry-After longer than the client waits is thrown at once, with it (429
         } finally {
             $proxy->close();
         }
+    }
+});
+
+/**
+ * The repository's server (dist/main.js, built with `npm run build`) as its own process on $port, with $environment
+ * added to this one's, once /health answers; and an owner key of a new account, made with dist/cli.js.
+ *
+ * @param array<string, string> $environment
+ * @return array{0: resource, 1: string} the process and the key
+ */
+function startServer(int $port, array $environment): array
+{
+    $dist = dirname(__DIR__, 3) . '/dist';
+    if (!is_file("$dist/main.js")) {
+        throw new RuntimeException("$dist/main.js is missing: run `npm run build` at the repository root first");
+    }
+    $environment += getenv();
+    $log = "{$environment['STORAGE_DIR']}.log";
+    $server = proc_open(['node', "$dist/main.js"], [0 => ['file', '/dev/null', 'r'], 1 => ['file', $log, 'w'], 2 => ['redirect', 1]], $pipes, null, $environment);
+    for ($deadline = microtime(true) + 60; @file_get_contents("http://127.0.0.1:$port/health") === false; usleep(200_000)) {
+        if (!proc_get_status($server)['running'] || microtime(true) > $deadline) {
+            proc_terminate($server, 9);
+            proc_close($server);
+            throw new RuntimeException("dist/main.js did not answer /health:\n" . file_get_contents($log));
+        }
+    }
+    $cli = proc_open(['node', "$dist/cli.js", 'accounts', 'create', '--name', 'Prefixed', '--plan', 'pro'], [0 => ['file', '/dev/null', 'r'], 1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes, null, $environment);
+    $output = (string) stream_get_contents($pipes[1]) . stream_get_contents($pipes[2]);
+    proc_close($cli);
+    $account = json_decode($output, true);
+    if (!is_array($account) || !isset($account['api_key'])) {
+        proc_terminate($server);
+        proc_close($server);
+        throw new RuntimeException("dist/cli.js accounts create: $output");
+    }
+    return [$server, $account['api_key']];
+}
+
+// A server mounted under a path by a reverse proxy: its PUBLIC_BASE_URL names the proxy's prefix, as such a
+// deployment sets it, so the links it answers carry the prefix too. Redis is TEST_REDIS_URL's or REDIS_URL's, as for
+// the server's own tests.
+test('a server mounted under a path is reached on every route through a base URL with that path', function () {
+    $probe = stream_socket_server('tcp://127.0.0.1:0');
+    $port = (int) explode(':', (string) stream_socket_get_name($probe, false))[1];
+    fclose($probe);
+    $proxy = TestProxy::start("http://127.0.0.1:$port", '/storage');
+    $dir = sys_get_temp_dir() . '/fss-php-prefixed-' . bin2hex(random_bytes(4));
+    mkdir($dir);
+    $server = null;
+    try {
+        [$server, $key] = startServer($port, [
+            'NODE_ENV' => 'test', 'PORT' => (string) $port, 'PUBLIC_BASE_URL' => $proxy->url, 'LOG_LEVEL' => 'silent',
+            'DATABASE_URL' => "sqlite:$dir/storage.sqlite", 'STORAGE_DIR' => "$dir/blobs",
+            'REDIS_URL' => getenv('TEST_REDIS_URL') ?: (getenv('REDIS_URL') ?: 'redis://127.0.0.1:6379'),
+            'REDIS_KEY_PREFIX' => 'fss-php-prefixed-' . bin2hex(random_bytes(6)),
+            'URL_SIGNING_SECRET' => bin2hex(random_bytes(32)), 'SECRETS_ENCRYPTION_KEY' => bin2hex(random_bytes(32)),
+        ]);
+        $client = new Client($key, "{$proxy->url}/", resumableThreshold: 1, resumableChunk: 64 * 1024);
+        [$path, $md5] = randomFile(200_000);
+        $folder = $client->folders->create('Under a prefix');
+        // Resumable: the tus Location is relative (/v1/uploads/{id}), taken under the base URL.
+        $file = $client->files->upload($path, ['folderId' => $folder['id'], 'name' => 'prefixed.bin']);
+        same([200_000, $md5], [$file['size'], $file['md5_hash']], 'the uploaded file');
+        same(true, str_starts_with($file['download_url'], "{$proxy->url}/v1/files/"), "the server's link under the prefix: {$file['download_url']}");
+
+        $copy = "$dir/copy.bin";
+        $client->files->download($file['id'], $copy);
+        same($md5, md5_file($copy), 'the downloaded file');
+        $shared = fopen('php://temp', 'w+');
+        $client->shares->download($client->shares->create(['file_id' => $file['id']])['url'], $shared);
+        rewind($shared);
+        same($md5, md5((string) stream_get_contents($shared)), 'the shared file');
+        // An absolute upload URL is used as it is.
+        $location = $client->files->startResumableUpload($path, ['name' => 'absolute.bin', 'folderId' => $folder['id']]);
+        same($md5, $client->files->resumeUpload($proxy->url . $location, $path)['md5_hash'], 'the file uploaded to an absolute URL');
+        unlink($path);
+        $names = array_map(fn ($f) => $f['name'], iterator_to_array($client->files->iterate(['folder_id' => $folder['id'], 'sort' => 'name_asc']), false));
+        same(['absolute.bin', 'prefixed.bin'], $names, 'the files of the folder');
+        same($proxy->count(), $proxy->count('#^\S+ /storage/#'), 'requests under the prefix');
+    } finally {
+        if ($server !== null) {
+            proc_terminate($server);
+            proc_close($server);
+        }
+        $proxy->close();
+        exec('rm -rf ' . escapeshellarg($dir));
     }
 });
 

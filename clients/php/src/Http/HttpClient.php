@@ -39,7 +39,8 @@ final class HttpClient
     {
         $query = array_filter($query, static fn ($value) => $value !== null);
         $query = array_map(static fn ($value) => is_bool($value) ? ($value ? 'true' : 'false') : (string) $value, $query);
-        // An absolute URL (a tus Location a proxy rewrote, say) is taken as it is.
+        // A path goes under the base URL, path prefix included (a server mounted under /storage by a reverse proxy);
+        // an absolute URL (a tus Location a proxy rewrote, say) is taken as it is.
         $url = preg_match('#^https?://#i', $path) === 1 ? $path : $this->baseUrl . '/' . ltrim($path, '/');
         if ($query !== []) {
             $url .= (str_contains($url, '?') ? '&' : '?') . http_build_query($query, '', '&', PHP_QUERY_RFC3986);

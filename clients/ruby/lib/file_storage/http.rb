@@ -98,6 +98,8 @@ module FileStorage
       @max_retries = max_retries
     end
 
+    # A path goes under the base URL, path prefix included (a server mounted under /storage by a reverse proxy):
+    # "/v1/files" -> "https://files.example.com/storage/v1/files". An absolute URL (a tus Location) is used as it is.
     def url(path, query = nil)
       uri = URI.join("#{@base_url}/", path.sub(%r{\A/}, ''))
       params = (query || {}).reject { |_, value| value.nil? }.map { |key, value| [key.to_s, value.to_s] }
