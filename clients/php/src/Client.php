@@ -34,10 +34,11 @@ final class Client
     public readonly Events $events;
 
     /**
-     * $timeout: seconds without progress before an attempt fails (default 60); $maxRetries: after 429, 409
-     * idempotency_key_in_use, 502, 503, 504 and network errors (default 2; a resumable upload retries for up to
-     * Tus::RETRY_SECONDS instead, unless it is 0); files of at least $resumableThreshold bytes (default 64 MiB) go
-     * through the resumable tus endpoint in chunks of $resumableChunk bytes (default 8 MiB).
+     * $baseUrl: where the server answers, with its path when a reverse proxy mounts it under one; $timeout: seconds
+     * without progress before an attempt fails (default 60); $maxRetries: after 429, 409 idempotency_key_in_use, 502,
+     * 503, 504 and network errors (default 2; a resumable upload retries for up to Tus::RETRY_SECONDS instead, unless
+     * it is 0, when it still waits that long for a locked upload); files of at least $resumableThreshold bytes
+     * (default 64 MiB) go through the resumable tus endpoint in chunks of $resumableChunk bytes (default 8 MiB).
      */
     public function __construct(
         string $apiKey,

@@ -7,13 +7,17 @@ declare(strict_types=1);
 // runner covers the rest. Plain PHP, so nothing needs installing.
 
 require __DIR__ . '/../autoload.php';
+require __DIR__ . '/test_proxy.php';
 
 use FileStorage\Client;
 use FileStorage\Exception\ConflictException;
+use FileStorage\Exception\ConnectionException;
 use FileStorage\Exception\ErrorFactory;
 use FileStorage\Exception\FileTooLargeException;
 use FileStorage\Exception\InternalServerException;
+use FileStorage\Exception\InvalidResponseException;
 use FileStorage\Exception\RateLimitException;
+use FileStorage\Exception\ServiceUnavailableException;
 use FileStorage\Http\HttpClient;
 use FileStorage\Http\ResumableSink;
 use FileStorage\Http\RetryAfter;
@@ -160,10 +164,11 @@ test('an answer without an envelope to a locked upload (423) is a ConflictExcept
     same([ConflictException::class, 'conflict', 423], [$error::class, $error->getErrorCode(), $error->getStatus()]);
 });
 
-test('an absolute URL is taken as it is, a path is put under the base URL', function () {
+test('an absolute URL is taken as it is, a path is put under the base URL and its path', function () {
     $http = new HttpClient('key', 'http://127.0.0.1:1/');
     same('https://files.example.com/v1/uploads/up_1', $http->url('https://files.example.com/v1/uploads/up_1'));
     same('http://127.0.0.1:1/v1/uploads/up_1', $http->url('/v1/uploads/up_1'));
+    same('http://127.0.0.1:1/storage/v1/uploads/up_1', (new HttpClient('key', 'http://127.0.0.1:1/storage/'))->url('/v1/uploads/up_1'));
 });
 
 test('a download resumes with a Range after the bytes written, and only from a 206 of the same version', function () {
@@ -223,30 +228,26 @@ function rawRequest(string $method, string $path, array $headers, string $body):
 }
 
 /**
- * Sends $request but its last $withheld bytes in another process (tests/held_request.php), which then waits $seconds
- * and sends them ('finish') or drops the connection ('drop'). Answers once the held part was sent; the returned
- * function waits for the process to end and answers what it printed (the answer, for 'finish').
+ * Sends $request to the live server through a test proxy that passes all but its last $withheld bytes, holds those
+ * $seconds, then sends them ('finish') or drops the connection ('drop'), as a slow or a dead client would. Answers
+ * once the first part has reached the server; the returned function waits for the end and answers what came back
+ * (the answer, for 'finish').
  *
  * @return callable(): string
  */
-function holdRequest(string $request, int $withheld, float $seconds, string $mode): callable
+function holdRequest(string $request, int $withheld, float $seconds, string $then): callable
 {
-    $server = parse_url((string) getenv('FILE_STORAGE_BASE_URL'));
-    $file = tempnam(sys_get_temp_dir(), 'fss-php-request-');
-    file_put_contents($file, $request);
-    $process = proc_open(
-        [PHP_BINARY, __DIR__ . '/held_request.php', $server['host'], (string) $server['port'], $file, (string) (strlen($request) - $withheld), (string) $seconds, $mode],
-        [1 => ['pipe', 'w']],
-        $pipes,
-    );
-    same("held\n", fgets($pipes[1]), 'the held request');
+    $proxy = TestProxy::start((string) getenv('FILE_STORAGE_BASE_URL'))->stall(strlen($request) - $withheld, $seconds, $then);
+    $socket = stream_socket_client("tcp://127.0.0.1:{$proxy->port}");
+    fwrite($socket, $request);
     // Let the server read the head and begin the request before anything else arrives.
     usleep(500_000);
-    return static function () use ($process, $pipes, $file): string {
-        $output = (string) stream_get_contents($pipes[1]);
-        proc_close($process);
-        unlink($file);
-        return $output;
+    return static function () use ($proxy, $socket): string {
+        stream_set_timeout($socket, 30);
+        $answer = (string) stream_get_contents($socket);
+        fclose($socket);
+        $proxy->close();
+        return $answer;
     };
 }
 
@@ -347,23 +348,21 @@ test('resumeUpload takes an absolute upload URL as it is', function () {
     same([300_000, $md5], [$file['size'], $file['md5_hash']], 'the stored file');
 });
 
-test('a resumable upload locked by an earlier PATCH that went silent waits for the lock and completes (423)', function () {
-    $client = live(resumableChunk: 256 * 1024);
+test('a resumable upload locked by an earlier PATCH that went silent waits for the lock and completes (423), even with maxRetries 0', function () {
+    // Waiting for a lock is no retry: another request on the upload still runs.
+    $client = live(maxRetries: 0, resumableChunk: 256 * 1024);
     [$path, $md5] = randomFile(1_000_000);
     $location = $client->files->startResumableUpload($path);
     // A PATCH whose client stops sending after 64 KiB holds the upload's lock; it drops its connection after 8 s.
     $patch = rawRequest('PATCH', $location, ['Tus-Resumable' => Tus::VERSION, 'Upload-Offset' => '0', 'Content-Type' => 'application/offset+octet-stream'], (string) file_get_contents($path));
     $dropped = holdRequest($patch, 1_000_000 - 65536, 8, 'drop');
-    try {
-        Tus::where(new HttpClient((string) getenv('FILE_STORAGE_API_KEY'), (string) getenv('FILE_STORAGE_BASE_URL'), maxRetries: 0), $location);
-        throw new RuntimeException('HEAD was answered while another PATCH held the upload');
-    } catch (ConflictException $e) {
-        same(['conflict', 423], [$e->getErrorCode(), $e->getStatus()], 'HEAD without retries');
-    }
+    $started = microtime(true);
     $file = $client->files->resumeUpload($location, $path);
+    $waited = microtime(true) - $started;
     $dropped();
     unlink($path);
     same([1_000_000, $md5], [$file['size'], $file['md5_hash']], 'the stored file');
+    same(true, $waited >= 6, "resumed after $waited s, before the silent PATCH ended");
 });
 
 test('a download cut off in its body is resumed where it broke off, to a path, a stream or a callable', function () {
@@ -371,14 +370,10 @@ test('a download cut off in its body is resumed where it broke off, to a path, a
     [$path, $md5] = randomFile(3 * Client::MIB);
     $file = $client->files->upload($path);
     unlink($path);
-    $server = parse_url((string) getenv('FILE_STORAGE_BASE_URL'));
-    $proxy = proc_open([PHP_BINARY, __DIR__ . '/cutting_proxy.php', $server['host'], (string) $server['port']], [0 => ['pipe', 'r'], 1 => ['pipe', 'w']], $pipes);
+    $proxy = TestProxy::start((string) getenv('FILE_STORAGE_BASE_URL'));
     try {
-        $throughProxy = live(baseUrl: 'http://127.0.0.1:' . (int) substr(trim(fgets($pipes[1])), strlen('port ')));
-        $cutAfter = function (int $bytes) use ($pipes): void {
-            fwrite($pipes[0], "cutdown $bytes\n");
-            same('armed', trim(fgets($pipes[1])), 'the proxy');
-        };
+        $throughProxy = live(baseUrl: $proxy->url);
+        $cutAfter = fn (int $bytes) => $proxy->cut('answer', $bytes, '#/download\?#');
         $target = tempnam(sys_get_temp_dir(), 'fss-php-download-');
         $cutAfter(Client::MIB);
         $throughProxy->files->download($file['id'], $target);
@@ -397,12 +392,148 @@ test('a download cut off in its body is resumed where it broke off, to a path, a
             hash_update($hash, $chunk);
         });
         same($md5, hash_final($hash), 'the file given to a callable');
-        fwrite($pipes[0], "cuts\n");
-        same('cuts 3', trim(fgets($pipes[1])), 'the cuts');
+        same(3, $proxy->cuts(), 'the cuts');
     } finally {
-        fclose($pipes[0]);
-        proc_terminate($proxy);
-        proc_close($proxy);
+        $proxy->close();
+    }
+});
+
+test('a download that fails names its request without the signature of its link', function () {
+    $client = live();
+    [$path] = randomFile(1_000_000);
+    $file = $client->files->upload($path);
+    unlink($path);
+    $proxy = TestProxy::start((string) getenv('FILE_STORAGE_BASE_URL'))->cut('answer', 200_000, '#/download\?#');
+    try {
+        live(maxRetries: 0, baseUrl: $proxy->url)->files->download($file['id'], fn (string $chunk) => null);
+        throw new RuntimeException('the cut download did not fail');
+    } catch (ConnectionException $e) {
+        // The signature opens the file for an hour, and error messages end up in logs.
+        same(1, preg_match("#^GET /v1/files/{$file['id']}/download\\?<redacted> #", $e->getMessage()), "the message: {$e->getMessage()}");
+        same(false, str_contains($e->getMessage(), 'signature='), 'the signature in the message');
+    } finally {
+        $proxy->close();
+    }
+});
+
+test('an answer that is not JSON (a captive portal, a proxy page) throws InvalidResponseException quoting it', function () {
+    $page = "<html><head><title>Hotel Wi-Fi</title></head>\n<body>Accept the terms to go on.</body></html>";
+    $proxy = TestProxy::start((string) getenv('FILE_STORAGE_BASE_URL'))
+        ->answer('#^GET /v1/user/info #', TestProxy::httpAnswer('200 OK', ['Content-Type' => 'text/html'], $page));
+    try {
+        live(baseUrl: $proxy->url)->user->info();
+        throw new RuntimeException('an HTML page was taken for an answer');
+    } catch (InvalidResponseException $e) {
+        same(['invalid_response', 200], [$e->getErrorCode(), $e->getStatus()]);
+        foreach (['GET /v1/user/info', 'text/html', '<html><head><title>Hotel Wi-Fi</title></head> <body>Accept'] as $quoted) {
+            same(true, str_contains($e->getMessage(), $quoted), "'$quoted' in the message: {$e->getMessage()}");
+        }
+    } finally {
+        $proxy->close();
+    }
+});
+
+test('a Retry-After longer than the client waits is thrown at once, with it (429 and 503)', function () {
+    foreach ([['429 Too Many Requests', RateLimitException::class, 'rate_limit_exceeded'], ['503 Service Unavailable', ServiceUnavailableException::class, 'service_unavailable']] as [$status, $class, $code]) {
+        $envelope = json_encode(['success' => false, 'error' => ['code' => $code, 'message' => 'Come back in an hour.']]);
+        $proxy = TestProxy::start((string) getenv('FILE_STORAGE_BASE_URL'))
+            ->answer('#^GET /v1/user/info #', TestProxy::httpAnswer($status, ['Content-Type' => 'application/json', 'Retry-After' => 3600], $envelope));
+        $started = microtime(true);
+        try {
+            live(maxRetries: 2, baseUrl: $proxy->url)->user->info();
+            throw new RuntimeException("$status was taken for an answer");
+        } catch (FileStorage\Exception\FileStorageException $e) {
+            same([$class, 3600.0, 1], [$e::class, $e->getRetryAfter(), $proxy->count()], $status);
+            same(true, microtime(true) - $started < 1, "$status waited before throwing");
+        } finally {
+            $proxy->close();
+        }
+    }
+});
+
+/**
+ * The repository's server (dist/main.js, built with `npm run build`) as its own process on $port, with $environment
+ * added to this one's, once /health answers; and an owner key of a new account, made with dist/cli.js.
+ *
+ * @param array<string, string> $environment
+ * @return array{0: resource, 1: string} the process and the key
+ */
+function startServer(int $port, array $environment): array
+{
+    $dist = dirname(__DIR__, 3) . '/dist';
+    if (!is_file("$dist/main.js")) {
+        throw new RuntimeException("$dist/main.js is missing: run `npm run build` at the repository root first");
+    }
+    $environment += getenv();
+    $log = "{$environment['STORAGE_DIR']}.log";
+    $server = proc_open(['node', "$dist/main.js"], [0 => ['file', '/dev/null', 'r'], 1 => ['file', $log, 'w'], 2 => ['redirect', 1]], $pipes, null, $environment);
+    for ($deadline = microtime(true) + 60; @file_get_contents("http://127.0.0.1:$port/health") === false; usleep(200_000)) {
+        if (!proc_get_status($server)['running'] || microtime(true) > $deadline) {
+            proc_terminate($server, 9);
+            proc_close($server);
+            throw new RuntimeException("dist/main.js did not answer /health:\n" . file_get_contents($log));
+        }
+    }
+    $cli = proc_open(['node', "$dist/cli.js", 'accounts', 'create', '--name', 'Prefixed', '--plan', 'pro'], [0 => ['file', '/dev/null', 'r'], 1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes, null, $environment);
+    $output = (string) stream_get_contents($pipes[1]) . stream_get_contents($pipes[2]);
+    proc_close($cli);
+    $account = json_decode($output, true);
+    if (!is_array($account) || !isset($account['api_key'])) {
+        proc_terminate($server);
+        proc_close($server);
+        throw new RuntimeException("dist/cli.js accounts create: $output");
+    }
+    return [$server, $account['api_key']];
+}
+
+// A server mounted under a path by a reverse proxy: its PUBLIC_BASE_URL names the proxy's prefix, as such a
+// deployment sets it, so the links it answers carry the prefix too. Redis is TEST_REDIS_URL's or REDIS_URL's, as for
+// the server's own tests.
+test('a server mounted under a path is reached on every route through a base URL with that path', function () {
+    $probe = stream_socket_server('tcp://127.0.0.1:0');
+    $port = (int) explode(':', (string) stream_socket_get_name($probe, false))[1];
+    fclose($probe);
+    $proxy = TestProxy::start("http://127.0.0.1:$port", '/storage');
+    $dir = sys_get_temp_dir() . '/fss-php-prefixed-' . bin2hex(random_bytes(4));
+    mkdir($dir);
+    $server = null;
+    try {
+        [$server, $key] = startServer($port, [
+            'NODE_ENV' => 'test', 'PORT' => (string) $port, 'PUBLIC_BASE_URL' => $proxy->url, 'LOG_LEVEL' => 'silent',
+            'DATABASE_URL' => "sqlite:$dir/storage.sqlite", 'STORAGE_DIR' => "$dir/blobs",
+            'REDIS_URL' => getenv('TEST_REDIS_URL') ?: (getenv('REDIS_URL') ?: 'redis://127.0.0.1:6379'),
+            'REDIS_KEY_PREFIX' => 'fss-php-prefixed-' . bin2hex(random_bytes(6)),
+            'URL_SIGNING_SECRET' => bin2hex(random_bytes(32)), 'SECRETS_ENCRYPTION_KEY' => bin2hex(random_bytes(32)),
+        ]);
+        $client = new Client($key, "{$proxy->url}/", resumableThreshold: 1, resumableChunk: 64 * 1024);
+        [$path, $md5] = randomFile(200_000);
+        $folder = $client->folders->create('Under a prefix');
+        // Resumable: the tus Location is relative (/v1/uploads/{id}), taken under the base URL.
+        $file = $client->files->upload($path, ['folderId' => $folder['id'], 'name' => 'prefixed.bin']);
+        same([200_000, $md5], [$file['size'], $file['md5_hash']], 'the uploaded file');
+        same(true, str_starts_with($file['download_url'], "{$proxy->url}/v1/files/"), "the server's link under the prefix: {$file['download_url']}");
+
+        $copy = "$dir/copy.bin";
+        $client->files->download($file['id'], $copy);
+        same($md5, md5_file($copy), 'the downloaded file');
+        $shared = fopen('php://temp', 'w+');
+        $client->shares->download($client->shares->create(['file_id' => $file['id']])['url'], $shared);
+        rewind($shared);
+        same($md5, md5((string) stream_get_contents($shared)), 'the shared file');
+        // An absolute upload URL is used as it is.
+        $location = $client->files->startResumableUpload($path, ['name' => 'absolute.bin', 'folderId' => $folder['id']]);
+        same($md5, $client->files->resumeUpload($proxy->url . $location, $path)['md5_hash'], 'the file uploaded to an absolute URL');
+        unlink($path);
+        $names = array_map(fn ($f) => $f['name'], iterator_to_array($client->files->iterate(['folder_id' => $folder['id'], 'sort' => 'name_asc']), false));
+        same(['absolute.bin', 'prefixed.bin'], $names, 'the files of the folder');
+        same($proxy->count(), $proxy->count('#^\S+ /storage/#'), 'requests under the prefix');
+    } finally {
+        if ($server !== null) {
+            proc_terminate($server);
+            proc_close($server);
+        }
+        $proxy->close();
+        exec('rm -rf ' . escapeshellarg($dir));
     }
 });
 

@@ -8,6 +8,7 @@ declare(strict_types=1);
 // order; its outcome goes into the report the harness reads. Exits non-zero when a step failed.
 
 require __DIR__ . '/../autoload.php';
+require __DIR__ . '/test_proxy.php';
 
 use FileStorage\Client;
 use FileStorage\Exception\ConnectionException;
@@ -285,26 +286,20 @@ $steps['resume_upload'] = function () use ($params, $apiKey, $baseUrl, $workDir,
     [$size, $chunk] = [$p['size_bytes'], $p['chunk_bytes']];
     $path = "$workDir/resumable.bin";
     $localMd5 = writeRandomFile($path, $size);
-    $server = parse_url($baseUrl);
-    $proxy = proc_open([PHP_BINARY, __DIR__ . '/cutting_proxy.php', $server['host'], (string) $server['port']], [0 => ['pipe', 'r'], 1 => ['pipe', 'w']], $pipes);
+    $proxy = TestProxy::start($baseUrl);
     try {
-        $proxyPort = (int) substr(trim(fgets($pipes[1])), strlen('port '));
-        $throughProxy = new Client($apiKey, "http://127.0.0.1:$proxyPort", maxRetries: 0, resumableChunk: $chunk);
+        $throughProxy = new Client($apiKey, $proxy->url, maxRetries: 0, resumableChunk: $chunk);
         $location = $throughProxy->files->startResumableUpload($path, ['folderId' => $state['folder']['id']]);
         // The first PATCH (chunk and headers) passes, the second is cut mid-way.
-        fwrite($pipes[0], 'cut ' . ($chunk + intdiv($chunk, 2) + 2048) . "\n");
-        checkSame('armed', trim(fgets($pipes[1])), 'the proxy');
+        $proxy->cut('request', $chunk + intdiv($chunk, 2) + 2048, '#^PATCH #');
         try {
             $throughProxy->files->resumeUpload($location, $path);
             throw new RuntimeException('check failed: the cut upload did not fail');
         } catch (ConnectionException) {
         }
-        fwrite($pipes[0], "cuts\n");
-        checkSame('cuts 1', trim(fgets($pipes[1])), 'cuts');
+        checkSame(1, $proxy->cuts(), 'cuts');
     } finally {
-        fclose($pipes[0]);
-        proc_terminate($proxy);
-        proc_close($proxy);
+        $proxy->close();
     }
     [$offset] = Tus::where(new HttpClient($apiKey, $baseUrl), $location);
     check($offset >= $chunk && $offset < $size, "the server kept $offset bytes");

@@ -8,6 +8,7 @@ require 'digest'
 require 'json'
 require 'socket'
 require 'file_storage'
+require_relative 'test_proxy'
 
 ENV_ = ENV
 MIB = 1024 * 1024
@@ -83,71 +84,6 @@ class WebhookReceiver
     nil
   ensure
     socket.close
-  end
-end
-
-# A TCP proxy to the server. Once `cut_after(n)` is called it forwards n more bytes from clients to the server and
-# then closes that connection on both sides, as a dropped network would; then it passes everything again.
-class CuttingProxy
-  attr_reader :url, :cuts
-
-  def initialize(host, port)
-    @upstream = [host, port]
-    @budget = nil
-    @cuts = 0
-    @lock = Mutex.new
-    @listener = TCPServer.new('127.0.0.1', 0)
-    @url = "http://127.0.0.1:#{@listener.addr[1]}"
-    @thread = Thread.new do
-      loop do
-        client = @listener.accept
-        server = TCPSocket.new(*@upstream)
-        Thread.new { pump(client, server, upstream: true) }
-        Thread.new { pump(server, client, upstream: false) }
-      end
-    rescue IOError, SystemCallError
-      nil
-    end
-  end
-
-  def cut_after(byte_count)
-    @lock.synchronize { @budget = byte_count }
-  end
-
-  def close
-    @thread.kill
-    @listener.close
-  end
-
-  private
-
-  def pump(source, target, upstream:)
-    loop do
-      chunk = source.readpartial(65_536)
-      cut = false
-      if upstream
-        @lock.synchronize do
-          if @budget && chunk.bytesize >= @budget
-            chunk = chunk.byteslice(0, @budget)
-            @budget = nil
-            @cuts += 1
-            cut = true
-          elsif @budget
-            @budget -= chunk.bytesize
-          end
-        end
-      end
-      target.write(chunk)
-      break if cut
-    end
-  rescue IOError, SystemCallError
-    nil
-  ensure
-    [source, target].each do |socket|
-      socket.close
-    rescue IOError
-      nil
-    end
   end
 end
 
@@ -322,13 +258,13 @@ steps['resume_upload'] = lambda do
   chunk = p['chunk_bytes']
   path = File.join(work_dir, 'resumable.bin')
   local_md5 = write_random_file(path, size)
-  server = URI(base_url)
-  proxy = CuttingProxy.new(server.host, server.port)
+  proxy = TestProxy.new(base_url)
   begin
     through_proxy = FileStorage::Client.new(api_key: ENV_.fetch('FSS_API_KEY'), base_url: proxy.url, max_retries: 0,
                                             resumable_chunk: chunk)
     location = through_proxy.files.start_resumable_upload(path, folder_id: state[:folder]['id'])
-    proxy.cut_after(chunk + (chunk / 2) + 2048) # the first PATCH (chunk and headers) passes, the second is cut mid-way
+    # The first PATCH (chunk and headers) passes, the second is cut mid-way.
+    proxy.cut(after: chunk + (chunk / 2) + 2048, of: :request, matching: /\APATCH /)
     begin
       through_proxy.files.resume_upload(location, path)
       raise 'check failed: the cut upload did not fail'

@@ -2,7 +2,8 @@
 
 # What a user sees when the network or the server gets in the way, against the live server named by
 # FILE_STORAGE_BASE_URL and FILE_STORAGE_API_KEY: downloads cut mid-body, a retry that meets its own first attempt
-# still running, and a resumable upload held by a PATCH that went quiet.
+# still running, a resumable upload held by a PATCH that went quiet, and answers that are not the API's (a proxy's
+# HTML page, a Retry-After longer than the client waits).
 require 'minitest/autorun'
 require 'digest'
 require 'fileutils'
@@ -12,116 +13,11 @@ require 'socket'
 require 'stringio'
 require 'tmpdir'
 require 'file_storage'
+require_relative 'test_proxy'
 
 module Recovery
   KIB = 1024
   MIB = FileStorage::MIB
-
-  # A TCP proxy in front of the server. The first answer to a request whose request line matches `cut:` is relayed
-  # for `after` bytes (headers included); then, once `on_cut` has run, that connection is closed on both sides: with
-  # a reset (`how: :reset`, a dropped network: the client's read fails) or an orderly close (`how: :close`, a peer
-  # that gave up: the client only sees the body end early). Every other connection passes untouched. Records the head
-  # of every request.
-  class CuttingProxy
-    attr_reader :url, :requests, :cuts
-
-    def initialize(base_url, cut:, after:, how:, on_cut: nil)
-      server = URI(base_url)
-      @upstream = [server.host, server.port]
-      @cut = cut
-      @after = after
-      @how = how
-      @on_cut = on_cut
-      @requests = []
-      @cuts = 0
-      @lock = Mutex.new
-      @listener = TCPServer.new('127.0.0.1', 0)
-      @url = "http://127.0.0.1:#{@listener.addr[1]}"
-      @thread = Thread.new do
-        loop { Thread.new(@listener.accept) { |client| relay(client) } }
-      rescue IOError, SystemCallError
-        nil
-      end
-    end
-
-    def close
-      @thread.kill
-      @listener.close
-    end
-
-    private
-
-    def relay(client)
-      server = TCPSocket.new(*@upstream)
-      head = +''.b
-      head << client.readpartial(65_536) until head.include?("\r\n\r\n")
-      budget = nil
-      @lock.synchronize do
-        @requests << head.dup
-        if @cuts.zero? && head.lines.first.match?(@cut)
-          @cuts += 1
-          budget = @after
-        end
-      end
-      server.write(head)
-      Thread.new { pump(client, server, nil) }
-      pump(server, client, budget)
-    rescue IOError, SystemCallError, EOFError
-      nil
-    ensure
-      [client, server].each { |socket| socket&.close unless socket&.closed? }
-    end
-
-    def pump(source, target, budget)
-      loop do
-        chunk = source.readpartial(65_536)
-        if budget && chunk.bytesize >= budget
-          target.write(chunk.byteslice(0, budget))
-          @on_cut&.call
-          target.setsockopt(Socket::SOL_SOCKET, Socket::SO_LINGER, [1, 0].pack('ii')) if @how == :reset
-          return
-        end
-        budget -= chunk.bytesize if budget
-        target.write(chunk)
-      end
-    rescue IOError, SystemCallError
-      nil
-    ensure
-      [source, target].each { |socket| socket.close unless socket.closed? }
-    end
-  end
-
-  # An HTTP server on 127.0.0.1 that answers every request with the same answer, and counts them.
-  class StubServer
-    attr_reader :url, :count
-
-    def initialize(answer)
-      @answer = answer
-      @count = 0
-      @listener = TCPServer.new('127.0.0.1', 0)
-      @url = "http://127.0.0.1:#{@listener.addr[1]}"
-      @thread = Thread.new do
-        loop do
-          socket = @listener.accept
-          head = +''
-          head << socket.readpartial(65_536) until head.include?("\r\n\r\n")
-          length = head[/^content-length: *(\d+)/i, 1].to_i
-          body = head.split("\r\n\r\n", 2).last
-          body << socket.readpartial(65_536) while body.bytesize < length
-          @count += 1
-          socket.write(@answer)
-          socket.close
-        end
-      rescue IOError, SystemCallError
-        nil
-      end
-    end
-
-    def close
-      @thread.kill
-      @listener.close
-    end
-  end
 
   def base_url = ENV.fetch('FILE_STORAGE_BASE_URL')
   def api_key = ENV.fetch('FILE_STORAGE_API_KEY')
@@ -159,14 +55,12 @@ end
 class DownloadRecoveryTest < Minitest::Test
   include Recovery
 
-  def download_requests(proxy)
-    proxy.requests.select { |head| head.start_with?('GET /v1/files/') && head.include?('/download?') }
-  end
+  def download_requests(proxy) = proxy.requests_matching(%r{\AGET /v1/files/[^ ]+/download\?})
 
   def test_a_download_reset_mid_body_resumes_where_it_stopped_and_the_file_is_whole
     path, md5 = random_file('big.bin', 3 * Recovery::MIB)
     file = client.files.upload(path, folder_id: @folder['id'])
-    proxy = Recovery::CuttingProxy.new(base_url, cut: %r{/download\?}, after: Recovery::MIB, how: :reset)
+    proxy = TestProxy.new(base_url).cut(after: Recovery::MIB, matching: %r{/download\?}, how: :reset)
     target = File.join(@dir, 'copy.bin')
     FileStorage::Client.new(api_key: api_key, base_url: proxy.url).files.download(file['id'], target)
 
@@ -183,7 +77,7 @@ class DownloadRecoveryTest < Minitest::Test
   def test_a_download_to_a_block_reset_mid_body_gives_each_byte_once
     path, md5 = random_file('streamed.bin', 2 * Recovery::MIB)
     file = client.files.upload(path, folder_id: @folder['id'])
-    proxy = Recovery::CuttingProxy.new(base_url, cut: %r{/download\?}, after: 300 * Recovery::KIB, how: :reset)
+    proxy = TestProxy.new(base_url).cut(after: 300 * Recovery::KIB, matching: %r{/download\?}, how: :reset)
     digest = Digest::MD5.new
     received = 0
     FileStorage::Client.new(api_key: api_key, base_url: proxy.url).files.download(file['id']) do |chunk|
@@ -202,8 +96,8 @@ class DownloadRecoveryTest < Minitest::Test
       client.files.upload(StringIO.new(Random.bytes(Recovery::MIB)), name: 'changing.bin', folder_id: @folder['id'],
                                                                       overwrite: true)
     end
-    proxy = Recovery::CuttingProxy.new(base_url, cut: %r{/download\?}, after: 300 * Recovery::KIB, how: :reset,
-                                                 on_cut: replace)
+    proxy = TestProxy.new(base_url).cut(after: 300 * Recovery::KIB, matching: %r{/download\?}, how: :reset,
+                                        on_cut: replace)
     chunks = StringIO.new(+''.b)
     error = assert_raises(FileStorage::ConnectionError) do
       FileStorage::Client.new(api_key: api_key, base_url: proxy.url).files.download(file['id'], chunks)
@@ -218,7 +112,7 @@ class DownloadRecoveryTest < Minitest::Test
   def test_a_download_the_peer_ended_early_is_resumed_and_the_file_is_whole
     path, md5 = random_file('early.bin', 2 * Recovery::MIB)
     file = client.files.upload(path, folder_id: @folder['id'])
-    proxy = Recovery::CuttingProxy.new(base_url, cut: %r{/download\?}, after: 700 * Recovery::KIB, how: :close)
+    proxy = TestProxy.new(base_url).cut(after: 700 * Recovery::KIB, matching: %r{/download\?})
     target = File.join(@dir, 'early-copy.bin')
     FileStorage::Client.new(api_key: api_key, base_url: proxy.url).files.download(file['id'], target)
 
@@ -231,13 +125,16 @@ class DownloadRecoveryTest < Minitest::Test
   def test_a_download_the_peer_ended_early_without_retries_raises_and_leaves_no_partial_file
     path, = random_file('cut.bin', 1 * Recovery::MIB)
     file = client.files.upload(path, folder_id: @folder['id'])
-    proxy = Recovery::CuttingProxy.new(base_url, cut: %r{/download\?}, after: 200 * Recovery::KIB, how: :close)
+    proxy = TestProxy.new(base_url).cut(after: 200 * Recovery::KIB, matching: %r{/download\?})
     target = File.join(@dir, 'cut-copy.bin')
     error = assert_raises(FileStorage::ConnectionError) do
       FileStorage::Client.new(api_key: api_key, base_url: proxy.url, max_retries: 0).files.download(file['id'], target)
     end
     assert_equal 'connection_error', error.code
     assert_match(/ended after \d+ of #{Recovery::MIB} bytes/, error.message)
+    # The download link's signature opens the file for an hour: an error message ends up in logs.
+    assert_match(%r{GET /v1/files/#{file['id']}/download\?<redacted> failed}, error.message)
+    refute_match(/signature=/, error.message)
     refute File.exist?(target), 'a partial file was left behind'
   ensure
     proxy&.close
@@ -286,13 +183,14 @@ class IdempotentRetryTest < Minitest::Test
 
   def test_a_plain_conflict_is_raised_at_once
     envelope = '{"success":false,"error":{"code":"conflict","message":"Delivery is still being attempted."}}'
-    stub = Recovery::StubServer.new("HTTP/1.1 409 Conflict\r\nContent-Type: application/json\r\nRetry-After: 1\r\n" \
-                                    "Content-Length: #{envelope.bytesize}\r\nConnection: close\r\n\r\n#{envelope}")
-    stubbed = FileStorage::Client.new(api_key: 'key', base_url: stub.url)
+    proxy = TestProxy.new(base_url).answer(/redeliver/, with: TestProxy.http_answer(
+      '409 Conflict', { 'Content-Type' => 'application/json', 'Retry-After' => 1 }, envelope
+    ))
+    stubbed = FileStorage::Client.new(api_key: 'key', base_url: proxy.url)
     error = assert_raises(FileStorage::ConflictError) { stubbed.webhooks.redeliver('wh_1', 'del_1') }
-    assert_equal ['conflict', 409, 1], [error.code, error.status, stub.count]
+    assert_equal ['conflict', 409, 1], [error.code, error.status, proxy.requests.size]
   ensure
-    stub&.close
+    proxy&.close
   end
 end
 
@@ -300,11 +198,11 @@ class LockedUploadTest < Minitest::Test
   include Recovery
 
   # A PATCH that stopped sending half-way holds the upload (HEAD answers 423) until it ends; resuming waits for it
-  # and goes on from the bytes that PATCH stored.
-  def test_a_resumable_upload_held_by_a_quiet_patch_waits_for_the_lock_and_completes
+  # and goes on from the bytes that PATCH stored. Waiting for a lock is no retry: max_retries: 0 waits too.
+  def test_a_resumable_upload_held_by_a_quiet_patch_waits_for_the_lock_and_completes_even_without_retries
     size = 2 * Recovery::MIB
     path, md5 = random_file('locked.bin', size)
-    uploader = client(resumable_chunk: 512 * Recovery::KIB)
+    uploader = client(resumable_chunk: 512 * Recovery::KIB, max_retries: 0)
     location = uploader.files.start_resumable_upload(path, folder_id: @folder['id'])
     quiet = raw_request('PATCH', location, 'Tus-Resumable' => '1.0.0', 'Upload-Offset' => 0,
                                            'Content-Type' => 'application/offset+octet-stream',
@@ -325,11 +223,11 @@ class LockedUploadTest < Minitest::Test
   end
 
   # The lock is taken between two PATCHes of the upload: the next PATCH, then HEAD, answer 423 until it is free.
-  def test_a_resumable_upload_locked_between_two_patches_waits_and_completes
+  def test_a_resumable_upload_locked_between_two_patches_waits_and_completes_even_without_retries
     size = 2 * Recovery::MIB
     chunk = 512 * Recovery::KIB
     path, md5 = random_file('relocked.bin', size)
-    uploader = client(resumable_chunk: chunk)
+    uploader = client(resumable_chunk: chunk, max_retries: 0)
     location = uploader.files.start_resumable_upload(path, folder_id: @folder['id'])
     quiet = nil
     ender = nil
@@ -352,5 +250,46 @@ class LockedUploadTest < Minitest::Test
     assert_equal ['relocked.bin', size, md5], file.values_at('name', 'size', 'md5_hash')
   ensure
     ender&.join
+  end
+end
+
+class UnexpectedAnswerTest < Minitest::Test
+  include Recovery
+
+  def setup = nil
+  def teardown = nil
+
+  # A captive portal or a proxy's error page answers in the server's stead, with a 200 and HTML.
+  def test_an_answer_that_is_not_json_raises_the_librarys_error_quoting_it
+    page = "<html><head><title>Hotel Wi-Fi</title></head>\n<body>Accept the terms to go on.</body></html>"
+    proxy = TestProxy.new(base_url).answer(%r{\AGET /v1/user/info}, with: TestProxy.http_answer(
+      '200 OK', { 'Content-Type' => 'text/html' }, page
+    ))
+    error = assert_raises(FileStorage::InvalidResponseError) do
+      FileStorage::Client.new(api_key: api_key, base_url: proxy.url).user.info
+    end
+    assert_equal ['invalid_response', 200], [error.code, error.status]
+    assert_includes error.message, 'GET /v1/user/info'
+    assert_includes error.message, 'text/html'
+    assert_includes error.message, '<html><head><title>Hotel Wi-Fi</title></head> <body>Accept'
+  ensure
+    proxy&.close
+  end
+
+  # Retrying before the time the server asked for can only be refused again: the caller gets the error at once.
+  def test_a_retry_after_longer_than_the_client_waits_is_raised_at_once_with_it
+    [['429 Too Many Requests', FileStorage::RateLimitError, 'rate_limit_exceeded'],
+     ['503 Service Unavailable', FileStorage::ServiceUnavailableError, 'service_unavailable']].each do |status, klass, code|
+      envelope = JSON.generate(success: false, error: { code: code, message: 'Come back in an hour.' })
+      proxy = TestProxy.new(base_url).answer(%r{\AGET /v1/user/info}, with: TestProxy.http_answer(
+        status, { 'Content-Type' => 'application/json', 'Retry-After' => 3600 }, envelope
+      ))
+      started = now
+      error = assert_raises(klass) { FileStorage::Client.new(api_key: api_key, base_url: proxy.url, max_retries: 2).user.info }
+      assert_equal [3600.0, 1], [error.retry_after, proxy.requests.size], status
+      assert_operator now - started, :<, 1, "#{status} waited before raising"
+    ensure
+      proxy&.close
+    end
   end
 end

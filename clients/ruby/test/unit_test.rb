@@ -130,8 +130,18 @@ class TusPatienceTest < Minitest::Test
     renewed.wait(LOCKED)
   end
 
-  def test_max_retries_zero_never_waits
-    assert_raises(FileStorage::ConflictError) { FileStorage::Tus::Patience.new(http(0), 80).wait(LOCKED) }
+  def test_max_retries_zero_waits_for_a_locked_upload_only
+    unavailable = FileStorage::ServiceUnavailableError.new(code: 'service_unavailable', message: 'HTTP 503', status: 503)
+    assert_raises(FileStorage::ServiceUnavailableError) { FileStorage::Tus::Patience.new(http(0), 80).wait(unavailable) }
+    FileStorage::Tus::Patience.new(http(0), 0.2).wait(LOCKED)
+  end
+
+  def test_a_retry_after_beyond_its_time_is_raised_at_once
+    limited = FileStorage::RateLimitError.new(code: 'rate_limit_exceeded', message: 'Slow down', status: 429,
+                                              headers: { 'retry-after' => '3600' })
+    started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    assert_raises(FileStorage::RateLimitError) { FileStorage::Tus::Patience.new(http(2), 80).wait(limited) }
+    assert_operator Process.clock_gettime(Process::CLOCK_MONOTONIC) - started, :<, 0.5
   end
 end
 

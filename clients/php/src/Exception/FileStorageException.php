@@ -4,6 +4,8 @@ declare(strict_types=1);
 
 namespace FileStorage\Exception;
 
+use FileStorage\Http\RetryAfter;
+
 /**
  * Every error the client raises for an answer of the server, or for a failed exchange with it.
  * getErrorCode() is the envelope's code ("not_found"…; "connection_error" or "timeout" when no answer arrived).
@@ -53,6 +55,16 @@ class FileStorageException extends \RuntimeException
     public function getHeaders(): array
     {
         return $this->headers;
+    }
+
+    /**
+     * Seconds the server asked to wait before the next request (its Retry-After header, on a 429 or a 503), or null. An
+     * answer that asks for longer than the client waits by itself (120 s) is thrown at once with it, for the caller to
+     * schedule the retry.
+     */
+    public function getRetryAfter(): ?float
+    {
+        return RetryAfter::parse($this->headers['retry-after'] ?? null);
     }
 
     protected function detail(string $key): mixed

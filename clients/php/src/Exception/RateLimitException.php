@@ -4,13 +4,7 @@ declare(strict_types=1);
 
 namespace FileStorage\Exception;
 
-use FileStorage\Http\RetryAfter;
-
+/** 429: too many requests; getRetryAfter() says how many seconds to wait. */
 class RateLimitException extends FileStorageException
 {
-    /** Seconds to wait before the next request (the Retry-After header), or null. */
-    public function getRetryAfter(): ?float
-    {
-        return RetryAfter::parse($this->getHeaders()['retry-after'] ?? null);
-    }
 }

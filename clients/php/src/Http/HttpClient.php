@@ -14,6 +14,7 @@ final class HttpClient
 {
     private const RETRYABLE_STATUSES = [429, 502, 503, 504];
     private const MAX_BACKOFF = 8.0;
+    /** The longest Retry-After waited out before a retry; a longer one is thrown at once. */
     private const MAX_RETRY_AFTER = 120;
 
     public readonly string $baseUrl;
@@ -38,7 +39,8 @@ final class HttpClient
     {
         $query = array_filter($query, static fn ($value) => $value !== null);
         $query = array_map(static fn ($value) => is_bool($value) ? ($value ? 'true' : 'false') : (string) $value, $query);
-        // An absolute URL (a tus Location a proxy rewrote, say) is taken as it is.
+        // A path goes under the base URL, path prefix included (a server mounted under /storage by a reverse proxy);
+        // an absolute URL (a tus Location a proxy rewrote, say) is taken as it is.
         $url = preg_match('#^https?://#i', $path) === 1 ? $path : $this->baseUrl . '/' . ltrim($path, '/');
         if ($query !== []) {
             $url .= (str_contains($url, '?') ? '&' : '?') . http_build_query($query, '', '&', PHP_QUERY_RFC3986);
@@ -58,7 +60,8 @@ final class HttpClient
 
     /**
      * One logical request: retried on 429 and 409 idempotency_key_in_use (after Retry-After), 502/503/504 and
-     * network errors, with exponential backoff, as long as its body can be sent again. Every attempt of a POST
+     * network errors, with exponential backoff, as long as its body can be sent again; a Retry-After beyond
+     * MAX_RETRY_AFTER is thrown at once, as a retry before it could only be refused again. Every attempt of a POST
      * carries the same Idempotency-Key, so a retry after a lost answer replays the first result instead of acting
      * twice.
      *
@@ -84,18 +87,19 @@ final class HttpClient
             $headers['Content-Type'] = $body->contentType;
         }
         $url = $this->url($path, $options['query'] ?? []);
+        $shown = self::describe($method, $path);
         $retries = !($options['retryable'] ?? true) || ($body instanceof RequestBody && !$body->replayable) ? 0 : $this->maxRetries;
         $sink = isset($options['sink']) ? new ResumableSink($options['sink']) : null;
 
         for ($attempt = 0; ; $attempt++) {
             try {
-                $response = $this->perform($method, $url, $headers + ($sink?->beginAttempt() ?? []), $options, $path, $sink);
+                $response = $this->perform($method, $url, $headers + ($sink?->beginAttempt() ?? []), $options, $shown, $sink);
             } catch (ConnectionException | TimeoutException $error) {
                 $notResumable = $sink?->whyNotResumable();
                 if ($notResumable !== null) {
                     throw new ConnectionException(
                         'connection_error',
-                        "$method $path broke off after {$sink->written()} bytes of the body and cannot be resumed: $notResumable ({$error->getMessage()})",
+                        "$shown broke off after {$sink->written()} bytes of the body and cannot be resumed: $notResumable ({$error->getMessage()})",
                         previous: $error,
                     );
                 }
@@ -108,10 +112,9 @@ final class HttpClient
             if ($response->status < 400) {
                 return $response;
             }
-            if ($attempt < $retries && self::worthRetrying($response)) {
-                $retryAfter = RetryAfter::parse($response->header('retry-after'));
-                $wait = $retryAfter !== null && $retryAfter <= self::MAX_RETRY_AFTER ? $retryAfter : self::backoff($attempt);
-                usleep((int) ($wait * 1e6));
+            $retryAfter = RetryAfter::parse($response->header('retry-after'));
+            if ($attempt < $retries && self::worthRetrying($response) && ($retryAfter ?? 0) <= self::MAX_RETRY_AFTER) {
+                usleep((int) (($retryAfter ?? self::backoff($attempt)) * 1e6));
                 continue;
             }
             throw ErrorFactory::fromResponse($response->status, $response->headers, (string) $response->body);
@@ -134,6 +137,12 @@ final class HttpClient
         return is_array($envelope) && is_array($envelope['error'] ?? null) && ($envelope['error']['code'] ?? null) === 'idempotency_key_in_use';
     }
 
+    /** "GET /v1/files/…" for messages, without the query string: a download's carries a signature valid for an hour. */
+    private static function describe(string $method, string $path): string
+    {
+        return "$method " . preg_replace('/\?.*/s', '?<redacted>', $path);
+    }
+
     /** 0.5 s, 1 s, 2 s… with full jitter, at most 8 s. */
     public static function backoff(int $attempt): float
     {
@@ -145,7 +154,7 @@ final class HttpClient
      * @param array<string, string> $headers
      * @param array<string, mixed> $options
      */
-    private function perform(string $method, string $url, array $headers, array $options, string $path, ?ResumableSink $sink): Response
+    private function perform(string $method, string $url, array $headers, array $options, string $shown, ?ResumableSink $sink): Response
     {
         $curl = curl_init($url);
         $status = 0;
@@ -208,15 +217,15 @@ final class HttpClient
                 $errno = curl_errno($curl);
                 $message = curl_error($curl);
                 if ($errno === CURLE_OPERATION_TIMEDOUT) {
-                    throw new TimeoutException('timeout', "No progress on $method $path for {$this->timeout} s ($message).");
+                    throw new TimeoutException('timeout', "No progress on $shown for {$this->timeout} s ($message).");
                 }
-                throw new ConnectionException('connection_error', "$method $path failed: $message");
+                throw new ConnectionException('connection_error', "$shown failed: $message");
             }
         } finally {
             curl_close($curl);
             $reader?->close();
         }
-        return new Response($status, $answerHeaders, $sink !== null && $status < 400 ? null : $buffer);
+        return new Response($status, $answerHeaders, $sink !== null && $status < 400 ? null : $buffer, $shown);
     }
 
     /** @param array<string, string> $headers */

@@ -4,7 +4,12 @@ declare(strict_types=1);
 
 namespace FileStorage\Http;
 
-/** An answer: its status, its headers (lower-case names) and its body (null when streamed to a sink). */
+use FileStorage\Exception\InvalidResponseException;
+
+/**
+ * An answer: its status, its headers (lower-case names), its body (null when streamed to a sink) and the request it
+ * answers, as messages show it ("GET /v1/files", no query string).
+ */
 final class Response
 {
     /** @param array<string, string> $headers */
@@ -12,13 +17,22 @@ final class Response
         public readonly int $status,
         public readonly array $headers,
         public readonly ?string $body,
+        public readonly string $request = '',
     ) {
     }
 
-    /** @return array<string, mixed> */
+    /**
+     * The body's JSON object; InvalidResponseException when it is not one (a captive portal's or a proxy's HTML page).
+     *
+     * @return array<string, mixed>
+     */
     public function json(): array
     {
-        return json_decode((string) $this->body, true, 512, JSON_THROW_ON_ERROR);
+        $decoded = json_decode((string) $this->body, true);
+        if (!is_array($decoded)) {
+            throw InvalidResponseException::forBody($this->request, $this->status, $this->headers, (string) $this->body);
+        }
+        return $decoded;
     }
 
     public function header(string $name): ?string

@@ -150,10 +150,12 @@ final class Files
      */
     public function download(string $fileId, mixed $destination): void
     {
-        // The download route takes a signed link, not the key: the file's fresh download_url is that link. Its path
-        // and signature are sent to this client's base URL, which may differ from the server's public address.
-        $link = parse_url($this->get($fileId)['download_url']);
-        $path = $link['path'] . (isset($link['query']) ? '?' . $link['query'] : '');
+        // The download route takes a signed link, not the key: the file's fresh download_url is that link. Its
+        // signature (the query) goes to the download route under this client's base URL, like every request: the
+        // link's own address is the server's PUBLIC_BASE_URL, which this client may not reach, and its path repeats
+        // the prefix the base URL already has.
+        $signature = (string) parse_url($this->get($fileId)['download_url'], PHP_URL_QUERY);
+        $path = self::path('v1', 'files', $fileId, 'download') . '?' . $signature;
         Download::to($destination, fn (callable $sink) => $this->http->send('GET', $path, ['anonymous' => true, 'headers' => ['Accept' => '*/*'], 'sink' => $sink]));
     }
 }

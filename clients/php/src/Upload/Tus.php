@@ -5,7 +5,7 @@ declare(strict_types=1);
 namespace FileStorage\Upload;
 
 use FileStorage\Exception\FileStorageException;
-use FileStorage\Exception\RateLimitException;
+use FileStorage\Exception\InvalidResponseException;
 use FileStorage\Http\HttpClient;
 use FileStorage\Http\RequestBody;
 use FileStorage\Http\StringReader;
@@ -18,9 +18,9 @@ final class Tus
 {
     public const VERSION = '1.0.0';
     /**
-     * Seconds a run of failures is retried (unless the client's maxRetries is 0): long enough for the lock (423) of an
-     * earlier PATCH that was cut off, which the server holds until its idle timeout (60 s by default) and the lock's
-     * expiry (15 s) end it.
+     * Seconds a run of failures is retried (with maxRetries 0, only a lock is waited for): long enough for the lock
+     * (423) of an earlier PATCH that was cut off, which the server holds until its idle timeout (60 s by default) and
+     * the lock's expiry (15 s) end it.
      */
     public const RETRY_SECONDS = 80.0;
     /** Failures of HEAD that are asked again. */
@@ -42,7 +42,7 @@ final class Tus
         ]]);
         $location = $created->header('location');
         if ($location === null) {
-            throw new FileStorageException('invalid_response', 'The tus endpoint answered without a Location.', $created->status);
+            throw new InvalidResponseException('invalid_response', 'The tus endpoint answered without a Location.', $created->status, headers: $created->headers);
         }
         return $location;
     }
@@ -105,8 +105,10 @@ final class Tus
     }
 
     /**
-     * Sleeps before the next attempt (Retry-After of a 429, else the backoff), or throws $error: when it is not worth
-     * retrying, when retries are off (maxRetries 0), or when the wait would end after $giveUpAt.
+     * Sleeps before the next attempt (Retry-After, else the backoff), or throws $error: when it is not worth retrying,
+     * when retries are off (maxRetries 0) and the upload is not merely locked, or when the wait would end after
+     * $giveUpAt. A lock (423) is no failure to retry but another request on the upload still running, often this
+     * client's own cut-off PATCH: it is waited for even without retries.
      *
      * @param list<int> $statuses
      */
@@ -114,8 +116,9 @@ final class Tus
     {
         // No status: no answer arrived (a network error or a timeout).
         $retryable = $error->getStatus() === null || in_array($error->getStatus(), $statuses, true);
-        $wait = ($error instanceof RateLimitException ? $error->getRetryAfter() : null) ?? HttpClient::backoff($failures);
-        if (!$retryable || $http->maxRetries === 0 || microtime(true) + $wait > $giveUpAt) {
+        $retriesOff = $http->maxRetries === 0 && $error->getStatus() !== 423;
+        $wait = $error->getRetryAfter() ?? HttpClient::backoff($failures);
+        if (!$retryable || $retriesOff || microtime(true) + $wait > $giveUpAt) {
             throw $error;
         }
         usleep((int) ($wait * 1e6));

@@ -10,9 +10,10 @@ module FileStorage
   class Client
     attr_reader :files, :trash, :folders, :shares, :webhooks, :api_keys, :user, :events
 
-    # timeout: seconds per attempt (default 60); max_retries: after 429, 502, 503, 504 and network errors
-    # (default 2; 0 turns every retry off, waiting for a running Idempotency-Key and a locked upload included); files
-    # of at least resumable_threshold bytes (default 64 MiB) go through the resumable tus endpoint in chunks of
+    # base_url: where the server answers, with its path when a reverse proxy mounts it under one; timeout: seconds
+    # per attempt (default 60); max_retries: after 429, 502, 503, 504 and network errors (default 2; 0 turns every
+    # retry off, waiting for a running Idempotency-Key included, but a resumable upload still waits for its lock);
+    # files of at least resumable_threshold bytes (default 64 MiB) go through the resumable tus endpoint in chunks of
     # resumable_chunk bytes (default 8 MiB), which keeps trying for up to 80 s without progress (Tus::PATIENCE).
     def initialize(api_key:, base_url:, timeout: 60, max_retries: 2, resumable_threshold: 64 * MIB,
                    resumable_chunk: 8 * MIB)

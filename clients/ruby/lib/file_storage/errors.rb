@@ -25,6 +25,13 @@ module FileStorage
       @request_id = request_id
       @headers = headers
     end
+
+    # Seconds the server asked to wait before the next request (its Retry-After header, on a 429 or a 503), or nil.
+    # An answer that asks for longer than the client waits by itself (HttpClient::MAX_RETRY_AFTER) is raised at once
+    # with it, for the caller to schedule the retry.
+    def retry_after
+      FileStorage.parse_retry_after(headers && headers['retry-after'])
+    end
   end
 
   class InvalidRequestError < Error; end
@@ -38,12 +45,8 @@ module FileStorage
   # An event feed cursor older than the retention (410): start again from a fresh listing.
   class CursorExpiredError < Error; end
 
-  class RateLimitError < Error
-    # Seconds to wait before the next request (the Retry-After header), or nil.
-    def retry_after
-      FileStorage.parse_retry_after(headers && headers['retry-after'])
-    end
-  end
+  # 429: too many requests; `retry_after` says how many seconds to wait.
+  class RateLimitError < Error; end
 
   class FileTooLargeError < Error
     def file_size = details&.fetch('file_size', nil)
@@ -66,6 +69,9 @@ module FileStorage
   class ConnectionError < Error; end
   # No answer arrived within the client's timeout.
   class TimeoutError < Error; end
+  # An answer that is not what the API sends: a body that is not the JSON expected (a captive portal's or a proxy's
+  # HTML page), a tus creation without Location. The message quotes the start of the body.
+  class InvalidResponseError < Error; end
 
   ERROR_CLASSES = {
     'invalid_request' => InvalidRequestError,
@@ -105,6 +111,27 @@ module FileStorage
     klass = ERROR_CLASSES.fetch(code, Error)
     klass.new(code: code, message: error['message'] || "HTTP #{status}", status: status,
               details: error['details'], request_id: headers['x-request-id'], headers: headers)
+  end
+
+  BODY_EXCERPT_CHARS = 200
+
+  # The InvalidResponseError for an answer whose body is not the JSON expected: its status, its content type and the
+  # start of its body, so that a captive portal or a proxy's error page is recognised.
+  def self.invalid_response(response)
+    excerpt = response.body.to_s.dup.force_encoding(Encoding::UTF_8).scrub.gsub(/\s+/, ' ').strip
+    excerpt = "#{excerpt[0, BODY_EXCERPT_CHARS]}…" if excerpt.length > BODY_EXCERPT_CHARS
+    type = response.headers['content-type'] || 'no content type'
+    InvalidResponseError.new(
+      code: 'invalid_response', status: response.status, request_id: response.headers['x-request-id'],
+      headers: response.headers,
+      message: "#{response.request}: the server answered #{response.status} with a body that is not the JSON expected " \
+               "(#{type}): #{excerpt.inspect}"
+    )
+  end
+
+  # "GET /v1/files/…" for messages, without the query string: a download's carries a signature valid for an hour.
+  def self.describe_request(method, path)
+    "#{method.to_s.upcase} #{path.sub(/\?.*/m, '?<redacted>')}"
   end
 
   # Retry-After in seconds, from either of its forms (delta-seconds or an HTTP date).

@@ -6,9 +6,16 @@ require 'securerandom'
 require 'uri'
 
 module FileStorage
-  # An answer: its status, its headers (lower-case names) and its body (nil when streamed to a block).
-  Response = Struct.new(:status, :headers, :body) do
-    def json = JSON.parse(body)
+  # An answer: its status, its headers (lower-case names), its body (nil when streamed to a block) and the request it
+  # answers, as messages show it ("GET /v1/files", no query string).
+  Response = Struct.new(:status, :headers, :body, :request) do
+    # The body's JSON object; InvalidResponseError when it is not one (a captive portal's or a proxy's HTML page).
+    def json
+      parsed = JSON.parse(body.to_s)
+      parsed.is_a?(Hash) ? parsed : raise(FileStorage.invalid_response(self))
+    rescue JSON::ParserError
+      raise FileStorage.invalid_response(self)
+    end
   end
 
   # A request body that can be produced again for a retry, or not (a stream given by the caller).
@@ -74,6 +81,7 @@ module FileStorage
   class HttpClient
     RETRYABLE_STATUSES = [429, 502, 503, 504].freeze
     MAX_BACKOFF = 8.0
+    # The longest Retry-After waited out before a retry; a longer one is raised at once.
     MAX_RETRY_AFTER = 120
     NETWORK_ERRORS = [IOError, SystemCallError, SocketError, EOFError, OpenSSL::SSL::SSLError,
                       Net::HTTPBadResponse].freeze
@@ -90,6 +98,8 @@ module FileStorage
       @max_retries = max_retries
     end
 
+    # A path goes under the base URL, path prefix included (a server mounted under /storage by a reverse proxy):
+    # "/v1/files" -> "https://files.example.com/storage/v1/files". An absolute URL (a tus Location) is used as it is.
     def url(path, query = nil)
       uri = URI.join("#{@base_url}/", path.sub(%r{\A/}, ''))
       params = (query || {}).reject { |_, value| value.nil? }.map { |key, value| [key.to_s, value.to_s] }
@@ -107,7 +117,7 @@ module FileStorage
     end
 
     # One logical request: retried on 429 (after Retry-After), 502/503/504 and network errors, with exponential
-    # backoff, as long as its body can be sent again. Every attempt of a POST carries the same Idempotency-Key,
+    # backoff, as long as its body can be sent again; a Retry-After beyond MAX_RETRY_AFTER is raised at once. Every attempt of a POST carries the same Idempotency-Key,
     # so a retry after a lost answer replays the first result instead of acting twice. A retry that finds the first
     # attempt still running (409 idempotency_key_in_use) waits for it, Retry-After at a time, for up to `timeout`
     # seconds without counting as a retry, and then gets its answer.
@@ -124,6 +134,7 @@ module FileStorage
       # Ranges count the bytes as sent: a body compressed on the way could not be continued.
       headers['Accept-Encoding'] = 'identity' if on_chunk
       uri = url(path, query)
+      shown = FileStorage.describe_request(method, path)
       retries = !retryable || (body && !body.replayable) ? 0 : @max_retries
       stream = on_chunk && BodyStream.new(on_chunk)
 
@@ -131,16 +142,16 @@ module FileStorage
       in_use_until = nil
       loop do
         response = begin
-          perform(method, uri, stream ? stream.headers(headers) : headers, json, body, stream)
+          perform(method, uri, stream ? stream.headers(headers) : headers, json, body, stream, shown)
         rescue Net::OpenTimeout, Net::ReadTimeout, Net::WriteTimeout => e
           if give_up?(attempt, retries, stream)
-            raise TimeoutError.new(code: 'timeout', message: "No answer from #{method.upcase} #{path} within #{@timeout} s " \
+            raise TimeoutError.new(code: 'timeout', message: "No answer from #{shown} within #{@timeout} s " \
                                                              "(#{e.class})#{cut_at(stream)}")
           end
         rescue *NETWORK_ERRORS => e
           if give_up?(attempt, retries, stream)
             cut = e.is_a?(BodyStream::Incomplete) ? '' : cut_at(stream)
-            raise ConnectionError.new(code: 'connection_error', message: "#{method.upcase} #{path} failed: #{e.message}#{cut}")
+            raise ConnectionError.new(code: 'connection_error', message: "#{shown} failed: #{e.message}#{cut}")
           end
         end
         if response.nil?
@@ -152,9 +163,8 @@ module FileStorage
           retry_after = FileStorage.parse_retry_after(response.headers['retry-after']) || 1
           sleep([[retry_after, 0.1].max, in_use_until - HttpClient.now].min)
           next
-        elsif attempt < retries && RETRYABLE_STATUSES.include?(response.status)
-          retry_after = FileStorage.parse_retry_after(response.headers['retry-after'])
-          sleep(retry_after && retry_after <= MAX_RETRY_AFTER ? retry_after : HttpClient.backoff(attempt))
+        elsif attempt < retries && RETRYABLE_STATUSES.include?(response.status) && !waits_too_long?(response)
+          sleep(FileStorage.parse_retry_after(response.headers['retry-after']) || HttpClient.backoff(attempt))
         else
           raise FileStorage.error_from_response(response.status, response.headers, response.body)
         end
@@ -172,6 +182,13 @@ module FileStorage
 
     private
 
+    # The server asks for a longer wait than this client makes by itself: an earlier retry could only be refused again,
+    # so the error is raised at once with its retry_after, for the caller to schedule.
+    def waits_too_long?(response)
+      retry_after = FileStorage.parse_retry_after(response.headers['retry-after'])
+      !retry_after.nil? && retry_after > MAX_RETRY_AFTER
+    end
+
     def give_up?(attempt, retries, stream) = attempt >= retries || (stream && !stream.resumable?)
 
     def cut_at(stream) = stream&.delivered&.positive? ? " after #{stream.delivered} bytes of the body" : ''
@@ -181,7 +198,7 @@ module FileStorage
       response.status == 409 && FileStorage.error_from_response(409, response.headers, response.body).code == 'idempotency_key_in_use'
     end
 
-    def perform(method, uri, headers, json, body, stream)
+    def perform(method, uri, headers, json, body, stream, shown)
       request = Net::HTTPGenericRequest.new(method.to_s.upcase, !json.nil? || !body.nil?, method != :head, uri, headers)
       if json
         request.body = JSON.generate(json)
@@ -206,9 +223,9 @@ module FileStorage
             stream.start(status, answer_headers)
             answer.read_body { |chunk| stream << chunk }
             stream.finish
-            return Response.new(status, answer_headers, nil)
+            return Response.new(status, answer_headers, nil, shown)
           end
-          return Response.new(status, answer_headers, answer.read_body)
+          return Response.new(status, answer_headers, answer.read_body, shown)
         end
       end
     ensure

@@ -95,11 +95,14 @@ module FileStorage
     # Streams the file's content to `destination`: a path (a failed download leaves no partial file behind), an
     # IO (anything with #write), or a block that receives each chunk.
     def download(file_id, destination = nil, &on_chunk)
-      # The download route takes a signed link, not the key: the file's fresh download_url is that link. Its path
-      # and signature are sent to this client's base URL, which may differ from the server's public address.
-      link = URI(get(file_id)['download_url'])
+      # The download route takes a signed link, not the key: the file's fresh download_url is that link. Its
+      # signature (the query) goes to the download route under this client's base URL, like every request: the
+      # link's own address is the server's PUBLIC_BASE_URL, which this client may not reach, and its path repeats
+      # the prefix the base URL already has.
+      signature = URI(get(file_id)['download_url']).query
+      route = "#{Paths.build('v1', 'files', file_id, 'download')}?#{signature}"
       FileStorage.stream_to(destination, on_chunk) do |sink|
-        @http.send_request(:get, link.request_uri, anonymous: true, headers: { 'Accept' => '*/*' }, &sink)
+        @http.send_request(:get, route, anonymous: true, headers: { 'Accept' => '*/*' }, &sink)
       end
     end
   end

@@ -13,10 +13,11 @@ module FileStorage
     PATIENCE = 80
 
     # The waits between the attempts of one upload: backoff (or Retry-After), until PATIENCE seconds have passed
-    # without a PATCH going through. max_retries: 0 turns them off.
+    # without a PATCH going through. max_retries: 0 turns them off, except the wait for a locked upload (423): that is
+    # no failure to retry but another request on the upload, often this client's own cut-off PATCH, still running.
     class Patience
       def initialize(http, seconds = PATIENCE)
-        @enabled = http.max_retries.positive?
+        @retries = http.max_retries.positive?
         @seconds = seconds
         progressed
       end
@@ -26,12 +27,16 @@ module FileStorage
         @failures = 0
       end
 
-      # Sleeps before the next attempt after `error`; raises `error` when there is no time left.
+      # Sleeps before the next attempt after `error`; raises `error` when there is no time left, or when the server
+      # asks for a longer wait (Retry-After) than is left: an earlier attempt could only be refused again.
       def wait(error)
         left = @deadline - HttpClient.now
-        raise error unless @enabled && left.positive?
+        raise error unless (@retries || error.status == 423) && left.positive?
 
-        delay = (error.is_a?(RateLimitError) && error.retry_after) || HttpClient.backoff(@failures)
+        retry_after = error.retry_after
+        raise error if retry_after && retry_after > left
+
+        delay = retry_after || HttpClient.backoff(@failures)
         @failures += 1
         sleep([delay, left].min)
       end
@@ -47,8 +52,8 @@ module FileStorage
                                   headers: { 'Tus-Resumable' => VERSION, 'Upload-Length' => size.to_s,
                                              'Upload-Metadata' => metadata })
       created.headers['location'] or
-        raise Error.new(code: 'invalid_response', message: 'The tus endpoint answered without a Location.',
-                        status: created.status)
+        raise InvalidResponseError.new(code: 'invalid_response', message: 'The tus endpoint answered without a Location.',
+                                       status: created.status, headers: created.headers)
     end
 
     # Sends the rest of the source from the server's offset; answers the id of the committed file.
