@@ -3,7 +3,10 @@ import { ConnectionError, TimeoutError, errorFromResponse, parseRetryAfter } fro
 export interface FileStorageOptions {
   /** An API key of the account (`Authorization: Bearer <key>`). */
   apiKey: string;
-  /** The server's origin, e.g. `https://files.example.com` (the client adds `/v1/...`). */
+  /**
+   * The server's address, e.g. `https://files.example.com`, with the path it is served under if any
+   * (`https://example.com/storage`): requests go to `<baseUrl>/v1/...`.
+   */
   baseUrl: string;
   /** How long to wait for an answer's headers, per attempt. Default 60 000 ms. */
   timeoutMs?: number;
@@ -62,6 +65,7 @@ export class HttpClient {
   constructor(options: FileStorageOptions) {
     if (!options.apiKey) throw new TypeError('FileStorage needs an apiKey.');
     if (!options.baseUrl) throw new TypeError('FileStorage needs a baseUrl.');
+    if (!ABSOLUTE_URL.test(options.baseUrl)) throw new TypeError(`baseUrl must be an http(s) URL such as https://files.example.com, not ${options.baseUrl}.`);
     this.apiKey = options.apiKey;
     this.baseUrl = options.baseUrl.replace(/\/+$/, '');
     this.timeoutMs = options.timeoutMs ?? 60_000;
@@ -69,8 +73,12 @@ export class HttpClient {
     this.fetchImpl = options.fetch ?? globalThis.fetch.bind(globalThis);
   }
 
+  /**
+   * Where a request goes: a path of the API (`/v1/...`) under the base URL, its path prefix kept; an absolute URL the
+   * server gave (a tus Location) as it is.
+   */
   url(path: string, query?: object): string {
-    const url = new URL(path, `${this.baseUrl}/`);
+    const url = new URL(ABSOLUTE_URL.test(path) ? path : this.baseUrl + path);
     for (const [key, value] of Object.entries(query ?? {})) {
       if (value !== undefined && value !== null) url.searchParams.set(key, String(value));
     }
@@ -135,6 +143,8 @@ export class HttpClient {
     }
   }
 }
+
+const ABSOLUTE_URL = /^https?:\/\//i;
 
 async function isRetryable(response: Response): Promise<boolean> {
   if (RETRYABLE_STATUSES.has(response.status)) return true;

@@ -115,10 +115,11 @@ export class Files {
    * with a ConnectionError if the connection is cut before the end.
    */
   async download(fileId: string, options: CallOptions = {}): Promise<ReadableStream<Uint8Array>> {
-    // The download route takes a signed link, not the key: the file's fresh download_url is that link. Its path and
-    // signature are sent to this client's baseUrl, which may differ from the server's public address.
-    const link = new URL((await this.get(fileId, options)).download_url, 'http://base.invalid');
-    const response = await this.http.send({ method: 'GET', path: link.pathname + link.search, anonymous: true, headers: { Accept: '*/*' }, signal: options.signal });
+    // The download route takes a signed link, not the key: the file's fresh download_url is that link. Its signature
+    // goes to the route under this client's baseUrl, which may differ from the server's public address (and its
+    // path prefix from PUBLIC_BASE_URL's).
+    const signature = new URL((await this.get(fileId, options)).download_url, 'http://base.invalid').search;
+    const response = await this.http.send({ method: 'GET', path: path`/v1/files/${fileId}/download` + signature, anonymous: true, headers: { Accept: '*/*' }, signal: options.signal });
     return streamBody(response, `The download of ${fileId}`, options.signal);
   }
 

@@ -36,7 +36,7 @@ export async function uploadResumable(http: HttpClient, source: OpenedSource, op
     signal,
   });
   await created.body?.cancel();
-  // Location is relative (/v1/uploads/{id}); resolved against the base URL like every other path.
+  // Location is relative (/v1/uploads/{id}): under the base URL like every other path; an absolute one is used as it is.
   const location = created.headers.get('location');
   if (!location) throw new FileStorageError({ code: 'invalid_response', message: 'The tus endpoint answered without a Location.', status: created.status });
 

@@ -11,7 +11,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import SplitResult, urlencode, urlsplit
 
 from ._version import __version__
 from .errors import APIConnectionError, APITimeoutError, FileStorageError, error_from_response, parse_retry_after
@@ -119,12 +119,10 @@ class HttpClient:
             raise ValueError("FileStorage needs a base_url.")
         parts = urlsplit(base_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"base_url must be an http(s) origin such as https://files.example.com, not {base_url!r}.")
+            raise ValueError(f"base_url must be an http(s) URL such as https://files.example.com, not {base_url!r}.")
         self._api_key = api_key
-        self.base_url = f"{parts.scheme}://{parts.netloc}"
-        self._scheme = parts.scheme
-        self._host = parts.hostname
-        self._port = parts.port
+        # The path a reverse proxy serves the API under, if any, is kept: requests go to <base_url>/v1/...
+        self.base_url = f"{parts.scheme}://{parts.netloc}{parts.path.rstrip('/')}"
         self.timeout = timeout
         self.max_retries = max_retries
         self._ssl_context = ssl_context
@@ -138,6 +136,13 @@ class HttpClient:
         if not isinstance(envelope, dict):
             raise FileStorageError("The server answered something that is not a JSON envelope.", code="invalid_response")
         return envelope
+
+    def url(self, path: str) -> SplitResult:
+        """
+        Where a request goes: a path of the API (``/v1/...``) under the base URL, its path prefix kept; an absolute URL
+        the server gave (a tus Location) as it is.
+        """
+        return urlsplit(path if path.startswith(("http://", "https://")) else self.base_url + path)
 
     def send(
         self,
@@ -174,16 +179,16 @@ class HttpClient:
                 sent_headers["Content-Length"] = str(body.length)
         elif method in ("POST", "PATCH", "PUT"):
             sent_headers["Content-Length"] = "0"
-        target = path
+        url = self.url(path)
         pairs = [(key, _query_value(value)) for key, value in (query or {}).items() if value is not None]
         if pairs:
-            target += ("&" if "?" in target else "?") + urlencode(pairs)
+            url = url._replace(query=f"{url.query}&{urlencode(pairs)}" if url.query else urlencode(pairs))
         max_retries = self.max_retries if retry and (body is None or body.replayable) else 0
 
         attempt = 0
         while True:
             try:
-                response = self._attempt(method, target, sent_headers, body)
+                response = self._attempt(method, url, sent_headers, body)
             except APIConnectionError:
                 if attempt >= max_retries:
                     raise
@@ -214,14 +219,15 @@ class HttpClient:
             response.close()
         return error_from_response(response.status, response.reason, response.headers, content)
 
-    def _connection(self) -> http.client.HTTPConnection:
-        if self._scheme == "https":
-            return http.client.HTTPSConnection(self._host, self._port, timeout=self.timeout, context=self._ssl_context, blocksize=READ_BYTES)
-        return http.client.HTTPConnection(self._host, self._port, timeout=self.timeout, blocksize=READ_BYTES)
+    def _connection(self, url: SplitResult) -> http.client.HTTPConnection:
+        if url.scheme == "https":
+            return http.client.HTTPSConnection(url.hostname or "", url.port, timeout=self.timeout, context=self._ssl_context, blocksize=READ_BYTES)
+        return http.client.HTTPConnection(url.hostname or "", url.port, timeout=self.timeout, blocksize=READ_BYTES)
 
-    def _attempt(self, method: str, target: str, headers: dict[str, str], body: Body | None) -> Response:
-        connection = self._connection()
-        request = f"{method} {target.split('?')[0]}"
+    def _attempt(self, method: str, url: SplitResult, headers: dict[str, str], body: Body | None) -> Response:
+        connection = self._connection(url)
+        target = f"{url.path}?{url.query}" if url.query else url.path
+        request = f"{method} {url.path}"
         try:
             try:
                 connection.request(

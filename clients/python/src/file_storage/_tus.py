@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import time
 from collections.abc import Callable
-from urllib.parse import urlsplit
 
 from ._http import Body, HttpClient, backoff_seconds
 from ._source import OpenedSource, ProgressCallback
@@ -48,7 +47,8 @@ class ResumableUpload:
             raise ValueError("A resumable upload needs a source of known size (a path, bytes or a seekable file).")
         self._http = http
         self._source = source
-        self._path = urlsplit(url).path
+        #: As the server gave it (relative, ``/v1/uploads/{id}``, under the base URL of the client that resumes it; or
+        #: absolute, used as it is).
         self.url = url
         #: Bytes the server holds.
         self.offset = offset
@@ -75,7 +75,7 @@ class ResumableUpload:
                 start = self.offset
                 answer = self._http.send(
                     "PATCH",
-                    self._path,
+                    self.url,
                     headers={"Tus-Resumable": TUS_VERSION, "Upload-Offset": str(start), "Content-Type": "application/offset+octet-stream"},
                     body=Body(open=lambda: self._source.read(start, end), length=end - start),
                     retry=False,
@@ -104,7 +104,7 @@ class ResumableUpload:
         attempt = 0
         while True:
             try:
-                head = self._http.send("HEAD", self._path, headers={"Tus-Resumable": TUS_VERSION})
+                head = self._http.send("HEAD", self.url, headers={"Tus-Resumable": TUS_VERSION})
                 break
             except ConflictError:
                 left = deadline - time.monotonic()
@@ -122,7 +122,7 @@ class ResumableUpload:
 
     def abort(self) -> None:
         """Deletes the upload and the bytes sent so far (tus termination); the reserved quota is given back."""
-        self._http.send("DELETE", self._path, headers={"Tus-Resumable": TUS_VERSION}).close()
+        self._http.send("DELETE", self.url, headers={"Tus-Resumable": TUS_VERSION}).close()
 
 
 def _resumable(error: FileStorageError) -> bool:

@@ -13,8 +13,9 @@ class FileStorage:
     """
     The File Storage Service API: one object per account key, every resource hanging off it.
 
-    ``base_url`` is the server's origin (the client adds ``/v1/...``). ``timeout`` is in seconds, per socket
-    operation (connecting, and every wait for bytes), so long transfers are limited by inactivity, not total time.
+    ``base_url`` is the server's address, with the path it is served under if any (``https://example.com/storage``):
+    requests go to ``<base_url>/v1/...``. ``timeout`` is in seconds, per socket operation (connecting, and every wait
+    for bytes), so long transfers are limited by inactivity, not total time.
     ``max_retries`` applies to 429 and 409 ``idempotency_key_in_use`` (after Retry-After), 502, 503, 504 and connection
     errors. Files of at least ``resumable_threshold`` bytes go through the resumable tus endpoint in chunks of
     ``chunk_size``; after a failed chunk, while the request that was cut off still holds the upload at the server

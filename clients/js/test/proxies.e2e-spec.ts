@@ -1,0 +1,70 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createAccount, type TestAccount } from '../../../test/support/accounts.js';
+import { startTestApp, type TestApp } from '../../../test/support/test-app.js';
+import { FileStorage } from '../src/index.js';
+import { startTestProxy, type TestProxy } from './support/test-proxy.js';
+
+const md5 = (bytes: Uint8Array) => createHash('md5').update(bytes).digest('hex');
+
+async function readAll(stream: ReadableStream<Uint8Array>): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of Readable.fromWeb(stream as import('node:stream/web').ReadableStream<Uint8Array>)) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
+}
+
+describe('the JavaScript client behind reverse proxies, captive portals and failing networks', () => {
+  let t: TestApp;
+  let account: TestAccount;
+  /** The server under /storage, as its PUBLIC_BASE_URL says. */
+  let mounted: TestProxy;
+  const proxies: TestProxy[] = [];
+  const dir = mkdtempSync(join(tmpdir(), 'fss-js-proxies-'));
+
+  /** Another proxy in front of the server, without a prefix. */
+  async function proxy(): Promise<TestProxy> {
+    const started = await startTestProxy({ upstream: t.baseUrl });
+    proxies.push(started);
+    return started;
+  }
+
+  beforeAll(async () => {
+    mounted = await startTestProxy({ prefix: '/storage' });
+    t = await startTestApp({ PUBLIC_BASE_URL: mounted.url });
+    mounted.upstream = t.baseUrl;
+    account = await createAccount(t.app);
+  });
+  afterAll(async () => {
+    await Promise.all([mounted, ...proxies].map((p) => p?.close()));
+    await t?.close();
+  });
+
+  it('keeps the path of a baseUrl: every call, the tus upload and the signed download go under it', async () => {
+    const client = new FileStorage({ apiKey: account.apiKey, baseUrl: `${mounted.url}/`, resumableThresholdBytes: 256 * 1024, resumableChunkBytes: 128 * 1024 });
+    const folder = await client.folders.create({ name: 'Under a prefix' });
+    const small = await client.files.upload(Buffer.from('small'), { name: 'small.txt', folderId: folder.id });
+    const bytes = randomBytes(300 * 1024 + 7);
+    // Through tus: the server's Location (/v1/uploads/{id}) is under the base URL too.
+    const big = await client.files.upload(new Blob([bytes]), { name: 'big.bin', folderId: folder.id });
+    expect(big).toMatchObject({ size: bytes.length, md5_hash: md5(bytes) });
+    const names: string[] = [];
+    for await (const file of client.files.listAll({ folder_id: folder.id, per_page: 1, sort: 'name_asc' })) names.push(file.name);
+    expect(names).toEqual(['big.bin', 'small.txt']);
+    // The server's links carry the prefix of its PUBLIC_BASE_URL.
+    expect(big.download_url.startsWith(`${mounted.url}/v1/files/${big.id}/download?`)).toBe(true);
+    expect(md5(await readAll(await client.files.download(big.id)))).toBe(md5(bytes));
+    await client.files.downloadTo(big.id, join(dir, 'big.bin'));
+    expect(md5(readFileSync(join(dir, 'big.bin')))).toBe(md5(bytes));
+    const share = await client.shares.create({ file_id: small.id });
+    expect(share.url.startsWith(`${mounted.url}/s/`)).toBe(true);
+    expect((await client.shares.open(share.url)).file).toMatchObject({ name: 'small.txt' });
+    expect((await readAll(await client.shares.download(share.url))).toString()).toBe('small');
+    const methods = new Set(mounted.requests.map((line) => line.split(' ')[0]));
+    expect([...methods].sort()).toEqual(['GET', 'PATCH', 'POST']);
+    expect(mounted.requests.filter((line) => !line.split(' ')[1].startsWith('/storage/'))).toEqual([]);
+  });
+});
