@@ -110,6 +110,13 @@ export class ConnectionError extends FileStorageError {
 export class TimeoutError extends FileStorageError {
   override name = 'TimeoutError';
 }
+/**
+ * An answer that is not what the API sends: a body that is not the JSON expected (a captive portal's or a proxy's HTML
+ * page), a tus creation without Location. `message` quotes the start of the body.
+ */
+export class InvalidResponseError extends FileStorageError {
+  override name = 'InvalidResponseError';
+}
 
 const ERROR_CLASSES: Record<string, new (init: FileStorageErrorInit) => FileStorageError> = {
   invalid_request: InvalidRequestError,

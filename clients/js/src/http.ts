@@ -1,4 +1,4 @@
-import { ConnectionError, TimeoutError, errorFromResponse, parseRetryAfter } from './errors.js';
+import { ConnectionError, InvalidResponseError, TimeoutError, errorFromResponse, parseRetryAfter } from './errors.js';
 
 export interface FileStorageOptions {
   /** An API key of the account (`Authorization: Bearer <key>`). */
@@ -90,9 +90,19 @@ export class HttpClient {
     return ((await this.envelope<{ data: T }>(spec)).data);
   }
 
+  /** The JSON envelope of a successful answer; a body that is not one raises an InvalidResponseError. */
   async envelope<T>(spec: RequestSpec): Promise<T> {
     const response = await this.send(spec);
-    return (await response.json()) as T;
+    const request = `${spec.method} ${spec.path}`;
+    const body = await response.text();
+    let envelope: unknown;
+    try {
+      envelope = JSON.parse(body);
+    } catch {
+      throw invalidResponse(request, response, body);
+    }
+    if (typeof envelope !== 'object' || envelope === null || Array.isArray(envelope)) throw invalidResponse(request, response, body);
+    return envelope as T;
   }
 
   /**
@@ -145,6 +155,24 @@ export class HttpClient {
 }
 
 const ABSOLUTE_URL = /^https?:\/\//i;
+const BODY_EXCERPT_CHARS = 200;
+
+/**
+ * The error for an answer whose body is not the JSON envelope expected: its status, its content type and the start of
+ * its body, so that a captive portal's or a proxy's page is recognised.
+ */
+function invalidResponse(request: string, response: Response, body: string): InvalidResponseError {
+  const excerpt = body.replace(/\s+/g, ' ').trim();
+  const quoted = excerpt.length > BODY_EXCERPT_CHARS ? `${excerpt.slice(0, BODY_EXCERPT_CHARS)}…` : excerpt;
+  const type = response.headers.get('content-type') ?? 'no content type';
+  return new InvalidResponseError({
+    code: 'invalid_response',
+    message: `${request}: the server answered ${response.status} with a body that is not the JSON expected (${type}): ${JSON.stringify(quoted)}`,
+    status: response.status,
+    requestId: response.headers.get('x-request-id') ?? undefined,
+    headers: response.headers,
+  });
+}
 
 async function isRetryable(response: Response): Promise<boolean> {
   if (RETRYABLE_STATUSES.has(response.status)) return true;

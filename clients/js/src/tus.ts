@@ -1,4 +1,4 @@
-import { FileStorageError, RateLimitError } from './errors.js';
+import { FileStorageError, InvalidResponseError, RateLimitError } from './errors.js';
 import { type CallOptions, type HttpClient, backoffMs, sleep } from './http.js';
 import { type OpenedSource, type UploadProgress, readChunk } from './upload-source.js';
 
@@ -38,7 +38,7 @@ export async function uploadResumable(http: HttpClient, source: OpenedSource, op
   await created.body?.cancel();
   // Location is relative (/v1/uploads/{id}): under the base URL like every other path; an absolute one is used as it is.
   const location = created.headers.get('location');
-  if (!location) throw new FileStorageError({ code: 'invalid_response', message: 'The tus endpoint answered without a Location.', status: created.status });
+  if (!location) throw new InvalidResponseError({ code: 'invalid_response', message: 'The tus endpoint answered without a Location.', status: created.status, headers: created.headers });
 
   let offset = 0;
   let fileId: string | null = null;

@@ -6,7 +6,7 @@ import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccount, type TestAccount } from '../../../test/support/accounts.js';
 import { startTestApp, type TestApp } from '../../../test/support/test-app.js';
-import { FileStorage } from '../src/index.js';
+import { FileStorage, InvalidResponseError } from '../src/index.js';
 import { startTestProxy, type TestProxy } from './support/test-proxy.js';
 
 const md5 = (bytes: Uint8Array) => createHash('md5').update(bytes).digest('hex');
@@ -66,5 +66,21 @@ describe('the JavaScript client behind reverse proxies, captive portals and fail
     const methods = new Set(mounted.requests.map((line) => line.split(' ')[0]));
     expect([...methods].sort()).toEqual(['GET', 'PATCH', 'POST']);
     expect(mounted.requests.filter((line) => !line.split(' ')[1].startsWith('/storage/'))).toEqual([]);
+  });
+
+  it("raises InvalidResponseError with the status and the start of the body for a captive portal's page", async () => {
+    const portal = await proxy();
+    const page = `<!DOCTYPE html>\n<html><head><title>Sign in to the hotel Wi-Fi</title></head><body>${'x'.repeat(1000)}</body></html>`;
+    portal.answer(/^GET \/v1\/(user\/info|files)\b/, { status: 200, headers: { 'Content-Type': 'text/html', 'X-Request-Id': 'req_portal' }, body: page });
+    const client = new FileStorage({ apiKey: account.apiKey, baseUrl: portal.url });
+    for (const call of [() => client.user.info(), () => client.files.list()]) {
+      const error = await call().catch((e) => e);
+      expect(error).toBeInstanceOf(InvalidResponseError);
+      expect(error).toMatchObject({ status: 200, code: 'invalid_response', requestId: 'req_portal' });
+      expect(error.message).toContain('200');
+      expect(error.message).toContain('text/html');
+      expect(error.message).toContain('"<!DOCTYPE html> <html><head><title>Sign in to the hotel Wi-Fi</title>');
+      expect(error.message.length).toBeLessThan(400);
+    }
   });
 });

@@ -14,7 +14,7 @@ from typing import Any
 from urllib.parse import SplitResult, urlencode, urlsplit
 
 from ._version import __version__
-from .errors import APIConnectionError, APITimeoutError, FileStorageError, error_from_response, parse_retry_after
+from .errors import APIConnectionError, APITimeoutError, FileStorageError, InvalidResponseError, error_from_response, parse_retry_after
 
 RETRYABLE_STATUSES = frozenset({429, 502, 503, 504})
 #: A 409 with this code is a retry that arrived while the first request with its Idempotency-Key still runs: after
@@ -23,6 +23,7 @@ KEY_IN_USE = "idempotency_key_in_use"
 MAX_BACKOFF_SECONDS = 8.0
 MAX_RETRY_AFTER_SECONDS = 120.0
 READ_BYTES = 64 * 1024
+BODY_EXCERPT_CHARS = 200
 
 
 @dataclass
@@ -81,10 +82,29 @@ class Response:
             self.close()
 
     def json(self) -> Any:
+        """The body parsed as JSON; one that is not (a captive portal's or a proxy's page) raises InvalidResponseError."""
         try:
-            return jsonlib.loads(self.read().decode("utf-8"))
+            content = self.read()
         finally:
             self.close()
+        try:
+            return jsonlib.loads(content.decode("utf-8"))
+        except ValueError as error:  # UnicodeDecodeError is a ValueError too
+            raise self.invalid(content) from error
+
+    def invalid(self, content: bytes) -> InvalidResponseError:
+        """The error for a body that is not the JSON envelope expected: its status, content type and first characters."""
+        excerpt = " ".join(content.decode("utf-8", errors="replace").split())
+        if len(excerpt) > BODY_EXCERPT_CHARS:
+            excerpt = excerpt[:BODY_EXCERPT_CHARS] + "…"
+        content_type = self.headers.get("content-type", "no content type")
+        return InvalidResponseError(
+            f"{self._request}: the server answered {self.status} with a body that is not the JSON expected ({content_type}): {jsonlib.dumps(excerpt, ensure_ascii=False)}",
+            code="invalid_response",
+            status=self.status,
+            request_id=self.headers.get("x-request-id"),
+            headers=self.headers,
+        )
 
     def close(self) -> None:
         self._raw.close()
@@ -132,9 +152,10 @@ class HttpClient:
         return self.envelope(method, path, **options)["data"]
 
     def envelope(self, method: str, path: str, **options: Any) -> dict[str, Any]:
-        envelope = self.send(method, path, **options).json()
+        response = self.send(method, path, **options)
+        envelope = response.json()
         if not isinstance(envelope, dict):
-            raise FileStorageError("The server answered something that is not a JSON envelope.", code="invalid_response")
+            raise response.invalid(jsonlib.dumps(envelope).encode())
         return envelope
 
     def url(self, path: str) -> SplitResult:

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from ._http import Body, HttpClient, backoff_seconds
 from ._source import OpenedSource, ProgressCallback
-from .errors import ConflictError, FileStorageError, RateLimitError
+from .errors import ConflictError, FileStorageError, InvalidResponseError, RateLimitError
 from .types import FileObject
 
 TUS_VERSION = "1.0.0"
@@ -150,7 +150,7 @@ def create_upload(
     created.close()
     location = created.headers.get("location")
     if not location:
-        raise FileStorageError("The tus endpoint answered without a Location.", code="invalid_response", status=created.status)
+        raise InvalidResponseError("The tus endpoint answered without a Location.", code="invalid_response", status=created.status, headers=created.headers)
     return ResumableUpload(http, source, location, int(created.headers.get("upload-offset") or 0), chunk_size, get_file, lock_timeout)
 
 

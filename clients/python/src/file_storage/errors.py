@@ -140,6 +140,13 @@ class APITimeoutError(APIConnectionError):
     """No answer arrived within the client's ``timeout``."""
 
 
+class InvalidResponseError(FileStorageError):
+    """
+    An answer that is not what the API sends: a body that is not the JSON expected (a captive portal's or a proxy's
+    HTML page), a tus creation without Location. ``message`` quotes the start of the body.
+    """
+
+
 class WebhookSignatureError(FileStorageError):
     """A webhook delivery whose signature does not match its body and the secret."""
 
