@@ -19,6 +19,11 @@ export class FileStorageError extends Error {
   /** The X-Request-Id of the answer: quote it when asking for support. */
   readonly requestId: string | undefined;
   readonly headers: Headers | undefined;
+  /**
+   * Seconds the server asked to wait before trying again (its Retry-After), on a 429, a 503 or a 409
+   * `idempotency_key_in_use`: raised at once when longer than the client waits by itself (120 s), to schedule the retry.
+   */
+  readonly retryAfter: number | undefined;
 
   constructor(init: FileStorageErrorInit, options?: { cause?: unknown }) {
     super(init.message, options);
@@ -27,6 +32,7 @@ export class FileStorageError extends Error {
     this.details = init.details;
     this.requestId = init.requestId;
     this.headers = init.headers;
+    this.retryAfter = parseRetryAfter(init.headers?.get('retry-after') ?? null);
   }
 }
 
@@ -50,14 +56,9 @@ export class ConflictError extends FileStorageError {
 export class IdempotencyError extends FileStorageError {
   override name = 'IdempotencyError';
 }
+/** 429: too many requests; `retryAfter` says how many seconds to wait. */
 export class RateLimitError extends FileStorageError {
   override name = 'RateLimitError';
-  /** Seconds to wait before the next request (the Retry-After header). */
-  readonly retryAfter: number | undefined;
-  constructor(init: FileStorageErrorInit) {
-    super(init);
-    this.retryAfter = parseRetryAfter(init.headers?.get('retry-after') ?? null);
-  }
 }
 export class FileTooLargeError extends FileStorageError {
   override name = 'FileTooLargeError';

@@ -1,4 +1,4 @@
-import { ConnectionError, InvalidResponseError, TimeoutError, errorFromResponse, parseRetryAfter } from './errors.js';
+import { ConnectionError, InvalidResponseError, TimeoutError, errorFromResponse } from './errors.js';
 
 export interface FileStorageOptions {
   /** An API key of the account (`Authorization: Bearer <key>`). */
@@ -142,14 +142,17 @@ export class HttpClient {
       }
       clearTimeout(timer);
       if (response.ok) return response;
-      if (attempt < maxRetries && (await isRetryable(response))) {
-        const retryAfter = parseRetryAfter(response.headers.get('retry-after'));
-        await response.body?.cancel();
-        const waitMs = retryAfter !== undefined && retryAfter <= MAX_RETRY_AFTER_SECONDS ? retryAfter * 1000 : backoffMs(attempt);
-        await sleep(waitMs, spec.signal);
+      const error = await errorFromResponse(response);
+      // A 409 idempotency_key_in_use: the first request with this key still runs; once it ends, the key gets its answer.
+      const retryable = RETRYABLE_STATUSES.has(response.status) || (response.status === 409 && error.code === 'idempotency_key_in_use');
+      // Asked to wait longer than the client waits by itself, a retry could only be refused again: the error (with its
+      // retryAfter) goes to the caller at once, to schedule it.
+      const { retryAfter } = error;
+      if (attempt < maxRetries && retryable && (retryAfter === undefined || retryAfter <= MAX_RETRY_AFTER_SECONDS)) {
+        await sleep(retryAfter !== undefined ? retryAfter * 1000 : backoffMs(attempt), spec.signal);
         continue;
       }
-      throw await errorFromResponse(response);
+      throw error;
     }
   }
 }
@@ -172,20 +175,6 @@ function invalidResponse(request: string, response: Response, body: string): Inv
     requestId: response.headers.get('x-request-id') ?? undefined,
     headers: response.headers,
   });
-}
-
-async function isRetryable(response: Response): Promise<boolean> {
-  if (RETRYABLE_STATUSES.has(response.status)) return true;
-  // The first request with this Idempotency-Key still runs: once it ends, the same key gets its stored answer.
-  return response.status === 409 && (await errorCodeOf(response.clone())) === 'idempotency_key_in_use';
-}
-
-async function errorCodeOf(response: Response): Promise<string | undefined> {
-  try {
-    return ((await response.json()) as { error?: { code?: string } } | null)?.error?.code;
-  } catch {
-    return undefined;
-  }
 }
 
 /** 0.5 s, 1 s, 2 s… with full jitter, at most 8 s. */

@@ -6,7 +6,7 @@ import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccount, type TestAccount } from '../../../test/support/accounts.js';
 import { startTestApp, type TestApp } from '../../../test/support/test-app.js';
-import { FileStorage, InvalidResponseError } from '../src/index.js';
+import { FileStorage, IdempotencyError, InvalidResponseError, RateLimitError, ServiceUnavailableError } from '../src/index.js';
 import { startTestProxy, type TestProxy } from './support/test-proxy.js';
 
 const md5 = (bytes: Uint8Array) => createHash('md5').update(bytes).digest('hex');
@@ -82,5 +82,24 @@ describe('the JavaScript client behind reverse proxies, captive portals and fail
       expect(error.message).toContain('"<!DOCTYPE html> <html><head><title>Sign in to the hotel Wi-Fi</title>');
       expect(error.message.length).toBeLessThan(400);
     }
+  });
+
+  it('raises at once, with retryAfter, when Retry-After is longer than the client waits, instead of retrying early', async () => {
+    const refusing = await proxy();
+    const envelope = (code: string) => JSON.stringify({ success: false, error: { code, message: 'later' } });
+    refusing.answer(/^POST \/v1\/folders$/, { status: 429, headers: { 'Retry-After': '3600', 'Content-Type': 'application/json' }, body: envelope('rate_limit_exceeded') });
+    refusing.answer(/^GET \/v1\/user\/info$/, { status: 503, headers: { 'Retry-After': '3600', 'Content-Type': 'text/html' }, body: '<html>down for maintenance</html>' });
+    refusing.answer(/^POST \/v1\/api-keys$/, { status: 409, headers: { 'Retry-After': '3600', 'Content-Type': 'application/json' }, body: envelope('idempotency_key_in_use') });
+    const client = new FileStorage({ apiKey: account.apiKey, baseUrl: refusing.url, maxRetries: 3 });
+    const started = Date.now();
+    const limited = await client.folders.create({ name: 'Later' }).catch((e) => e);
+    const unavailable = await client.user.info().catch((e) => e);
+    const inUse = await client.apiKeys.create({ name: 'later', scopes: ['read'] }).catch((e) => e);
+    expect(Date.now() - started).toBeLessThan(3_000);
+    expect(limited).toBeInstanceOf(RateLimitError);
+    expect(unavailable).toBeInstanceOf(ServiceUnavailableError);
+    expect(inUse).toBeInstanceOf(IdempotencyError);
+    for (const error of [limited, unavailable, inUse]) expect(error.retryAfter).toBe(3600);
+    expect(refusing.requests).toEqual(['POST /v1/folders', 'GET /v1/user/info', 'POST /v1/api-keys']);
   });
 });

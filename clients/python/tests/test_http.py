@@ -17,6 +17,7 @@ from file_storage import (
     ConflictError,
     FileStorage,
     FileTooLargeError,
+    IdempotencyError,
     InternalServerError,
     InvalidResponseError,
     RateLimitError,
@@ -127,6 +128,24 @@ class Retries(unittest.TestCase):
         self.assertGreaterEqual(time.monotonic() - started, 1.5)
         self.assertGreaterEqual(len(server.received), 3)
         self.assertEqual({request["method"] for request in server.received}, {"HEAD"})
+
+    def test_a_retry_after_longer_than_the_client_waits_is_raised_at_once_with_retry_after(self) -> None:
+        # Retried before then, the request could only be refused again; the caller can schedule it instead.
+        cases = [
+            (failure(429, "rate_limit_exceeded", {"Retry-After": "3600"}), RateLimitError),
+            (failure(503, "service_unavailable", {"Retry-After": "3600"}), ServiceUnavailableError),
+            ((503, {"Retry-After": "3600", "Content-Type": "text/html"}, b"<html>maintenance</html>"), ServiceUnavailableError),
+            (failure(409, "idempotency_key_in_use", {"Retry-After": "3600"}), IdempotencyError),
+        ]
+        for answer, expected in cases:
+            with self.subTest(status=answer[0], expected=expected.__name__):
+                server = self.serve([answer, ok({"id": "fld_1"}, 201)])
+                started = time.monotonic()
+                with self.assertRaises(expected) as refused:
+                    FileStorage("key", server.url, max_retries=3).folders.create("Later")
+                self.assertLess(time.monotonic() - started, 5)
+                self.assertEqual((refused.exception.status, refused.exception.retry_after), (answer[0], 3600))
+                self.assertEqual(len(server.received), 1)
 
     def test_a_page_instead_of_json_raises_invalid_response_error_with_its_status_type_and_start(self) -> None:
         # A captive portal or a proxy's error page, answered 200 where the API's JSON was expected.

@@ -14,13 +14,14 @@ from typing import Any
 from urllib.parse import SplitResult, urlencode, urlsplit
 
 from ._version import __version__
-from .errors import APIConnectionError, APITimeoutError, FileStorageError, InvalidResponseError, error_from_response, parse_retry_after
+from .errors import APIConnectionError, APITimeoutError, FileStorageError, InvalidResponseError, error_from_response
 
 RETRYABLE_STATUSES = frozenset({429, 502, 503, 504})
 #: A 409 with this code is a retry that arrived while the first request with its Idempotency-Key still runs: after
 #: Retry-After, the same key gets that request's stored answer.
 KEY_IN_USE = "idempotency_key_in_use"
 MAX_BACKOFF_SECONDS = 8.0
+#: The longest Retry-After the client waits by itself; asked for longer, it raises at once (the error's retry_after).
 MAX_RETRY_AFTER_SECONDS = 120.0
 READ_BYTES = 64 * 1024
 BODY_EXCERPT_CHARS = 200
@@ -218,17 +219,17 @@ class HttpClient:
                 continue
             if 200 <= response.status < 300:
                 return response
+            error = self._error(response)
             # Only its envelope tells a 409 worth waiting for (the key in use) from a conflict, which is final.
-            error = self._error(response) if response.status == 409 else None
-            retryable = error.code == KEY_IN_USE if error is not None else response.status in RETRYABLE_STATUSES
-            if attempt < max_retries and retryable:
-                retry_after = parse_retry_after(response.headers.get("retry-after"))
-                response.close()
-                wait = retry_after if retry_after is not None and retry_after <= MAX_RETRY_AFTER_SECONDS else backoff_seconds(attempt)
-                time.sleep(wait)
+            retryable = response.status in RETRYABLE_STATUSES or (response.status == 409 and error.code == KEY_IN_USE)
+            # Asked to wait longer than the client waits by itself, a retry could only be refused again: the error (with
+            # its retry_after) goes to the caller at once, to schedule it.
+            retry_after = error.retry_after
+            if attempt < max_retries and retryable and (retry_after is None or retry_after <= MAX_RETRY_AFTER_SECONDS):
+                time.sleep(backoff_seconds(attempt) if retry_after is None else retry_after)
                 attempt += 1
                 continue
-            raise error or self._error(response)
+            raise error
 
     @staticmethod
     def _error(response: Response) -> FileStorageError:

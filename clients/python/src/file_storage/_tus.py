@@ -6,9 +6,9 @@ import base64
 import time
 from collections.abc import Callable
 
-from ._http import Body, HttpClient, backoff_seconds
+from ._http import MAX_RETRY_AFTER_SECONDS, Body, HttpClient, backoff_seconds
 from ._source import OpenedSource, ProgressCallback
-from .errors import ConflictError, FileStorageError, InvalidResponseError, RateLimitError
+from .errors import ConflictError, FileStorageError, InvalidResponseError
 from .types import FileObject
 
 TUS_VERSION = "1.0.0"
@@ -87,10 +87,12 @@ class ResumableUpload:
                 if on_progress:
                     on_progress(self.offset, self.size)
             except FileStorageError as error:
-                if not _resumable(error) or failures >= self._http.max_retries:
+                retry_after = error.retry_after
+                # A Retry-After longer than the client waits: a retry before then could only be refused again.
+                too_long = retry_after is not None and retry_after > MAX_RETRY_AFTER_SECONDS
+                if not _resumable(error) or failures >= self._http.max_retries or too_long:
                     raise
                 failures += 1
-                retry_after = error.retry_after if isinstance(error, RateLimitError) else None
                 time.sleep(retry_after if retry_after is not None else backoff_seconds(failures - 1))
                 self.refresh()
         return self._get_file(self.file_id)
