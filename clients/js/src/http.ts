@@ -93,7 +93,7 @@ export class HttpClient {
   /** The JSON envelope of a successful answer; a body that is not one raises an InvalidResponseError. */
   async envelope<T>(spec: RequestSpec): Promise<T> {
     const response = await this.send(spec);
-    const request = `${spec.method} ${spec.path}`;
+    const request = requestLabel(spec.method, spec.path);
     const body = await response.text();
     let envelope: unknown;
     try {
@@ -118,6 +118,7 @@ export class HttpClient {
     if (spec.json !== undefined) headers['Content-Type'] = 'application/json';
     if (spec.body?.contentType) headers['Content-Type'] = spec.body.contentType;
     const url = this.url(spec.path, spec.query);
+    const request = requestLabel(spec.method, spec.path);
     const maxRetries = spec.retry === false || (spec.body && !spec.body.replayable) ? 0 : this.maxRetries;
 
     for (let attempt = 0; ; attempt++) {
@@ -134,8 +135,8 @@ export class HttpClient {
         clearTimeout(timer);
         if (spec.signal?.aborted) throw spec.signal.reason;
         const error = timeout.signal.aborted
-          ? new TimeoutError({ code: 'timeout', message: `No answer from ${spec.method} ${spec.path} within ${this.timeoutMs} ms.` }, { cause })
-          : new ConnectionError({ code: 'connection_error', message: `${spec.method} ${spec.path} failed: ${describe(cause)}` }, { cause });
+          ? new TimeoutError({ code: 'timeout', message: `No answer from ${request} within ${this.timeoutMs} ms.` }, { cause })
+          : new ConnectionError({ code: 'connection_error', message: `${request} failed: ${describe(cause)}` }, { cause });
         if (attempt >= maxRetries) throw error;
         await sleep(backoffMs(attempt), spec.signal);
         continue;
@@ -159,6 +160,12 @@ export class HttpClient {
 
 const ABSOLUTE_URL = /^https?:\/\//i;
 const BODY_EXCERPT_CHARS = 200;
+
+/** A request as error messages name it: method and path, the query left out (a signed download link's signature). */
+function requestLabel(method: string, pathOrUrl: string): string {
+  const queryAt = pathOrUrl.indexOf('?');
+  return `${method} ${queryAt < 0 ? pathOrUrl : `${pathOrUrl.slice(0, queryAt)}?<redacted>`}`;
+}
 
 /**
  * The error for an answer whose body is not the JSON envelope expected: its status, its content type and the start of

@@ -6,10 +6,12 @@ import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccount, type TestAccount } from '../../../test/support/accounts.js';
 import { startTestApp, type TestApp } from '../../../test/support/test-app.js';
-import { FileStorage, IdempotencyError, InvalidResponseError, RateLimitError, ServiceUnavailableError } from '../src/index.js';
+import { ConnectionError, FileStorage, IdempotencyError, InvalidResponseError, RateLimitError, ServiceUnavailableError, TimeoutError } from '../src/index.js';
 import { startTestProxy, type TestProxy } from './support/test-proxy.js';
 
 const md5 = (bytes: Uint8Array) => createHash('md5').update(bytes).digest('hex');
+/** A download by signed link, as the proxy's rules see it. */
+const DOWNLOAD = /^GET \/v1\/files\/[^/]+\/download\?/;
 
 async function readAll(stream: ReadableStream<Uint8Array>): Promise<Buffer> {
   const chunks: Buffer[] = [];
@@ -101,5 +103,21 @@ describe('the JavaScript client behind reverse proxies, captive portals and fail
     expect(inUse).toBeInstanceOf(IdempotencyError);
     for (const error of [limited, unavailable, inUse]) expect(error.retryAfter).toBe(3600);
     expect(refusing.requests).toEqual(['POST /v1/folders', 'GET /v1/user/info', 'POST /v1/api-keys']);
+  });
+
+  it('leaves the signature of a download link out of its errors', async () => {
+    const file = await new FileStorage({ apiKey: account.apiKey, baseUrl: t.baseUrl }).files.upload(Buffer.from('signed'), { name: 'signed.txt' });
+    const hangingUp = await proxy();
+    hangingUp.cutAnswers(DOWNLOAD);
+    const silent = await proxy();
+    silent.cutAnswers(DOWNLOAD, { stall: true });
+    const cut = await new FileStorage({ apiKey: account.apiKey, baseUrl: hangingUp.url, maxRetries: 0 }).files.download(file.id).catch((e) => e);
+    const timedOut = await new FileStorage({ apiKey: account.apiKey, baseUrl: silent.url, maxRetries: 0, timeoutMs: 1_000 }).files.download(file.id).catch((e) => e);
+    expect(cut).toBeInstanceOf(ConnectionError);
+    expect(timedOut).toBeInstanceOf(TimeoutError);
+    for (const error of [cut, timedOut]) {
+      expect(error.message).toMatch(/GET \/v1\/files\/file_\w+\/download\?<redacted>/);
+      expect(`${error.message} ${String(error)} ${JSON.stringify(error)}`).not.toMatch(/signature|expires=/);
+    }
   });
 });

@@ -65,6 +65,18 @@ class CutDownloads(unittest.TestCase):
         self.assertEqual((stalled.exception.code, proxy.answers_cut), ("timeout", 1))
         self.assertFalse(os.path.exists(target))
 
+    def test_errors_of_a_download_do_not_show_its_signed_link(self) -> None:
+        # The download link's signature is good for an hour, and error messages end up in logs and bug reports.
+        for stall, expected in ((True, APITimeoutError), (False, APIConnectionError)):
+            proxy = TestProxy(BASE_URL or "")
+            self.addCleanup(proxy.close)
+            proxy.cut_answers(DOWNLOAD, 0, stall=stall)  # headers that never come; a connection closed without an answer
+            with self.assertRaises(APIConnectionError) as failed:
+                FileStorage(API_KEY or "", proxy.url, timeout=1, max_retries=0).files.download_to(self.file_id, io.BytesIO())
+            error = failed.exception
+            self.assertIs(type(error), expected)
+            self.assertRegex(str(error), r"GET /v1/files/file_\w+/download\?<redacted>")
+            self.assertNotIn("signature", f"{error} {error!r} {vars(error)}")
 
 
 if __name__ == "__main__":

@@ -132,6 +132,11 @@ def _query_value(value: Any) -> str:
     return str(value)
 
 
+def request_label(method: str, url: SplitResult) -> str:
+    """A request as error messages name it: method and path, a query left out (a signed download link's signature)."""
+    return f"{method} {url.path}?<redacted>" if url.query else f"{method} {url.path}"
+
+
 class HttpClient:
     def __init__(self, *, api_key: str, base_url: str, timeout: float, max_retries: int, ssl_context: ssl.SSLContext | None = None) -> None:
         if not api_key:
@@ -202,6 +207,7 @@ class HttpClient:
         elif method in ("POST", "PATCH", "PUT"):
             sent_headers["Content-Length"] = "0"
         url = self.url(path)
+        request = request_label(method, url)
         pairs = [(key, _query_value(value)) for key, value in (query or {}).items() if value is not None]
         if pairs:
             url = url._replace(query=f"{url.query}&{urlencode(pairs)}" if url.query else urlencode(pairs))
@@ -210,7 +216,7 @@ class HttpClient:
         attempt = 0
         while True:
             try:
-                response = self._attempt(method, url, sent_headers, body)
+                response = self._attempt(method, url, request, sent_headers, body)
             except APIConnectionError:
                 if attempt >= max_retries:
                     raise
@@ -246,10 +252,9 @@ class HttpClient:
             return http.client.HTTPSConnection(url.hostname or "", url.port, timeout=self.timeout, context=self._ssl_context, blocksize=READ_BYTES)
         return http.client.HTTPConnection(url.hostname or "", url.port, timeout=self.timeout, blocksize=READ_BYTES)
 
-    def _attempt(self, method: str, url: SplitResult, headers: dict[str, str], body: Body | None) -> Response:
+    def _attempt(self, method: str, url: SplitResult, request: str, headers: dict[str, str], body: Body | None) -> Response:
         connection = self._connection(url)
         target = f"{url.path}?{url.query}" if url.query else url.path
-        request = f"{method} {url.path}"
         try:
             try:
                 connection.request(
