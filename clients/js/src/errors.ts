@@ -107,7 +107,7 @@ export class InternalServerError extends FileStorageError {
 export class ConnectionError extends FileStorageError {
   override name = 'ConnectionError';
 }
-/** No answer arrived within the client's `timeoutMs`. */
+/** No answer arrived within the client's `timeoutMs`, or its body stopped arriving for that long. */
 export class TimeoutError extends FileStorageError {
   override name = 'TimeoutError';
 }
@@ -138,26 +138,30 @@ const ERROR_CLASSES: Record<string, new (init: FileStorageErrorInit) => FileStor
   internal_error: InternalServerError,
 };
 
-/** The typed error for a failed answer; reads the error envelope when there is one. */
-export async function errorFromResponse(response: Response): Promise<FileStorageError> {
-  const requestId = response.headers.get('x-request-id') ?? undefined;
-  let envelope: { error?: { code?: string; message?: string; details?: Record<string, unknown> } } | undefined;
-  try {
-    envelope = (await response.json()) as typeof envelope;
-  } catch {
-    envelope = undefined;
-  }
-  const code = envelope?.error?.code ?? codeForStatus(response.status);
+/** The typed error for a failed answer, from its error envelope when it has one; `body` when it was read already. */
+export async function errorFromResponse(response: Response, body?: string): Promise<FileStorageError> {
+  const envelope = errorEnvelope(body ?? (await response.text().catch(() => '')));
+  const code = envelope?.code ?? codeForStatus(response.status);
   const init: FileStorageErrorInit = {
     code,
-    message: envelope?.error?.message ?? `HTTP ${response.status} ${response.statusText}`.trim(),
+    message: envelope?.message ?? `HTTP ${response.status} ${response.statusText}`.trim(),
     status: response.status,
-    details: envelope?.error?.details,
-    requestId,
+    details: envelope?.details,
+    requestId: response.headers.get('x-request-id') ?? undefined,
     headers: response.headers,
   };
   const ErrorClass = ERROR_CLASSES[code] ?? FileStorageError;
   return new ErrorClass(init);
+}
+
+/** The `error` of an error envelope; undefined for any other body (a proxy's HTML page, nothing). */
+function errorEnvelope(body: string): { code?: string; message?: string; details?: Record<string, unknown> } | undefined {
+  try {
+    const parsed = JSON.parse(body) as { error?: unknown } | null;
+    return typeof parsed?.error === 'object' && parsed.error !== null ? parsed.error : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Answers without an envelope (a proxy's 502, say) still get the class their status implies. */

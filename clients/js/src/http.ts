@@ -1,4 +1,4 @@
-import { ConnectionError, InvalidResponseError, TimeoutError, errorFromResponse } from './errors.js';
+import { ConnectionError, FileStorageError, InvalidResponseError, TimeoutError, errorFromResponse } from './errors.js';
 
 export interface FileStorageOptions {
   /** An API key of the account (`Authorization: Bearer <key>`). */
@@ -8,7 +8,10 @@ export interface FileStorageOptions {
    * (`https://example.com/storage`): requests go to `<baseUrl>/v1/...`.
    */
   baseUrl: string;
-  /** How long to wait for an answer's headers, per attempt. Default 60 000 ms. */
+  /**
+   * How long to wait for an answer's headers, per attempt, and then between any two reads of its body (a download,
+   * a JSON answer): a body that stops arriving for this long fails with a TimeoutError. Default 60 000 ms.
+   */
   timeoutMs?: number;
   /** Retries after 429, 502, 503, 504, 409 `idempotency_key_in_use` and network errors. Default 2. */
   maxRetries?: number;
@@ -94,7 +97,7 @@ export class HttpClient {
   async envelope<T>(spec: RequestSpec): Promise<T> {
     const response = await this.send(spec);
     const request = requestLabel(spec.method, spec.path);
-    const body = await response.text();
+    const body = await this.text(response, `The answer to ${request}`, spec.signal);
     let envelope: unknown;
     try {
       envelope = JSON.parse(body);
@@ -103,6 +106,26 @@ export class HttpClient {
     }
     if (typeof envelope !== 'object' || envelope === null || Array.isArray(envelope)) throw invalidResponse(request, response, body);
     return envelope as T;
+  }
+
+  /**
+   * An answer's body as a stream, read as it arrives: no bytes for `timeoutMs` fail it with a TimeoutError, a
+   * connection cut before its end with a ConnectionError (instead of hanging, or the fetch implementation's own error).
+   */
+  body(response: Response, what: string, signal?: AbortSignal): ReadableStream<Uint8Array> {
+    return readWithin(response, what, this.timeoutMs, signal);
+  }
+
+  /** An answer's whole body as text, read like `body()`. */
+  async text(response: Response, what: string, signal?: AbortSignal): Promise<string> {
+    const decoder = new TextDecoder();
+    let text = '';
+    const reader = this.body(response, what, signal).getReader();
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return text + decoder.decode();
+      text += decoder.decode(value, { stream: true });
+    }
   }
 
   /**
@@ -143,7 +166,12 @@ export class HttpClient {
       }
       clearTimeout(timer);
       if (response.ok) return response;
-      const error = await errorFromResponse(response);
+      // A body that is cut off or stalls still leaves the status to go by.
+      const body = await this.text(response, `The answer to ${request}`, spec.signal).catch((error: unknown) => {
+        if (error instanceof FileStorageError) return '';
+        throw error;
+      });
+      const error = await errorFromResponse(response, body);
       // A 409 idempotency_key_in_use: the first request with this key still runs; once it ends, the key gets its answer.
       const retryable = RETRYABLE_STATUSES.has(response.status) || (response.status === 409 && error.code === 'idempotency_key_in_use');
       // Asked to wait longer than the client waits by itself, a retry could only be refused again: the error (with its
@@ -206,21 +234,31 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 }
 
 /**
- * The body of a successful answer, read as a stream: a connection cut before its end fails it with a ConnectionError,
- * as a request without an answer does, instead of the fetch implementation's own error (Node's `TypeError: terminated`).
+ * An answer's body read as a stream. A connection cut before its end fails it with a ConnectionError, as a request
+ * without an answer does, instead of the fetch implementation's own error (Node's `TypeError: terminated`); no bytes
+ * for `timeoutMs` fail it with a TimeoutError and close the connection, as the wait for the headers does.
  */
-export function streamBody(response: Response, what: string, signal?: AbortSignal): ReadableStream<Uint8Array> {
+function readWithin(response: Response, what: string, timeoutMs: number, signal?: AbortSignal): ReadableStream<Uint8Array> {
   const reader = response.body?.getReader();
   let received = 0;
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
       if (!reader) return controller.close();
-      let chunk: ReadableStreamReadResult<Uint8Array>;
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const stalled = new Promise<'stalled'>((resolve) => (timer = setTimeout(() => resolve('stalled'), timeoutMs)));
+      let chunk: ReadableStreamReadResult<Uint8Array> | 'stalled';
       try {
-        chunk = await reader.read();
+        chunk = await Promise.race([reader.read(), stalled]);
       } catch (cause) {
         if (signal?.aborted) throw cause;
         throw new ConnectionError({ code: 'connection_error', message: `${what} was cut off after ${received} bytes: ${describe(cause)}` }, { cause });
+      } finally {
+        clearTimeout(timer);
+      }
+      if (chunk === 'stalled') {
+        const error = new TimeoutError({ code: 'timeout', message: `${what} stalled: no bytes for ${timeoutMs} ms after ${received} bytes.` });
+        reader.cancel(error).catch(() => undefined);
+        throw error;
       }
       if (chunk.done) return controller.close();
       received += chunk.value.byteLength;

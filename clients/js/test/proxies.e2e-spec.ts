@@ -1,8 +1,9 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
+import { fetch as undiciFetch } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccount, type TestAccount } from '../../../test/support/accounts.js';
 import { startTestApp, type TestApp } from '../../../test/support/test-app.js';
@@ -17,6 +18,13 @@ async function readAll(stream: ReadableStream<Uint8Array>): Promise<Buffer> {
   const chunks: Buffer[] = [];
   for await (const chunk of Readable.fromWeb(stream as import('node:stream/web').ReadableStream<Uint8Array>)) chunks.push(chunk as Buffer);
   return Buffer.concat(chunks);
+}
+
+/** What `promise` settles to, or a failure naming `what` once `ms` have passed: a hang fails the test instead of stalling it. */
+function within<T>(ms: number, what: string, promise: Promise<T>): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const guard = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: still waiting after ${ms} ms`)), ms)));
+  return Promise.race([promise, guard]).finally(() => clearTimeout(timer));
 }
 
 describe('the JavaScript client behind reverse proxies, captive portals and failing networks', () => {
@@ -103,6 +111,29 @@ describe('the JavaScript client behind reverse proxies, captive portals and fail
     expect(inUse).toBeInstanceOf(IdempotencyError);
     for (const error of [limited, unavailable, inUse]) expect(error.retryAfter).toBe(3600);
     expect(refusing.requests).toEqual(['POST /v1/folders', 'GET /v1/user/info', 'POST /v1/api-keys']);
+  });
+
+  it('fails a body that stalls for timeoutMs with a TimeoutError: a download, to a path or read as a stream, and a JSON answer', async () => {
+    const bytes = randomBytes(512 * 1024);
+    const file = await new FileStorage({ apiKey: account.apiKey, baseUrl: t.baseUrl }).files.upload(bytes, { name: 'stalls.bin' });
+    const stalling = await proxy();
+    stalling.cutAnswers(DOWNLOAD, { afterBodyBytes: 64 * 1024, stall: true });
+    stalling.cutAnswers(/^GET \/v1\/user\/info$/, { afterBodyBytes: 10, stall: true });
+    const client = new FileStorage({ apiKey: account.apiKey, baseUrl: stalling.url, timeoutMs: 1_000 });
+    const target = join(dir, 'stalled.bin');
+    const toPath = await within(10_000, 'downloadTo()', client.files.downloadTo(file.id, target).catch((e) => e));
+    expect(toPath).toBeInstanceOf(TimeoutError);
+    expect(toPath).toMatchObject({ code: 'timeout', message: expect.stringMatching(/^The download of file_\w+ stalled: no bytes for 1000 ms after \d+ bytes/) });
+    expect(existsSync(target)).toBe(false);
+    const asStream = await within(10_000, 'reading download()', readAll(await client.files.download(file.id)).catch((e) => e));
+    expect(asStream).toBeInstanceOf(TimeoutError);
+    // The suite's contract check (test/support/contract.ts) reads a JSON answer whole before the caller sees it: the
+    // client gets its own fetch here, to meet the stalled body as it would in an application.
+    const ownFetch = undiciFetch as unknown as typeof fetch;
+    const json = await within(10_000, 'user.info()', new FileStorage({ apiKey: account.apiKey, baseUrl: stalling.url, timeoutMs: 1_000, fetch: ownFetch }).user.info().catch((e) => e));
+    expect(json).toBeInstanceOf(TimeoutError);
+    expect(json.message).toBe('The answer to GET /v1/user/info stalled: no bytes for 1000 ms after 10 bytes.');
+    expect(stalling.answersCut).toBe(3);
   });
 
   it('leaves the signature of a download link out of its errors', async () => {
