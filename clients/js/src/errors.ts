@@ -19,6 +19,11 @@ export class FileStorageError extends Error {
   /** The X-Request-Id of the answer: quote it when asking for support. */
   readonly requestId: string | undefined;
   readonly headers: Headers | undefined;
+  /**
+   * Seconds the server asked to wait before trying again (its Retry-After), on a 429, a 503 or a 409
+   * `idempotency_key_in_use`: raised at once when longer than the client waits by itself (120 s), to schedule the retry.
+   */
+  readonly retryAfter: number | undefined;
 
   constructor(init: FileStorageErrorInit, options?: { cause?: unknown }) {
     super(init.message, options);
@@ -27,6 +32,7 @@ export class FileStorageError extends Error {
     this.details = init.details;
     this.requestId = init.requestId;
     this.headers = init.headers;
+    this.retryAfter = parseRetryAfter(init.headers?.get('retry-after') ?? null);
   }
 }
 
@@ -50,14 +56,9 @@ export class ConflictError extends FileStorageError {
 export class IdempotencyError extends FileStorageError {
   override name = 'IdempotencyError';
 }
+/** 429: too many requests; `retryAfter` says how many seconds to wait. */
 export class RateLimitError extends FileStorageError {
   override name = 'RateLimitError';
-  /** Seconds to wait before the next request (the Retry-After header). */
-  readonly retryAfter: number | undefined;
-  constructor(init: FileStorageErrorInit) {
-    super(init);
-    this.retryAfter = parseRetryAfter(init.headers?.get('retry-after') ?? null);
-  }
 }
 export class FileTooLargeError extends FileStorageError {
   override name = 'FileTooLargeError';
@@ -106,9 +107,16 @@ export class InternalServerError extends FileStorageError {
 export class ConnectionError extends FileStorageError {
   override name = 'ConnectionError';
 }
-/** No answer arrived within the client's `timeoutMs`. */
+/** No answer arrived within the client's `timeoutMs`, or its body stopped arriving for that long. */
 export class TimeoutError extends FileStorageError {
   override name = 'TimeoutError';
+}
+/**
+ * An answer that is not what the API sends: a body that is not the JSON expected (a captive portal's or a proxy's HTML
+ * page), a tus creation without Location. `message` quotes the start of the body.
+ */
+export class InvalidResponseError extends FileStorageError {
+  override name = 'InvalidResponseError';
 }
 
 const ERROR_CLASSES: Record<string, new (init: FileStorageErrorInit) => FileStorageError> = {
@@ -130,26 +138,30 @@ const ERROR_CLASSES: Record<string, new (init: FileStorageErrorInit) => FileStor
   internal_error: InternalServerError,
 };
 
-/** The typed error for a failed answer; reads the error envelope when there is one. */
-export async function errorFromResponse(response: Response): Promise<FileStorageError> {
-  const requestId = response.headers.get('x-request-id') ?? undefined;
-  let envelope: { error?: { code?: string; message?: string; details?: Record<string, unknown> } } | undefined;
-  try {
-    envelope = (await response.json()) as typeof envelope;
-  } catch {
-    envelope = undefined;
-  }
-  const code = envelope?.error?.code ?? codeForStatus(response.status);
+/** The typed error for a failed answer, from its error envelope when it has one; `body` when it was read already. */
+export async function errorFromResponse(response: Response, body?: string): Promise<FileStorageError> {
+  const envelope = errorEnvelope(body ?? (await response.text().catch(() => '')));
+  const code = envelope?.code ?? codeForStatus(response.status);
   const init: FileStorageErrorInit = {
     code,
-    message: envelope?.error?.message ?? `HTTP ${response.status} ${response.statusText}`.trim(),
+    message: envelope?.message ?? `HTTP ${response.status} ${response.statusText}`.trim(),
     status: response.status,
-    details: envelope?.error?.details,
-    requestId,
+    details: envelope?.details,
+    requestId: response.headers.get('x-request-id') ?? undefined,
     headers: response.headers,
   };
   const ErrorClass = ERROR_CLASSES[code] ?? FileStorageError;
   return new ErrorClass(init);
+}
+
+/** The `error` of an error envelope; undefined for any other body (a proxy's HTML page, nothing). */
+function errorEnvelope(body: string): { code?: string; message?: string; details?: Record<string, unknown> } | undefined {
+  try {
+    const parsed = JSON.parse(body) as { error?: unknown } | null;
+    return typeof parsed?.error === 'object' && parsed.error !== null ? parsed.error : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Answers without an envelope (a proxy's 502, say) still get the class their status implies. */

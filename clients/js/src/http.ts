@@ -1,11 +1,17 @@
-import { ConnectionError, TimeoutError, errorFromResponse, parseRetryAfter } from './errors.js';
+import { ConnectionError, FileStorageError, InvalidResponseError, TimeoutError, errorFromResponse } from './errors.js';
 
 export interface FileStorageOptions {
   /** An API key of the account (`Authorization: Bearer <key>`). */
   apiKey: string;
-  /** The server's origin, e.g. `https://files.example.com` (the client adds `/v1/...`). */
+  /**
+   * The server's address, e.g. `https://files.example.com`, with the path it is served under if any
+   * (`https://example.com/storage`): requests go to `<baseUrl>/v1/...`.
+   */
   baseUrl: string;
-  /** How long to wait for an answer's headers, per attempt. Default 60 000 ms. */
+  /**
+   * How long to wait for an answer's headers, per attempt, and then between any two reads of its body (a download,
+   * a JSON answer): a body that stops arriving for this long fails with a TimeoutError. Default 60 000 ms.
+   */
   timeoutMs?: number;
   /** Retries after 429, 502, 503, 504, 409 `idempotency_key_in_use` and network errors. Default 2. */
   maxRetries?: number;
@@ -62,6 +68,7 @@ export class HttpClient {
   constructor(options: FileStorageOptions) {
     if (!options.apiKey) throw new TypeError('FileStorage needs an apiKey.');
     if (!options.baseUrl) throw new TypeError('FileStorage needs a baseUrl.');
+    if (!ABSOLUTE_URL.test(options.baseUrl)) throw new TypeError(`baseUrl must be an http(s) URL such as https://files.example.com, not ${options.baseUrl}.`);
     this.apiKey = options.apiKey;
     this.baseUrl = options.baseUrl.replace(/\/+$/, '');
     this.timeoutMs = options.timeoutMs ?? 60_000;
@@ -69,8 +76,12 @@ export class HttpClient {
     this.fetchImpl = options.fetch ?? globalThis.fetch.bind(globalThis);
   }
 
+  /**
+   * Where a request goes: a path of the API (`/v1/...`) under the base URL, its path prefix kept; an absolute URL the
+   * server gave (a tus Location) as it is.
+   */
   url(path: string, query?: object): string {
-    const url = new URL(path, `${this.baseUrl}/`);
+    const url = new URL(ABSOLUTE_URL.test(path) ? path : this.baseUrl + path);
     for (const [key, value] of Object.entries(query ?? {})) {
       if (value !== undefined && value !== null) url.searchParams.set(key, String(value));
     }
@@ -82,9 +93,39 @@ export class HttpClient {
     return ((await this.envelope<{ data: T }>(spec)).data);
   }
 
+  /** The JSON envelope of a successful answer; a body that is not one raises an InvalidResponseError. */
   async envelope<T>(spec: RequestSpec): Promise<T> {
     const response = await this.send(spec);
-    return (await response.json()) as T;
+    const request = requestLabel(spec.method, spec.path);
+    const body = await this.text(response, `The answer to ${request}`, spec.signal);
+    let envelope: unknown;
+    try {
+      envelope = JSON.parse(body);
+    } catch {
+      throw invalidResponse(request, response, body);
+    }
+    if (typeof envelope !== 'object' || envelope === null || Array.isArray(envelope)) throw invalidResponse(request, response, body);
+    return envelope as T;
+  }
+
+  /**
+   * An answer's body as a stream, read as it arrives: no bytes for `timeoutMs` fail it with a TimeoutError, a
+   * connection cut before its end with a ConnectionError (instead of hanging, or the fetch implementation's own error).
+   */
+  body(response: Response, what: string, signal?: AbortSignal): ReadableStream<Uint8Array> {
+    return readWithin(response, what, this.timeoutMs, signal);
+  }
+
+  /** An answer's whole body as text, read like `body()`. */
+  async text(response: Response, what: string, signal?: AbortSignal): Promise<string> {
+    const decoder = new TextDecoder();
+    let text = '';
+    const reader = this.body(response, what, signal).getReader();
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return text + decoder.decode();
+      text += decoder.decode(value, { stream: true });
+    }
   }
 
   /**
@@ -100,6 +141,7 @@ export class HttpClient {
     if (spec.json !== undefined) headers['Content-Type'] = 'application/json';
     if (spec.body?.contentType) headers['Content-Type'] = spec.body.contentType;
     const url = this.url(spec.path, spec.query);
+    const request = requestLabel(spec.method, spec.path);
     const maxRetries = spec.retry === false || (spec.body && !spec.body.replayable) ? 0 : this.maxRetries;
 
     for (let attempt = 0; ; attempt++) {
@@ -116,38 +158,58 @@ export class HttpClient {
         clearTimeout(timer);
         if (spec.signal?.aborted) throw spec.signal.reason;
         const error = timeout.signal.aborted
-          ? new TimeoutError({ code: 'timeout', message: `No answer from ${spec.method} ${spec.path} within ${this.timeoutMs} ms.` }, { cause })
-          : new ConnectionError({ code: 'connection_error', message: `${spec.method} ${spec.path} failed: ${describe(cause)}` }, { cause });
+          ? new TimeoutError({ code: 'timeout', message: `No answer from ${request} within ${this.timeoutMs} ms.` }, { cause })
+          : new ConnectionError({ code: 'connection_error', message: `${request} failed: ${describe(cause)}` }, { cause });
         if (attempt >= maxRetries) throw error;
         await sleep(backoffMs(attempt), spec.signal);
         continue;
       }
       clearTimeout(timer);
       if (response.ok) return response;
-      if (attempt < maxRetries && (await isRetryable(response))) {
-        const retryAfter = parseRetryAfter(response.headers.get('retry-after'));
-        await response.body?.cancel();
-        const waitMs = retryAfter !== undefined && retryAfter <= MAX_RETRY_AFTER_SECONDS ? retryAfter * 1000 : backoffMs(attempt);
-        await sleep(waitMs, spec.signal);
+      // A body that is cut off or stalls still leaves the status to go by.
+      const body = await this.text(response, `The answer to ${request}`, spec.signal).catch((error: unknown) => {
+        if (error instanceof FileStorageError) return '';
+        throw error;
+      });
+      const error = await errorFromResponse(response, body);
+      // A 409 idempotency_key_in_use: the first request with this key still runs; once it ends, the key gets its answer.
+      const retryable = RETRYABLE_STATUSES.has(response.status) || (response.status === 409 && error.code === 'idempotency_key_in_use');
+      // Asked to wait longer than the client waits by itself, a retry could only be refused again: the error (with its
+      // retryAfter) goes to the caller at once, to schedule it.
+      const { retryAfter } = error;
+      if (attempt < maxRetries && retryable && (retryAfter === undefined || retryAfter <= MAX_RETRY_AFTER_SECONDS)) {
+        await sleep(retryAfter !== undefined ? retryAfter * 1000 : backoffMs(attempt), spec.signal);
         continue;
       }
-      throw await errorFromResponse(response);
+      throw error;
     }
   }
 }
 
-async function isRetryable(response: Response): Promise<boolean> {
-  if (RETRYABLE_STATUSES.has(response.status)) return true;
-  // The first request with this Idempotency-Key still runs: once it ends, the same key gets its stored answer.
-  return response.status === 409 && (await errorCodeOf(response.clone())) === 'idempotency_key_in_use';
+const ABSOLUTE_URL = /^https?:\/\//i;
+const BODY_EXCERPT_CHARS = 200;
+
+/** A request as error messages name it: method and path, the query left out (a signed download link's signature). */
+function requestLabel(method: string, pathOrUrl: string): string {
+  const queryAt = pathOrUrl.indexOf('?');
+  return `${method} ${queryAt < 0 ? pathOrUrl : `${pathOrUrl.slice(0, queryAt)}?<redacted>`}`;
 }
 
-async function errorCodeOf(response: Response): Promise<string | undefined> {
-  try {
-    return ((await response.json()) as { error?: { code?: string } } | null)?.error?.code;
-  } catch {
-    return undefined;
-  }
+/**
+ * The error for an answer whose body is not the JSON envelope expected: its status, its content type and the start of
+ * its body, so that a captive portal's or a proxy's page is recognised.
+ */
+function invalidResponse(request: string, response: Response, body: string): InvalidResponseError {
+  const excerpt = body.replace(/\s+/g, ' ').trim();
+  const quoted = excerpt.length > BODY_EXCERPT_CHARS ? `${excerpt.slice(0, BODY_EXCERPT_CHARS)}…` : excerpt;
+  const type = response.headers.get('content-type') ?? 'no content type';
+  return new InvalidResponseError({
+    code: 'invalid_response',
+    message: `${request}: the server answered ${response.status} with a body that is not the JSON expected (${type}): ${JSON.stringify(quoted)}`,
+    status: response.status,
+    requestId: response.headers.get('x-request-id') ?? undefined,
+    headers: response.headers,
+  });
 }
 
 /** 0.5 s, 1 s, 2 s… with full jitter, at most 8 s. */
@@ -172,21 +234,31 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 }
 
 /**
- * The body of a successful answer, read as a stream: a connection cut before its end fails it with a ConnectionError,
- * as a request without an answer does, instead of the fetch implementation's own error (Node's `TypeError: terminated`).
+ * An answer's body read as a stream. A connection cut before its end fails it with a ConnectionError, as a request
+ * without an answer does, instead of the fetch implementation's own error (Node's `TypeError: terminated`); no bytes
+ * for `timeoutMs` fail it with a TimeoutError and close the connection, as the wait for the headers does.
  */
-export function streamBody(response: Response, what: string, signal?: AbortSignal): ReadableStream<Uint8Array> {
+function readWithin(response: Response, what: string, timeoutMs: number, signal?: AbortSignal): ReadableStream<Uint8Array> {
   const reader = response.body?.getReader();
   let received = 0;
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
       if (!reader) return controller.close();
-      let chunk: ReadableStreamReadResult<Uint8Array>;
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const stalled = new Promise<'stalled'>((resolve) => (timer = setTimeout(() => resolve('stalled'), timeoutMs)));
+      let chunk: ReadableStreamReadResult<Uint8Array> | 'stalled';
       try {
-        chunk = await reader.read();
+        chunk = await Promise.race([reader.read(), stalled]);
       } catch (cause) {
         if (signal?.aborted) throw cause;
         throw new ConnectionError({ code: 'connection_error', message: `${what} was cut off after ${received} bytes: ${describe(cause)}` }, { cause });
+      } finally {
+        clearTimeout(timer);
+      }
+      if (chunk === 'stalled') {
+        const error = new TimeoutError({ code: 'timeout', message: `${what} stalled: no bytes for ${timeoutMs} ms after ${received} bytes.` });
+        reader.cancel(error).catch(() => undefined);
+        throw error;
       }
       if (chunk.done) return controller.close();
       received += chunk.value.byteLength;

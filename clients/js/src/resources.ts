@@ -1,5 +1,5 @@
 import { InvalidRequestError } from './errors.js';
-import { type CallOptions, type HttpClient, streamBody } from './http.js';
+import type { CallOptions, HttpClient } from './http.js';
 import { fetchCursorPage, fetchPage, paginate, paginateByCursor } from './pagination.js';
 import { uploadResumable } from './tus.js';
 import { type UploadProgress, type UploadSource, multipartBody, openSource } from './upload-source.js';
@@ -112,19 +112,20 @@ export class Files {
 
   /**
    * The file's content as a web ReadableStream (`Readable.fromWeb(stream)` makes it a Node stream); reading it fails
-   * with a ConnectionError if the connection is cut before the end.
+   * with a ConnectionError if the connection is cut before the end, and a TimeoutError if it stalls for `timeoutMs`.
    */
   async download(fileId: string, options: CallOptions = {}): Promise<ReadableStream<Uint8Array>> {
-    // The download route takes a signed link, not the key: the file's fresh download_url is that link. Its path and
-    // signature are sent to this client's baseUrl, which may differ from the server's public address.
-    const link = new URL((await this.get(fileId, options)).download_url, 'http://base.invalid');
-    const response = await this.http.send({ method: 'GET', path: link.pathname + link.search, anonymous: true, headers: { Accept: '*/*' }, signal: options.signal });
-    return streamBody(response, `The download of ${fileId}`, options.signal);
+    // The download route takes a signed link, not the key: the file's fresh download_url is that link. Its signature
+    // goes to the route under this client's baseUrl, which may differ from the server's public address (and its
+    // path prefix from PUBLIC_BASE_URL's).
+    const signature = new URL((await this.get(fileId, options)).download_url, 'http://base.invalid').search;
+    const response = await this.http.send({ method: 'GET', path: path`/v1/files/${fileId}/download` + signature, anonymous: true, headers: { Accept: '*/*' }, signal: options.signal });
+    return this.http.body(response, `The download of ${fileId}`, options.signal);
   }
 
   /**
    * Writes the file's content to a path (Node), streamed; a failed download leaves no partial file behind. A connection
-   * cut before the end raises a ConnectionError.
+   * cut before the end raises a ConnectionError, one that stalls for `timeoutMs` a TimeoutError.
    */
   async downloadTo(fileId: string, destination: string, options: CallOptions = {}): Promise<void> {
     const [{ createWriteStream }, { rm }, { Readable }, { pipeline }] = await Promise.all([
@@ -234,7 +235,7 @@ export class Shares {
       headers: { Accept: '*/*', ...passwordHeader(options) },
       signal: options.signal,
     });
-    return streamBody(response, 'The download of the shared file', options.signal);
+    return this.http.body(response, 'The download of the shared file', options.signal);
   }
 }
 

@@ -1,4 +1,4 @@
-import { FileStorageError, RateLimitError } from './errors.js';
+import { FileStorageError, InvalidResponseError } from './errors.js';
 import { type CallOptions, type HttpClient, backoffMs, sleep } from './http.js';
 import { type OpenedSource, type UploadProgress, readChunk } from './upload-source.js';
 
@@ -36,9 +36,9 @@ export async function uploadResumable(http: HttpClient, source: OpenedSource, op
     signal,
   });
   await created.body?.cancel();
-  // Location is relative (/v1/uploads/{id}); resolved against the base URL like every other path.
+  // Location is relative (/v1/uploads/{id}): under the base URL like every other path; an absolute one is used as it is.
   const location = created.headers.get('location');
-  if (!location) throw new FileStorageError({ code: 'invalid_response', message: 'The tus endpoint answered without a Location.', status: created.status });
+  if (!location) throw new InvalidResponseError({ code: 'invalid_response', message: 'The tus endpoint answered without a Location.', status: created.status, headers: created.headers });
 
   let offset = 0;
   let fileId: string | null = null;
@@ -74,7 +74,7 @@ export async function uploadResumable(http: HttpClient, source: OpenedSource, op
       if (failures++ === 0) failingSince = Date.now();
       // A PATCH cut off on the way may hold the upload on the server (423) until the server notices, which takes
       // its idle timeout plus the lock's expiry: so failures in a row are retried for a time, not a count.
-      const retryAfter = error instanceof RateLimitError ? error.retryAfter : undefined;
+      const { retryAfter } = error as FileStorageError;
       const waitMs = retryAfter !== undefined ? retryAfter * 1000 : backoffMs(failures - 1);
       if (Date.now() + waitMs - failingSince > options.retryMs) throw error;
       await sleep(waitMs, signal);

@@ -1,7 +1,6 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { existsSync, mkdtempSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
-import { type AddressInfo, connect, createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -13,6 +12,7 @@ import { createAccount, type TestAccount } from '../../../test/support/accounts.
 import { startTestApp, type TestApp } from '../../../test/support/test-app.js';
 import { eventually, sleep } from '../../../test/support/time.js';
 import { ConflictError, ConnectionError, FileStorage, InvalidRequestError } from '../src/index.js';
+import { startTestProxy } from './support/test-proxy.js';
 
 const md5 = (bytes: Uint8Array) => createHash('md5').update(bytes).digest('hex');
 
@@ -168,9 +168,11 @@ describe('the JavaScript client at the edges: concurrent retries, held uploads, 
   it('raises a ConnectionError, and leaves no partial file, when a download is cut off midway', async () => {
     const bytes = randomBytes(1024 * 1024);
     const file = await new FileStorage({ apiKey: account.apiKey, baseUrl: t.baseUrl }).files.upload(bytes, { name: 'cut.bin' });
-    const network = await startCuttingProxy(new URL(t.baseUrl).port, 256 * 1024);
+    // A network failing mid-answer: the connection drops once 256 KiB of the download's body went through.
+    const network = await startTestProxy({ upstream: t.baseUrl });
+    network.cutAnswers(/^GET \/v1\/files\/[^/]+\/download\?/, { afterBodyBytes: 256 * 1024 });
     try {
-      const client = new FileStorage({ apiKey: account.apiKey, baseUrl: `http://127.0.0.1:${network.port}` });
+      const client = new FileStorage({ apiKey: account.apiKey, baseUrl: network.url });
       const target = join(mkdtempSync(join(tmpdir(), 'fss-js-faults-')), 'cut.bin');
       const cut = await client.files.downloadTo(file.id, target).catch((e) => e);
       expect(cut).toBeInstanceOf(ConnectionError);
@@ -187,35 +189,3 @@ describe('the JavaScript client at the edges: concurrent retries, held uploads, 
     }
   });
 });
-
-/** A TCP proxy to the server that drops each connection once the server has sent `limit` bytes on it: a network failing mid-answer. */
-async function startCuttingProxy(targetPort: string, limit: number): Promise<{ port: number; close(): Promise<void> }> {
-  const sockets = new Set<Socket>();
-  const server: Server = createServer((client) => {
-    const upstream = connect(Number(targetPort), '127.0.0.1');
-    sockets.add(client).add(upstream);
-    const end = () => {
-      client.destroy();
-      upstream.destroy();
-    };
-    let sent = 0;
-    client.on('data', (chunk) => upstream.write(chunk));
-    upstream.on('data', (chunk: Buffer) => {
-      if (sent >= limit) return;
-      const room = limit - sent;
-      sent += chunk.length;
-      if (chunk.length < room) return void client.write(chunk);
-      client.end(chunk.subarray(0, room), end);
-    });
-    client.on('close', end).on('error', end);
-    upstream.on('close', end).on('error', end);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    port: (server.address() as AddressInfo).port,
-    async close() {
-      for (const socket of sockets) socket.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
-}

@@ -1,13 +1,16 @@
-"""What the conformance runner needs besides the library: a local webhook receiver and a proxy that cuts a connection."""
+"""What the conformance runner and the library's tests need besides the library: a local webhook receiver, and a
+proxy in front of the server that serves it under a path prefix or misbehaves as networks and middleboxes do."""
 
 from __future__ import annotations
 
+import re
 import socket
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlsplit
 
 
 @dataclass
@@ -68,26 +71,51 @@ class WebhookReceiver:
         self._server.server_close()
 
 
-class CuttingProxy:
+class TestProxy:
     """
-    A TCP proxy to the server on 127.0.0.1. Once ``cut_after(n)`` is called, it forwards ``n`` more bytes from clients
-    to the server and then closes that connection on both sides, as a dropped network would; then it passes
-    everything again.
+    A TCP proxy to the server (``upstream``, its URL), on 127.0.0.1, that misbehaves on demand as networks and
+    middleboxes do. It reads the head of the request on each connection (the library sends one request per connection,
+    and so does each test that goes through here) and then:
+
+    - with ``prefix`` (e.g. ``/storage``), serves the server under that path, as a reverse proxy does: the prefix is
+      taken off the request path; a request outside it is answered 404 by the proxy itself. ``url`` includes it;
+    - ``cut_answers(matching, after_bytes)``: ends the answers to those requests after so many bytes: closes the
+      connection, as a peer that went away, or with ``stall=True`` keeps it open and sends nothing more;
+    - ``cut_request_after(n)``: forwards ``n`` more bytes from clients to the server, then closes that connection on
+      both sides, as a dropped network would; then passes everything again.
+
+    ``matching`` is a regular expression searched in ``"METHOD /path?query"``, the path without the prefix. Every
+    request line received is in ``requests``.
     """
 
-    def __init__(self, upstream_host: str, upstream_port: int) -> None:
-        self._upstream = (upstream_host, upstream_port)
-        self._budget: int | None = None
-        self.cuts = 0
-        self.forwarded = 0
+    def __init__(self, upstream: str, *, prefix: str = "") -> None:
+        server = urlsplit(upstream)
+        self._upstream = (server.hostname or "127.0.0.1", server.port or 80)
+        self._prefix = prefix.rstrip("/")
+        self._answer_cuts: list[tuple[re.Pattern[str], int, bool]] = []
+        self._request_budget: int | None = None
         self._lock = threading.Lock()
+        self._closed = threading.Event()
+        self.requests: list[str] = []
+        #: Connections cut by ``cut_request_after``, answers cut by ``cut_answers``, bytes forwarded to the server.
+        self.cuts = 0
+        self.answers_cut = 0
+        self.forwarded = 0
         self._listener = socket.create_server(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
+        self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}{self._prefix}"
         threading.Thread(target=self._accept, daemon=True).start()
 
-    def cut_after(self, byte_count: int) -> None:
+    def cut_answers(self, matching: str, after_bytes: int, *, stall: bool = False) -> None:
         with self._lock:
-            self._budget = byte_count
+            self._answer_cuts.append((re.compile(matching), after_bytes, stall))
+
+    def cut_request_after(self, byte_count: int) -> None:
+        with self._lock:
+            self._request_budget = byte_count
+
+    def close(self) -> None:
+        self._closed.set()
+        self._listener.close()
 
     def _accept(self) -> None:
         while True:
@@ -95,38 +123,98 @@ class CuttingProxy:
                 client, _ = self._listener.accept()
             except OSError:
                 return
-            server = socket.create_connection(self._upstream)
-            threading.Thread(target=self._pump, args=(client, server, True), daemon=True).start()
-            threading.Thread(target=self._pump, args=(server, client, False), daemon=True).start()
+            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
 
-    def _pump(self, source: socket.socket, target: socket.socket, upstream: bool) -> None:
+    def _serve(self, client: socket.socket) -> None:
+        head = b""
         try:
-            while chunk := source.recv(65536):
-                if upstream:
-                    with self._lock:
-                        if self._budget is not None and len(chunk) >= self._budget:
-                            chunk, cut = chunk[: self._budget], True
-                            self._budget = None
-                            self.cuts += 1
-                        else:
-                            cut = False
-                            if self._budget is not None:
-                                self._budget -= len(chunk)
-                        self.forwarded += len(chunk)
-                    target.sendall(chunk)
-                    if cut:
+            while b"\r\n\r\n" not in head and (chunk := client.recv(65536)):
+                head += chunk
+        except OSError:
+            pass
+        if b"\r\n\r\n" not in head:
+            _close(client)
+            return
+        method, target, version = head.split(b"\r\n", 1)[0].decode("latin-1").split(" ", 2)
+        with self._lock:
+            self.requests.append(f"{method} {target}")
+        path = target.split("?", 1)[0]
+        if self._prefix and path != self._prefix and not path.startswith(self._prefix + "/"):
+            self._not_found(client)
+            return
+        target = target[len(self._prefix) :] or "/"
+        if not target.startswith("/"):
+            target = "/" + target
+        request = f"{method} {target}"
+        with self._lock:
+            answer_cut = next(((after, stall) for pattern, after, stall in self._answer_cuts if pattern.search(request)), None)
+        try:
+            server = socket.create_connection(self._upstream)
+        except OSError:
+            _close(client)
+            return
+        rewritten = f"{request} {version}".encode("latin-1") + b"\r\n" + head.split(b"\r\n", 1)[1]
+        threading.Thread(target=self._answer, args=(server, client, answer_cut), daemon=True).start()
+        try:
+            if self._forward_request(rewritten, server):
+                while chunk := client.recv(65536):
+                    if not self._forward_request(chunk, server):
                         break
-                else:
-                    target.sendall(chunk)
         except OSError:
             pass
         finally:
-            for end in (source, target):
-                try:
-                    end.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
-                end.close()
+            _close(client, server)
 
-    def close(self) -> None:
-        self._listener.close()
+    def _forward_request(self, chunk: bytes, server: socket.socket) -> bool:
+        """Sends client bytes on to the server; False once the request budget ran out and the connection is to be cut."""
+        with self._lock:
+            cut = self._request_budget is not None and len(chunk) >= self._request_budget
+            if cut:
+                chunk = chunk[: self._request_budget]
+                self._request_budget = None
+                self.cuts += 1
+            elif self._request_budget is not None:
+                self._request_budget -= len(chunk)
+            self.forwarded += len(chunk)
+        server.sendall(chunk)
+        return not cut
+
+    def _answer(self, server: socket.socket, client: socket.socket, answer_cut: tuple[int, bool] | None) -> None:
+        budget, stall = answer_cut if answer_cut is not None else (None, False)
+        try:
+            while chunk := server.recv(65536):
+                if budget is not None and len(chunk) >= budget:
+                    client.sendall(chunk[:budget])
+                    with self._lock:
+                        self.answers_cut += 1
+                    if stall:
+                        self._closed.wait()
+                    return
+                if budget is not None:
+                    budget -= len(chunk)
+                client.sendall(chunk)
+        except OSError:
+            pass
+        finally:
+            _close(client, server)
+
+    def _not_found(self, client: socket.socket) -> None:
+        try:
+            client.sendall(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            # Closed with a request body still unread, the connection would be reset before the client read the answer.
+            client.shutdown(socket.SHUT_WR)
+            client.settimeout(5)
+            while client.recv(65536):
+                pass
+        except OSError:
+            pass
+        client.close()
+
+
+def _close(*ends: socket.socket) -> None:
+    for end in ends:
+        try:
+            end.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        end.close()

@@ -17,7 +17,6 @@ import traceback
 import unittest
 from collections.abc import Callable
 from typing import Any, ClassVar
-from urllib.parse import urlsplit
 
 from file_storage import (
     APIConnectionError,
@@ -29,7 +28,7 @@ from file_storage import (
     verify_webhook_signature,
 )
 
-from .support import CuttingProxy, WebhookReceiver
+from .support import TestProxy, WebhookReceiver
 
 ENV = os.environ
 CONFIGURED = all(name in ENV for name in ("FSS_BASE_URL", "FSS_API_KEY", "FSS_FREE_API_KEY", "FSS_SCENARIO", "FSS_REPORT", "FSS_WORK_DIR"))
@@ -272,13 +271,12 @@ class ConformanceScenario(unittest.TestCase):
         size, chunk = params["size_bytes"], params["chunk_bytes"]
         path = os.path.join(self.work_dir, "resumable.bin")
         local_md5 = write_random_file(path, size)
-        server = urlsplit(ENV["FSS_BASE_URL"])
-        proxy = CuttingProxy(server.hostname or "127.0.0.1", server.port or 80)
+        proxy = TestProxy(ENV["FSS_BASE_URL"])
         try:
             through_proxy = FileStorage(ENV["FSS_API_KEY"], proxy.url, max_retries=0, chunk_size=chunk)
             upload = through_proxy.uploads.create(path, folder_id=self.state["folder"]["id"])
             self.assertEqual(upload.offset, 0)
-            proxy.cut_after(chunk + chunk // 2 + 2048)  # the first PATCH (chunk and headers) passes, the second is cut mid-way
+            proxy.cut_request_after(chunk + chunk // 2 + 2048)  # the first PATCH (chunk and headers) passes, the second is cut mid-way
             with self.assertRaises(APIConnectionError):
                 upload.send()
             self.assertEqual(proxy.cuts, 1)

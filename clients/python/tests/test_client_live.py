@@ -13,7 +13,7 @@ import unittest
 import uuid
 from urllib.parse import urlsplit
 
-from conformance.support import CuttingProxy, ReceivedDelivery, WebhookReceiver
+from conformance.support import ReceivedDelivery, TestProxy, WebhookReceiver
 from file_storage import (
     AuthenticationError,
     FileStorage,
@@ -40,11 +40,10 @@ class AgainstTheServer(unittest.TestCase):
 
     def test_a_resumable_upload_survives_a_cut_connection_by_itself(self) -> None:
         content = os.urandom(700 * KiB)
-        server = urlsplit(BASE_URL or "")
-        proxy = CuttingProxy(server.hostname or "127.0.0.1", server.port or 80)
+        proxy = TestProxy(BASE_URL or "")
         self.addCleanup(proxy.close)
         client = FileStorage(API_KEY or "", proxy.url, resumable_threshold=256 * KiB, chunk_size=256 * KiB)
-        proxy.cut_after(400 * KiB)  # in the middle of the second chunk
+        proxy.cut_request_after(400 * KiB)  # in the middle of the second chunk
         progress: list[int] = []
         uploaded = client.files.upload(content, name="cut.bin", on_progress=lambda loaded, total: progress.append(loaded))
         self.assertEqual(proxy.cuts, 1)

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import io
 import os
-import socket
 import tempfile
-import threading
 import unittest
-from urllib.parse import urlsplit
 
+from conformance.support import TestProxy
 from file_storage import APIConnectionError, APITimeoutError, FileStorage
 
 from .live import API_KEY, BASE_URL, needs_server
@@ -17,76 +15,8 @@ from .live import API_KEY, BASE_URL, needs_server
 KiB = 1024
 
 
-class DownloadCuttingProxy:
-    """
-    A TCP proxy to the server on 127.0.0.1 that passes requests through, but ends the answer to a download (a GET of
-    a path ending in /download) after ``answer_bytes`` bytes: it closes the connection, as a peer that went away does,
-    or with ``stall=True`` keeps it open and sends nothing more.
-    """
-
-    def __init__(self, upstream: tuple[str, int], answer_bytes: int, *, stall: bool = False) -> None:
-        self._upstream = upstream
-        self._answer_bytes = answer_bytes
-        self._stall = stall
-        self._closed = threading.Event()
-        self.cut_downloads = 0
-        self._listener = socket.create_server(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self._listener.accept()
-            except OSError:
-                return
-            server = socket.create_connection(self._upstream)
-            is_download = threading.Event()
-            threading.Thread(target=self._requests, args=(client, server, is_download), daemon=True).start()
-            threading.Thread(target=self._answers, args=(server, client, is_download), daemon=True).start()
-
-    def _requests(self, client: socket.socket, server: socket.socket, is_download: threading.Event) -> None:
-        try:
-            while chunk := client.recv(65536):
-                request_line = chunk.split(b"\r\n", 1)[0].split(b" ")
-                if len(request_line) == 3 and request_line[0] == b"GET" and request_line[1].split(b"?")[0].endswith(b"/download"):
-                    is_download.set()
-                server.sendall(chunk)
-        except OSError:
-            pass
-        finally:
-            _close(client, server)
-
-    def _answers(self, server: socket.socket, client: socket.socket, is_download: threading.Event) -> None:
-        budget = self._answer_bytes
-        try:
-            while chunk := server.recv(65536):
-                if is_download.is_set() and len(chunk) >= budget:
-                    client.sendall(chunk[:budget])
-                    self.cut_downloads += 1
-                    if self._stall:
-                        self._closed.wait()
-                    return
-                if is_download.is_set():
-                    budget -= len(chunk)
-                client.sendall(chunk)
-        except OSError:
-            pass
-        finally:
-            _close(client, server)
-
-    def close(self) -> None:
-        self._closed.set()
-        self._listener.close()
-
-
-def _close(*ends: socket.socket) -> None:
-    for end in ends:
-        try:
-            end.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-        end.close()
+#: The request line of a download by signed link, as TestProxy matches it.
+DOWNLOAD = r"^GET /v1/files/[^/]+/download\?"
 
 
 @needs_server
@@ -94,14 +24,14 @@ class CutDownloads(unittest.TestCase):
     def setUp(self) -> None:
         self.content = os.urandom(300 * KiB)
         self.file_id = FileStorage(API_KEY or "", BASE_URL or "").files.upload(self.content, name="cut-download.bin")["id"]
-        server = urlsplit(BASE_URL or "")
-        self.upstream = (server.hostname or "127.0.0.1", server.port or 80)
         directory = tempfile.TemporaryDirectory()
         self.addCleanup(directory.cleanup)
         self.directory = directory.name
 
-    def proxy(self, *, stall: bool = False) -> DownloadCuttingProxy:
-        proxy = DownloadCuttingProxy(self.upstream, 100 * KiB, stall=stall)
+    def proxy(self, *, stall: bool = False) -> TestProxy:
+        """A proxy that ends every download's answer after 100 KiB: it closes the connection, or stalls."""
+        proxy = TestProxy(BASE_URL or "")
+        proxy.cut_answers(DOWNLOAD, 100 * KiB, stall=stall)
         self.addCleanup(proxy.close)
         return proxy
 
@@ -111,7 +41,7 @@ class CutDownloads(unittest.TestCase):
         target = os.path.join(self.directory, "copy.bin")
         with self.assertRaises(APIConnectionError) as cut_off:
             client.files.download_to(self.file_id, target)
-        self.assertEqual((cut_off.exception.code, proxy.cut_downloads), ("connection_error", 1))
+        self.assertEqual((cut_off.exception.code, proxy.answers_cut), ("connection_error", 1))
         self.assertFalse(os.path.exists(target))
         # As a stream, the same: the chunks that arrived, then the error instead of a quiet end.
         received = 0
@@ -132,8 +62,21 @@ class CutDownloads(unittest.TestCase):
         target = os.path.join(self.directory, "stalled.bin")
         with self.assertRaises(APITimeoutError) as stalled:
             client.files.download_to(self.file_id, target)
-        self.assertEqual((stalled.exception.code, proxy.cut_downloads), ("timeout", 1))
+        self.assertEqual((stalled.exception.code, proxy.answers_cut), ("timeout", 1))
         self.assertFalse(os.path.exists(target))
+
+    def test_errors_of_a_download_do_not_show_its_signed_link(self) -> None:
+        # The download link's signature is good for an hour, and error messages end up in logs and bug reports.
+        for stall, expected in ((True, APITimeoutError), (False, APIConnectionError)):
+            proxy = TestProxy(BASE_URL or "")
+            self.addCleanup(proxy.close)
+            proxy.cut_answers(DOWNLOAD, 0, stall=stall)  # headers that never come; a connection closed without an answer
+            with self.assertRaises(APIConnectionError) as failed:
+                FileStorage(API_KEY or "", proxy.url, timeout=1, max_retries=0).files.download_to(self.file_id, io.BytesIO())
+            error = failed.exception
+            self.assertIs(type(error), expected)
+            self.assertRegex(str(error), r"GET /v1/files/file_\w+/download\?<redacted>")
+            self.assertNotIn("signature", f"{error} {error!r} {vars(error)}")
 
 
 if __name__ == "__main__":

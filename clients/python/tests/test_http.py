@@ -7,6 +7,7 @@ import socket
 import threading
 import time
 import unittest
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -16,7 +17,9 @@ from file_storage import (
     ConflictError,
     FileStorage,
     FileTooLargeError,
+    IdempotencyError,
     InternalServerError,
+    InvalidResponseError,
     RateLimitError,
     ServiceUnavailableError,
 )
@@ -125,6 +128,45 @@ class Retries(unittest.TestCase):
         self.assertGreaterEqual(time.monotonic() - started, 1.5)
         self.assertGreaterEqual(len(server.received), 3)
         self.assertEqual({request["method"] for request in server.received}, {"HEAD"})
+
+    def test_a_retry_after_longer_than_the_client_waits_is_raised_at_once_with_retry_after(self) -> None:
+        # Retried before then, the request could only be refused again; the caller can schedule it instead.
+        cases = [
+            (failure(429, "rate_limit_exceeded", {"Retry-After": "3600"}), RateLimitError),
+            (failure(503, "service_unavailable", {"Retry-After": "3600"}), ServiceUnavailableError),
+            ((503, {"Retry-After": "3600", "Content-Type": "text/html"}, b"<html>maintenance</html>"), ServiceUnavailableError),
+            (failure(409, "idempotency_key_in_use", {"Retry-After": "3600"}), IdempotencyError),
+        ]
+        for answer, expected in cases:
+            with self.subTest(status=answer[0], expected=expected.__name__):
+                server = self.serve([answer, ok({"id": "fld_1"}, 201)])
+                started = time.monotonic()
+                with self.assertRaises(expected) as refused:
+                    FileStorage("key", server.url, max_retries=3).folders.create("Later")
+                self.assertLess(time.monotonic() - started, 5)
+                self.assertEqual((refused.exception.status, refused.exception.retry_after), (answer[0], 3600))
+                self.assertEqual(len(server.received), 1)
+
+    def test_a_page_instead_of_json_raises_invalid_response_error_with_its_status_type_and_start(self) -> None:
+        # A captive portal or a proxy's error page, answered 200 where the API's JSON was expected.
+        portal = b"<!DOCTYPE html>\n<html><head><title>Sign in to the hotel Wi-Fi</title></head><body>" + b"x" * 1000 + b"</body></html>"
+        page = (200, {"Content-Type": "text/html", "X-Request-Id": "req_portal"}, portal)
+        server = self.serve([page, page, (200, {}, [1, 2])])
+        client = FileStorage("key", server.url)
+        errors: list[InvalidResponseError] = []
+        calls: list[Callable[[], object]] = [client.user.info, client.files.list, client.user.info]
+        for call in calls:
+            with self.assertRaises(InvalidResponseError) as invalid:
+                call()
+            errors.append(invalid.exception)
+        self.assertEqual([(error.status, error.code) for error in errors], [(200, "invalid_response")] * 3)
+        message = str(errors[0])
+        for part in ("GET /v1/user/info", "200", "text/html", '"<!DOCTYPE html> <html><head><title>Sign in to the hotel Wi-Fi</title>'):
+            self.assertIn(part, message)
+        self.assertLess(len(errors[0].message), 400)
+        self.assertEqual(errors[0].request_id, "req_portal")
+        self.assertIn("[1, 2]", errors[2].message)
+        self.assertEqual(len(server.received), 3)
 
     def test_retries_run_out_into_a_typed_error_with_retry_after_and_request_id(self) -> None:
         server = self.serve([failure(429, "rate_limit_exceeded", {"Retry-After": "0"})] * 2)

@@ -11,18 +11,20 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import SplitResult, urlencode, urlsplit
 
 from ._version import __version__
-from .errors import APIConnectionError, APITimeoutError, FileStorageError, error_from_response, parse_retry_after
+from .errors import APIConnectionError, APITimeoutError, FileStorageError, InvalidResponseError, error_from_response
 
 RETRYABLE_STATUSES = frozenset({429, 502, 503, 504})
 #: A 409 with this code is a retry that arrived while the first request with its Idempotency-Key still runs: after
 #: Retry-After, the same key gets that request's stored answer.
 KEY_IN_USE = "idempotency_key_in_use"
 MAX_BACKOFF_SECONDS = 8.0
+#: The longest Retry-After the client waits by itself; asked for longer, it raises at once (the error's retry_after).
 MAX_RETRY_AFTER_SECONDS = 120.0
 READ_BYTES = 64 * 1024
+BODY_EXCERPT_CHARS = 200
 
 
 @dataclass
@@ -81,10 +83,29 @@ class Response:
             self.close()
 
     def json(self) -> Any:
+        """The body parsed as JSON; one that is not (a captive portal's or a proxy's page) raises InvalidResponseError."""
         try:
-            return jsonlib.loads(self.read().decode("utf-8"))
+            content = self.read()
         finally:
             self.close()
+        try:
+            return jsonlib.loads(content.decode("utf-8"))
+        except ValueError as error:  # UnicodeDecodeError is a ValueError too
+            raise self.invalid(content) from error
+
+    def invalid(self, content: bytes) -> InvalidResponseError:
+        """The error for a body that is not the JSON envelope expected: its status, content type and first characters."""
+        excerpt = " ".join(content.decode("utf-8", errors="replace").split())
+        if len(excerpt) > BODY_EXCERPT_CHARS:
+            excerpt = excerpt[:BODY_EXCERPT_CHARS] + "…"
+        content_type = self.headers.get("content-type", "no content type")
+        return InvalidResponseError(
+            f"{self._request}: the server answered {self.status} with a body that is not the JSON expected ({content_type}): {jsonlib.dumps(excerpt, ensure_ascii=False)}",
+            code="invalid_response",
+            status=self.status,
+            request_id=self.headers.get("x-request-id"),
+            headers=self.headers,
+        )
 
     def close(self) -> None:
         self._raw.close()
@@ -111,6 +132,11 @@ def _query_value(value: Any) -> str:
     return str(value)
 
 
+def request_label(method: str, url: SplitResult) -> str:
+    """A request as error messages name it: method and path, a query left out (a signed download link's signature)."""
+    return f"{method} {url.path}?<redacted>" if url.query else f"{method} {url.path}"
+
+
 class HttpClient:
     def __init__(self, *, api_key: str, base_url: str, timeout: float, max_retries: int, ssl_context: ssl.SSLContext | None = None) -> None:
         if not api_key:
@@ -119,12 +145,10 @@ class HttpClient:
             raise ValueError("FileStorage needs a base_url.")
         parts = urlsplit(base_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"base_url must be an http(s) origin such as https://files.example.com, not {base_url!r}.")
+            raise ValueError(f"base_url must be an http(s) URL such as https://files.example.com, not {base_url!r}.")
         self._api_key = api_key
-        self.base_url = f"{parts.scheme}://{parts.netloc}"
-        self._scheme = parts.scheme
-        self._host = parts.hostname
-        self._port = parts.port
+        # The path a reverse proxy serves the API under, if any, is kept: requests go to <base_url>/v1/...
+        self.base_url = f"{parts.scheme}://{parts.netloc}{parts.path.rstrip('/')}"
         self.timeout = timeout
         self.max_retries = max_retries
         self._ssl_context = ssl_context
@@ -134,10 +158,18 @@ class HttpClient:
         return self.envelope(method, path, **options)["data"]
 
     def envelope(self, method: str, path: str, **options: Any) -> dict[str, Any]:
-        envelope = self.send(method, path, **options).json()
+        response = self.send(method, path, **options)
+        envelope = response.json()
         if not isinstance(envelope, dict):
-            raise FileStorageError("The server answered something that is not a JSON envelope.", code="invalid_response")
+            raise response.invalid(jsonlib.dumps(envelope).encode())
         return envelope
+
+    def url(self, path: str) -> SplitResult:
+        """
+        Where a request goes: a path of the API (``/v1/...``) under the base URL, its path prefix kept; an absolute URL
+        the server gave (a tus Location) as it is.
+        """
+        return urlsplit(path if path.startswith(("http://", "https://")) else self.base_url + path)
 
     def send(
         self,
@@ -174,16 +206,17 @@ class HttpClient:
                 sent_headers["Content-Length"] = str(body.length)
         elif method in ("POST", "PATCH", "PUT"):
             sent_headers["Content-Length"] = "0"
-        target = path
+        url = self.url(path)
+        request = request_label(method, url)
         pairs = [(key, _query_value(value)) for key, value in (query or {}).items() if value is not None]
         if pairs:
-            target += ("&" if "?" in target else "?") + urlencode(pairs)
+            url = url._replace(query=f"{url.query}&{urlencode(pairs)}" if url.query else urlencode(pairs))
         max_retries = self.max_retries if retry and (body is None or body.replayable) else 0
 
         attempt = 0
         while True:
             try:
-                response = self._attempt(method, target, sent_headers, body)
+                response = self._attempt(method, url, request, sent_headers, body)
             except APIConnectionError:
                 if attempt >= max_retries:
                     raise
@@ -192,17 +225,17 @@ class HttpClient:
                 continue
             if 200 <= response.status < 300:
                 return response
+            error = self._error(response)
             # Only its envelope tells a 409 worth waiting for (the key in use) from a conflict, which is final.
-            error = self._error(response) if response.status == 409 else None
-            retryable = error.code == KEY_IN_USE if error is not None else response.status in RETRYABLE_STATUSES
-            if attempt < max_retries and retryable:
-                retry_after = parse_retry_after(response.headers.get("retry-after"))
-                response.close()
-                wait = retry_after if retry_after is not None and retry_after <= MAX_RETRY_AFTER_SECONDS else backoff_seconds(attempt)
-                time.sleep(wait)
+            retryable = response.status in RETRYABLE_STATUSES or (response.status == 409 and error.code == KEY_IN_USE)
+            # Asked to wait longer than the client waits by itself, a retry could only be refused again: the error (with
+            # its retry_after) goes to the caller at once, to schedule it.
+            retry_after = error.retry_after
+            if attempt < max_retries and retryable and (retry_after is None or retry_after <= MAX_RETRY_AFTER_SECONDS):
+                time.sleep(backoff_seconds(attempt) if retry_after is None else retry_after)
                 attempt += 1
                 continue
-            raise error or self._error(response)
+            raise error
 
     @staticmethod
     def _error(response: Response) -> FileStorageError:
@@ -214,14 +247,14 @@ class HttpClient:
             response.close()
         return error_from_response(response.status, response.reason, response.headers, content)
 
-    def _connection(self) -> http.client.HTTPConnection:
-        if self._scheme == "https":
-            return http.client.HTTPSConnection(self._host, self._port, timeout=self.timeout, context=self._ssl_context, blocksize=READ_BYTES)
-        return http.client.HTTPConnection(self._host, self._port, timeout=self.timeout, blocksize=READ_BYTES)
+    def _connection(self, url: SplitResult) -> http.client.HTTPConnection:
+        if url.scheme == "https":
+            return http.client.HTTPSConnection(url.hostname or "", url.port, timeout=self.timeout, context=self._ssl_context, blocksize=READ_BYTES)
+        return http.client.HTTPConnection(url.hostname or "", url.port, timeout=self.timeout, blocksize=READ_BYTES)
 
-    def _attempt(self, method: str, target: str, headers: dict[str, str], body: Body | None) -> Response:
-        connection = self._connection()
-        request = f"{method} {target.split('?')[0]}"
+    def _attempt(self, method: str, url: SplitResult, request: str, headers: dict[str, str], body: Body | None) -> Response:
+        connection = self._connection(url)
+        target = f"{url.path}?{url.query}" if url.query else url.path
         try:
             try:
                 connection.request(

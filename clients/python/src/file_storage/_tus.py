@@ -5,11 +5,10 @@ from __future__ import annotations
 import base64
 import time
 from collections.abc import Callable
-from urllib.parse import urlsplit
 
-from ._http import Body, HttpClient, backoff_seconds
+from ._http import MAX_RETRY_AFTER_SECONDS, Body, HttpClient, backoff_seconds
 from ._source import OpenedSource, ProgressCallback
-from .errors import ConflictError, FileStorageError, RateLimitError
+from .errors import ConflictError, FileStorageError, InvalidResponseError
 from .types import FileObject
 
 TUS_VERSION = "1.0.0"
@@ -48,7 +47,8 @@ class ResumableUpload:
             raise ValueError("A resumable upload needs a source of known size (a path, bytes or a seekable file).")
         self._http = http
         self._source = source
-        self._path = urlsplit(url).path
+        #: As the server gave it (relative, ``/v1/uploads/{id}``, under the base URL of the client that resumes it; or
+        #: absolute, used as it is).
         self.url = url
         #: Bytes the server holds.
         self.offset = offset
@@ -75,7 +75,7 @@ class ResumableUpload:
                 start = self.offset
                 answer = self._http.send(
                     "PATCH",
-                    self._path,
+                    self.url,
                     headers={"Tus-Resumable": TUS_VERSION, "Upload-Offset": str(start), "Content-Type": "application/offset+octet-stream"},
                     body=Body(open=lambda: self._source.read(start, end), length=end - start),
                     retry=False,
@@ -87,10 +87,12 @@ class ResumableUpload:
                 if on_progress:
                     on_progress(self.offset, self.size)
             except FileStorageError as error:
-                if not _resumable(error) or failures >= self._http.max_retries:
+                retry_after = error.retry_after
+                # A Retry-After longer than the client waits: a retry before then could only be refused again.
+                too_long = retry_after is not None and retry_after > MAX_RETRY_AFTER_SECONDS
+                if not _resumable(error) or failures >= self._http.max_retries or too_long:
                     raise
                 failures += 1
-                retry_after = error.retry_after if isinstance(error, RateLimitError) else None
                 time.sleep(retry_after if retry_after is not None else backoff_seconds(failures - 1))
                 self.refresh()
         return self._get_file(self.file_id)
@@ -104,7 +106,7 @@ class ResumableUpload:
         attempt = 0
         while True:
             try:
-                head = self._http.send("HEAD", self._path, headers={"Tus-Resumable": TUS_VERSION})
+                head = self._http.send("HEAD", self.url, headers={"Tus-Resumable": TUS_VERSION})
                 break
             except ConflictError:
                 left = deadline - time.monotonic()
@@ -122,7 +124,7 @@ class ResumableUpload:
 
     def abort(self) -> None:
         """Deletes the upload and the bytes sent so far (tus termination); the reserved quota is given back."""
-        self._http.send("DELETE", self._path, headers={"Tus-Resumable": TUS_VERSION}).close()
+        self._http.send("DELETE", self.url, headers={"Tus-Resumable": TUS_VERSION}).close()
 
 
 def _resumable(error: FileStorageError) -> bool:
@@ -150,7 +152,7 @@ def create_upload(
     created.close()
     location = created.headers.get("location")
     if not location:
-        raise FileStorageError("The tus endpoint answered without a Location.", code="invalid_response", status=created.status)
+        raise InvalidResponseError("The tus endpoint answered without a Location.", code="invalid_response", status=created.status, headers=created.headers)
     return ResumableUpload(http, source, location, int(created.headers.get("upload-offset") or 0), chunk_size, get_file, lock_timeout)
 
 

@@ -13,12 +13,13 @@ class FileStorage:
     """
     The File Storage Service API: one object per account key, every resource hanging off it.
 
-    ``base_url`` is the server's origin (the client adds ``/v1/...``). ``timeout`` is in seconds, per socket
-    operation (connecting, and every wait for bytes), so long transfers are limited by inactivity, not total time.
-    ``max_retries`` applies to 429 and 409 ``idempotency_key_in_use`` (after Retry-After), 502, 503, 504 and connection
-    errors. Files of at least ``resumable_threshold`` bytes go through the resumable tus endpoint in chunks of
-    ``chunk_size``; after a failed chunk, while the request that was cut off still holds the upload at the server
-    (423), the client waits up to ``upload_lock_timeout`` seconds for it.
+    ``base_url`` is the server's address, with the path it is served under if any (``https://example.com/storage``):
+    requests go to ``<base_url>/v1/...``. ``timeout`` is in seconds, per socket operation (connecting, and every wait
+    for bytes), so long transfers are limited by inactivity, not total time. ``max_retries`` applies to 429 and 409
+    ``idempotency_key_in_use`` (after Retry-After, up to 120 s: asked to wait longer, the error is raised at once with
+    its ``retry_after``), 502, 503, 504 and connection errors. Files of at least ``resumable_threshold`` bytes go
+    through the resumable tus endpoint in chunks of ``chunk_size``; after a failed chunk, while the request that was
+    cut off still holds the upload at the server (423), the client waits up to ``upload_lock_timeout`` seconds for it.
     """
 
     def __init__(

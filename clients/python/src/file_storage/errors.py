@@ -33,6 +33,14 @@ class FileStorageError(Exception):
         self.request_id = request_id
         self.headers: dict[str, str] = {key.lower(): value for key, value in (headers or {}).items()}
 
+    @property
+    def retry_after(self) -> float | None:
+        """
+        Seconds the server asked to wait before trying again (its Retry-After), on a 429, a 503 or a 409
+        ``idempotency_key_in_use``: raised at once when longer than the client waits by itself (120 s), to schedule it.
+        """
+        return parse_retry_after(self.headers.get("retry-after"))
+
     def __str__(self) -> str:
         where = f" (HTTP {self.status}, request {self.request_id})" if self.status is not None else ""
         return f"{self.code}: {self.message}{where}"
@@ -70,10 +78,6 @@ class IdempotencyError(FileStorageError):
 
 class RateLimitError(FileStorageError):
     """429: too many requests; ``retry_after`` says how many seconds to wait."""
-
-    @property
-    def retry_after(self) -> float | None:
-        return parse_retry_after(self.headers.get("retry-after"))
 
 
 class FileTooLargeError(FileStorageError):
@@ -138,6 +142,13 @@ class APIConnectionError(FileStorageError):
 
 class APITimeoutError(APIConnectionError):
     """No answer arrived within the client's ``timeout``."""
+
+
+class InvalidResponseError(FileStorageError):
+    """
+    An answer that is not what the API sends: a body that is not the JSON expected (a captive portal's or a proxy's
+    HTML page), a tus creation without Location. ``message`` quotes the start of the body.
+    """
 
 
 class WebhookSignatureError(FileStorageError):

@@ -181,11 +181,12 @@ class Files:
         The file's content as a stream: ``with client.files.download(id) as content: for chunk in content.iter_bytes(): …``
         (or ``content.read()``). Close it when done.
         """
-        # The download route takes a signed link, not the key: the file's fresh download_url is that link. Its path and
-        # signature go to this client's base_url, which may differ from the server's public address.
-        link = urlsplit(self.get(file_id)["download_url"])
-        target = f"{link.path}?{link.query}" if link.query else link.path
-        return self._http.send("GET", target, anonymous=True, headers={"Accept": "*/*"})
+        # The download route takes a signed link, not the key: the file's fresh download_url is that link. Its signature
+        # goes to the route under this client's base_url, which may differ from the server's public address (and its
+        # path prefix from PUBLIC_BASE_URL's).
+        signature = urlsplit(self.get(file_id)["download_url"]).query
+        route = _path("/v1/files/{}/download", file_id)
+        return self._http.send("GET", f"{route}?{signature}" if signature else route, anonymous=True, headers={"Accept": "*/*"})
 
     def download_to(self, file_id: str, destination: Destination) -> int:
         """
