@@ -1,11 +1,13 @@
 import { type FileStorageOptions, HttpClient } from './http.js';
-import { ApiKeys, Events, Files, Folders, Shares, Trash, User, Webhooks } from './resources.js';
+import { ApiKeys, Events, Files, Folders, Shares, Trash, Uploads, User, Webhooks } from './resources.js';
 
 const MiB = 1024 * 1024;
 
 /** The File Storage Service API: one object per account key, every resource hanging off it. */
 export class FileStorage {
   readonly files: Files;
+  /** Resumable uploads you drive yourself (`files.upload` uses them on its own for large files). */
+  readonly uploads: Uploads;
   readonly trash: Trash;
   readonly folders: Folders;
   readonly shares: Shares;
@@ -16,11 +18,13 @@ export class FileStorage {
 
   constructor(options: FileStorageOptions) {
     const http = new HttpClient(options);
-    this.files = new Files(http, {
+    const resumable = {
       thresholdBytes: options.resumableThresholdBytes ?? 64 * MiB,
       chunkBytes: options.resumableChunkBytes ?? 8 * MiB,
       retryMs: options.resumableRetryMs ?? 80_000,
-    });
+    };
+    this.files = new Files(http, resumable);
+    this.uploads = new Uploads(http, this.files, resumable);
     this.trash = new Trash(http);
     this.folders = new Folders(http);
     this.shares = new Shares(http);

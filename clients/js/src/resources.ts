@@ -1,8 +1,8 @@
 import { InvalidRequestError } from './errors.js';
 import type { CallOptions, HttpClient } from './http.js';
 import { fetchCursorPage, fetchPage, paginate, paginateByCursor } from './pagination.js';
-import { uploadResumable } from './tus.js';
-import { type UploadProgress, type UploadSource, multipartBody, openSource } from './upload-source.js';
+import { createUpload, sendUpload, uploadState } from './tus.js';
+import { type OpenedSource, type UploadProgress, type UploadSource, multipartBody, openSource } from './upload-source.js';
 import type {
   ApiKey,
   BodyOf,
@@ -55,7 +55,7 @@ const post = (options: PostOptions) => ({ signal: options.signal, headers: optio
 export class Files {
   constructor(
     private readonly http: HttpClient,
-    private readonly resumable: { thresholdBytes: number; chunkBytes: number; retryMs: number },
+    private readonly resumable: ResumableSettings,
   ) {}
 
   /**
@@ -71,7 +71,8 @@ export class Files {
     assertWellFormedName(filename, options.name !== undefined ? 'name' : 'filename');
     const threshold = options.resumableThresholdBytes ?? this.resumable.thresholdBytes;
     if (opened.replayable && opened.size !== undefined && opened.size > 0 && opened.size >= threshold) {
-      const fileId = await uploadResumable(this.http, opened, { ...options, filename, chunkBytes: this.resumable.chunkBytes, retryMs: this.resumable.retryMs });
+      const url = await createUpload(this.http, opened.size, { ...options, filename });
+      const fileId = await sendUpload(this.http, opened, url, 0, { ...options, chunkBytes: this.resumable.chunkBytes, retryMs: this.resumable.retryMs });
       return this.get(fileId, options);
     }
     const body = multipartBody(opened, filename, { folder_id: options.folderId, name: options.name, overwrite: options.overwrite?.toString() }, options.onProgress);
@@ -154,6 +155,107 @@ function assertWellFormedName(name: string, field: string): void {
   if (!LONE_SURROGATE.test(name)) return;
   const problem = 'must be well-formed Unicode (no unpaired surrogate, U+D800 to U+DFFF)';
   throw new InvalidRequestError({ code: 'invalid_request', message: `Request validation failed: ${field}: ${problem}`, details: { fields: [{ field, message: problem }] } });
+}
+
+/** Where a resumable upload's chunks go, and how long its failures in a row are retried. */
+export interface ResumableSettings {
+  thresholdBytes: number;
+  chunkBytes: number;
+  retryMs: number;
+}
+
+export interface ResumableUploadOptions extends CallOptions {
+  /** The file name to store; defaults to the path's base name or the File's name (required for buffers). */
+  name?: string;
+  folderId?: string;
+  /** Replace the active file of the same name in the folder instead of adding a numbered copy. */
+  overwrite?: boolean;
+  /** Overrides the client's `resumableChunkBytes` for this upload. */
+  chunkBytes?: number;
+}
+
+/**
+ * An upload through the tus endpoint `/v1/uploads`. `url` names it: keep it to resume with
+ * `client.uploads.resume(url, source)` after your process stopped. `send()` uploads what the server does not have yet.
+ */
+export class ResumableUpload {
+  constructor(
+    private readonly http: HttpClient,
+    private readonly files: Files,
+    private readonly source: OpenedSource,
+    /** As the server gave it (`/v1/uploads/{id}`, sent under the client's base URL), or absolute, used as it is. */
+    readonly url: string,
+    /** Bytes the server has, as last seen. */
+    public offset: number,
+    private readonly settings: { chunkBytes: number; retryMs: number },
+  ) {}
+
+  /** The file's size in bytes. */
+  get size(): number {
+    return this.source.size!;
+  }
+
+  /** Sends the rest of the file, chunk by chunk, resuming after failures; answers the uploaded file. */
+  async send(options: CallOptions & { onProgress?: (progress: UploadProgress) => void } = {}): Promise<FileObject> {
+    const fileId = await sendUpload(this.http, this.source, this.url, this.offset, {
+      ...this.settings,
+      signal: options.signal,
+      onProgress: (progress) => {
+        this.offset = progress.loaded;
+        options.onProgress?.(progress);
+      },
+    });
+    this.offset = this.size;
+    return this.files.get(fileId, options);
+  }
+
+  /** Deletes the upload and the bytes sent so far (tus termination); the quota it reserved is given back. */
+  async abort(options: CallOptions = {}): Promise<void> {
+    const answer = await this.http.send({ method: 'DELETE', path: this.url, headers: { 'Tus-Resumable': '1.0.0' }, signal: options.signal });
+    await answer.body?.cancel();
+  }
+}
+
+/** Resumable uploads you drive yourself: announce one, keep its URL, and resume it from another process if need be. */
+export class Uploads {
+  constructor(
+    private readonly http: HttpClient,
+    private readonly files: Files,
+    private readonly settings: ResumableSettings,
+  ) {}
+
+  /** Announces an upload of a path, Blob or buffer (nothing is sent yet); `send()` uploads it. */
+  async create(source: UploadSource, options: ResumableUploadOptions = {}): Promise<ResumableUpload> {
+    const opened = await this.replayable(source);
+    const filename = options.name ?? opened.name;
+    if (!filename) throw new TypeError('uploads.create() needs options.name when the source is a buffer.');
+    assertWellFormedName(filename, options.name !== undefined ? 'name' : 'filename');
+    const url = await createUpload(this.http, opened.size!, { ...options, filename });
+    return new ResumableUpload(this.http, this.files, opened, url, 0, this.chunking(options));
+  }
+
+  /**
+   * The upload at `url` (from an earlier `create`), with the offset the server has; `send()` sends the rest. The
+   * source must be the same bytes: the server checks only the length.
+   */
+  async resume(url: string, source: UploadSource, options: CallOptions & { chunkBytes?: number } = {}): Promise<ResumableUpload> {
+    const opened = await this.replayable(source);
+    const state = await uploadState(this.http, url, { signal: options.signal, retry: true });
+    if (state.size !== undefined && state.size !== opened.size) {
+      throw new TypeError(`The upload at ${url} is ${state.size} bytes long; the source given to resume it is ${opened.size}.`);
+    }
+    return new ResumableUpload(this.http, this.files, opened, url, state.offset, this.chunking(options));
+  }
+
+  private chunking(options: { chunkBytes?: number }) {
+    return { chunkBytes: options.chunkBytes ?? this.settings.chunkBytes, retryMs: this.settings.retryMs };
+  }
+
+  private async replayable(source: UploadSource): Promise<OpenedSource> {
+    const opened = await openSource(source);
+    if (!opened.replayable || opened.size === undefined) throw new TypeError('A resumable upload needs a source it can read again: a path, a Blob or a buffer.');
+    return opened;
+  }
 }
 
 export class Trash {

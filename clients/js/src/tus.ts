@@ -6,11 +6,14 @@ const TUS_VERSION = '1.0.0';
 /** Failures after which a tus upload asks HEAD for the offset and continues: the bytes sent so far are kept. */
 const RESUMABLE_STATUSES = new Set([409, 423, 429, 500, 502, 503, 504]);
 
-export interface ResumableUploadOptions extends CallOptions {
+export interface UploadAnnouncement extends CallOptions {
   filename: string;
   name?: string;
   folderId?: string;
   overwrite?: boolean;
+}
+
+export interface ChunkOptions extends CallOptions {
   chunkBytes: number;
   /** How long failures in a row (network errors, 409, 423, 429, 5xx) are retried before the upload gives up. */
   retryMs: number;
@@ -18,57 +21,68 @@ export interface ResumableUploadOptions extends CallOptions {
 }
 
 /**
- * Uploads a source of known size through the tus 1.0 endpoint `/v1/uploads`, one chunk per PATCH. After a failed
- * PATCH it asks HEAD where the server stands and continues from there, retrying with backoff for `retryMs`.
- * Answers the id of the committed file.
+ * Announces an upload of `size` bytes to the tus 1.0 endpoint `/v1/uploads` (its creation) and answers its URL:
+ * relative as the server gives it (`/v1/uploads/{id}`, sent under the base URL like every other path), or absolute.
  */
-export async function uploadResumable(http: HttpClient, source: OpenedSource, options: ResumableUploadOptions): Promise<string> {
-  const size = source.size!;
-  const { signal } = options;
+export async function createUpload(http: HttpClient, size: number, announcement: UploadAnnouncement): Promise<string> {
   const created = await http.send({
     method: 'POST',
     path: '/v1/uploads',
     headers: {
       'Tus-Resumable': TUS_VERSION,
       'Upload-Length': String(size),
-      'Upload-Metadata': encodeMetadata({ filename: options.filename, name: options.name, folder_id: options.folderId, overwrite: options.overwrite?.toString() }),
+      'Upload-Metadata': encodeMetadata({ filename: announcement.filename, name: announcement.name, folder_id: announcement.folderId, overwrite: announcement.overwrite?.toString() }),
     },
-    signal,
+    signal: announcement.signal,
   });
   await created.body?.cancel();
-  // Location is relative (/v1/uploads/{id}): under the base URL like every other path; an absolute one is used as it is.
   const location = created.headers.get('location');
   if (!location) throw new InvalidResponseError({ code: 'invalid_response', message: 'The tus endpoint answered without a Location.', status: created.status, headers: created.headers });
+  return location;
+}
 
-  let offset = 0;
+/** Where an upload stands on the server (tus HEAD): its offset, and the file's id once it is complete. */
+export async function uploadState(http: HttpClient, url: string, options: CallOptions & { retry?: boolean } = {}): Promise<{ offset: number; size: number | undefined; fileId: string | null }> {
+  const head = await http.send({ method: 'HEAD', path: url, headers: { 'Tus-Resumable': TUS_VERSION }, retry: options.retry ?? false, signal: options.signal });
+  const length = head.headers.get('upload-length');
+  return { offset: Number(head.headers.get('upload-offset')), size: length === null ? undefined : Number(length), fileId: head.headers.get('x-file-id') };
+}
+
+/**
+ * Sends the rest of the upload at `url` from `offset` (null: ask the server first), one chunk per PATCH. After a
+ * failed PATCH it asks HEAD where the server stands and continues from there, retrying with backoff for `retryMs`.
+ * Answers the id of the committed file.
+ */
+export async function sendUpload(http: HttpClient, source: OpenedSource, url: string, offset: number | null, options: ChunkOptions): Promise<string> {
+  const size = source.size!;
+  const { signal } = options;
   let fileId: string | null = null;
-  // After a failure the offset is asked again (HEAD) before the next PATCH.
-  let offsetUnknown = false;
+  // After a failure (or when resuming) the offset is asked again (HEAD) before the next PATCH.
+  let offsetUnknown = offset === null;
+  let sent = offset ?? 0;
   let failures = 0;
   let failingSince = 0;
   while (fileId === null) {
     try {
       if (offsetUnknown) {
-        const head = await http.send({ method: 'HEAD', path: location, headers: { 'Tus-Resumable': TUS_VERSION }, retry: false, signal });
-        offset = Number(head.headers.get('upload-offset'));
-        fileId = head.headers.get('x-file-id');
+        ({ offset: sent, fileId } = await uploadState(http, url, { signal }));
         offsetUnknown = false;
         continue;
       }
-      const chunk = await readChunk(source, offset, Math.min(size, offset + options.chunkBytes));
+      const chunk = await readChunk(source, sent, Math.min(size, sent + options.chunkBytes));
       const answer = await http.send({
         method: 'PATCH',
-        path: location,
-        headers: { 'Tus-Resumable': TUS_VERSION, 'Upload-Offset': String(offset), 'Content-Type': 'application/offset+octet-stream' },
+        path: url,
+        headers: { 'Tus-Resumable': TUS_VERSION, 'Upload-Offset': String(sent), 'Content-Type': 'application/offset+octet-stream' },
         body: { open: () => chunk, replayable: true },
         retry: false,
         signal,
       });
       await answer.body?.cancel();
-      offset = Number(answer.headers.get('upload-offset'));
+      sent = Number(answer.headers.get('upload-offset'));
       fileId = answer.headers.get('x-file-id');
       failures = 0;
-      options.onProgress?.({ loaded: offset, total: size });
+      options.onProgress?.({ loaded: sent, total: size });
     } catch (error) {
       if (signal?.aborted || !isResumable(error)) throw error;
       if (failures++ === 0) failingSince = Date.now();

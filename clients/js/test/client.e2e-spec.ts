@@ -67,6 +67,33 @@ describe('the JavaScript client against a live server', () => {
     expect(md5(readFileSync(target))).toBe(md5(bytes));
   });
 
+  it('resumes an upload by its URL from another client after the first stopped partway, and aborts one', async () => {
+    const bytes = randomBytes(1024 * 1024 + 777);
+    const path = join(dir, 'resumed.bin');
+    writeFileSync(path, bytes);
+    const first = new FileStorage({ apiKey, baseUrl: t.baseUrl, resumableChunkBytes: 256 * 1024 });
+    const upload = await first.uploads.create(path, { name: 'resumed.bin' });
+    expect(upload).toMatchObject({ offset: 0, size: bytes.length, url: expect.stringMatching(/\/v1\/uploads\//) });
+    // The first process stops after two chunks.
+    const stop = new AbortController();
+    await expect(upload.send({ signal: stop.signal, onProgress: ({ loaded }) => loaded >= 512 * 1024 && stop.abort() })).rejects.toThrow();
+
+    const second = new FileStorage({ apiKey, baseUrl: t.baseUrl, resumableChunkBytes: 256 * 1024 });
+    const resumed = await second.uploads.resume(upload.url, path);
+    expect(resumed.offset).toBe(512 * 1024);
+    const sent: number[] = [];
+    const file = await resumed.send({ onProgress: ({ loaded }) => sent.push(loaded) });
+    expect(sent[0]).toBe(768 * 1024);
+    expect(file).toMatchObject({ name: 'resumed.bin', size: bytes.length, md5_hash: md5(bytes) });
+    // Resuming a finished upload sends nothing more and answers the same file.
+    expect((await (await second.uploads.resume(upload.url, path)).send()).id).toBe(file.id);
+    await expect(second.uploads.resume(upload.url, Buffer.alloc(10))).rejects.toThrow(/is 1049353 bytes long/);
+
+    const abandoned = await first.uploads.create(Buffer.from('not wanted'), { name: 'abandoned.bin' });
+    await abandoned.abort();
+    await expect(second.uploads.resume(abandoned.url, Buffer.from('not wanted'))).rejects.toBeInstanceOf(NotFoundError);
+  });
+
   it('iterates a listing by cursor: files added and deleted meanwhile neither repeat nor skip the others', async () => {
     const folder = await client.folders.create({ name: 'Busy while iterating' });
     const originals: string[] = [];
