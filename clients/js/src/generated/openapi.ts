@@ -1112,7 +1112,7 @@ export interface components {
         };
         CreateWebhookRequest: {
             /**
-             * @description An https URL on a public address.
+             * @description An https URL on a public address, exactly as written: no spaces or control characters around or inside it (percent-encode them).
              * @example https://example.com/hooks/storage
              */
             url: string;
