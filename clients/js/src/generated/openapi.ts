@@ -1233,12 +1233,14 @@ export interface components {
         };
         ReplayWebhookRequest: {
             /**
-             * @description Start of the window (inclusive): events that occurred at or after it.
+             * Format: date-time
+             * @description Start of the window (inclusive): events that occurred at or after it. Format: an RFC 3339 date-time with a time zone, such as 2026-11-21T10:00:00.000Z or 2026-11-21T11:00:00+01:00.
              * @example 2026-11-21T10:00:00.000Z
              */
             since: string;
             /**
-             * @description End of the window (exclusive); now when omitted.
+             * Format: date-time
+             * @description End of the window (exclusive); now when omitted. Format: an RFC 3339 date-time with a time zone, such as 2026-11-21T10:00:00.000Z or 2026-11-21T11:00:00+01:00.
              * @example 2026-11-21T11:00:00.000Z
              */
             until?: string;
@@ -6640,7 +6642,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description invalid_request: since/until not ISO 8601, or since not before until. */
+            /** @description invalid_request: since or until not an RFC 3339 date-time with a time zone (details.fields names which), or since not before until. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
