@@ -104,6 +104,11 @@ const HEADERS: Record<string, HeaderObject> = {
   'Idempotent-Replayed': { description: '`true` on an answer replayed for a retry with the same Idempotency-Key.', schema: { type: 'string' } },
   'WWW-Authenticate': { description: 'Bearer: the route takes an API key.', required: true, schema: { type: 'string' } },
   ETag: { description: 'The file\'s MD5 in quotes; send it back in If-None-Match (304) or If-Range.', required: true, schema: { type: 'string' } },
+  'Last-Modified': {
+    description: 'The file\'s modified_at to the second (an HTTP date). If-Range takes it back exactly as sent, once it is at least a second before the Date of the answer that gave it.',
+    required: true,
+    schema: { type: 'string' },
+  },
   'Content-Disposition': { description: '`attachment` (or `inline` for thumbnails) with the file name, RFC 6266/5987 encoded.', required: true, schema: { type: 'string' } },
   'Content-Range': { description: '`bytes start-end/size` for a partial answer, `bytes */size` for an unsatisfiable range.', required: true, schema: { type: 'string' } },
 };
@@ -122,7 +127,7 @@ const IN_USE = 'idempotency_key_in_use: a request with this Idempotency-Key is s
 
 /** Headers of an answer that streams a file's bytes: `@ApiResponse({ status: 200, headers: blobHeaders(200) })`. */
 export function blobHeaders(status: 200 | 206 | 304): Record<string, Reference> {
-  const names = status === 304 ? ['ETag'] : status === 206 ? ['ETag', 'Content-Disposition', 'Content-Range'] : ['ETag', 'Content-Disposition'];
+  const names = status === 304 ? ['ETag', 'Last-Modified'] : status === 206 ? ['ETag', 'Last-Modified', 'Content-Disposition', 'Content-Range'] : ['ETag', 'Last-Modified', 'Content-Disposition'];
   return Object.fromEntries(names.map((name) => [name, { $ref: `#/components/headers/${name}` }]));
 }
 const RATE_LIMIT_HEADERS = ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset'];

@@ -6,6 +6,14 @@ export const MAX_JSON_BODY_BYTES = 100 * 1024;
 /** The deepest nesting of arrays and objects a JSON body may have; no request of this API nests deeper than 3. */
 export const MAX_JSON_DEPTH = 32;
 
+/**
+ * The media type a Content-Type header names, lower-cased and without its parameters: media types are
+ * case-insensitive and may carry parameters (RFC 9110 8.3.1), so `Application/JSON; charset=utf-8` is `application/json`.
+ */
+export function mediaTypeOf(contentType: string | undefined): string {
+  return (contentType ?? '').split(';')[0].trim().toLowerCase();
+}
+
 /** A body-parser error: the exception filter answers it 400 invalid_request, like malformed JSON. */
 export class JsonTooDeep extends Error {
   readonly status = 400;

@@ -6,6 +6,7 @@ import { finalize, from, Observable, switchMap } from 'rxjs';
 import { AppConfig } from '../../config/app-config.js';
 import { REDIS } from '../../infra/redis/redis.module.js';
 import { ApiError, InvalidRequest, ServiceUnavailable } from '../errors/api-error.js';
+import { mediaTypeOf } from '../http/request-body.js';
 import { SealedBox } from '../sealed-box.js';
 
 export const IDEMPOTENCY_HEADER = 'idempotency-key';
@@ -219,7 +220,7 @@ function fingerprintOf(request: Request): string {
     const value = request.headers[name];
     if (value !== undefined) hash.update(`${name}: ${String(value)}\n`);
   }
-  const contentType = (request.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
+  const contentType = mediaTypeOf(request.headers['content-type']);
   if (contentType === 'multipart/form-data') {
     hash.update(`multipart ${request.headers['content-length'] ?? 'chunked'}`);
   } else if (contentType === 'application/offset+octet-stream') {

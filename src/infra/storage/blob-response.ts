@@ -23,10 +23,11 @@ export interface BlobDescription {
 
 /**
  * Streams a blob as an HTTP response the way a mature file API does: strong ETag (the MD5) with
- * If-None-Match (304), a single byte range (206, or 416 when unsatisfiable; If-Range honoured),
- * HEAD, and a Content-Disposition that survives any file name. Memory stays flat: bytes are piped.
+ * If-None-Match (304), a single byte range (206, or 416 when unsatisfiable; If-Range honoured, with the
+ * ETag or the Last-Modified date), HEAD, and a Content-Disposition that survives any file name. Memory
+ * stays flat: bytes are piped. `now` is the time of this answer, which decides whether a date is a strong validator.
  */
-export async function sendBlob(request: Request, response: Response, storage: BlobStorage, blob: BlobDescription): Promise<void> {
+export async function sendBlob(request: Request, response: Response, storage: BlobStorage, blob: BlobDescription, now: Date = new Date()): Promise<void> {
   const etag = `"${blob.md5}"`;
   for (const [name, value] of Object.entries(versionHeaders(blob))) response.setHeader(name, value);
 
@@ -35,7 +36,7 @@ export async function sendBlob(request: Request, response: Response, storage: Bl
     return;
   }
 
-  const range = requestedRange(request.headers, etag, blob.size);
+  const range = requestedRange(request.headers, blob, now);
   if (range === 'unsatisfiable') throw rangeNotSatisfiable(blob);
 
   response.setHeader('Content-Type', blob.contentType);
@@ -82,11 +83,10 @@ type BlobVersion = Pick<BlobDescription, 'size' | 'md5' | 'modifiedAt'>;
  * Throws the 416 sendBlob would answer for these request headers and this file, so a caller can refuse
  * the request before counting it as a download.
  */
-export function assertRangeSatisfiable(conditions: BlobConditions, blob: BlobVersion): void {
-  const etag = `"${blob.md5}"`;
+export function assertRangeSatisfiable(conditions: BlobConditions, blob: BlobVersion, now: Date = new Date()): void {
   // If-None-Match is answered (304) before the range is looked at.
-  if (etagMatches(conditions['if-none-match'], etag)) return;
-  if (requestedRange(conditions, etag, blob.size) === 'unsatisfiable') throw rangeNotSatisfiable(blob);
+  if (etagMatches(conditions['if-none-match'], `"${blob.md5}"`)) return;
+  if (requestedRange(conditions, blob, now) === 'unsatisfiable') throw rangeNotSatisfiable(blob);
 }
 
 /** What every answer about the file says of the version it describes, a 416 included. */
@@ -94,18 +94,37 @@ function versionHeaders(blob: BlobVersion): Record<string, string> {
   return {
     ETag: `"${blob.md5}"`,
     'Accept-Ranges': 'bytes',
-    'Last-Modified': blob.modifiedAt.toUTCString(),
+    'Last-Modified': lastModified(blob),
     'Cache-Control': 'private, max-age=0, must-revalidate',
     'X-Content-Type-Options': 'nosniff',
   };
 }
 
-/** The range to send: null for the whole file (no Range, or an If-Range that no longer matches). */
-function requestedRange(conditions: BlobConditions, etag: string, size: number): ByteRange | 'unsatisfiable' | null {
+/** The Last-Modified header of the file: an HTTP date (IMF-fixdate), to the second. */
+function lastModified(blob: BlobVersion): string {
+  return blob.modifiedAt.toUTCString();
+}
+
+/** The range to send: null for the whole file (no Range, or an If-Range that does not hold). */
+function requestedRange(conditions: BlobConditions, blob: BlobVersion, now: Date): ByteRange | 'unsatisfiable' | null {
   const header = conditions.range;
+  if (header === undefined) return null;
   const ifRange = conditions['if-range'];
-  const applies = header !== undefined && (ifRange === undefined || ifRange === etag);
-  return applies ? parseRange(header, size) : null;
+  return ifRange === undefined || ifRangeHolds(ifRange, blob, now) ? parseRange(header, blob.size) : null;
+}
+
+/**
+ * RFC 9110 13.1.5. An entity tag holds when it is the file's (strong) ETag; a weak one never does. An HTTP date holds
+ * when it is exactly the file's Last-Modified and is a strong validator (8.8.2.2): at least a second before the Date of
+ * this answer. Within the second of a change the file could change again under the same date, which is why a client
+ * may send only a date it got at least a second after it; until then the whole file is sent.
+ */
+function ifRangeHolds(ifRange: string | string[], blob: BlobVersion, now: Date): boolean {
+  if (Array.isArray(ifRange)) return false;
+  const validator = ifRange.trim();
+  if (validator.startsWith('"') || validator.startsWith('W/')) return validator === `"${blob.md5}"`;
+  const seconds = (time: Date) => Math.floor(time.getTime() / 1000);
+  return validator === lastModified(blob) && seconds(now) - seconds(blob.modifiedAt) >= 1;
 }
 
 function rangeNotSatisfiable(blob: BlobVersion): ApiError {

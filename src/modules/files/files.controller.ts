@@ -4,6 +4,7 @@ import { ApiBody, ApiConsumes, ApiOperation, ApiParam, ApiProduces, ApiResponse,
 import type { Request, Response } from 'express';
 import { Public, RequireScope } from '../../common/auth/access.decorator.js';
 import { type Actor, CurrentActor } from '../../common/auth/actor.js';
+import { Clock } from '../../common/clock.js';
 import { InvalidRequest } from '../../common/errors/api-error.js';
 import { ApiEnvelope, ApiErrors, blobHeaders } from '../../common/http/openapi.js';
 import { sendBlob } from '../../infra/storage/blob-response.js';
@@ -142,6 +143,7 @@ export class FileDownloadsController {
   constructor(
     private readonly queries: QueryBus,
     private readonly storage: BlobStorage,
+    private readonly clock: Clock,
   ) {}
 
   @Get(':file_id/download')
@@ -151,7 +153,8 @@ export class FileDownloadsController {
     summary: 'Download a file (signed link)',
     description:
       'The `download_url` of a File object: no API key needed, valid one hour. Supports Range (206, 416), ETag (the MD5) with If-None-Match (304), ' +
-      'If-Range and HEAD, and sends Content-Disposition: attachment with the file name.',
+      'If-Range (the ETag, or the Last-Modified date once it is a strong validator, a second or more before the answer\'s Date; otherwise the whole file) ' +
+      'and HEAD, and sends Content-Disposition: attachment with the file name.',
   })
   @ApiParam({ name: 'file_id' })
   @ApiProduces('application/octet-stream')
@@ -185,6 +188,6 @@ export class FileDownloadsController {
 
   private async send(kind: BlobKind, fileId: string, query: SignedUrlRequest, request: Request, response: Response): Promise<void> {
     const blob = await this.queries.execute(new GetFileBlobQuery(fileId, kind, query.expires, query.signature));
-    await sendBlob(request, response, this.storage, blob);
+    await sendBlob(request, response, this.storage, blob, this.clock.now());
   }
 }

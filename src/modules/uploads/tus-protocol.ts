@@ -8,6 +8,7 @@ import { NodeRequest, sendNodeResponse } from 'srvx/node';
 import type { Actor } from '../../common/auth/actor.js';
 import { ApiError, type ErrorCode, InvalidRequest, NotFound } from '../../common/errors/api-error.js';
 import { ApiExceptionFilter } from '../../common/http/api-exception.filter.js';
+import { mediaTypeOf } from '../../common/http/request-body.js';
 import { newId } from '../../common/ids.js';
 import { Transactions } from '../../infra/database/transactions.js';
 import { CompleteResumableUploadCommand } from './commands/complete-resumable-upload.command.js';
@@ -19,6 +20,9 @@ import { type TusRequest, tusActor, tusRequests } from './tus-request.js';
 import { CHECKSUM_ALGORITHMS, parseUploadChecksum } from './upload-checksum.js';
 
 export const UPLOADS_PATH = '/v1/uploads';
+
+/** The media type of a tus body (a PATCH's, or a creation's first bytes). */
+const TUS_BODY_TYPE = 'application/offset+octet-stream';
 
 /** Names the file a completed upload became, on its last PATCH (or POST) and on HEAD afterwards. */
 export const FILE_ID_HEADER = 'X-File-Id';
@@ -211,6 +215,14 @@ class EnvelopedTusServer extends Server {
   override async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const request = new NodeRequest({ req, res });
     Object.defineProperty(request, 'body', { value: null });
+    // @tus/server compares Content-Type with its exact string, refusing a PATCH (and ignoring a creation's body) in
+    // another letter case or with parameters; media types are case-insensitive and may carry parameters (RFC 9110 8.3.1).
+    const contentType = req.headers['content-type'];
+    if (contentType !== undefined && contentType !== TUS_BODY_TYPE && mediaTypeOf(contentType) === TUS_BODY_TYPE) {
+      const headers = new Headers(request.headers);
+      headers.set('content-type', TUS_BODY_TYPE);
+      Object.defineProperty(request, 'headers', { value: headers });
+    }
     const answer = await this.handleWeb(request as unknown as globalThis.Request);
     // @tus/server's answers carry no status text, which Node would send as an empty reason phrase ("HTTP/1.1 204 ").
     const { status, body, headers } = answer;

@@ -43,6 +43,11 @@ export class WebhookDeliveryEntity {
   @Column({ type: 'integer', default: 0 }) attempts: number;
   /** 1 for the first series of attempts, +1 for each redelivery; part of the queue job id. */
   @Column({ type: 'integer', default: 1 }) series: number;
+  /**
+   * Attempts made before the current series (0 in the first), so an attempt's place in its series is counted from
+   * the row whoever queued its job. Null only for a redelivery begun before it was recorded: its job carries it.
+   */
+  @Column({ type: 'integer', name: 'attempts_before_series', nullable: true, default: 0 }) attemptsBeforeSeries: number | null;
   @Column({ ...TIMESTAMP_COLUMN, name: 'created_at' }) createdAt: Date;
   @Column({ ...TIMESTAMP_COLUMN, name: 'last_attempt_at', nullable: true }) lastAttemptAt: Date | null;
   @Column({ ...TIMESTAMP_COLUMN, name: 'next_attempt_at', nullable: true }) nextAttemptAt: Date | null;

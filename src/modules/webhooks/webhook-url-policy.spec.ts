@@ -44,7 +44,7 @@ describe('webhook url policy', () => {
       'must be an https URL; WEBHOOK_ALLOW_PRIVATE_URLS=true allows http:// and local addresses for local development',
     );
     expect(await checkWebhookUrl('ftp://example.com/hook', strict())).toBe('must be an https URL');
-    expect(await checkWebhookUrl('not a url', strict())).toBe('must be an absolute URL');
+    expect(await checkWebhookUrl('not-a-url', strict())).toBe('must be an absolute URL');
     expect(await checkWebhookUrl('https://user:pw@93.184.216.34/', strict())).toBe('must not contain credentials');
     expect(await checkWebhookUrl('https://93.184.216.34/hook', strict())).toBeNull();
     expect(await checkWebhookUrl('https://127.0.0.1/hook', strict())).toMatch(/private, loopback/);
@@ -83,5 +83,18 @@ describe('webhook url policy', () => {
   it('accepts http and private addresses when WEBHOOK_ALLOW_PRIVATE_URLS is on', async () => {
     expect(await checkWebhookUrl('http://127.0.0.1:9999/hook', { allowPrivate: true })).toBeNull();
     expect(await checkWebhookUrl('ftp://127.0.0.1/hook', { allowPrivate: true })).toBe('must be an http or https URL');
+  });
+
+  it.each([
+    [' https://93.184.216.34/hook'],
+    ['https://93.184.216.34/hook '],
+    ['https://93.184.216.34/hook\n'],
+    ['\thttps://93.184.216.34/hook'],
+    ['https://93.184.216.34/ho\tok'],
+    ['https://93.184.216.34/my hook'],
+    ['https://93.184.216.34/hook\u0000'],
+    ['https://93.184.216.34/hook\u007f'],
+  ])('refuses %j, which the URL parser would change, whatever WEBHOOK_ALLOW_PRIVATE_URLS says', async (url) => {
+    for (const options of [strict(), { allowPrivate: true }]) expect(await checkWebhookUrl(url, options)).toMatch(/^must not contain spaces or control characters/);
   });
 });

@@ -88,11 +88,18 @@ export type Resolver = (hostname: string) => Promise<string[]>;
 
 const systemResolver: Resolver = async (hostname) => (await lookup(hostname, { all: true, verbatim: true })).map((a) => a.address);
 
+/** ASCII controls and the space: none belongs in a URL as written (RFC 3986), and the URL parser drops or encodes each. */
+const UNPARSED_CHARACTERS = /[\u0000-\u0020\u007f]/;
+
 /**
  * Checks a webhook url. Answers a problem in words, or null when the url is acceptable. With
  * `allowPrivate` (tests and local development) http and any address are accepted.
  */
 export async function checkWebhookUrl(raw: string, options: { allowPrivate: boolean; resolve?: Resolver }): Promise<string | null> {
+  // The URL parser would drop spaces and controls around the url and tabs and newlines inside it, so the url stored
+  // and shown would not be the one delivered to. Like every other structured value (ids, event names, timestamps),
+  // it is taken exactly as sent or refused, never quietly corrected.
+  if (UNPARSED_CHARACTERS.test(raw)) return 'must not contain spaces or control characters: remove them around the URL, percent-encode them inside';
   let url: URL;
   try {
     url = new URL(raw);

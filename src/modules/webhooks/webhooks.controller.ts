@@ -156,7 +156,7 @@ export class WebhooksController {
       'earlier replay to this webhook are not queued (or counted) again.',
   })
   @ApiEnvelope(ReplayQueuedResponse, { status: 202 })
-  @ApiErrors([400, 'invalid_request: since/until not ISO 8601, or since not before until.'], NOT_FOUND)
+  @ApiErrors([400, 'invalid_request: since or until not an RFC 3339 date-time with a time zone (details.fields names which), or since not before until.'], NOT_FOUND)
   replay(@CurrentActor() actor: Actor, @Param('webhook_id') webhookId: string, @Body() body: ReplayWebhookRequest): Promise<ReplayQueuedResponse> {
     return this.commands.execute(new ReplayEventsCommand(actor, webhookId, body));
   }

@@ -1,7 +1,8 @@
 import { createHash, createHmac } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { DataSource } from 'typeorm';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
+import { Clock } from '../../../src/common/clock.js';
 import { BlobStorage } from '../../../src/infra/storage/blob-storage.js';
 import { FileEntity } from '../../../src/modules/files/file.entity.js';
 import type { TestAccount } from '../../support/accounts.js';
@@ -107,6 +108,39 @@ describe('signed downloads', () => {
     const stale = await fetch(url(), { headers: { Range: 'bytes=0-9', 'If-Range': '"old"' } });
     expect(stale.status).toBe(200);
     expect((await stale.arrayBuffer()).byteLength).toBe(1000);
+  });
+
+  it('resumes a download whose If-Range is the Last-Modified date, once that date is a strong validator; otherwise sends the whole file', async () => {
+    const fresh = await uploadOk(t, owner.auth, content, { name: 'resume-by-date.bin' });
+    const link = onTestServer(t, fresh.download_url);
+    const whole = await fetch(link);
+    const lastModified = whole.headers.get('last-modified')!;
+    expect(lastModified).toBe(new Date(fresh.modified_at).toUTCString());
+    const resume = (ifRange: string) => fetch(link, { headers: { Range: 'bytes=600-', 'If-Range': ifRange } });
+
+    // The answers' time, pinned: first within the second of the upload, when its date may still name another version.
+    const modifiedAt = new Date(fresh.modified_at).getTime();
+    const clock = vi.spyOn(t.app.get(Clock), 'now').mockImplementation(() => new Date(modifiedAt));
+    try {
+      const weak = await resume(lastModified);
+      expect(weak.status).toBe(200);
+      expect(Buffer.from(await weak.arrayBuffer())).toEqual(content);
+
+      clock.mockImplementation(() => new Date(Math.floor(modifiedAt / 1000) * 1000 + 1000));
+      const resumed = await resume(lastModified);
+      expect(resumed.status).toBe(206);
+      expect(resumed.headers.get('content-range')).toBe('bytes 600-999/1000');
+      expect(Buffer.from(await resumed.arrayBuffer())).toEqual(content.subarray(600));
+
+      // Another date, a weak ETag or no validator at all: the whole file.
+      for (const ifRange of [new Date(modifiedAt - 1000).toUTCString(), new Date(modifiedAt + 1000).toUTCString(), `W/"${md5}"`, 'yesterday']) {
+        const refused = await resume(ifRange);
+        expect(refused.status, ifRange).toBe(200);
+        expect((await refused.arrayBuffer()).byteLength, ifRange).toBe(1000);
+      }
+    } finally {
+      clock.mockRestore();
+    }
   });
 
   it('answers HEAD with the headers only', async () => {

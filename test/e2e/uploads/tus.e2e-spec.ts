@@ -318,6 +318,36 @@ describe.each(['local', 's3'] as const)('resumable uploads (tus 1.0) with tus-js
     expect((await head(owner.auth, url)).headers.get('upload-offset')).toBe('0');
   });
 
+  it('takes application/offset+octet-stream in any letter case and with parameters, on a PATCH and on a creation with its first bytes', async () => {
+    const content = Buffer.from('abcdefghij');
+    const tus = { ...owner.auth, 'Tus-Resumable': '1.0.0' };
+    const created = await fetch(`${t.baseUrl}/v1/uploads`, {
+      method: 'POST',
+      headers: { ...tus, 'Upload-Length': '10', 'Upload-Metadata': metadataHeader({ filename: 'media-type.bin' }), 'Content-Type': 'Application/Offset+Octet-Stream' },
+      body: content.subarray(0, 3),
+    });
+    expect(created.status).toBe(201);
+    // The first bytes were stored, not left unread.
+    expect(created.headers.get('upload-offset')).toBe('3');
+    const url = locationOf(created);
+    const first = await patch(owner.auth, url, 3, content.subarray(3, 6), { 'Content-Type': 'application/offset+octet-stream; charset=binary' });
+    expect(first.status).toBe(204);
+    expect(first.headers.get('upload-offset')).toBe('6');
+    const last = await patch(owner.auth, url, 6, content.subarray(6), { 'Content-Type': 'APPLICATION/OFFSET+OCTET-STREAM ; foo="bar"' });
+    expect(last.status).toBe(204);
+    const file = await getFile(last.headers.get('x-file-id')!);
+    expect(file).toMatchObject({ name: 'media-type.bin', size: 10, md5_hash: md5(content) });
+
+    // Another media type is still refused, and stores nothing.
+    const other = locationOf(await create(owner.auth, 10));
+    for (const type of ['application/octet-stream', 'application/offset+octet-streamx', 'text/plain; x=application/offset+octet-stream']) {
+      const refused = await patch(owner.auth, other, 0, content, { 'Content-Type': type });
+      expect(refused.status, type).toBe(400);
+      expect(await refused.json()).toMatchObject({ error: { code: 'invalid_request', details: { fields: [{ field: 'Content-Type', message: expect.stringContaining('application/offset+octet-stream') }] } } });
+    }
+    expect((await head(owner.auth, other)).headers.get('upload-offset')).toBe('0');
+  });
+
   it('refuses bad metadata, a missing folder, a file over the plan\'s maximum and one over the quota with the multipart upload\'s errors', async () => {
     const noName = await create(owner.auth, 10, { name: 'x.txt' });
     expect(noName.status).toBe(400);

@@ -4,8 +4,13 @@ import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getQueueToken } from '@nestjs/bullmq';
 import type { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
 import { QUEUES } from '../../../src/infra/queue/queue-names.js';
+import { REDIS } from '../../../src/infra/redis/redis.module.js';
+import { DeliveryQueuer } from '../../../src/modules/webhooks/delivery/delivery-queuer.js';
 import { RETRY_DELAYS_MS } from '../../../src/modules/webhooks/delivery/delivery-schedule.js';
+import { DeliverySignal } from '../../../src/modules/webhooks/delivery/delivery-signal.js';
+import { WebhookDeliveryEntity } from '../../../src/modules/webhooks/webhook-delivery.entity.js';
 import { WebhookEntity } from '../../../src/modules/webhooks/webhook.entity.js';
 import { createAccount, type TestAccount } from '../../support/accounts.js';
 import { startTestApp, type TestApp } from '../../support/test-app.js';
@@ -203,6 +208,45 @@ describe('webhook delivery', () => {
     const again = await t.http().post(`/v1/webhooks/${broken.id}/deliveries/nonexistent/redeliver`).set(owner.auth).expect(404);
     expect(again.body.error.code).toBe('not_found');
   }, 60_000);
+
+  it('gives a redelivery whose queue job Redis lost three attempts in all when the safety net queues it again', async () => {
+    const hook = await createWebhook(owner, 'lost-job', { events: ['file.deleted'] });
+    const mine = () => at('lost-job')(receiver.received);
+    receiver.respondWith(() => 200);
+    const delivery = (await t.http().post(`/v1/webhooks/${hook.id}/test`).set(owner.auth).expect(202)).body.data;
+    await eventually(async () => (await deliveries(owner, hook.id))[0]?.status === 'succeeded', 20_000, 'the first series to succeed');
+
+    // Redelivered to a receiver that now fails: the series' first attempt (attempt 2) fails, and its job waits 5 s.
+    receiver.respondWith((d) => (d.path === '/hooks/lost-job' ? 500 : 200));
+    await t.http().post(`/v1/webhooks/${hook.id}/deliveries/${delivery.id}/redeliver`).set(owner.auth).expect(202);
+    const queue = t.app.get<Queue>(getQueueToken(QUEUES.webhookDeliveries));
+    await eventually(async () => (await queue.getJobs(['delayed'])).some((job) => job.data.deliveryId === delivery.id), 20_000, 'the retry job');
+    expect(mine()).toHaveLength(2);
+
+    // Redis loses the queue (a restart without persistence), and the delivery is left pending: two minutes later
+    // the safety net queues it again. The two minutes are taken off its due time rather than waited for.
+    const redis = t.app.get<Redis>(REDIS);
+    const lost = await redis.keys(`${queue.qualifiedName}:*`);
+    expect(lost.length).toBeGreaterThan(0);
+    await redis.del(...lost);
+    await t.app.get(DataSource).getRepository(WebhookDeliveryEntity).update({ id: delivery.id }, { nextAttemptAt: new Date(Date.now() - 3 * 60_000) });
+    expect(await t.app.get(DeliveryQueuer).requeueStale()).toBe(1);
+    t.app.get(DeliverySignal).nudge();
+
+    // The series goes on with its second and third attempts (3 and 4), then gives up: not three more.
+    const [failed] = await eventually(async () => {
+      const list = await deliveries(owner, hook.id);
+      return list[0]?.status === 'failed' ? list : undefined;
+    }, 50_000, 'the redelivery to fail');
+    expect(failed).toMatchObject({ attempts: 4, next_attempt_at: null });
+    expect(failed.attempt_log.map((a: { attempt: number; response_status: number }) => [a.attempt, a.response_status])).toEqual([
+      [1, 200],
+      [2, 500],
+      [3, 500],
+      [4, 500],
+    ]);
+    expect(mine()).toHaveLength(4);
+  }, 90_000);
 
   it('turns off a webhook whose deliveries have all failed for 24 hours, and says so', async () => {
     const failing = await createWebhook(owner, 'failing-a-day', { events: ['file.uploaded'] });

@@ -128,6 +128,62 @@ describe('webhook replay: POST /v1/webhooks/{id}/replay', () => {
     await t.http().post(`/v1/webhooks/${webhook.id}/replay`).set(plain.auth).send(window).expect(403);
   });
 
+  it('takes since and until only as RFC 3339 date-times, offsets and fractions exactly, and names the field and the form for anything else', async () => {
+    const account = await createAccount(t.app);
+    const base = Math.floor((Date.now() - 60_000) / 1000) * 1000;
+    for (let i = 1; i <= 3; i++) await recordEvent(t.app, 'file.uploaded', account.accountId, uploaded(i), new Date(base + i * 1000));
+    await relayed(t, account.accountId);
+    const newWebhook = async () =>
+      (await t.http().post('/v1/webhooks').set(account.auth).send({ url: `${receiver.url}/forms`, events: ['file.uploaded'] }).expect(201)).body.data.id as string;
+    // A webhook of its own for each window that queues, so no replay still pending from another holds its events back.
+    const replay = async (window: Record<string, string>, webhookId?: string) =>
+      t.http().post(`/v1/webhooks/${webhookId ?? (await newWebhook())}/replay`).set(account.auth).send(window);
+    /** `base + ms` in the wall-clock time of a zone `offsetMinutes` east of UTC, e.g. 2026-11-21T15:30:01+05:30. */
+    const zoned = (ms: number, offsetMinutes: number) => {
+      const sign = offsetMinutes < 0 ? '-' : '+';
+      const abs = Math.abs(offsetMinutes);
+      const zone = `${sign}${String(Math.floor(abs / 60)).padStart(2, '0')}:${String(abs % 60).padStart(2, '0')}`;
+      return new Date(base + ms + offsetMinutes * 60_000).toISOString().replace(/\.\d{3}Z$/, zone);
+    };
+    const utc = (ms: number) => new Date(base + ms).toISOString();
+
+    // Offsets name the same instants as Z: events at +1 s and +2 s are in [+1 s, +3 s).
+    const zones = await replay({ since: zoned(1000, 330), until: zoned(3000, -120) });
+    expect([zones.status, zones.body.data]).toEqual([202, { queued: 2 }]);
+    // A nanosecond after +1 s leaves the event at +1 s out: the fraction is not cut to milliseconds.
+    const fine = await replay({ since: utc(1000).replace('.000Z', '.000000001Z'), until: utc(3000) });
+    expect([fine.status, fine.body.data]).toEqual([202, { queued: 1 }]);
+
+    const odd = [
+      ['an ISO week date', '2026-W01'],
+      ['a week date and time', '2026-W47-6T10:00:00Z'],
+      ['an ordinal date', '2026-325'],
+      ['a date alone', utc(0).slice(0, 10)],
+      ['no time zone', utc(1000).replace('Z', '')],
+      ['the basic format', '20261121T100000Z'],
+      ['month 13', '2026-13-01T00:00:00Z'],
+      ['30 February', '2026-02-30T00:00:00Z'],
+      ['hour 24', '2026-11-21T24:00:00Z'],
+      ['offset +24:00', '2026-11-21T10:00:00+24:00'],
+      ['surrounding spaces', ` ${utc(1000)} `],
+    ];
+    const webhookId = await newWebhook();
+    for (const [what, value] of odd) {
+      for (const field of ['since', 'until']) {
+        const window: Record<string, string> = field === 'since' ? { since: value } : { since: utc(0), until: value };
+        const refused = await replay(window, webhookId);
+        expect(refused.status, `${field}: ${what}`).toBe(400);
+        expect(refused.body.error, `${field}: ${what}`).toMatchObject({
+          code: 'invalid_request',
+          message: expect.stringContaining(`${field}: must be an RFC 3339 date-time with a time zone`),
+          details: { fields: [{ field, message: expect.stringContaining('such as 2026-11-21T10:00:00.000Z') }] },
+        });
+      }
+    }
+    // Refused, nothing was queued.
+    expect(await t.app.get(DataSource).getRepository(WebhookDeliveryEntity).countBy({ webhookId })).toBe(0);
+  }, 60_000);
+
   it('queues a large window in the background: the answer counts every event, and each gets its delivery', async () => {
     const account = await createAccount(t.app);
     // More than the job keeps pending at once (2,000): it steps aside while they go out, and resumes where it stopped.

@@ -75,6 +75,22 @@ describe('webhook configuration API', () => {
     }
   });
 
+  it('refuses a url with spaces around it, or tabs, newlines or spaces inside, naming the field and creating nothing', async () => {
+    const account = await createAccount(t.app);
+    for (const url of [' https://hooks.example.com/padded', 'https://hooks.example.com/padded ', 'https://hooks.example.com/padded\n', 'https://hooks.example.com/pad\tded', 'https://hooks.example.com/my hook']) {
+      const refused = await create(account, { url, events: ['file.uploaded'] }).expect(400);
+      expect(refused.body.error, JSON.stringify(url)).toMatchObject({
+        code: 'invalid_request',
+        message: expect.stringContaining('url: must not contain spaces or control characters'),
+        details: { fields: [{ field: 'url', message: expect.stringContaining('remove them around the URL, percent-encode them inside') }] },
+      });
+    }
+    expect((await t.http().get('/v1/webhooks').set(account.auth).expect(200)).body.data).toEqual([]);
+    // Percent-encoded, the same receiver is taken exactly as written.
+    const created = await create(account, { url: 'https://hooks.example.com/my%20hook', events: ['file.uploaded'] }).expect(201);
+    expect(created.body.data.url).toBe('https://hooks.example.com/my%20hook');
+  });
+
   it('updates events and active, and refuses an empty or invalid change', async () => {
     const { id } = (await create(owner, { url: 'https://hooks.example.com/p', events: ['file.uploaded'] }).expect(201)).body.data;
     const patched = await t.http().patch(`/v1/webhooks/${id}`).set(owner.auth).send({ events: ['folder.created', 'share.accessed'], active: false }).expect(200);

@@ -205,7 +205,7 @@ export interface paths {
         };
         /**
          * Download a file (signed link)
-         * @description The `download_url` of a File object: no API key needed, valid one hour. Supports Range (206, 416), ETag (the MD5) with If-None-Match (304), If-Range and HEAD, and sends Content-Disposition: attachment with the file name.
+         * @description The `download_url` of a File object: no API key needed, valid one hour. Supports Range (206, 416), ETag (the MD5) with If-None-Match (304), If-Range (the ETag, or the Last-Modified date once it is a strong validator, a second or more before the answer's Date; otherwise the whole file) and HEAD, and sends Content-Disposition: attachment with the file name.
          */
         get: operations["downloadFile"];
         put?: never;
@@ -1112,7 +1112,7 @@ export interface components {
         };
         CreateWebhookRequest: {
             /**
-             * @description An https URL on a public address.
+             * @description An https URL on a public address, exactly as written: no spaces or control characters around or inside it (percent-encode them).
              * @example https://example.com/hooks/storage
              */
             url: string;
@@ -1233,12 +1233,14 @@ export interface components {
         };
         ReplayWebhookRequest: {
             /**
-             * @description Start of the window (inclusive): events that occurred at or after it.
+             * Format: date-time
+             * @description Start of the window (inclusive): events that occurred at or after it. Format: an RFC 3339 date-time with a time zone, such as 2026-11-21T10:00:00.000Z or 2026-11-21T11:00:00+01:00.
              * @example 2026-11-21T10:00:00.000Z
              */
             since: string;
             /**
-             * @description End of the window (exclusive); now when omitted.
+             * Format: date-time
+             * @description End of the window (exclusive); now when omitted. Format: an RFC 3339 date-time with a time zone, such as 2026-11-21T10:00:00.000Z or 2026-11-21T11:00:00+01:00.
              * @example 2026-11-21T11:00:00.000Z
              */
             until?: string;
@@ -1496,6 +1498,8 @@ export interface components {
         "WWW-Authenticate": string;
         /** @description The file's MD5 in quotes; send it back in If-None-Match (304) or If-Range. */
         ETag: string;
+        /** @description The file's modified_at to the second (an HTTP date). If-Range takes it back exactly as sent, once it is at least a second before the Date of the answer that gave it. */
+        "Last-Modified": string;
         /** @description `attachment` (or `inline` for thumbnails) with the file name, RFC 6266/5987 encoded. */
         "Content-Disposition": string;
         /** @description `bytes start-end/size` for a partial answer, `bytes *\/size` for an unsatisfiable range. */
@@ -3163,6 +3167,7 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     ETag: components["headers"]["ETag"];
+                    "Last-Modified": components["headers"]["Last-Modified"];
                     "Content-Disposition": components["headers"]["Content-Disposition"];
                     [name: string]: unknown;
                 };
@@ -3176,6 +3181,7 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     ETag: components["headers"]["ETag"];
+                    "Last-Modified": components["headers"]["Last-Modified"];
                     "Content-Disposition": components["headers"]["Content-Disposition"];
                     "Content-Range": components["headers"]["Content-Range"];
                     [name: string]: unknown;
@@ -3190,6 +3196,7 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     ETag: components["headers"]["ETag"];
+                    "Last-Modified": components["headers"]["Last-Modified"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3319,6 +3326,7 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     ETag: components["headers"]["ETag"];
+                    "Last-Modified": components["headers"]["Last-Modified"];
                     "Content-Disposition": components["headers"]["Content-Disposition"];
                     [name: string]: unknown;
                 };
@@ -4832,6 +4840,7 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     ETag: components["headers"]["ETag"];
+                    "Last-Modified": components["headers"]["Last-Modified"];
                     "Content-Disposition": components["headers"]["Content-Disposition"];
                     [name: string]: unknown;
                 };
@@ -4845,6 +4854,7 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     ETag: components["headers"]["ETag"];
+                    "Last-Modified": components["headers"]["Last-Modified"];
                     "Content-Disposition": components["headers"]["Content-Disposition"];
                     "Content-Range": components["headers"]["Content-Range"];
                     [name: string]: unknown;
@@ -4859,6 +4869,7 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     ETag: components["headers"]["ETag"];
+                    "Last-Modified": components["headers"]["Last-Modified"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5011,6 +5022,7 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     ETag: components["headers"]["ETag"];
+                    "Last-Modified": components["headers"]["Last-Modified"];
                     "Content-Disposition": components["headers"]["Content-Disposition"];
                     [name: string]: unknown;
                 };
@@ -6640,7 +6652,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description invalid_request: since/until not ISO 8601, or since not before until. */
+            /** @description invalid_request: since or until not an RFC 3339 date-time with a time zone (details.fields names which), or since not before until. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];

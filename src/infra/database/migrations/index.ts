@@ -16,6 +16,7 @@ import { DeliveryListIndex1764350000000 } from './1764350000000-delivery-list-in
 import { DeliveryFirstAttemptHolder1764360000000 } from './1764360000000-delivery-first-attempt-holder.js';
 import { SealedWebhookSecretsText1764370000000 } from './1764370000000-sealed-webhook-secrets-text.js';
 import { FolderRings1764380000000 } from './1764380000000-folder-rings.js';
+import { DeliverySeriesStart1764390000000 } from './1764390000000-delivery-series-start.js';
 
 /** Every migration, oldest first. */
 export const MIGRATIONS = [
@@ -37,4 +38,5 @@ export const MIGRATIONS = [
   DeliveryFirstAttemptHolder1764360000000,
   SealedWebhookSecretsText1764370000000,
   FolderRings1764380000000,
+  DeliverySeriesStart1764390000000,
 ];

@@ -45,13 +45,10 @@ export class RedeliverHandler implements ICommandHandler<RedeliverCommand> {
         if (found.origin === 'replay' && (await repository.existsBy({ eventId: found.eventId, webhookId, origin: 'replay', status: 'pending' }))) {
           throw replayStillPending();
         }
-        const now = this.clock.now();
-        const updated = await repository.update(
-          { id: deliveryId, series: found.series },
-          { status: 'pending', series: found.series + 1, queuedAt: null, nextAttemptAt: now },
-        );
+        const nextSeries = { status: 'pending' as const, series: found.series + 1, attemptsBeforeSeries: found.attempts, queuedAt: null, nextAttemptAt: this.clock.now() };
+        const updated = await repository.update({ id: deliveryId, series: found.series }, nextSeries);
         if (!updated.affected) throw new ApiError(409, 'conflict', `Delivery ${deliveryId} was redelivered concurrently.`);
-        return Object.assign(found, { status: 'pending' as const, series: found.series + 1, queuedAt: null, nextAttemptAt: now });
+        return Object.assign(found, nextSeries);
       })
       .catch((error: unknown) => {
         // A replay of the event, or a redelivery of another of its replay deliveries, committed since the check (PostgreSQL).

@@ -4,6 +4,7 @@ import type { Queue } from 'bullmq';
 import type { Actor } from '../../../common/auth/actor.js';
 import { Clock } from '../../../common/clock.js';
 import { InvalidRequest, NotFound } from '../../../common/errors/api-error.js';
+import { parseTimestamp } from '../../../common/http/timestamp.js';
 import { Transactions } from '../../../infra/database/transactions.js';
 import { QUEUES } from '../../../infra/queue/queue-names.js';
 import type { ReplayJob } from '../delivery/replay-events.processor.js';
@@ -39,8 +40,9 @@ export class ReplayEventsHandler implements ICommandHandler<ReplayEventsCommand>
   async execute({ actor, webhookId, request }: ReplayEventsCommand): Promise<ReplayQueuedResponse> {
     const webhook = await this.transactions.dataSource.getRepository(WebhookEntity).findOneBy({ id: webhookId, accountId: actor.accountId });
     if (!webhook) throw new NotFound('webhook', webhookId);
-    const since = new Date(request.since);
-    const until = request.until === undefined ? this.clock.now() : new Date(request.until);
+    // Both validated by @IsTimestamp, so neither parses to null here.
+    const since = parseTimestamp(request.since)!;
+    const until = request.until === undefined ? this.clock.now() : parseTimestamp(request.until)!;
     if (!(since.getTime() < until.getTime())) throw InvalidRequest.fields([{ field: 'since', message: 'must be before until (or before now)' }]);
 
     // The same window while its job has not finished: that job queues these events; nothing new here.

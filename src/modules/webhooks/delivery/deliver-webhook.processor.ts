@@ -18,7 +18,10 @@ const BUSY_DELAY_MS = 1_000;
 export interface DeliveryJob {
   deliveryId: string;
   series: number;
-  /** Attempts the delivery had before this series (absent in jobs queued before it was added: then counted by BullMQ). */
+  /**
+   * Attempts the delivery had before this series, in jobs queued by earlier versions; the row's
+   * attemptsBeforeSeries is the count now. Only a redelivery under way at the upgrade still needs it.
+   */
   attemptsBefore?: number;
 }
 
@@ -89,7 +92,9 @@ export class DeliverWebhookProcessor extends WorkerHost implements OnApplication
       this.slots.release(webhookId);
     }
 
-    const attemptInSeries = job.data.attemptsBefore === undefined ? job.attemptsMade + 1 : delivery.attempts - job.data.attemptsBefore + 1;
+    // Counted from the row, not from the job: a job queued again mid-series (Redis lost the first) carries on with the series.
+    const attemptsBefore = delivery.attemptsBeforeSeries ?? job.data.attemptsBefore;
+    const attemptInSeries = attemptsBefore === undefined ? job.attemptsMade + 1 : delivery.attempts - attemptsBefore + 1;
     const recorded = await this.attempts.record(delivery, attemptInSeries, result);
     if (!recorded.recorded) return 'superseded';
     if (succeeded(result)) return 'succeeded';

@@ -111,7 +111,7 @@ export class DeliveryDispatcher implements OnApplicationBootstrap, OnApplication
   /** Starts the first attempts of the pass's new deliveries here and queues the others, neither holding up the relay. */
   private handOver({ deliveries }: RelayPass): void {
     this.firstAttempts.start(deliveries.filter((delivery) => delivery.firstAttemptHere));
-    const others = deliveries.filter((delivery) => !delivery.firstAttemptHere).map(({ id, series, attempts }) => ({ id, series, attempts }));
+    const others = deliveries.filter((delivery) => !delivery.firstAttemptHere).map(({ id, series }) => ({ id, series }));
     if (others.length > 0) this.queueInBackground(others);
   }
 

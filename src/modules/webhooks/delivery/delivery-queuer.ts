@@ -12,11 +12,10 @@ const ENQUEUE_TIMEOUT_MS = 5_000;
 /** A pending delivery this long past its due time has lost its job (e.g. Redis restarted without persistence). */
 const STALE_AFTER_MS = 2 * 60_000;
 
-/** A delivery series to queue; `attempts` is the delivery's attempt count now. */
+/** A delivery series to queue. */
 export interface SeriesToQueue {
   id: string;
   series: number;
-  attempts: number;
 }
 
 /**
@@ -42,9 +41,9 @@ export class DeliveryQueuer {
 
   /**
    * Adds one job per delivery series in one addBulk, then marks the rows queued. Answers false, doing
-   * nothing, while Redis is not connected. A job knows the attempts made before its series (none in the
-   * first; a redelivery's series is queued before it is attempted), so it counts its series' attempts from
-   * the delivery row, whoever made them.
+   * nothing, while Redis is not connected. A job counts its series' attempts from the delivery row
+   * (attempts since attemptsBeforeSeries), whoever made them, so a job queued again mid-series (Redis lost
+   * the first) carries on where the series is rather than starting it over.
    */
   async queue(deliveries: SeriesToQueue[]): Promise<boolean> {
     if (deliveries.length === 0) return true;
@@ -62,7 +61,7 @@ export class DeliveryQueuer {
   async queueRetry(delivery: { id: string; series: number }, retryInMs: number): Promise<void> {
     try {
       if (await this.redisReady()) {
-        const job = this.deliveryJob({ id: delivery.id, series: delivery.series, attempts: 1 });
+        const job = this.deliveryJob(delivery);
         await withTimeout(this.deliveryQueue.add(job.name, job.data, { ...job.opts, delay: retryInMs }), ENQUEUE_TIMEOUT_MS, 'queueing a retry in Redis');
         return;
       }
@@ -75,7 +74,7 @@ export class DeliveryQueuer {
   private deliveryJob(delivery: SeriesToQueue): { name: string; data: DeliveryJob; opts: JobsOptions } {
     return {
       name: 'deliver',
-      data: { deliveryId: delivery.id, series: delivery.series, attemptsBefore: Number(delivery.series) === 1 ? 0 : Number(delivery.attempts) },
+      data: { deliveryId: delivery.id, series: delivery.series },
       opts: { jobId: deliveryJobId(delivery.id, delivery.series), attempts: MAX_ATTEMPTS, backoff: { type: DELIVERY_BACKOFF } },
     };
   }

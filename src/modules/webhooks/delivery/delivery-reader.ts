@@ -15,7 +15,7 @@ export interface DeliveryWebhook {
 /** What an attempt needs of its delivery and of its webhook. */
 export type DeliveryToAttempt = Pick<
   WebhookDeliveryEntity,
-  'id' | 'webhookId' | 'eventId' | 'event' | 'body' | 'status' | 'series' | 'attempts' | 'attemptLog' | 'nextAttemptAt'
+  'id' | 'webhookId' | 'eventId' | 'event' | 'body' | 'status' | 'series' | 'attempts' | 'attemptsBeforeSeries' | 'attemptLog' | 'nextAttemptAt'
 > & { webhook: DeliveryWebhook };
 
 interface WebhookColumns {
@@ -54,7 +54,7 @@ export class DeliveryReader {
       const { entities, raw } = await this.deliveries
         .createQueryBuilder('d')
         .innerJoin(WebhookEntity, 'w', 'w.id = d.webhook_id')
-        .select(['d.id', 'd.webhookId', 'd.eventId', 'd.event', 'd.body', 'd.status', 'd.series', 'd.attempts', 'd.attemptLog', 'd.nextAttemptAt'])
+        .select(['d.id', 'd.webhookId', 'd.eventId', 'd.event', 'd.body', 'd.status', 'd.series', 'd.attempts', 'd.attemptsBeforeSeries', 'd.attemptLog', 'd.nextAttemptAt'])
         .addSelect(['w.url', 'w.secretSealed', 'w.previousSecretSealed', 'w.previousSecretExpiresAt'])
         .where('d.id IN (:...ids)', { ids: [...wanted.keys()] })
         .getRawAndEntities<WebhookColumns>();

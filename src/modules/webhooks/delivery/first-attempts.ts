@@ -162,7 +162,7 @@ export class FirstAttempts implements BeforeApplicationShutdown {
     // No longer held here before their jobs exist, so a worker that fetches one at once attempts it rather than
     // putting it off as being attempted here.
     for (const entry of held) this.settle(entry);
-    const deliveries = held.map(({ delivery }) => ({ id: delivery.id, series: delivery.series, attempts: delivery.attempts }));
+    const deliveries = held.map(({ delivery }) => ({ id: delivery.id, series: delivery.series }));
     try {
       const queued = await this.queuer.queue(deliveries);
       await this.deliveries.release(this.holder, deliveries, queued);

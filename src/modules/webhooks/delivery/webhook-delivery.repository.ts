@@ -87,10 +87,10 @@ export class WebhookDeliveryRepository {
   }
 
   /** The oldest deliveries whose current series has no queue job yet. */
-  unqueued(limit: number): Promise<Array<{ id: string; series: number; attempts: number }>> {
+  unqueued(limit: number): Promise<Array<{ id: string; series: number }>> {
     // In order by idx_webhook_deliveries_unqueued; the status index would read and sort every pending delivery.
     return this.transactions.dataSource.query(
-      `SELECT id, series, attempts FROM webhook_deliveries WHERE queued_at IS NULL AND ${this.transactions.dialect.notIndexed('status')} = 'pending' ORDER BY created_at, id LIMIT ${limit}`,
+      `SELECT id, series FROM webhook_deliveries WHERE queued_at IS NULL AND ${this.transactions.dialect.notIndexed('status')} = 'pending' ORDER BY created_at, id LIMIT ${limit}`,
     );
   }
 

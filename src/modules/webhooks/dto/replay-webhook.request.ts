@@ -1,13 +1,14 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsISO8601, IsOptional } from 'class-validator';
+import { IsOptional } from 'class-validator';
+import { IsTimestamp, TIMESTAMP_FORMAT } from '../../../common/http/timestamp.js';
 
 export class ReplayWebhookRequest {
-  @ApiProperty({ example: '2026-11-21T10:00:00.000Z', description: 'Start of the window (inclusive): events that occurred at or after it.' })
-  @IsISO8601({ strict: true })
+  @ApiProperty({ format: 'date-time', example: '2026-11-21T10:00:00.000Z', description: `Start of the window (inclusive): events that occurred at or after it. Format: ${TIMESTAMP_FORMAT}.` })
+  @IsTimestamp()
   since: string;
 
-  @ApiPropertyOptional({ example: '2026-11-21T11:00:00.000Z', description: 'End of the window (exclusive); now when omitted.' })
-  @IsOptional() @IsISO8601({ strict: true })
+  @ApiPropertyOptional({ format: 'date-time', example: '2026-11-21T11:00:00.000Z', description: `End of the window (exclusive); now when omitted. Format: ${TIMESTAMP_FORMAT}.` })
+  @IsOptional() @IsTimestamp()
   until?: string;
 }
 
