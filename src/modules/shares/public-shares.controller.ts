@@ -1,11 +1,11 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Req, Res } from '@nestjs/common';
 import { CommandBus, QueryBus } from '@nestjs/cqrs';
-import { ApiConsumes, ApiHeader, ApiOperation, ApiParam, ApiProduces, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiConsumes, ApiHeader, ApiOperation, ApiParam, ApiProduces, ApiTags } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import { Public } from '../../common/auth/access.decorator.js';
 import { ApiError } from '../../common/errors/api-error.js';
 import { successEnvelope } from '../../common/http/envelope.js';
-import { ApiEnvelope, ApiErrors, blobHeaders } from '../../common/http/openapi.js';
+import { ApiBlobAnswers, ApiEnvelope, ApiErrors } from '../../common/http/openapi.js';
 import { AppConfig } from '../../config/app-config.js';
 import { BlobStorage } from '../../infra/storage/blob-storage.js';
 import { sendBlob } from '../../infra/storage/blob-response.js';
@@ -81,12 +81,9 @@ export class PublicSharesController {
   })
   @ApiParam({ name: 'token', description: 'The token from the share url.' })
   @ApiHeader({ name: 'X-Share-Password', required: false, description: 'The link password, when it has one.' })
-  @ApiHeader({ name: 'Range', required: false, description: 'One byte range, e.g. bytes=0-1023.' })
   @ApiProduces('application/octet-stream')
-  @ApiResponse({ status: 200, description: 'The file\'s bytes.', headers: blobHeaders(200) })
-  @ApiResponse({ status: 206, description: 'The requested byte range.', headers: blobHeaders(206) })
-  @ApiResponse({ status: 304, description: 'Not modified (If-None-Match matched the ETag).', headers: blobHeaders(304) })
-  @ApiErrors(...PUBLIC_ERRORS, [403, 'file_infected: the file is quarantined.'], [416, 'invalid_request: the range is not satisfiable.'])
+  @ApiBlobAnswers()
+  @ApiErrors(...PUBLIC_ERRORS, [403, 'file_infected: the file is quarantined.'])
   async download(@Param('token') token: string, @Req() request: Request, @Res() response: Response): Promise<void> {
     await this.sendFile(token, passwordFrom(request), request, response);
   }
@@ -96,12 +93,15 @@ export class PublicSharesController {
   @ApiOperation({
     operationId: 'downloadShareWithForm',
     summary: 'Download through a share link with a form',
-    description: 'What the share page\'s password form submits: the password in the body (or X-Share-Password), so it never appears in a URL.',
+    description:
+      'What the share page\'s password form submits: the password in the body (or X-Share-Password), so it never appears in a URL. ' +
+      'Answers like GET: Range, If-Range, ETag/If-None-Match; counts a `download` and emits `share.accessed`.',
   })
   @ApiParam({ name: 'token', description: 'The token from the share url.' })
+  @ApiHeader({ name: 'X-Share-Password', required: false, description: 'The link password, when the body does not carry it.' })
   @ApiConsumes('application/x-www-form-urlencoded', 'application/json')
   @ApiProduces('application/octet-stream', 'text/html')
-  @ApiResponse({ status: 200, description: 'The file\'s bytes.', headers: blobHeaders(200) })
+  @ApiBlobAnswers()
   @ApiErrors(...PUBLIC_ERRORS, [400, 'invalid_request: unexpected form fields.'], [403, 'file_infected: the file is quarantined.'])
   async downloadWithForm(@Param('token') token: string, @Body() form: ShareDownloadForm, @Req() request: Request, @Res() response: Response): Promise<void> {
     await this.sendFile(token, form.password || passwordFrom(request), request, response);

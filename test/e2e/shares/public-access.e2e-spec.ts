@@ -171,6 +171,24 @@ describe('public share links (/s/{token})', () => {
       expect(query.status).toBe(401);
     });
 
+    it('answers ranges, If-Range and If-None-Match on the form route as on GET, as its OpenAPI entry says', async () => {
+      const { share } = await sharedFile({ password: 'open sesame' });
+      const form = () => t.http().post(`${share.path}/download`).type('form').send({ password: 'open sesame' });
+      const part = await form().set('Range', 'bytes=10-19').buffer(true).parse(binary);
+      expect(part.status).toBe(206);
+      expect(part.headers['content-range']).toBe(`bytes 10-19/${CONTENT.length}`);
+      expect(Buffer.compare(part.body, CONTENT.subarray(10, 20))).toBe(0);
+      // If-Range: the range while the file is the version the client holds, the whole file once it is not.
+      expect((await form().set('Range', 'bytes=10-19').set('If-Range', `"${MD5}"`).buffer(true).parse(binary)).status).toBe(206);
+      const changed = await form().set('Range', 'bytes=10-19').set('If-Range', '"an older version"').buffer(true).parse(binary);
+      expect(changed.status).toBe(200);
+      expect(Buffer.compare(changed.body, CONTENT)).toBe(0);
+      const pastTheEnd = await form().set('Range', `bytes=${CONTENT.length}-`);
+      expect(pastTheEnd.status).toBe(416);
+      expect(pastTheEnd.headers['content-range']).toBe(`bytes */${CONTENT.length}`);
+      await form().set('If-None-Match', `"${MD5}"`).expect(304);
+    });
+
     it('locks a client out after 10 wrong passwords, even with the right one, and leaves other links alone', async () => {
       const { share } = await sharedFile({ password: 'correct password' });
       const { share: otherShare } = await sharedFile({ password: 'correct password' });

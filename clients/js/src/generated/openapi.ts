@@ -387,7 +387,7 @@ export interface paths {
         put?: never;
         /**
          * Download through a share link with a form
-         * @description What the share page's password form submits: the password in the body (or X-Share-Password), so it never appears in a URL.
+         * @description What the share page's password form submits: the password in the body (or X-Share-Password), so it never appears in a URL. Answers like GET: Range, If-Range, ETag/If-None-Match; counts a `download` and emits `share.accessed`.
          */
         post: operations["downloadShareWithForm"];
         delete?: never;
@@ -4811,8 +4811,12 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description One byte range, e.g. bytes=0-1023. */
+                /** @description One byte range, e.g. bytes=0-1023 (206). Several ranges or another unit get the whole file. */
                 Range?: string;
+                /** @description Send the range only if the file is still the version the client holds (RFC 9110); otherwise the whole file (200). */
+                "If-Range"?: string;
+                /** @description The ETag the client holds: 304 while the file is unchanged. */
+                "If-None-Match"?: string;
                 /** @description The link password, when it has one. */
                 "X-Share-Password"?: string;
             };
@@ -4928,7 +4932,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope410"];
                 };
             };
-            /** @description invalid_request: the range is not satisfiable. */
+            /** @description invalid_request: the range is not satisfiable (it starts past the end of the file); Content-Range gives the size. */
             416: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4989,7 +4993,16 @@ export interface operations {
     downloadShareWithForm: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description One byte range, e.g. bytes=0-1023 (206). Several ranges or another unit get the whole file. */
+                Range?: string;
+                /** @description Send the range only if the file is still the version the client holds (RFC 9110); otherwise the whole file (200). */
+                "If-Range"?: string;
+                /** @description The ETag the client holds: 304 while the file is unchanged. */
+                "If-None-Match"?: string;
+                /** @description The link password, when the body does not carry it. */
+                "X-Share-Password"?: string;
+            };
             path: {
                 /** @description The token from the share url. */
                 token: string;
@@ -5012,6 +5025,32 @@ export interface operations {
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     ETag: components["headers"]["ETag"];
                     "Content-Disposition": components["headers"]["Content-Disposition"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The requested byte range. */
+            206: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    ETag: components["headers"]["ETag"];
+                    "Content-Disposition": components["headers"]["Content-Disposition"];
+                    "Content-Range": components["headers"]["Content-Range"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not modified (If-None-Match matched the ETag). */
+            304: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5102,6 +5141,21 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorEnvelopeDoc"];
+                };
+            };
+            /** @description invalid_request: the range is not satisfiable (it starts past the end of the file); Content-Range gives the size. */
+            416: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    ETag: components["headers"]["ETag"];
+                    "Content-Range": components["headers"]["Content-Range"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope416"];
                 };
             };
             /** @description rate_limit_exceeded: too many wrong passwords from this client for this link (10 per 15 minutes; an IPv6 client counts by its /64), the link is backing off after 20 wrong passwords from all clients (1 s doubling to 1 h), or too many requests from this address; see Retry-After. */
