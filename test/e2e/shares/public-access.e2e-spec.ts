@@ -2,11 +2,12 @@ import { createHash } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest';
 import { Clock } from '../../../src/common/clock.js';
+import { PASSWORD_CHECK_DEADLINE_MS } from '../../../src/modules/shares/password-attempts.js';
 import { createAccount, type TestAccount } from '../../support/accounts.js';
 import { seedFile } from '../../support/files.js';
 import { startTestApp, TEST_REDIS_URL, type TestApp } from '../../support/test-app.js';
 import { uploadOk } from '../../support/uploads.js';
-import { createShare, expireShare, fileLifecycle, outboxEvents, shareRow } from './share-fixtures.js';
+import { createShare, expireShare, fileLifecycle, outboxEvents, shareRow, slowDownPasswordCheck } from './share-fixtures.js';
 
 const CONTENT = Buffer.from('0123456789abcdefghijklmnopqrstuvwxyz'.repeat(100));
 const MD5 = createHash('md5').update(CONTENT).digest('hex');
@@ -187,6 +188,28 @@ describe('public share links (/s/{token})', () => {
       expect(pastTheEnd.status).toBe(416);
       expect(pastTheEnd.headers['content-range']).toBe(`bytes */${CONTENT.length}`);
       await form().set('If-None-Match', `"${MD5}"`).expect(304);
+    });
+
+    it('lets a download manager fetch 12 ranges at once with the right password: checks still in flight do not lock it out', async () => {
+      const { share } = await sharedFile({ password: 'right one' });
+      // Checks that take a while, so all twelve are in flight together, as on a busy server.
+      await slowDownPasswordCheck(t.app, share.id, 'right one', 2);
+      const parts = await Promise.all(
+        Array.from({ length: 12 }, (_, i) => t.http().get(`${share.path}/download`).set('X-Share-Password', 'right one').set('Range', `bytes=${i * 100}-${i * 100 + 99}`)),
+      );
+      for (const [i, part] of parts.entries()) {
+        // Those beyond the ten wait for the checks in flight; on a very busy machine one may be told to come back in seconds, never in 15 minutes.
+        if (part.status === 429) {
+          expect(Number(part.headers['retry-after']), `range ${i}: Retry-After`).toBeLessThanOrEqual(PASSWORD_CHECK_DEADLINE_MS / 1000);
+          continue;
+        }
+        expect(part.status, `range ${i}`).toBe(206);
+        expect(part.text).toBe(CONTENT.subarray(i * 100, i * 100 + 100).toString());
+      }
+      expect(parts.filter((part) => part.status === 206).length).toBeGreaterThanOrEqual(11);
+      // None of them counts against the visitor: nine typos still leave the right password working.
+      for (let i = 0; i < 9; i++) await t.http().get(share.path).set('X-Share-Password', `typo ${i}`).expect(401);
+      await t.http().get(share.path).set('X-Share-Password', 'right one').expect(200);
     });
 
     it('locks a client out after 10 wrong passwords, even with the right one, and leaves other links alone', async () => {
@@ -546,6 +569,52 @@ describe('share password guesses from many addresses', () => {
     const refused = await guess(share.path, '198.51.100.7', 'the right one');
     expect(refused.status).toBe(429);
     expect(refused.headers['retry-after']).toBe('3600');
+  });
+
+  it('lets right passwords that arrive together past the free failures in one check at a time, none told to wait out a back-off that never comes', async () => {
+    const share = await protectedShare();
+    // A password check that takes a while, as on a busy server, so the others arrive while it runs.
+    await slowDownPasswordCheck(t.app, share.id, 'the right one');
+    const linkKey = `${t.config.redisKeyPrefix}:share-password-link:${share.id}`;
+    const redis = new Redis(TEST_REDIS_URL);
+    onTestFinished(() => {
+      redis.disconnect();
+    });
+    // 33 wrong passwords in the last hours, the last back-off over: the next guess, checked, would back the link off for an hour.
+    await redis.multi().hset(linkKey, { attempts: 33, locked_until: Date.now() - 1000 }).pexpire(linkKey, 60 * 60_000).exec();
+
+    const answers = await Promise.all(['198.51.100.21', '198.51.100.22', '198.51.100.23', '198.51.100.24'].map((from) => guess(share.path, from, 'the right one')));
+    for (const res of answers) {
+      // Each is let in once the check before it proved right; one still waiting after a few seconds is told to come back in seconds, not an hour.
+      if (res.status === 429) expect(Number(res.headers['retry-after']), 'Retry-After').toBeLessThanOrEqual(PASSWORD_CHECK_DEADLINE_MS / 1000);
+      else expect(res.status).toBe(200);
+    }
+    expect(answers.filter((res) => res.status === 200).length).toBeGreaterThanOrEqual(2);
+    // None was counted, and the link is not backing off.
+    expect(await redis.hget(linkKey, 'attempts')).toBe('33');
+    expect((await guess(share.path, '198.51.100.25', 'the right one')).status).toBe(200);
+  });
+
+  it('still checks one guess per back-off when wrong passwords arrive together during a slow check: the rest get the whole back-off', async () => {
+    const share = await protectedShare();
+    await slowDownPasswordCheck(t.app, share.id, 'the right one');
+    const linkKey = `${t.config.redisKeyPrefix}:share-password-link:${share.id}`;
+    const redis = new Redis(TEST_REDIS_URL);
+    onTestFinished(() => {
+      redis.disconnect();
+    });
+    await redis.multi().hset(linkKey, { attempts: 33, locked_until: Date.now() - 1000 }).pexpire(linkKey, 60 * 60_000).exec();
+
+    const answers = await Promise.all(Array.from({ length: 6 }, (_, i) => guess(share.path, `203.0.113.${60 + i}`, `wrong ${i}`)));
+    expect(answers.filter((res) => res.status === 401)).toHaveLength(1);
+    const refused = answers.filter((res) => res.status === 429);
+    expect(refused).toHaveLength(5);
+    // They waited for the one in flight, which proved wrong: the hour's back-off it started holds for them in full.
+    for (const res of refused) expect(Number(res.headers['retry-after'])).toBeGreaterThan(3500);
+    const right = await guess(share.path, '198.51.100.26', 'the right one');
+    expect(right.status).toBe(429);
+    expect(Number(right.headers['retry-after'])).toBeGreaterThan(3500);
+    expect(await redis.hget(linkKey, 'attempts')).toBe('34');
   });
 
   it('counts an IPv6 client by its /64: new host parts of one network share its 10 attempts', async () => {
