@@ -377,14 +377,57 @@ describe('public share links (/s/{token})', () => {
 
       // Nine wrong passwords already (the counting itself is tested above), then the tenth through the form.
       const redis = new Redis(TEST_REDIS_URL);
-      await redis.set(`${t.config.redisKeyPrefix}:share-password-failures:${share.id}:127.0.0.1`, 9, 'PX', 60_000).finally(() => redis.disconnect());
+      await redis.set(`${t.config.redisKeyPrefix}:share-password-failures:${share.id}:127.0.0.1`, 9, 'PX', 15 * 60_000).finally(() => redis.disconnect());
       const wrong = await t.http().post(`${share.path}/download`).set('Accept', html).type('form').send({ password: 'nope' });
       expect(wrong.status).toBe(401);
       expect(wrong.text).toContain('That password is not right');
+      // That was the last one this visitor may try: no form to try another, but when to come back.
+      expect(wrong.text).not.toContain('<form');
+      expect(wrong.text).toMatch(/try again in 15 minutes, after \d{4}-\d\d-\d\d \d\d:\d\d UTC/);
       const locked = await t.http().post(`${share.path}/download`).set('Accept', html).type('form').send({ password: 'letmein' });
       expect(locked.status).toBe(429);
       expect(locked.headers['retry-after']).toBeDefined();
       expect(locked.text).toContain('Too many attempts');
+      expect(locked.text).not.toContain('<form');
+    });
+
+    it('tells a locked-out visitor opening the page when to come back, with the 429 and Retry-After a password would get, instead of a form', async () => {
+      const { share } = await sharedFile({ password: 'letmein' });
+      const clientKey = `${t.config.redisKeyPrefix}:share-password-failures:${share.id}:127.0.0.1`;
+      const linkKey = `${t.config.redisKeyPrefix}:share-password-link:${share.id}`;
+      const redis = new Redis(TEST_REDIS_URL);
+      onTestFinished(() => {
+        redis.disconnect();
+      });
+      const pageAndPassword = async () => [await t.http().get(share.path).set('Accept', html), await t.http().get(share.path).set('X-Share-Password', 'letmein')] as const;
+
+      // This visitor has used its ten wrong passwords (the counting is tested above).
+      await redis.set(clientKey, 10, 'PX', 15 * 60_000);
+      let [page, password] = await pageAndPassword();
+      expect([page.status, password.status]).toEqual([429, 429]);
+      expect(Number(page.headers['retry-after'])).toBeGreaterThan(14 * 60);
+      expect(Math.abs(Number(page.headers['retry-after']) - Number(password.headers['retry-after']))).toBeLessThanOrEqual(1);
+      expect(page.headers['cache-control']).toBe('no-store');
+      expect(page.text).toContain('Too many attempts');
+      expect(page.text).toContain('from your network');
+      expect(page.text).toMatch(/try again in 15 minutes, after \d{4}-\d\d-\d\d \d\d:\d\d UTC/);
+      expect(page.text).not.toContain('<form');
+
+      // The link backing off after wrong passwords from everyone: the same for every visitor.
+      await redis.del(clientKey);
+      await redis.multi().hset(linkKey, { attempts: 40, locked_until: Date.now() + 60 * 60_000 }).pexpire(linkKey, 2 * 60 * 60_000).exec();
+      [page, password] = await pageAndPassword();
+      expect([page.status, password.status]).toEqual([429, 429]);
+      expect(Number(page.headers['retry-after'])).toBeGreaterThan(59 * 60);
+      expect(Math.abs(Number(page.headers['retry-after']) - Number(password.headers['retry-after']))).toBeLessThanOrEqual(1);
+      expect(page.text).toContain('too many wrong passwords');
+      expect(page.text).toMatch(/try again in 1 hour, after /);
+      expect(page.text).not.toContain('<form');
+
+      // Once the back-off is over, the form is back.
+      await redis.hdel(linkKey, 'locked_until');
+      const form = await t.http().get(share.path).set('Accept', html).expect(200);
+      expect(form.text).toContain('<form method="post"');
     });
   });
 

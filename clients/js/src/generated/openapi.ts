@@ -361,7 +361,7 @@ export interface paths {
         };
         /**
          * Open a share link
-         * @description JSON: the shared file's public metadata (counts a `view` and emits `share.accessed`). A browser (Accept: text/html) gets a page with the file name, size and a download button, or a password form for protected links.
+         * @description JSON: the shared file's public metadata (counts a `view` and emits `share.accessed`). A browser (Accept: text/html) gets a page with the file name, size and a download button, or a password form for protected links; while a password from this visitor would be refused (locked out, or the link backing off) the page says when to come back instead, with the 429 and Retry-After that password would get.
          */
         get: operations["openShare"];
         put?: never;
