@@ -1,5 +1,5 @@
 import { applyDecorators, Type } from '@nestjs/common';
-import { ApiExtraModels, ApiProperty, ApiPropertyOptional, ApiResponse, ApiResponseSchemaHost, getSchemaPath, type OpenAPIObject } from '@nestjs/swagger';
+import { ApiExtraModels, ApiHeader, ApiProperty, ApiPropertyOptional, ApiResponse, ApiResponseSchemaHost, getSchemaPath, type OpenAPIObject } from '@nestjs/swagger';
 import type { ErrorCode } from '../errors/api-error.js';
 import { CursorPagination, Pagination } from './envelope.js';
 
@@ -130,6 +130,23 @@ export function blobHeaders(status: 200 | 206 | 304): Record<string, Reference> 
   const names = status === 304 ? ['ETag', 'Last-Modified'] : status === 206 ? ['ETag', 'Last-Modified', 'Content-Disposition', 'Content-Range'] : ['ETag', 'Last-Modified', 'Content-Disposition'];
   return Object.fromEntries(names.map((name) => [name, { $ref: `#/components/headers/${name}` }]));
 }
+
+/**
+ * What a route that answers with sendBlob (infra/storage/blob-response.ts) takes and gives: Range, If-Range and
+ * If-None-Match, the whole file (200), a range (206), not modified (304) and an unsatisfiable range (416).
+ */
+export function ApiBlobAnswers() {
+  return applyDecorators(
+    ApiHeader({ name: 'Range', required: false, description: 'One byte range, e.g. bytes=0-1023 (206). Several ranges or another unit get the whole file.' }),
+    ApiHeader({ name: 'If-Range', required: false, description: 'Send the range only if the file is still the version the client holds (RFC 9110); otherwise the whole file (200).' }),
+    ApiHeader({ name: 'If-None-Match', required: false, description: 'The ETag the client holds: 304 while the file is unchanged.' }),
+    ApiResponse({ status: 200, description: 'The file\'s bytes.', headers: blobHeaders(200) }),
+    ApiResponse({ status: 206, description: 'The requested byte range.', headers: blobHeaders(206) }),
+    ApiResponse({ status: 304, description: 'Not modified (If-None-Match matched the ETag).', headers: blobHeaders(304) }),
+    ApiErrors([416, 'invalid_request: the range is not satisfiable (it starts past the end of the file); Content-Range gives the size.']),
+  );
+}
+
 const RATE_LIMIT_HEADERS = ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset'];
 
 /**

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import { Clock } from '../../common/clock.js';
@@ -16,16 +17,32 @@ export const LINK_FREE_PASSWORD_FAILURES = 20;
 export const LINK_MAX_BACKOFF_SECONDS = 60 * 60;
 /** A link's count of wrong passwords is forgotten this long after the last one. */
 const LINK_FAILURE_MEMORY_MS = 24 * 60 * 60 * 1000;
+/**
+ * A password check in flight holds its place this long at most: far longer than any scrypt check, so only a
+ * check whose process died outlives it, and that one then counts as wrong.
+ */
+export const PASSWORD_CHECK_DEADLINE_MS = 10_000;
+/** How long an attempt waits for the checks in flight whose outcome decides whether it may be checked. */
+export const PASSWORD_CHECK_WAIT_MS = 5_000;
+const PASSWORD_CHECK_POLL_MS = 50;
+
+/** Why a password attempt is refused: this client is locked out, the link is backing off, or checks in flight did not end in time. */
+export type PasswordRefusal = 'client' | 'link' | 'checking';
 
 export class TooManyPasswordAttempts extends ApiError {
-  constructor(retryAfterSeconds: number, scope: 'client' | 'link' = 'client') {
+  constructor(
+    readonly retryAfterSeconds: number,
+    readonly refusal: PasswordRefusal = 'client',
+  ) {
     super(
       429,
       'rate_limit_exceeded',
-      scope === 'client'
-        ? `Too many wrong passwords for this share link; retry in ${retryAfterSeconds} s.`
-        : `This share link has had too many wrong passwords; it takes the next one in ${retryAfterSeconds} s.`,
-      scope === 'client'
+      {
+        client: `Too many wrong passwords for this share link; retry in ${retryAfterSeconds} s.`,
+        link: `This share link has had too many wrong passwords; it takes the next one in ${retryAfterSeconds} s.`,
+        checking: `Other passwords for this share link are being checked; retry in ${retryAfterSeconds} s.`,
+      }[refusal],
+      refusal === 'client'
         ? { limit: MAX_FAILED_PASSWORD_ATTEMPTS, window_seconds: PASSWORD_ATTEMPT_WINDOW_SECONDS, retry_after: retryAfterSeconds }
         : { retry_after: retryAfterSeconds },
       { 'Retry-After': String(retryAfterSeconds) },
@@ -33,32 +50,54 @@ export class TooManyPasswordAttempts extends ApiError {
   }
 }
 
-/** Takes one attempt if the client has attempts left: [count after taking (or -1 when locked out), ms left in the window]. */
+/** What the scripts answer instead of a count when an attempt cannot be taken now. */
+const REFUSED = -1;
+const CHECK_IN_FLIGHT = -2;
+
+/**
+ * Takes one attempt if the client has attempts left, and marks it in flight (KEYS[2]) until it is settled.
+ * At the limit with attempts of this client still in flight, their outcome decides: [-2, ms they may still take];
+ * otherwise the client is locked out: [-1, ms left in the window]. Taken: [count after taking, ms left in the window].
+ * ARGV: limit, window ms, check deadline ms.
+ */
 const TAKE_ATTEMPT = `
 local used = tonumber(redis.call('GET', KEYS[1]) or '0')
-if used >= tonumber(ARGV[1]) then return {-1, redis.call('PTTL', KEYS[1])} end
+if used >= tonumber(ARGV[1]) then
+  if tonumber(redis.call('GET', KEYS[2]) or '0') > 0 then return {-2, redis.call('PTTL', KEYS[2])} end
+  return {-1, redis.call('PTTL', KEYS[1])}
+end
 used = redis.call('INCR', KEYS[1])
 if used == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+redis.call('INCR', KEYS[2])
+redis.call('PEXPIRE', KEYS[2], ARGV[3])
 return {used, redis.call('PTTL', KEYS[1])}
 `;
 
-/** Gives an attempt back (the password was right), without resurrecting a window that has ended. */
-const RETURN_ATTEMPT = `
-if redis.call('EXISTS', KEYS[1]) == 1 and tonumber(redis.call('GET', KEYS[1])) > 0 then return redis.call('DECR', KEYS[1]) end
+/**
+ * Settles an attempt: no longer in flight, and given back (ARGV[1] = '1': the password was right, or it was never
+ * checked) or left counted ('0': wrong), without resurrecting a window that has ended.
+ */
+const SETTLE_ATTEMPT = `
+if tonumber(redis.call('GET', KEYS[2]) or '0') > 0 then redis.call('DECR', KEYS[2]) end
+if ARGV[1] == '1' and tonumber(redis.call('GET', KEYS[1]) or '0') > 0 then redis.call('DECR', KEYS[1]) end
 return 0
 `;
 
 /**
- * Takes one attempt on a link from any client: refused while the link's back-off lasts ([-1, ms left]).
- * Past the free failures every attempt starts a back-off that doubles each time, so however many
- * addresses guess, the link takes about one guess per back-off; it holds from before the password is
- * checked, so parallel guesses wait too. The link remembers its failures from its first attempt on;
- * only a wrong password makes it remember them longer (`countAsWrong`).
- * ARGV: now ms, free failures, max back-off ms, memory ms.
+ * Takes one attempt on a link from any client. Past the free failures every attempt starts a back-off that
+ * doubles each time, so however many addresses guess, the link takes about one guess per back-off; it holds
+ * from before the password is checked, so parallel guesses wait too. While that check is in flight
+ * (`checking_until`, its deadline) other attempts are told so ([-2, ms to its deadline]) rather than refused for
+ * the back-off, which only a wrong password confirms; after the deadline the back-off holds as if it was wrong.
+ * During a back-off: [-1, ms left]. The link remembers its failures from its first attempt on; only a wrong
+ * password makes it remember them longer (`countAsWrong`).
+ * ARGV: now ms, free failures, max back-off ms, memory ms, check deadline ms.
  * Answers [attempts, 0, locked_until before (0: none), locked_until set (0: none)].
  */
 const TAKE_LINK_ATTEMPT = `
 local now = tonumber(ARGV[1])
+local checking = tonumber(redis.call('HGET', KEYS[1], 'checking_until') or '0')
+if now < checking then return {-2, checking - now, 0, 0} end
 local lockedUntil = tonumber(redis.call('HGET', KEYS[1], 'locked_until') or '0')
 if now < lockedUntil then return {-1, lockedUntil - now, 0, 0} end
 local fresh = redis.call('EXISTS', KEYS[1]) == 0
@@ -67,10 +106,22 @@ local beyond = used - tonumber(ARGV[2])
 local locks = 0
 if beyond > 0 then
   locks = now + math.min(1000 * 2 ^ math.min(beyond - 1, 30), tonumber(ARGV[3]))
-  redis.call('HSET', KEYS[1], 'locked_until', locks)
+  redis.call('HSET', KEYS[1], 'locked_until', locks, 'checking_until', now + tonumber(ARGV[5]))
 end
 if fresh then redis.call('PEXPIRE', KEYS[1], ARGV[4]) end
 return {used, 0, lockedUntil, locks}
+`;
+
+/**
+ * A wrong password on a link: the back-off its attempt started (ARGV[1], 0: none) is confirmed, so it ends
+ * being a check in flight, and the link remembers its failures for ARGV[2] ms from now.
+ */
+const CONFIRM_LINK_FAILURE = `
+if tonumber(ARGV[1]) > 0 and tonumber(redis.call('HGET', KEYS[1], 'locked_until') or '0') == tonumber(ARGV[1]) then
+  redis.call('HDEL', KEYS[1], 'checking_until')
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 0
 `;
 
 /**
@@ -84,21 +135,35 @@ local left = tonumber(redis.call('HGET', KEYS[1], 'attempts') or '0')
 if left > 0 then left = redis.call('HINCRBY', KEYS[1], 'attempts', -1) end
 if left <= 0 then redis.call('DEL', KEYS[1]) return 0 end
 if tonumber(ARGV[2]) > 0 and tonumber(redis.call('HGET', KEYS[1], 'locked_until') or '0') == tonumber(ARGV[2]) then
+  redis.call('HDEL', KEYS[1], 'checking_until')
   if tonumber(ARGV[1]) > 0 then redis.call('HSET', KEYS[1], 'locked_until', ARGV[1]) else redis.call('HDEL', KEYS[1], 'locked_until') end
 end
 return left
 `;
 
-/** Reads whether the client is locked out: [attempts used, ms left in the window]. */
-const READ_ATTEMPTS = `return {tonumber(redis.call('GET', KEYS[1]) or '0'), redis.call('PTTL', KEYS[1])}`;
+/** Reads the client's attempts: [attempts used, ms left in the window, attempts in flight]. */
+const READ_ATTEMPTS = `return {tonumber(redis.call('GET', KEYS[1]) or '0'), redis.call('PTTL', KEYS[1]), tonumber(redis.call('GET', KEYS[2]) or '0')}`;
+
+/** Ms left in the link's back-off (ARGV[1]: now ms); 0 when there is none, or while the check that started it is in flight. */
+const READ_LINK_BACKOFF = `
+local now = tonumber(ARGV[1])
+if now < tonumber(redis.call('HGET', KEYS[1], 'checking_until') or '0') then return 0 end
+local lockedUntil = tonumber(redis.call('HGET', KEYS[1], 'locked_until') or '0')
+if now < lockedUntil then return lockedUntil - now end
+return 0
+`;
 
 /**
  * Limits password guesses in Redis, so every server process enforces one limit: per (share link,
  * client network: an IPv6 client by its /64) a fixed number per window, and per link, whatever the
- * number of addresses, an increasing back-off once it has had its free wrong passwords. An attempt is taken atomically before the password is checked and given back when it
- * was right (with any back-off it started), so even parallel guesses cannot exceed the limit and a right password never makes anyone wait. Once the limit is reached the client
- * is refused, even with the right password, until the window ends. Unlike the request rate limit
- * this fails closed: without Redis a protected link answers 503 rather than allowing unlimited guesses.
+ * number of addresses, an increasing back-off once it has had its free wrong passwords. An attempt is
+ * taken atomically before the password is checked and given back when it was right (with any back-off it
+ * started), so even parallel guesses cannot exceed the limit and a right password never makes anyone wait.
+ * An attempt that would be refused only because of checks still in flight (they may yet be given back)
+ * waits for their outcome, briefly, instead of being told to come back after a back-off or lockout that
+ * may never happen. Once the limit is reached the client is refused, even with the right password, until
+ * the window ends. Unlike the request rate limit this fails closed: without Redis a protected link answers
+ * 503 rather than allowing unlimited guesses.
  */
 @Injectable()
 export class PasswordAttempts {
@@ -110,8 +175,10 @@ export class PasswordAttempts {
     private readonly clock: Clock,
   ) {}
 
-  private key(shareId: string, clientIp: string): string {
-    return `${this.config.redisKeyPrefix}:share-password-failures:${shareId}:${clientNetwork(clientIp)}`;
+  /** The client's attempt counter and its count of attempts in flight. */
+  private clientKeys(shareId: string, clientIp: string): [string, string] {
+    const client = `${shareId}:${clientNetwork(clientIp)}`;
+    return [`${this.config.redisKeyPrefix}:share-password-failures:${client}`, `${this.config.redisKeyPrefix}:share-password-checking:${client}`];
   }
 
   private linkKey(shareId: string): string {
@@ -120,20 +187,65 @@ export class PasswordAttempts {
 
   /** Throws TooManyPasswordAttempts while this client is locked out of this link (uses no attempt). */
   async assertNotLockedOut(shareId: string, clientIp: string): Promise<void> {
-    const [used, ttl] = await this.guard(() => this.redis.eval(READ_ATTEMPTS, 1, this.key(shareId, clientIp)) as Promise<[number, number]>);
-    if (used >= MAX_FAILED_PASSWORD_ATTEMPTS) throw new TooManyPasswordAttempts(retryAfter(ttl));
+    const [used, ttl, inFlight] = await this.guard(() => this.redis.eval(READ_ATTEMPTS, 2, ...this.clientKeys(shareId, clientIp)) as Promise<[number, number, number]>);
+    if (used >= MAX_FAILED_PASSWORD_ATTEMPTS && inFlight === 0) throw new TooManyPasswordAttempts(retryAfter(ttl));
   }
 
   /**
-   * Takes one attempt, or throws TooManyPasswordAttempts when none is left. The answer is what `giveBack`
-   * (a right password) or `countAsWrong` (a wrong one) needs.
+   * Throws TooManyPasswordAttempts when this client could not have a password checked on this link now:
+   * locked out, or the link backing off (uses no attempt). What the share page asks before showing its form.
+   */
+  async assertMayTry(shareId: string, clientIp: string): Promise<void> {
+    await this.assertNotLockedOut(shareId, clientIp);
+    const backoffMs = await this.guard(() => this.redis.eval(READ_LINK_BACKOFF, 1, this.linkKey(shareId), this.clock.now().getTime()) as Promise<number>);
+    if (backoffMs > 0) throw new TooManyPasswordAttempts(seconds(backoffMs), 'link');
+  }
+
+  /**
+   * Takes one attempt, or throws TooManyPasswordAttempts when none is left. While the checks in flight
+   * decide (a right password gives its attempt and back-off back), it waits up to PASSWORD_CHECK_WAIT_MS for
+   * them, then refuses with a Retry-After of at most their deadline. The answer is what `giveBack` (a right
+   * password) or `countAsWrong` (a wrong one) needs.
    */
   async take(shareId: string, clientIp: string): Promise<TakenAttempt> {
-    const [used, ttl] = await this.guard(
-      () => this.redis.eval(TAKE_ATTEMPT, 1, this.key(shareId, clientIp), MAX_FAILED_PASSWORD_ATTEMPTS, PASSWORD_ATTEMPT_WINDOW_SECONDS * 1000) as Promise<[number, number]>,
+    // Real time, not the Clock: this bounds how long the request is held.
+    const giveUpAt = performance.now() + PASSWORD_CHECK_WAIT_MS;
+    for (;;) {
+      const taken = await this.tryTake(shareId, clientIp);
+      if (!('inFlightMs' in taken)) return taken;
+      const waitMs = giveUpAt - performance.now();
+      if (waitMs <= 0) throw new TooManyPasswordAttempts(seconds(taken.inFlightMs), 'checking');
+      await sleep(Math.min(PASSWORD_CHECK_POLL_MS, waitMs));
+    }
+  }
+
+  /** The attempt was a wrong password: it stays counted, a back-off it started holds, and the link remembers its failures for 24 h from now. */
+  async countAsWrong({ shareId, clientIp, linkLockedBySelf }: TakenAttempt): Promise<void> {
+    await this.guard(() => this.redis.eval(SETTLE_ATTEMPT, 2, ...this.clientKeys(shareId, clientIp), '0'));
+    await this.guard(() => this.redis.eval(CONFIRM_LINK_FAILURE, 1, this.linkKey(shareId), linkLockedBySelf, LINK_FAILURE_MEMORY_MS));
+  }
+
+  /**
+   * The attempt was the right password: it counts neither against the client nor the link, and the
+   * link's back-off and memory are as they were before it.
+   */
+  async giveBack({ shareId, clientIp, linkLockedBefore, linkLockedBySelf }: TakenAttempt): Promise<void> {
+    await this.guard(() => this.redis.eval(SETTLE_ATTEMPT, 2, ...this.clientKeys(shareId, clientIp), '1'));
+    await this.guard(() => this.redis.eval(RETURN_LINK_ATTEMPT, 1, this.linkKey(shareId), linkLockedBefore, linkLockedBySelf));
+  }
+
+  /** One try at taking an attempt: taken, refused (thrown), or `inFlightMs` when checks in flight must decide first. */
+  private async tryTake(shareId: string, clientIp: string): Promise<TakenAttempt | { inFlightMs: number }> {
+    const clientKeys = this.clientKeys(shareId, clientIp);
+    const [used, ms] = await this.guard(
+      () =>
+        this.redis.eval(TAKE_ATTEMPT, 2, ...clientKeys, MAX_FAILED_PASSWORD_ATTEMPTS, PASSWORD_ATTEMPT_WINDOW_SECONDS * 1000, PASSWORD_CHECK_DEADLINE_MS) as Promise<
+          [number, number]
+        >,
     );
-    if (used < 0) throw new TooManyPasswordAttempts(retryAfter(ttl));
-    const [linkUsed, lockedMs, lockedBefore, lockedBySelf] = await this.guard(
+    if (used === REFUSED) throw new TooManyPasswordAttempts(retryAfter(ms));
+    if (used === CHECK_IN_FLIGHT) return { inFlightMs: ms };
+    const [linkUsed, linkMs, lockedBefore, lockedBySelf] = await this.guard(
       () =>
         this.redis.eval(
           TAKE_LINK_ATTEMPT,
@@ -143,28 +255,16 @@ export class PasswordAttempts {
           LINK_FREE_PASSWORD_FAILURES,
           LINK_MAX_BACKOFF_SECONDS * 1000,
           LINK_FAILURE_MEMORY_MS,
+          PASSWORD_CHECK_DEADLINE_MS,
         ) as Promise<[number, number, number, number]>,
     );
     if (linkUsed < 0) {
-      // Refused before any check: this guess does not count against the client.
-      await this.guard(() => this.redis.eval(RETURN_ATTEMPT, 1, this.key(shareId, clientIp)));
-      throw new TooManyPasswordAttempts(Math.max(1, Math.ceil(lockedMs / 1000)), 'link');
+      // Not checked: this guess does not count against the client.
+      await this.guard(() => this.redis.eval(SETTLE_ATTEMPT, 2, ...clientKeys, '1'));
+      if (linkUsed === REFUSED) throw new TooManyPasswordAttempts(seconds(linkMs), 'link');
+      return { inFlightMs: linkMs };
     }
     return { shareId, clientIp, linkLockedBefore: lockedBefore, linkLockedBySelf: lockedBySelf };
-  }
-
-  /** The attempt was a wrong password: it stays counted, and the link remembers its failures for 24 h from now. */
-  async countAsWrong({ shareId }: TakenAttempt): Promise<void> {
-    await this.guard(() => this.redis.pexpire(this.linkKey(shareId), LINK_FAILURE_MEMORY_MS));
-  }
-
-  /**
-   * The attempt was the right password: it counts neither against the client nor the link, and the
-   * link's back-off and memory are as they were before it.
-   */
-  async giveBack({ shareId, clientIp, linkLockedBefore, linkLockedBySelf }: TakenAttempt): Promise<void> {
-    await this.guard(() => this.redis.eval(RETURN_ATTEMPT, 1, this.key(shareId, clientIp)));
-    await this.guard(() => this.redis.eval(RETURN_LINK_ATTEMPT, 1, this.linkKey(shareId), linkLockedBefore, linkLockedBySelf));
   }
 
   private async guard<T>(work: () => Promise<T>): Promise<T> {
@@ -185,6 +285,11 @@ export interface TakenAttempt {
   linkLockedBySelf: number;
 }
 
+function seconds(ms: number): number {
+  return Math.max(1, Math.ceil(ms / 1000));
+}
+
+/** Retry-After for a lockout: what is left of the window (the whole window if Redis reports no expiry). */
 function retryAfter(ttlMs: number): number {
-  return ttlMs > 0 ? Math.max(1, Math.ceil(ttlMs / 1000)) : PASSWORD_ATTEMPT_WINDOW_SECONDS;
+  return ttlMs > 0 ? seconds(ttlMs) : PASSWORD_ATTEMPT_WINDOW_SECONDS;
 }

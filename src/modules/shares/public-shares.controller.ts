@@ -1,20 +1,22 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Req, Res } from '@nestjs/common';
 import { CommandBus, QueryBus } from '@nestjs/cqrs';
-import { ApiConsumes, ApiHeader, ApiOperation, ApiParam, ApiProduces, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiConsumes, ApiHeader, ApiOperation, ApiParam, ApiProduces, ApiTags } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import { Public } from '../../common/auth/access.decorator.js';
+import { Clock } from '../../common/clock.js';
 import { ApiError } from '../../common/errors/api-error.js';
 import { successEnvelope } from '../../common/http/envelope.js';
-import { ApiEnvelope, ApiErrors, blobHeaders } from '../../common/http/openapi.js';
+import { ApiBlobAnswers, ApiEnvelope, ApiErrors } from '../../common/http/openapi.js';
 import { AppConfig } from '../../config/app-config.js';
 import { BlobStorage } from '../../infra/storage/blob-storage.js';
 import { sendBlob } from '../../infra/storage/blob-response.js';
 import { AccessShareCommand, type ShareAccessAction, type ShareVisitor } from './commands/access-share.command.js';
 import { PublicShareResponse } from './dto/public-share.response.js';
 import { ShareDownloadForm } from './dto/share-download.form.js';
+import { TooManyPasswordAttempts } from './password-attempts.js';
 import { FindPublicShareQuery } from './queries/find-public-share.query.js';
 import type { UsableShare } from './share-lookup.js';
-import { problemPage, sendSharePage } from './share-page.js';
+import { lockedPage, problemPage, sendSharePage } from './share-page.js';
 
 const PASSWORD_HEADER = 'x-share-password';
 
@@ -25,7 +27,8 @@ const PUBLIC_ERRORS = [
   [
     429,
     'rate_limit_exceeded: too many wrong passwords from this client for this link (10 per 15 minutes; an IPv6 client counts by its /64), ' +
-      'the link is backing off after 20 wrong passwords from all clients (1 s doubling to 1 h), or too many requests from this address; see Retry-After.',
+      'the link is backing off after 20 wrong passwords from all clients (1 s doubling to 1 h), other passwords for the link were still being checked after ' +
+      '5 s of waiting for them (Retry-After of at most 10 s), or too many requests from this address; see Retry-After.',
   ],
 ] as const satisfies ReadonlyArray<[number, string]>;
 
@@ -42,6 +45,7 @@ export class PublicSharesController {
     private readonly queries: QueryBus,
     private readonly storage: BlobStorage,
     private readonly config: AppConfig,
+    private readonly clock: Clock,
   ) {}
 
   @Get(':token')
@@ -50,7 +54,9 @@ export class PublicSharesController {
     summary: 'Open a share link',
     description:
       'JSON: the shared file\'s public metadata (counts a `view` and emits `share.accessed`). A browser (Accept: text/html) gets a page ' +
-      'with the file name, size and a download button, or a password form for protected links.',
+      'with the file name, size and a download button, or a password form for protected links; while a password from this visitor ' +
+      'would be refused (locked out, or the link backing off) the page says when to come back instead, with the 429 and Retry-After ' +
+      'that password would get.',
   })
   @ApiParam({ name: 'token', description: 'The token from the share url.' })
   @ApiHeader({ name: 'X-Share-Password', required: false, description: 'The link password, when it has one.' })
@@ -64,8 +70,8 @@ export class PublicSharesController {
       response.status(200).json(successEnvelope(PublicShareResponse.from(granted, `${this.config.publicBaseUrl}/s/${token}/download`)));
       return;
     }
-    await this.asPage(response, async () => {
-      const { share } = await this.queries.execute(new FindPublicShareQuery(token));
+    await this.asPage(request, response, async () => {
+      const { share } = await this.queries.execute(new FindPublicShareQuery(token, visitorIp(request)));
       if (share.passwordHash !== null) return sendSharePage(response, 200, { kind: 'password', downloadPath: this.downloadPath(token), error: null });
       const { file } = await this.access(token, undefined, 'view', request);
       sendSharePage(response, 200, { kind: 'file', downloadPath: this.downloadPath(token), name: file.name, size: file.size, mimeType: file.mimeType, expiresAt: share.expiresAt });
@@ -81,12 +87,9 @@ export class PublicSharesController {
   })
   @ApiParam({ name: 'token', description: 'The token from the share url.' })
   @ApiHeader({ name: 'X-Share-Password', required: false, description: 'The link password, when it has one.' })
-  @ApiHeader({ name: 'Range', required: false, description: 'One byte range, e.g. bytes=0-1023.' })
   @ApiProduces('application/octet-stream')
-  @ApiResponse({ status: 200, description: 'The file\'s bytes.', headers: blobHeaders(200) })
-  @ApiResponse({ status: 206, description: 'The requested byte range.', headers: blobHeaders(206) })
-  @ApiResponse({ status: 304, description: 'Not modified (If-None-Match matched the ETag).', headers: blobHeaders(304) })
-  @ApiErrors(...PUBLIC_ERRORS, [403, 'file_infected: the file is quarantined.'], [416, 'invalid_request: the range is not satisfiable.'])
+  @ApiBlobAnswers()
+  @ApiErrors(...PUBLIC_ERRORS, [403, 'file_infected: the file is quarantined.'])
   async download(@Param('token') token: string, @Req() request: Request, @Res() response: Response): Promise<void> {
     await this.sendFile(token, passwordFrom(request), request, response);
   }
@@ -96,12 +99,15 @@ export class PublicSharesController {
   @ApiOperation({
     operationId: 'downloadShareWithForm',
     summary: 'Download through a share link with a form',
-    description: 'What the share page\'s password form submits: the password in the body (or X-Share-Password), so it never appears in a URL.',
+    description:
+      'What the share page\'s password form submits: the password in the body (or X-Share-Password), so it never appears in a URL. ' +
+      'Answers like GET: Range, If-Range, ETag/If-None-Match; counts a `download` and emits `share.accessed`.',
   })
   @ApiParam({ name: 'token', description: 'The token from the share url.' })
+  @ApiHeader({ name: 'X-Share-Password', required: false, description: 'The link password, when the body does not carry it.' })
   @ApiConsumes('application/x-www-form-urlencoded', 'application/json')
   @ApiProduces('application/octet-stream', 'text/html')
-  @ApiResponse({ status: 200, description: 'The file\'s bytes.', headers: blobHeaders(200) })
+  @ApiBlobAnswers()
   @ApiErrors(...PUBLIC_ERRORS, [400, 'invalid_request: unexpected form fields.'], [403, 'file_infected: the file is quarantined.'])
   async downloadWithForm(@Param('token') token: string, @Body() form: ShareDownloadForm, @Req() request: Request, @Res() response: Response): Promise<void> {
     await this.sendFile(token, form.password || passwordFrom(request), request, response);
@@ -121,7 +127,7 @@ export class PublicSharesController {
         modifiedAt: file.modifiedAt,
       });
     };
-    if (wantsHtml(request)) await this.asPage(response, send, token, password !== undefined);
+    if (wantsHtml(request)) await this.asPage(request, response, send, token, password !== undefined);
     else await send();
   }
 
@@ -134,24 +140,44 @@ export class PublicSharesController {
   }
 
   private access(token: string, password: string | undefined, action: ShareAccessAction, request: Request): Promise<UsableShare> {
-    const visitor: ShareVisitor = { ipAddress: request.ip ?? request.socket.remoteAddress ?? 'unknown', userAgent: request.headers['user-agent'] ?? null };
+    const visitor: ShareVisitor = { ipAddress: visitorIp(request), userAgent: request.headers['user-agent'] ?? null };
     return this.commands.execute(new AccessShareCommand(token, password, action, visitor, request.method !== 'HEAD', request.headers));
   }
 
-  /** Runs `work`, turning a refusal into a page with the same status; a wrong password shows the form again. */
-  private async asPage(response: Response, work: () => Promise<void>, token?: string, passwordGiven = false): Promise<void> {
+  /**
+   * Runs `work`, turning a refusal into a page with the same status. A wrong password shows the form again,
+   * unless no password can be tried now: then the page says when to come back.
+   */
+  private async asPage(request: Request, response: Response, work: () => Promise<void>, token?: string, passwordGiven = false): Promise<void> {
     try {
       await work();
     } catch (error) {
       if (!(error instanceof ApiError) || response.headersSent) throw error;
       for (const [name, value] of Object.entries(error.headers)) response.setHeader(name, value);
       if (error.code === 'password_required' && token !== undefined) {
+        const lockout = passwordGiven ? await this.lockoutAfterWrongPassword(token, request) : null;
+        if (lockout) return sendSharePage(response, 401, lockedPage(lockout, this.clock.now(), true));
         sendSharePage(response, 401, { kind: 'password', downloadPath: this.downloadPath(token), error: passwordGiven ? 'That password is not right. Try again.' : 'This file needs a password.' });
         return;
       }
-      sendSharePage(response, error.status, problemPage(error));
+      sendSharePage(response, error.status, problemPage(error, this.clock.now()));
     }
   }
+
+  /** Whether the wrong password just given left this visitor unable to try another now (the answer stays 401). */
+  private async lockoutAfterWrongPassword(token: string, request: Request): Promise<TooManyPasswordAttempts | null> {
+    try {
+      await this.queries.execute(new FindPublicShareQuery(token, visitorIp(request)));
+      return null;
+    } catch (error) {
+      if (error instanceof TooManyPasswordAttempts) return error;
+      return null;
+    }
+  }
+}
+
+function visitorIp(request: Request): string {
+  return request.ip ?? request.socket.remoteAddress ?? 'unknown';
 }
 
 function wantsHtml(request: Request): boolean {

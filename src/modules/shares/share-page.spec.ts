@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { escapeHtml, formatSize, renderSharePage } from './share-page.js';
+import { TooManyPasswordAttempts } from './password-attempts.js';
+import { escapeHtml, formatSize, formatWait, lockedPage, renderSharePage } from './share-page.js';
 
 describe('share page', () => {
   it('escapes a hostile file name everywhere it appears', () => {
@@ -25,5 +26,25 @@ describe('share page', () => {
     expect(formatSize(1023)).toBe('1023 B');
     expect(formatSize(1536)).toBe('1.5 KB');
     expect(formatSize(20 * 1024 * 1024)).toBe('20 MB');
+  });
+
+  it('tells a locked-out visitor when to come back, without a form', () => {
+    const now = new Date('2026-11-27T19:30:20.000Z');
+    const html = renderSharePage(lockedPage(new TooManyPasswordAttempts(900), now, true));
+    expect(html).not.toContain('<form');
+    expect(html).toContain('That password is not right.');
+    expect(html).toContain('from your network');
+    // 19:45:20 shown as 19:46: never before the moment meant.
+    expect(html).toContain('You can try again in 15 minutes, after 2026-11-27 19:46 UTC.');
+    expect(renderSharePage(lockedPage(new TooManyPasswordAttempts(4, 'link'), now))).toContain('You can try again in 4 seconds.');
+  });
+
+  it('writes waits the way people say them', () => {
+    expect(formatWait(1)).toBe('1 second');
+    expect(formatWait(59)).toBe('59 seconds');
+    expect(formatWait(60)).toBe('1 minute');
+    expect(formatWait(61)).toBe('2 minutes');
+    expect(formatWait(900)).toBe('15 minutes');
+    expect(formatWait(3600)).toBe('1 hour');
   });
 });

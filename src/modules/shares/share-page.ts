@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Response } from 'express';
 import type { ApiError } from '../../common/errors/api-error.js';
+import { type PasswordRefusal, TooManyPasswordAttempts } from './password-attempts.js';
 
 /**
  * The page a browser sees at /s/{token}: no scripts at all, one fixed stylesheet allowed by its
@@ -33,6 +34,8 @@ export const SHARE_PAGE_HEADERS: Record<string, string> = {
 export type SharePage =
   | { kind: 'file'; downloadPath: string; name: string; size: number; mimeType: string; expiresAt: Date | null }
   | { kind: 'password'; downloadPath: string; error: string | null }
+  /** No password can be checked until `retryAt`: the page says when to come back instead of showing a form. */
+  | { kind: 'locked'; refusal: PasswordRefusal; retryAfterSeconds: number; retryAt: Date; wrongPassword: boolean }
   | { kind: 'problem'; title: string; message: string };
 
 export function renderSharePage(page: SharePage): string {
@@ -56,6 +59,14 @@ ${page.expiresAt ? `<p>Link expires ${escapeHtml(page.expiresAt.toISOString().re
 ${page.error ? `<p class="error" role="alert" id="error">${escapeHtml(page.error)}</p>` : ''}
 <button class="button" id="download" type="submit">Download</button>
 </form>`,
+      );
+    case 'locked':
+      return layout(
+        'Too many attempts',
+        `<h1>Too many attempts</h1>
+${page.wrongPassword ? '<p class="error" role="alert" id="error">That password is not right.</p>' : ''}
+<p>${escapeHtml(LOCKED_REASONS[page.refusal])}</p>
+<p id="retry">You can try again in ${escapeHtml(formatWait(page.retryAfterSeconds))}${page.retryAfterSeconds >= 60 ? `, after ${escapeHtml(formatUtcMinute(page.retryAt))} UTC` : ''}.</p>`,
       );
     case 'problem':
       return layout(page.title, `<h1>${escapeHtml(page.title)}</h1>\n<p>${escapeHtml(page.message)}</p>`);
@@ -86,8 +97,21 @@ export function sendSharePage(response: Response, status: number, page: SharePag
   response.status(status).set(SHARE_PAGE_HEADERS).send(renderSharePage(page));
 }
 
+const LOCKED_REASONS: Record<PasswordRefusal, string> = {
+  client: 'Too many wrong passwords were tried on this link from your network.',
+  link: 'This link has had too many wrong passwords, so it takes none for a while.',
+  checking: 'Other passwords for this link are being checked.',
+};
+
+/** The page for a visitor who cannot have a password checked now; `wrongPassword` when the one just sent was wrong. */
+export function lockedPage(refusal: TooManyPasswordAttempts, now: Date, wrongPassword = false): SharePage {
+  const { retryAfterSeconds } = refusal;
+  return { kind: 'locked', refusal: refusal.refusal, retryAfterSeconds, retryAt: new Date(now.getTime() + retryAfterSeconds * 1000), wrongPassword };
+}
+
 /** The page a browser gets for a refused visit: a title and a message a visitor understands. */
-export function problemPage(error: ApiError): SharePage {
+export function problemPage(error: ApiError, now: Date): SharePage {
+  if (error instanceof TooManyPasswordAttempts) return lockedPage(error, now);
   const titles: Partial<Record<ApiError['code'], string>> = {
     not_found: 'Link not found',
     share_expired: 'Link expired',
@@ -105,6 +129,19 @@ export function problemPage(error: ApiError): SharePage {
 
 export function escapeHtml(value: string): string {
   return value.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] ?? c);
+}
+
+/** A wait as people say it: seconds under a minute, then whole minutes (rounded up), then hours. */
+export function formatWait(seconds: number): string {
+  const plural = (n: number, unit: string) => `${n} ${unit}${n === 1 ? '' : 's'}`;
+  if (seconds < 60) return plural(seconds, 'second');
+  const minutes = Math.ceil(seconds / 60);
+  return minutes < 60 ? plural(minutes, 'minute') : plural(Math.ceil(minutes / 60), 'hour');
+}
+
+/** `YYYY-MM-DD HH:MM`, rounded up to the minute so the time shown is never before the moment meant. */
+function formatUtcMinute(time: Date): string {
+  return new Date(Math.ceil(time.getTime() / 60_000) * 60_000).toISOString().replace('T', ' ').slice(0, 16);
 }
 
 export function formatSize(bytes: number): string {

@@ -2,11 +2,12 @@ import { createHash } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest';
 import { Clock } from '../../../src/common/clock.js';
+import { PASSWORD_CHECK_DEADLINE_MS } from '../../../src/modules/shares/password-attempts.js';
 import { createAccount, type TestAccount } from '../../support/accounts.js';
 import { seedFile } from '../../support/files.js';
 import { startTestApp, TEST_REDIS_URL, type TestApp } from '../../support/test-app.js';
 import { uploadOk } from '../../support/uploads.js';
-import { createShare, expireShare, fileLifecycle, outboxEvents, shareRow } from './share-fixtures.js';
+import { createShare, expireShare, fileLifecycle, outboxEvents, shareRow, slowDownPasswordCheck } from './share-fixtures.js';
 
 const CONTENT = Buffer.from('0123456789abcdefghijklmnopqrstuvwxyz'.repeat(100));
 const MD5 = createHash('md5').update(CONTENT).digest('hex');
@@ -169,6 +170,46 @@ describe('public share links (/s/{token})', () => {
       expect(wrong.body.error.code).toBe('password_required');
       const query = await t.http().get(`${share.path}/download?password=open%20sesame`);
       expect(query.status).toBe(401);
+    });
+
+    it('answers ranges, If-Range and If-None-Match on the form route as on GET, as its OpenAPI entry says', async () => {
+      const { share } = await sharedFile({ password: 'open sesame' });
+      const form = () => t.http().post(`${share.path}/download`).type('form').send({ password: 'open sesame' });
+      const part = await form().set('Range', 'bytes=10-19').buffer(true).parse(binary);
+      expect(part.status).toBe(206);
+      expect(part.headers['content-range']).toBe(`bytes 10-19/${CONTENT.length}`);
+      expect(Buffer.compare(part.body, CONTENT.subarray(10, 20))).toBe(0);
+      // If-Range: the range while the file is the version the client holds, the whole file once it is not.
+      expect((await form().set('Range', 'bytes=10-19').set('If-Range', `"${MD5}"`).buffer(true).parse(binary)).status).toBe(206);
+      const changed = await form().set('Range', 'bytes=10-19').set('If-Range', '"an older version"').buffer(true).parse(binary);
+      expect(changed.status).toBe(200);
+      expect(Buffer.compare(changed.body, CONTENT)).toBe(0);
+      const pastTheEnd = await form().set('Range', `bytes=${CONTENT.length}-`);
+      expect(pastTheEnd.status).toBe(416);
+      expect(pastTheEnd.headers['content-range']).toBe(`bytes */${CONTENT.length}`);
+      await form().set('If-None-Match', `"${MD5}"`).expect(304);
+    });
+
+    it('lets a download manager fetch 12 ranges at once with the right password: checks still in flight do not lock it out', async () => {
+      const { share } = await sharedFile({ password: 'right one' });
+      // Checks that take a while, so all twelve are in flight together, as on a busy server.
+      await slowDownPasswordCheck(t.app, share.id, 'right one', 2);
+      const parts = await Promise.all(
+        Array.from({ length: 12 }, (_, i) => t.http().get(`${share.path}/download`).set('X-Share-Password', 'right one').set('Range', `bytes=${i * 100}-${i * 100 + 99}`)),
+      );
+      for (const [i, part] of parts.entries()) {
+        // Those beyond the ten wait for the checks in flight; on a very busy machine one may be told to come back in seconds, never in 15 minutes.
+        if (part.status === 429) {
+          expect(Number(part.headers['retry-after']), `range ${i}: Retry-After`).toBeLessThanOrEqual(PASSWORD_CHECK_DEADLINE_MS / 1000);
+          continue;
+        }
+        expect(part.status, `range ${i}`).toBe(206);
+        expect(part.text).toBe(CONTENT.subarray(i * 100, i * 100 + 100).toString());
+      }
+      expect(parts.filter((part) => part.status === 206).length).toBeGreaterThanOrEqual(11);
+      // None of them counts against the visitor: nine typos still leave the right password working.
+      for (let i = 0; i < 9; i++) await t.http().get(share.path).set('X-Share-Password', `typo ${i}`).expect(401);
+      await t.http().get(share.path).set('X-Share-Password', 'right one').expect(200);
     });
 
     it('locks a client out after 10 wrong passwords, even with the right one, and leaves other links alone', async () => {
@@ -336,14 +377,57 @@ describe('public share links (/s/{token})', () => {
 
       // Nine wrong passwords already (the counting itself is tested above), then the tenth through the form.
       const redis = new Redis(TEST_REDIS_URL);
-      await redis.set(`${t.config.redisKeyPrefix}:share-password-failures:${share.id}:127.0.0.1`, 9, 'PX', 60_000).finally(() => redis.disconnect());
+      await redis.set(`${t.config.redisKeyPrefix}:share-password-failures:${share.id}:127.0.0.1`, 9, 'PX', 15 * 60_000).finally(() => redis.disconnect());
       const wrong = await t.http().post(`${share.path}/download`).set('Accept', html).type('form').send({ password: 'nope' });
       expect(wrong.status).toBe(401);
       expect(wrong.text).toContain('That password is not right');
+      // That was the last one this visitor may try: no form to try another, but when to come back.
+      expect(wrong.text).not.toContain('<form');
+      expect(wrong.text).toMatch(/try again in 15 minutes, after \d{4}-\d\d-\d\d \d\d:\d\d UTC/);
       const locked = await t.http().post(`${share.path}/download`).set('Accept', html).type('form').send({ password: 'letmein' });
       expect(locked.status).toBe(429);
       expect(locked.headers['retry-after']).toBeDefined();
       expect(locked.text).toContain('Too many attempts');
+      expect(locked.text).not.toContain('<form');
+    });
+
+    it('tells a locked-out visitor opening the page when to come back, with the 429 and Retry-After a password would get, instead of a form', async () => {
+      const { share } = await sharedFile({ password: 'letmein' });
+      const clientKey = `${t.config.redisKeyPrefix}:share-password-failures:${share.id}:127.0.0.1`;
+      const linkKey = `${t.config.redisKeyPrefix}:share-password-link:${share.id}`;
+      const redis = new Redis(TEST_REDIS_URL);
+      onTestFinished(() => {
+        redis.disconnect();
+      });
+      const pageAndPassword = async () => [await t.http().get(share.path).set('Accept', html), await t.http().get(share.path).set('X-Share-Password', 'letmein')] as const;
+
+      // This visitor has used its ten wrong passwords (the counting is tested above).
+      await redis.set(clientKey, 10, 'PX', 15 * 60_000);
+      let [page, password] = await pageAndPassword();
+      expect([page.status, password.status]).toEqual([429, 429]);
+      expect(Number(page.headers['retry-after'])).toBeGreaterThan(14 * 60);
+      expect(Math.abs(Number(page.headers['retry-after']) - Number(password.headers['retry-after']))).toBeLessThanOrEqual(1);
+      expect(page.headers['cache-control']).toBe('no-store');
+      expect(page.text).toContain('Too many attempts');
+      expect(page.text).toContain('from your network');
+      expect(page.text).toMatch(/try again in 15 minutes, after \d{4}-\d\d-\d\d \d\d:\d\d UTC/);
+      expect(page.text).not.toContain('<form');
+
+      // The link backing off after wrong passwords from everyone: the same for every visitor.
+      await redis.del(clientKey);
+      await redis.multi().hset(linkKey, { attempts: 40, locked_until: Date.now() + 60 * 60_000 }).pexpire(linkKey, 2 * 60 * 60_000).exec();
+      [page, password] = await pageAndPassword();
+      expect([page.status, password.status]).toEqual([429, 429]);
+      expect(Number(page.headers['retry-after'])).toBeGreaterThan(59 * 60);
+      expect(Math.abs(Number(page.headers['retry-after']) - Number(password.headers['retry-after']))).toBeLessThanOrEqual(1);
+      expect(page.text).toContain('too many wrong passwords');
+      expect(page.text).toMatch(/try again in 1 hour, after /);
+      expect(page.text).not.toContain('<form');
+
+      // Once the back-off is over, the form is back.
+      await redis.hdel(linkKey, 'locked_until');
+      const form = await t.http().get(share.path).set('Accept', html).expect(200);
+      expect(form.text).toContain('<form method="post"');
     });
   });
 
@@ -528,6 +612,52 @@ describe('share password guesses from many addresses', () => {
     const refused = await guess(share.path, '198.51.100.7', 'the right one');
     expect(refused.status).toBe(429);
     expect(refused.headers['retry-after']).toBe('3600');
+  });
+
+  it('lets right passwords that arrive together past the free failures in one check at a time, none told to wait out a back-off that never comes', async () => {
+    const share = await protectedShare();
+    // A password check that takes a while, as on a busy server, so the others arrive while it runs.
+    await slowDownPasswordCheck(t.app, share.id, 'the right one');
+    const linkKey = `${t.config.redisKeyPrefix}:share-password-link:${share.id}`;
+    const redis = new Redis(TEST_REDIS_URL);
+    onTestFinished(() => {
+      redis.disconnect();
+    });
+    // 33 wrong passwords in the last hours, the last back-off over: the next guess, checked, would back the link off for an hour.
+    await redis.multi().hset(linkKey, { attempts: 33, locked_until: Date.now() - 1000 }).pexpire(linkKey, 60 * 60_000).exec();
+
+    const answers = await Promise.all(['198.51.100.21', '198.51.100.22', '198.51.100.23', '198.51.100.24'].map((from) => guess(share.path, from, 'the right one')));
+    for (const res of answers) {
+      // Each is let in once the check before it proved right; one still waiting after a few seconds is told to come back in seconds, not an hour.
+      if (res.status === 429) expect(Number(res.headers['retry-after']), 'Retry-After').toBeLessThanOrEqual(PASSWORD_CHECK_DEADLINE_MS / 1000);
+      else expect(res.status).toBe(200);
+    }
+    expect(answers.filter((res) => res.status === 200).length).toBeGreaterThanOrEqual(2);
+    // None was counted, and the link is not backing off.
+    expect(await redis.hget(linkKey, 'attempts')).toBe('33');
+    expect((await guess(share.path, '198.51.100.25', 'the right one')).status).toBe(200);
+  });
+
+  it('still checks one guess per back-off when wrong passwords arrive together during a slow check: the rest get the whole back-off', async () => {
+    const share = await protectedShare();
+    await slowDownPasswordCheck(t.app, share.id, 'the right one');
+    const linkKey = `${t.config.redisKeyPrefix}:share-password-link:${share.id}`;
+    const redis = new Redis(TEST_REDIS_URL);
+    onTestFinished(() => {
+      redis.disconnect();
+    });
+    await redis.multi().hset(linkKey, { attempts: 33, locked_until: Date.now() - 1000 }).pexpire(linkKey, 60 * 60_000).exec();
+
+    const answers = await Promise.all(Array.from({ length: 6 }, (_, i) => guess(share.path, `203.0.113.${60 + i}`, `wrong ${i}`)));
+    expect(answers.filter((res) => res.status === 401)).toHaveLength(1);
+    const refused = answers.filter((res) => res.status === 429);
+    expect(refused).toHaveLength(5);
+    // They waited for the one in flight, which proved wrong: the hour's back-off it started holds for them in full.
+    for (const res of refused) expect(Number(res.headers['retry-after'])).toBeGreaterThan(3500);
+    const right = await guess(share.path, '198.51.100.26', 'the right one');
+    expect(right.status).toBe(429);
+    expect(Number(right.headers['retry-after'])).toBeGreaterThan(3500);
+    expect(await redis.hget(linkKey, 'attempts')).toBe('34');
   });
 
   it('counts an IPv6 client by its /64: new host parts of one network share its 10 attempts', async () => {

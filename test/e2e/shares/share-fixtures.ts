@@ -1,3 +1,4 @@
+import { randomBytes, scrypt } from 'node:crypto';
 import type { INestApplicationContext } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { OutboxEventEntity } from '../../../src/infra/outbox/outbox-event.entity.js';
@@ -52,4 +53,18 @@ export async function createShare(t: TestApp, account: TestAccount, body: Record
   if (res.status !== 201) throw new Error(`share creation failed: ${res.status} ${JSON.stringify(res.body)}`);
   const share = res.body.data as { id: string; url: string; file_id: string; expires_at: string | null; access_count: number };
   return { ...share, token: share.url.split('/s/')[1], path: `/s/${share.url.split('/s/')[1]}` };
+}
+
+/**
+ * Gives a link's password a hash that takes `slowdown` times as long to check as a new one (scrypt's p, which the
+ * stored string carries, as an older and costlier hash would), so requests that arrive together overlap its check.
+ */
+export async function slowDownPasswordCheck(app: INestApplicationContext, shareId: string, password: string, slowdown = 8): Promise<void> {
+  const [N, r, p] = [2 ** 15, 8, slowdown];
+  const salt = randomBytes(16);
+  const key = await new Promise<Buffer>((resolve, reject) =>
+    scrypt(password.normalize('NFC'), salt, 32, { N, r, p, maxmem: 256 * N * r + 1024 * 1024 }, (error, derived) => (error ? reject(error) : resolve(derived))),
+  );
+  const passwordHash = `scrypt$${N}$${r}$${p}$${salt.toString('base64url')}$${key.toString('base64url')}`;
+  await app.get(DataSource).getRepository(ShareEntity).update({ id: shareId }, { passwordHash });
 }

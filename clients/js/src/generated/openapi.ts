@@ -361,7 +361,7 @@ export interface paths {
         };
         /**
          * Open a share link
-         * @description JSON: the shared file's public metadata (counts a `view` and emits `share.accessed`). A browser (Accept: text/html) gets a page with the file name, size and a download button, or a password form for protected links.
+         * @description JSON: the shared file's public metadata (counts a `view` and emits `share.accessed`). A browser (Accept: text/html) gets a page with the file name, size and a download button, or a password form for protected links; while a password from this visitor would be refused (locked out, or the link backing off) the page says when to come back instead, with the 429 and Retry-After that password would get.
          */
         get: operations["openShare"];
         put?: never;
@@ -387,7 +387,7 @@ export interface paths {
         put?: never;
         /**
          * Download through a share link with a form
-         * @description What the share page's password form submits: the password in the body (or X-Share-Password), so it never appears in a URL.
+         * @description What the share page's password form submits: the password in the body (or X-Share-Password), so it never appears in a URL. Answers like GET: Range, If-Range, ETag/If-None-Match; counts a `download` and emits `share.accessed`.
          */
         post: operations["downloadShareWithForm"];
         delete?: never;
@@ -4772,7 +4772,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope410"];
                 };
             };
-            /** @description rate_limit_exceeded: too many wrong passwords from this client for this link (10 per 15 minutes; an IPv6 client counts by its /64), the link is backing off after 20 wrong passwords from all clients (1 s doubling to 1 h), or too many requests from this address; see Retry-After. */
+            /** @description rate_limit_exceeded: too many wrong passwords from this client for this link (10 per 15 minutes; an IPv6 client counts by its /64), the link is backing off after 20 wrong passwords from all clients (1 s doubling to 1 h), other passwords for the link were still being checked after 5 s of waiting for them (Retry-After of at most 10 s), or too many requests from this address; see Retry-After. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4819,8 +4819,12 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description One byte range, e.g. bytes=0-1023. */
+                /** @description One byte range, e.g. bytes=0-1023 (206). Several ranges or another unit get the whole file. */
                 Range?: string;
+                /** @description Send the range only if the file is still the version the client holds (RFC 9110); otherwise the whole file (200). */
+                "If-Range"?: string;
+                /** @description The ETag the client holds: 304 while the file is unchanged. */
+                "If-None-Match"?: string;
                 /** @description The link password, when it has one. */
                 "X-Share-Password"?: string;
             };
@@ -4939,7 +4943,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope410"];
                 };
             };
-            /** @description invalid_request: the range is not satisfiable. */
+            /** @description invalid_request: the range is not satisfiable (it starts past the end of the file); Content-Range gives the size. */
             416: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4954,7 +4958,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope416"];
                 };
             };
-            /** @description rate_limit_exceeded: too many wrong passwords from this client for this link (10 per 15 minutes; an IPv6 client counts by its /64), the link is backing off after 20 wrong passwords from all clients (1 s doubling to 1 h), or too many requests from this address; see Retry-After. */
+            /** @description rate_limit_exceeded: too many wrong passwords from this client for this link (10 per 15 minutes; an IPv6 client counts by its /64), the link is backing off after 20 wrong passwords from all clients (1 s doubling to 1 h), other passwords for the link were still being checked after 5 s of waiting for them (Retry-After of at most 10 s), or too many requests from this address; see Retry-After. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5000,7 +5004,16 @@ export interface operations {
     downloadShareWithForm: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description One byte range, e.g. bytes=0-1023 (206). Several ranges or another unit get the whole file. */
+                Range?: string;
+                /** @description Send the range only if the file is still the version the client holds (RFC 9110); otherwise the whole file (200). */
+                "If-Range"?: string;
+                /** @description The ETag the client holds: 304 while the file is unchanged. */
+                "If-None-Match"?: string;
+                /** @description The link password, when the body does not carry it. */
+                "X-Share-Password"?: string;
+            };
             path: {
                 /** @description The token from the share url. */
                 token: string;
@@ -5024,6 +5037,32 @@ export interface operations {
                     ETag: components["headers"]["ETag"];
                     "Last-Modified": components["headers"]["Last-Modified"];
                     "Content-Disposition": components["headers"]["Content-Disposition"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The requested byte range. */
+            206: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    ETag: components["headers"]["ETag"];
+                    "Content-Disposition": components["headers"]["Content-Disposition"];
+                    "Content-Range": components["headers"]["Content-Range"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not modified (If-None-Match matched the ETag). */
+            304: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5116,7 +5155,22 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDoc"];
                 };
             };
-            /** @description rate_limit_exceeded: too many wrong passwords from this client for this link (10 per 15 minutes; an IPv6 client counts by its /64), the link is backing off after 20 wrong passwords from all clients (1 s doubling to 1 h), or too many requests from this address; see Retry-After. */
+            /** @description invalid_request: the range is not satisfiable (it starts past the end of the file); Content-Range gives the size. */
+            416: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    ETag: components["headers"]["ETag"];
+                    "Content-Range": components["headers"]["Content-Range"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope416"];
+                };
+            };
+            /** @description rate_limit_exceeded: too many wrong passwords from this client for this link (10 per 15 minutes; an IPv6 client counts by its /64), the link is backing off after 20 wrong passwords from all clients (1 s doubling to 1 h), other passwords for the link were still being checked after 5 s of waiting for them (Retry-After of at most 10 s), or too many requests from this address; see Retry-After. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
