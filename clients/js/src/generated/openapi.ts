@@ -5049,6 +5049,7 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     ETag: components["headers"]["ETag"];
+                    "Last-Modified": components["headers"]["Last-Modified"];
                     "Content-Disposition": components["headers"]["Content-Disposition"];
                     "Content-Range": components["headers"]["Content-Range"];
                     [name: string]: unknown;
@@ -5063,6 +5064,7 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     ETag: components["headers"]["ETag"];
+                    "Last-Modified": components["headers"]["Last-Modified"];
                     [name: string]: unknown;
                 };
                 content?: never;
