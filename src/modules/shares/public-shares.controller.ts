@@ -67,6 +67,8 @@ export class PublicSharesController {
     response.vary('Accept');
     if (!wantsHtml(request)) {
       const granted = await this.access(token, passwordFrom(request), 'view', request);
+      // Each open counts a view, and a revoked or expired link must stop answering at once: no cache may keep this.
+      response.setHeader('Cache-Control', 'no-store');
       response.status(200).json(successEnvelope(PublicShareResponse.from(granted, `${this.config.publicBaseUrl}/s/${token}/download`)));
       return;
     }

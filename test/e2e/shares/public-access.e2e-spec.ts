@@ -34,6 +34,8 @@ describe('public share links (/s/{token})', () => {
     expect(res.status).toBe(200);
     expect(res.headers['content-type']).toMatch(/application\/json/);
     expect(res.headers.vary).toMatch(/Accept/);
+    // Every open counts a view and a revoked link must stop answering: no cache may keep the answer.
+    expect(res.headers['cache-control']).toBe('no-store');
     expect(res.body).toEqual({
       success: true,
       data: {
