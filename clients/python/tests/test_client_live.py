@@ -103,6 +103,27 @@ class AgainstTheServer(unittest.TestCase):
         uploaded = resumed.send()
         self.assertEqual((uploaded["size"], uploaded["md5_hash"]), (len(content), hashlib.md5(content).hexdigest()))
 
+    def test_a_patch_refused_while_another_holds_the_upload_waits_for_it_even_without_retries(self) -> None:
+        content = os.urandom(512 * KiB)
+        client = FileStorage(API_KEY or "", BASE_URL or "", max_retries=0)
+        upload = client.uploads.create(content, name="held.bin")
+        # Another PATCH holds the upload: it sends a quarter of its bytes, then the rest 6 s later. A request that finds
+        # the upload held waits 3 s on the server, then gets 423.
+        server = urlsplit(BASE_URL or "")
+        patch = socket.create_connection((server.hostname or "127.0.0.1", server.port or 80))
+        self.addCleanup(patch.close)
+        head = (
+            f"PATCH {urlsplit(upload.url).path} HTTP/1.1\r\nHost: {server.netloc}\r\nAuthorization: Bearer {API_KEY}\r\n"
+            f"Tus-Resumable: 1.0.0\r\nUpload-Offset: 0\r\nContent-Type: application/offset+octet-stream\r\nContent-Length: {256 * KiB}\r\n\r\n"
+        )
+        patch.sendall(head.encode() + content[: 64 * KiB])
+        rest = threading.Timer(6, patch.sendall, args=(content[64 * KiB : 256 * KiB],))
+        self.addCleanup(rest.cancel)
+        rest.start()
+        time.sleep(0.5)
+        uploaded = upload.send()  # its first PATCH is answered 423 while the other runs
+        self.assertEqual((uploaded["size"], uploaded["md5_hash"]), (len(content), hashlib.md5(content).hexdigest()))
+
     def test_uploads_from_a_pipe_chunked_and_downloads_to_a_file_object(self) -> None:
         read_end, write_end = os.pipe()
         content = os.urandom(300 * KiB)

@@ -63,10 +63,13 @@ class ResumableUpload:
     def send(self, on_progress: ProgressCallback | None = None) -> FileObject:
         """
         Sends the rest of the file, one PATCH per chunk (each streamed from the source). After a failed PATCH it asks
-        the server for its offset and continues from there, up to the client's ``max_retries`` failures in a row.
+        the server for its offset and continues from there, up to the client's ``max_retries`` failures in a row. A
+        PATCH refused because another request still holds the upload (423) is no failure of this one: it waits for the
+        upload (``refresh``, up to ``lock_timeout`` seconds in a row), whatever ``max_retries`` is.
         Answers the file once the server has committed it.
         """
         failures = 0
+        locked_since: float | None = None
         if on_progress:
             on_progress(self.offset, self.size)
         while self.file_id is None:
@@ -84,8 +87,17 @@ class ResumableUpload:
                 self.offset = int(answer.headers["upload-offset"])
                 self.file_id = answer.headers.get("x-file-id")
                 failures = 0
+                locked_since = None
                 if on_progress:
                     on_progress(self.offset, self.size)
+            except ConflictError as error:
+                if error.status != 423:
+                    raise
+                # Held by a request still running (one of ours whose connection was cut, say): wait for it to end.
+                locked_since = locked_since if locked_since is not None else time.monotonic()
+                if time.monotonic() - locked_since > self.lock_timeout:
+                    raise
+                self.refresh()
             except FileStorageError as error:
                 retry_after = error.retry_after
                 # A Retry-After longer than the client waits: a retry before then could only be refused again.
