@@ -79,23 +79,27 @@ class AgainstTheServer(unittest.TestCase):
         self.assertGreaterEqual(waited, 0.9)  # at least one Retry-After
         self.assertEqual([f["id"] for f in self.client.files.list_all(search=name)], [uploaded["id"]])
 
+    def _hold_with_a_slow_patch(self, url: str, content: bytes, later_bytes: bytes, delay: float = 5) -> None:
+        """Another PATCH of 256 KiB from offset 0 holds the upload: its first 64 KiB now, `later_bytes` `delay` seconds later."""
+        server = urlsplit(BASE_URL or "")
+        patch = socket.create_connection((server.hostname or "127.0.0.1", server.port or 80))
+        self.addCleanup(patch.close)
+        head = (
+            f"PATCH {urlsplit(url).path} HTTP/1.1\r\nHost: {server.netloc}\r\nAuthorization: Bearer {API_KEY}\r\n"
+            f"Tus-Resumable: 1.0.0\r\nUpload-Offset: 0\r\nContent-Type: application/offset+octet-stream\r\nContent-Length: {256 * KiB}\r\n\r\n"
+        )
+        patch.sendall(head.encode() + content[: 64 * KiB])
+        later = threading.Timer(delay, patch.sendall, args=(later_bytes,))
+        self.addCleanup(later.cancel)
+        later.start()
+
     def test_resuming_waits_until_the_server_releases_an_upload_held_by_a_stalled_patch(self) -> None:
         content = os.urandom(512 * KiB)
         upload = self.client.uploads.create(content, name="stalled.bin")
         # A PATCH whose connection goes silent holds the upload until the server's idle timeout (60 s by default) closes
         # it. Its last bytes come after 5 s, so the upload is held for about 65 s: longer than the 9 HEADs the client
         # used to make (66 s at most, usually less). This test takes about a minute.
-        server = urlsplit(BASE_URL or "")
-        patch = socket.create_connection((server.hostname or "127.0.0.1", server.port or 80))
-        self.addCleanup(patch.close)
-        head = (
-            f"PATCH {urlsplit(upload.url).path} HTTP/1.1\r\nHost: {server.netloc}\r\nAuthorization: Bearer {API_KEY}\r\n"
-            f"Tus-Resumable: 1.0.0\r\nUpload-Offset: 0\r\nContent-Type: application/offset+octet-stream\r\nContent-Length: {256 * KiB}\r\n\r\n"
-        )
-        patch.sendall(head.encode() + content[: 64 * KiB])
-        last_bytes = threading.Timer(5, patch.sendall, args=(content[64 * KiB : 128 * KiB],))
-        self.addCleanup(last_bytes.cancel)
-        last_bytes.start()
+        self._hold_with_a_slow_patch(upload.url, content, later_bytes=content[64 * KiB : 128 * KiB])
         started = time.monotonic()
         resumed = self.client.uploads.resume(upload.url, content)
         self.assertGreaterEqual(time.monotonic() - started, 60)
@@ -109,17 +113,7 @@ class AgainstTheServer(unittest.TestCase):
         upload = client.uploads.create(content, name="held.bin")
         # Another PATCH holds the upload: it sends a quarter of its bytes, then the rest 6 s later. A request that finds
         # the upload held waits 3 s on the server, then gets 423.
-        server = urlsplit(BASE_URL or "")
-        patch = socket.create_connection((server.hostname or "127.0.0.1", server.port or 80))
-        self.addCleanup(patch.close)
-        head = (
-            f"PATCH {urlsplit(upload.url).path} HTTP/1.1\r\nHost: {server.netloc}\r\nAuthorization: Bearer {API_KEY}\r\n"
-            f"Tus-Resumable: 1.0.0\r\nUpload-Offset: 0\r\nContent-Type: application/offset+octet-stream\r\nContent-Length: {256 * KiB}\r\n\r\n"
-        )
-        patch.sendall(head.encode() + content[: 64 * KiB])
-        rest = threading.Timer(6, patch.sendall, args=(content[64 * KiB : 256 * KiB],))
-        self.addCleanup(rest.cancel)
-        rest.start()
+        self._hold_with_a_slow_patch(upload.url, content, later_bytes=content[64 * KiB : 256 * KiB], delay=6)
         time.sleep(0.5)
         uploaded = upload.send()  # its first PATCH is answered 423 while the other runs
         self.assertEqual((uploaded["size"], uploaded["md5_hash"]), (len(content), hashlib.md5(content).hexdigest()))
