@@ -4,6 +4,7 @@ import { startTestApp, type TestApp } from '../../support/test-app.js';
 import { startOfFreshRateWindow } from '../../support/time.js';
 import { useTestApp } from '../../support/app-fixture.js';
 import { rawExchange } from '../../support/raw-http.js';
+import { uploadOk } from '../../support/uploads.js';
 
 describe('authentication and scopes', () => {
   let t: TestApp;
@@ -61,6 +62,15 @@ describe('authentication and scopes', () => {
       expect(answer).toContain('"code":"authentication_failed"');
       expect(answer).not.toContain(owner.accountId);
     }
+  });
+
+  it('reports the storage an upload used as a whole percentage rounded down, as storage.warning does', async () => {
+    const small = await createAccount(t.app, { storageLimit: 100 });
+    expect((await uploadOk(t, small.auth, 'x'.repeat(29), { name: 'a.txt' })).size).toBe(29);
+    const res = await t.http().get('/v1/user/info').set(small.auth);
+    expect(res.status).toBe(200);
+    // 29 / 100 * 100 is 28.999999999999996 in floating point: the answer must still be 29.
+    expect(res.body.data.storage).toEqual({ used: 29, limit: 100, available: 71, percentage: 29 });
   });
 
   it('refuses a key without the route\'s scope with 403 permission_denied', async () => {
