@@ -11,7 +11,8 @@ import { clientNetwork } from '../net/ip-address.js';
 import { ACCESS_METADATA, type AccessRule } from './access.decorator.js';
 import { FailedAuthentications } from './failed-authentications.js';
 
-const BEARER = /^Bearer ([A-Za-z0-9_-]{16,128})$/;
+/** The scheme is case-insensitive (RFC 9110, 11.1) and may be followed by more than one space. */
+const BEARER = /^Bearer +([A-Za-z0-9_-]{16,128})$/i;
 const KEY_USE_RESOLUTION_MS = 60_000;
 
 /**
@@ -44,6 +45,10 @@ export class AuthenticationGuard implements CanActivate, OnModuleInit {
     if (!header) throw new AuthenticationFailed();
     // The client's address (behind trust-proxy rules) is worked out only when a limit needs it, not on every request.
     if (this.failures.refusesAnyone) this.failures.assertAllowed(clientNetwork(request.ip));
+    // Node keeps the first of repeated Authorization headers and drops the rest; which key was meant is unclear, so neither is used.
+    if ((request.headersDistinct.authorization?.length ?? 0) > 1) {
+      throw await this.failures.record(clientNetwork(request.ip), new AuthenticationFailed('Send one Authorization header, not several.'));
+    }
     const match = BEARER.exec(header.trim());
     if (!match) throw await this.failures.record(clientNetwork(request.ip), new AuthenticationFailed('The Authorization header must be "Bearer <API_KEY>".'));
     const authentication = await this.queries.execute(new AuthenticateApiKeyQuery(match[1]));

@@ -10,6 +10,7 @@ import { RecordKeyUseHandler } from './commands/record-key-use.command.js';
 import { RevokeApiKeyHandler } from './commands/revoke-api-key.command.js';
 import { AuthenticateApiKeyHandler } from './queries/authenticate-api-key.query.js';
 import { GetUserInfoHandler } from './queries/get-user-info.query.js';
+import { IsApiKeyLiveHandler } from './queries/is-api-key-live.query.js';
 import { ListApiKeysHandler } from './queries/list-api-keys.query.js';
 import { UserEntity } from './user.entity.js';
 
@@ -24,6 +25,7 @@ import { UserEntity } from './user.entity.js';
     RecordKeyUseHandler,
     AuthenticateApiKeyHandler,
     GetUserInfoHandler,
+    IsApiKeyLiveHandler,
     ListApiKeysHandler,
   ],
   // The authentication guard starts the cache's subscription when the HTTP server starts.

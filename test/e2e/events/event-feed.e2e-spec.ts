@@ -162,6 +162,29 @@ describe('event feed: GET /v1/events', () => {
     expect((await readFeed(t.baseUrl, account.auth, { after: answer.nextCursor })).status).toBe(200);
   });
 
+  it('long-polls: a key revoked while its request waits is answered nothing of what came after the revocation, then 401', async () => {
+    const account = await createAccount(t.app);
+    const reader = await createKey(t.app, account, ['read']);
+    const { nextCursor } = await readFeed(t.baseUrl, reader.auth);
+    const wakeups = t.app.get(FeedWakeups);
+    const before = wakeups.waiters;
+    const waiting = readFeed(t.baseUrl, reader.auth, { after: nextCursor, wait: 25 });
+    await eventually(async () => wakeups.waiters > before, 10_000, 'the request waiting');
+
+    expect((await fetch(`${t.baseUrl}/v1/api-keys/${reader.id}`, { method: 'DELETE', headers: account.auth })).status).toBe(200);
+    await uploadOk(t, account.auth, 'written after the revocation', { name: 'after-revocation.txt' });
+    const answer = await waiting;
+    expect(answer.status).toBe(200);
+    expect(answer.events).toEqual([]);
+    const next = await readFeed(t.baseUrl, reader.auth, { after: answer.nextCursor });
+    expect(next.status).toBe(401);
+    expect(next.body.error.code).toBe('authentication_failed');
+    // The event is in the feed, for keys that are still valid.
+    expect((await readFeed(t.baseUrl, account.auth, { after: nextCursor })).events.map((e) => e.data)).toEqual([
+      expect.objectContaining({ file: expect.objectContaining({ name: 'after-revocation.txt' }) }),
+    ]);
+  }, 40_000);
+
   it('stops waiting when the client goes away', async () => {
     const account = await createAccount(t.app);
     const wakeups = t.app.get(FeedWakeups);

@@ -40,6 +40,21 @@ describe('API keys over HTTP', () => {
     expect(after.body.pagination.total_items).toBe(before.body.pagination.total_items);
   });
 
+  it('keeps a key name exactly as answered, and refuses one no database can store as sent (an unpaired surrogate)', async () => {
+    const before = await t.http().get('/v1/api-keys').set(owner.auth);
+    const broken = await t.http().post('/v1/api-keys').set(owner.auth).set('Content-Type', 'application/json').send('{"name": "deploy \\ud800 key", "scopes": ["read"]}');
+    expect(broken.status).toBe(400);
+    expect(broken.body.error).toMatchObject({ code: 'invalid_request', details: { fields: [expect.objectContaining({ field: 'name' })] } });
+    expect((await t.http().get('/v1/api-keys').set(owner.auth)).body.pagination.total_items).toBe(before.body.pagination.total_items);
+
+    const name = 'deploy 😀 ‮ key';
+    const created = await t.http().post('/v1/api-keys').set(owner.auth).send({ name, scopes: ['read'] });
+    expect(created.status).toBe(201);
+    expect(created.body.data.name).toBe(name);
+    const listed = await t.http().get('/v1/api-keys').set(owner.auth);
+    expect(listed.body.data.find((k: { id: string }) => k.id === created.body.data.id).name).toBe(name);
+  });
+
   it('answers 404 for revoking an unknown key', async () => {
     const res = await t.http().delete('/v1/api-keys/key_doesnotexist').set(owner.auth);
     expect(res.status).toBe(404);

@@ -3,6 +3,8 @@ import { bearer, createAccount, createKey, type TestAccount } from '../../suppor
 import { startTestApp, type TestApp } from '../../support/test-app.js';
 import { startOfFreshRateWindow } from '../../support/time.js';
 import { useTestApp } from '../../support/app-fixture.js';
+import { rawExchange } from '../../support/raw-http.js';
+import { uploadOk } from '../../support/uploads.js';
 
 describe('authentication and scopes', () => {
   let t: TestApp;
@@ -39,6 +41,36 @@ describe('authentication and scopes', () => {
       key: { scopes: ['read', 'write', 'delete', 'share'], elevated: true },
     });
     expect(res.body.data.created_at).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+  });
+
+  it.each([
+    ['a lower-case scheme', (key: string) => `bearer ${key}`],
+    ['an upper-case scheme', (key: string) => `BEARER ${key}`],
+    ['two spaces after the scheme', (key: string) => `Bearer  ${key}`],
+  ])('accepts a valid key sent with %s, as HTTP allows', async (_label, header) => {
+    const res = await t.http().get('/v1/user/info').set('Authorization', header(owner.apiKey));
+    expect(res.status).toBe(200);
+    expect(res.body.data.account_id).toBe(owner.accountId);
+  });
+
+  it('refuses a request with two Authorization headers, whichever of them holds a valid key', async () => {
+    const host = new URL(t.baseUrl).host;
+    const unknown = 'Bearer fss_thisKeyDoesNotExistAnywhere0000000000000';
+    for (const [first, second] of [[`Bearer ${owner.apiKey}`, unknown], [unknown, `Bearer ${owner.apiKey}`], [`Bearer ${owner.apiKey}`, `Bearer ${owner.apiKey}`]]) {
+      const answer = await rawExchange(t.baseUrl, `GET /v1/user/info HTTP/1.1\r\nHost: ${host}\r\nAuthorization: ${first}\r\nAuthorization: ${second}\r\nConnection: close\r\n\r\n`);
+      expect(answer.split('\r\n')[0]).toBe('HTTP/1.1 401 Unauthorized');
+      expect(answer).toContain('"code":"authentication_failed"');
+      expect(answer).not.toContain(owner.accountId);
+    }
+  });
+
+  it('reports the storage an upload used as a whole percentage rounded down, as storage.warning does', async () => {
+    const small = await createAccount(t.app, { storageLimit: 100 });
+    expect((await uploadOk(t, small.auth, 'x'.repeat(29), { name: 'a.txt' })).size).toBe(29);
+    const res = await t.http().get('/v1/user/info').set(small.auth);
+    expect(res.status).toBe(200);
+    // 29 / 100 * 100 is 28.999999999999996 in floating point: the answer must still be 29.
+    expect(res.body.data.storage).toEqual({ used: 29, limit: 100, available: 71, percentage: 29 });
   });
 
   it('refuses a key without the route\'s scope with 403 permission_denied', async () => {

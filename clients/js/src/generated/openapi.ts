@@ -759,7 +759,10 @@ export interface components {
             api_key: string;
         };
         CreateApiKeyRequest: {
-            /** @example CI uploads */
+            /**
+             * @description Well-formed Unicode (no unpaired surrogate), 1 to 200 characters.
+             * @example CI uploads
+             */
             name: string;
             /**
              * @description One or more of read, write, delete, share.

@@ -1,10 +1,17 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { ArrayMaxSize, ArrayMinSize, ArrayUnique, IsArray, IsBoolean, IsIn, IsOptional, IsString, Length } from 'class-validator';
+import { ArrayMaxSize, ArrayMinSize, ArrayUnique, IsArray, IsBoolean, IsIn, IsOptional, IsString, Length, ValidateBy } from 'class-validator';
 import { SCOPES, type Scope } from '../../../common/auth/scopes.js';
 
+/** An unpaired surrogate cannot be stored as UTF-8: the database would keep a replacement character, not the name answered. */
+const IsWellFormedUnicode = () =>
+  ValidateBy({
+    name: 'isWellFormedUnicode',
+    validator: { validate: (value: unknown) => typeof value !== 'string' || value.isWellFormed(), defaultMessage: () => 'must be well-formed Unicode (no unpaired surrogate, U+D800 to U+DFFF)' },
+  });
+
 export class CreateApiKeyRequest {
-  @ApiProperty({ example: 'CI uploads', minLength: 1, maxLength: 200 })
-  @IsString() @Length(1, 200)
+  @ApiProperty({ example: 'CI uploads', minLength: 1, maxLength: 200, description: 'Well-formed Unicode (no unpaired surrogate), 1 to 200 characters.' })
+  @IsString() @Length(1, 200) @IsWellFormedUnicode()
   name: string;
 
   @ApiProperty({ enum: SCOPES, isArray: true, example: ['read', 'write'], description: 'One or more of read, write, delete, share.' })

@@ -41,7 +41,8 @@ export class GetUserInfoHandler implements IQueryHandler<GetUserInfoQuery> {
         used,
         limit,
         available: Math.max(0, limit - used),
-        percentage: limit > 0 ? Math.floor((used / limit) * 100) : 100,
+        // In integers, as storage.warning computes it: (used / limit) * 100 in floating point gives 28 for 29 of 100 bytes.
+        percentage: limit > 0 ? Math.floor((used * 100) / limit) : 100,
       },
       limits: { requests_per_minute: account.planLimits.requestsPerMinute, max_file_size: account.planLimits.maxFileSize },
       key: { id: actor.keyId, scopes: actor.scopes, elevated: actor.elevated },

@@ -1,10 +1,11 @@
-import { IQueryHandler, Query, QueryHandler } from '@nestjs/cqrs';
+import { IQueryHandler, Query, QueryBus, QueryHandler } from '@nestjs/cqrs';
 import type { Actor } from '../../../common/auth/actor.js';
 import { CursorExpired, InvalidRequest } from '../../../common/errors/api-error.js';
 import { CursorPage } from '../../../common/http/envelope.js';
 import { AppConfig } from '../../../config/app-config.js';
 import { Transactions } from '../../../infra/database/transactions.js';
 import { EVENT_NAMES } from '../../../infra/outbox/domain-event.js';
+import { IsApiKeyLiveQuery } from '../../accounts/queries/is-api-key-live.query.js';
 import { EventResponse } from '../dto/event.response.js';
 import type { ListEventsRequest } from '../dto/list-events.request.js';
 import { EventFeedCursor } from '../event-feed-cursor.js';
@@ -48,6 +49,7 @@ export class ListEventsHandler implements IQueryHandler<ListEventsQuery> {
     private readonly cursors: EventFeedCursor,
     private readonly wakeups: FeedWakeups,
     private readonly config: AppConfig,
+    private readonly queries: QueryBus,
   ) {}
 
   async execute({ actor, request, signal }: ListEventsQuery): Promise<CursorPage<EventResponse>> {
@@ -67,6 +69,9 @@ export class ListEventsHandler implements IQueryHandler<ListEventsQuery> {
       }
       await wait.until(deadline, signal);
       if (signal.aborted || this.wakeups.closed) return page;
+      // The key was checked when the request arrived, up to `wait` seconds ago. Revoked meanwhile, it gets the answer
+      // read then (nothing), none of what happened since; its next request is refused with 401.
+      if (!(await this.queries.execute(new IsApiKeyLiveQuery(actor.keyId)))) return page;
     }
   }
 
