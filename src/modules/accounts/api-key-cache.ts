@@ -63,6 +63,19 @@ export class ApiKeyCache implements OnApplicationShutdown {
   }
 
   /**
+   * A mark to tell later whether a key may have been revoked since (`unchangedSince`); null while the
+   * subscription is not live, when a revocation could go unheard.
+   */
+  checkpoint(): number | null {
+    return this.subscribed ? this.generation : null;
+  }
+
+  /** True when no invalidation arrived and the subscription stayed live since `checkpoint`: no key was revoked meanwhile. */
+  unchangedSince(checkpoint: number | null): boolean {
+    return checkpoint !== null && this.subscribed && this.generation === checkpoint;
+  }
+
+  /**
    * Subscribes to invalidations (once); until the subscription is live nothing is cached. The HTTP server
    * calls it at start; command-line processes build this class too, but never look a key up.
    */

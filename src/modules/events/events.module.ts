@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { AccountsModule } from '../accounts/accounts.module.js';
 import { TrimEventsHandler } from './commands/trim-events.command.js';
 import { EventFeedCursor } from './event-feed-cursor.js';
 import { EventSequencer } from './event-sequencer.js';
@@ -12,6 +13,8 @@ import { ListEventsHandler } from './queries/list-events.query.js';
  * through Redis, and retention. Server only: its sequencer, wake-ups and trim schedule are background work.
  */
 @Module({
+  // The key cache tells a long poll whether a key was revoked while it waited.
+  imports: [AccountsModule],
   controllers: [EventsController],
   providers: [EventFeedCursor, FeedWakeups, EventSequencer, ListEventsHandler, TrimEventsHandler, EventTrimScheduler],
 })

@@ -5,6 +5,7 @@ import { CursorPage } from '../../../common/http/envelope.js';
 import { AppConfig } from '../../../config/app-config.js';
 import { Transactions } from '../../../infra/database/transactions.js';
 import { EVENT_NAMES } from '../../../infra/outbox/domain-event.js';
+import { ApiKeyCache } from '../../accounts/api-key-cache.js';
 import { IsApiKeyLiveQuery } from '../../accounts/queries/is-api-key-live.query.js';
 import { EventResponse } from '../dto/event.response.js';
 import type { ListEventsRequest } from '../dto/list-events.request.js';
@@ -50,12 +51,15 @@ export class ListEventsHandler implements IQueryHandler<ListEventsQuery> {
     private readonly wakeups: FeedWakeups,
     private readonly config: AppConfig,
     private readonly queries: QueryBus,
+    private readonly keyCache: ApiKeyCache,
   ) {}
 
   async execute({ actor, request, signal }: ListEventsQuery): Promise<CursorPage<EventResponse>> {
     const types = parseTypes(request.types);
     const after = request.after === undefined ? null : this.cursors.decode(actor.accountId, request.after);
     const deadline = Date.now() + request.wait * 1000;
+    // Taken as the request starts, moments after its key was checked.
+    const keysCheckedAt = this.keyCache.checkpoint();
     for (;;) {
       const wait = request.wait > 0 ? this.wakeups.prepare(actor.accountId) : null;
       const page = await this.sharedRead(actor.accountId, after, request.limit, types).catch((error: unknown) => {
@@ -70,8 +74,10 @@ export class ListEventsHandler implements IQueryHandler<ListEventsQuery> {
       await wait.until(deadline, signal);
       if (signal.aborted || this.wakeups.closed) return page;
       // The key was checked when the request arrived, up to `wait` seconds ago. Revoked meanwhile, it gets the answer
-      // read then (nothing), none of what happened since; its next request is refused with 401.
-      if (!(await this.queries.execute(new IsApiKeyLiveQuery(actor.keyId)))) return page;
+      // read then (nothing), none of what happened since; its next request is refused with 401. Only a wait during
+      // which some key was revoked (or revocations could go unheard) costs a lookup: a thousand waiters woken at
+      // once must not make a thousand queries.
+      if (!this.keyCache.unchangedSince(keysCheckedAt) && !(await this.queries.execute(new IsApiKeyLiveQuery(actor.keyId)))) return page;
     }
   }
 
