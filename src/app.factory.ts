@@ -9,6 +9,7 @@ import { AppModule } from './app.module.js';
 import { API_VERSION, completeOpenApiDocument } from './common/http/openapi.js';
 import { documentJsonBodyLimits, jsonBodyParser } from './common/http/request-body.js';
 import { applyHttpServerLimits } from './common/http/http-server-limits.js';
+import { applyMigrations } from './infra/database/apply-migrations.js';
 import { requestIdMiddleware } from './common/http/request-id.js';
 import { type AppConfig, loadConfig } from './config/app-config.js';
 import { isTusDiscovery, TUS_REQUEST_HEADERS, TUS_RESPONSE_HEADERS } from './modules/uploads/tus-protocol.js';
@@ -51,7 +52,7 @@ export async function createApp(config: AppConfig): Promise<NestExpressApplicati
   const corsForTusDiscovery = { ...cors, preflightContinue: true };
   // A tus OPTIONS that is not a preflight is protocol discovery: it goes on to the uploads controller.
   app.enableCors((req: Request, done) => done(null, isTusDiscovery(req) ? corsForTusDiscovery : cors));
-  await app.get(DataSource).runMigrations({ transaction: 'each' });
+  await applyMigrations(app.get(DataSource));
 
   SwaggerModule.setup('docs', app, openApiDocument(app), {
     jsonDocumentUrl: 'docs-json',

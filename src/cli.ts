@@ -1,11 +1,12 @@
 import 'reflect-metadata';
 import type { Type } from '@nestjs/common';
-import { CommandFactory } from 'nest-commander';
+import { CommandFactory, CommandRunnerService } from 'nest-commander';
 import { DataSource } from 'typeorm';
 import { CliCoreModule } from './cli/cli-core.module.js';
 import { fail } from './cli/cli-output.js';
 import { ApiError } from './common/errors/api-error.js';
 import { ConfigurationError, loadConfig } from './config/app-config.js';
+import { applyMigrations } from './infra/database/apply-migrations.js';
 
 /**
  * Each command group's module, loaded only when its command runs: a command boots the database and its own
@@ -26,10 +27,27 @@ async function commandModules(group: string | undefined): Promise<Type[]> {
   return [...new Set(await Promise.all(loaders.map((load) => load())))];
 }
 
+/** Commander's command tree, as far as it is walked here. */
+interface CommandTree {
+  allowExcessArguments(allow: boolean): unknown;
+  readonly commands: readonly CommandTree[];
+}
+
+/**
+ * No command takes positional arguments, so a stray word is refused rather than ignored: `--name Ada Lovelace`
+ * unquoted must not create an account named "Ada". (Commander 11, under nest-commander, ignores them by default.)
+ */
+function refuseExcessArguments(command: CommandTree): void {
+  command.allowExcessArguments(false);
+  command.commands.forEach(refuseExcessArguments);
+}
+
 /** Operator commands; same configuration as the server. Every command prints one JSON object on stdout. */
 async function main(): Promise<void> {
-  const config = loadConfig();
   const group = process.argv[2];
+  // Commander would print its help on stderr and exit 0: a script would take that for success.
+  if (group === undefined) fail('A command is needed: accounts create, keys create, trash purge or db migrate (--help describes them)');
+  const config = loadConfig();
   const app = await CommandFactory.createWithoutRunning(
     { module: class Cli {}, imports: [CliCoreModule.register(config), ...(await commandModules(group))] },
     {
@@ -43,9 +61,10 @@ async function main(): Promise<void> {
       outputConfiguration: { outputError: (text) => fail(text.trim().replace(/^error: /, '')) },
     },
   );
+  refuseExcessArguments(app.get(CommandRunnerService)['commander'] as CommandTree);
   // Every command may run on a fresh database, so the schema is brought up to date first
   // (`db migrate` does that itself, and reports what it applied).
-  if (group !== 'db') await app.get(DataSource).runMigrations({ transaction: 'each' });
+  if (group !== 'db') await applyMigrations(app.get(DataSource));
   await CommandFactory.runApplication(app);
   await app.close();
 }

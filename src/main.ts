@@ -1,7 +1,9 @@
 import 'reflect-metadata';
-import { ConfigurationError, loadConfig } from './config/app-config.js';
+import { createServer } from 'node:net';
+import { ConfigurationError, loadConfig, withoutPassword } from './config/app-config.js';
 import { createApp } from './app.factory.js';
 import { probeRedis } from './infra/redis/redis.module.js';
+import { probeDatabase } from './infra/database/probe-database.js';
 import { collectGarbage } from './garbage-collection.js';
 
 async function main(): Promise<void> {
@@ -9,9 +11,15 @@ async function main(): Promise<void> {
   const redisProblem = await probeRedis(config.redisUrl);
   if (redisProblem) {
     process.stderr.write(
-      `Cannot reach Redis at REDIS_URL=${config.redisUrl} (${redisProblem}).\n` +
+      `Cannot reach Redis at REDIS_URL=${withoutPassword(config.redisUrl)} (${redisProblem}).\n` +
         'Start Redis (for example: redis-server --daemonize yes) or point REDIS_URL at a running one.\n',
     );
+    process.exit(1);
+  }
+  const databaseProblem = await probeDatabase(config.database);
+  if (databaseProblem) {
+    const where = config.database.kind === 'sqlite' ? `sqlite:${config.database.path}` : withoutPassword(config.database.url);
+    process.stderr.write(`Cannot open the database at DATABASE_URL=${where} (${databaseProblem}).\n`);
     process.exit(1);
   }
   // Said before listening, so that whoever sees the service up has seen where its secrets come from.
@@ -21,8 +29,18 @@ async function main(): Promise<void> {
       `Development: ${names.join(' and ')} ${created ? 'generated and kept in' : 'read from'} ${file}, so signed links survive restarts (set them in the environment for production)\n`,
     );
   }
+  // Checked before anything starts: a second server on a taken port would otherwise run migrations and take
+  // queue jobs before failing to listen.
+  const portProblem = await portUnavailable(config.port);
+  if (portProblem) failToListen(config.port, portProblem);
   const app = await createApp(config);
-  await app.listen(config.port);
+  try {
+    await app.listen(config.port);
+  } catch (error) {
+    // Taken meanwhile: the jobs this process took are handed back before it exits.
+    await Promise.race([app.close(), new Promise((resolve) => setTimeout(resolve, SHUTDOWN_GRACE_MS).unref())]);
+    failToListen(config.port, error);
+  }
   // Start-up (module loading, metadata, migrations, the OpenAPI document) leaves garbage that V8
   // keeps until the heap grows; collected and compacted now, the process idles about 18 MiB smaller.
   collectGarbage();
@@ -49,6 +67,24 @@ async function main(): Promise<void> {
 }
 
 const SHUTDOWN_GRACE_MS = 30_000;
+
+/** Why the server could not listen on `port` (taken, or privileged), or null when it can. */
+function portUnavailable(port: number): Promise<NodeJS.ErrnoException | null> {
+  if (port === 0) return Promise.resolve(null);
+  return new Promise((resolve) => {
+    const probe = createServer();
+    probe.once('error', (error: NodeJS.ErrnoException) => resolve(error));
+    probe.listen(port, () => probe.close(() => resolve(null)));
+  });
+}
+
+function failToListen(port: number, error: unknown): never {
+  const code = (error as NodeJS.ErrnoException).code;
+  const reason =
+    code === 'EADDRINUSE' ? 'the port is already in use (another server runs there?)' : code === 'EACCES' ? 'permission denied (a port below 1024 needs privileges)' : String((error as Error).message ?? error);
+  process.stderr.write(`Cannot listen on PORT=${port}: ${reason}.\n`);
+  process.exit(1);
+}
 
 main().catch((error: unknown) => {
   if (error instanceof ConfigurationError) {

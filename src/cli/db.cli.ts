@@ -1,6 +1,7 @@
 import { Command, CommandRunner, SubCommand } from 'nest-commander';
 import { DataSource } from 'typeorm';
 import { fail, printJson } from './cli-output.js';
+import { applyMigrations } from '../infra/database/apply-migrations.js';
 
 @SubCommand({ name: 'migrate', description: 'Apply pending database migrations' })
 export class DbMigrateCli extends CommandRunner {
@@ -9,7 +10,7 @@ export class DbMigrateCli extends CommandRunner {
   }
 
   async run(): Promise<void> {
-    const applied = await this.dataSource.runMigrations({ transaction: 'each' });
+    const applied = await applyMigrations(this.dataSource);
     printJson({ applied: applied.map((m) => m.name) });
   }
 }

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { plainToInstance, Transform } from 'class-transformer';
+import { validateCronExpression } from 'cron';
 import {
   IsBooleanString,
   IsIn,
@@ -31,6 +32,42 @@ const notPlaceholderInProduction = (name: string) =>
     },
   });
 
+/**
+ * A URL as the client that uses it reads it (WHATWG URL: a port above 65535 or a stray bracket is an error), so a
+ * malformed one is refused here, naming its variable, rather than failing later inside a driver with a stack trace.
+ */
+const isUrl = (message: string, accepts: (url: URL) => boolean) =>
+  ValidateBy({
+    name: 'isUrl',
+    validator: {
+      validate: (value: unknown) => {
+        if (typeof value !== 'string' || /\s/.test(value)) return false;
+        const url = parsedUrl(value);
+        return url !== null && value.toLowerCase().startsWith(`${url.protocol}//`) && accepts(url);
+      },
+      defaultMessage: () => message,
+    },
+  });
+
+function parsedUrl(value: string): URL | null {
+  try {
+    return new URL(value);
+  } catch {
+    // node-postgres reads `postgres://user@/db?host=/socket/dir` (no host before the path) the same way.
+    return value.includes('@/') ? parsedUrl(value.replace('@/', '@localhost/')) : null;
+  }
+}
+
+const isCronExpression = () =>
+  ValidateBy({
+    name: 'isCronExpression',
+    validator: {
+      // Checked by the cron library that runs the purge: each field in its range.
+      validate: (value: unknown) => typeof value === 'string' && /^(\S+\s+){4,5}\S+$/.test(value) && validateCronExpression(value).valid,
+      defaultMessage: () => 'TRASH_PURGE_CRON must be a cron expression with 5 or 6 fields, each in its range (such as */10 * * * *)',
+    },
+  });
+
 const toNumber = ({ value }: { value: unknown }) => (value === undefined || value === '' ? undefined : Number(value));
 const emptyToUndefined = ({ value }: { value: unknown }) => (value === '' ? undefined : value);
 
@@ -45,13 +82,18 @@ class EnvironmentVariables {
   @Transform(toNumber) @IsOptional() @IsInt() @Min(0) @Max(65535)
   PORT?: number;
 
-  @Transform(emptyToUndefined) @IsOptional() @Matches(/^https?:\/\/[^\s/]+(\/[^\s]*)?$/, { message: 'PUBLIC_BASE_URL must be an http(s) origin such as http://localhost:3000' })
+  @Transform(emptyToUndefined) @IsOptional()
+  @isUrl('PUBLIC_BASE_URL must be an http(s) origin such as http://localhost:3000, with a path prefix at most', (url) =>
+    ['http:', 'https:'].includes(url.protocol) && url.search === '' && url.hash === '' && url.username === '' && url.password === '')
   PUBLIC_BASE_URL?: string;
 
-  @Transform(emptyToUndefined) @IsOptional() @Matches(/^(sqlite:.+|postgres(ql)?:\/\/.+)$/, { message: 'DATABASE_URL must be sqlite:<path> or postgres://user:pass@host:5432/db' })
+  @Transform(emptyToUndefined) @IsOptional()
+  @ValidateIf((env: EnvironmentVariables) => !/^sqlite:./.test(env.DATABASE_URL ?? ''))
+  @isUrl('DATABASE_URL must be sqlite:<path> or postgres://user:pass@host:5432/db', (url) => ['postgres:', 'postgresql:'].includes(url.protocol))
   DATABASE_URL?: string;
 
-  @Transform(emptyToUndefined) @IsOptional() @Matches(/^rediss?:\/\/.+/, { message: 'REDIS_URL must look like redis://host:6379[/db]' })
+  @Transform(emptyToUndefined) @IsOptional()
+  @isUrl('REDIS_URL must look like redis://host:6379[/db]', (url) => ['redis:', 'rediss:'].includes(url.protocol) && url.hostname !== '')
   REDIS_URL?: string;
 
   @Transform(emptyToUndefined) @IsOptional() @Matches(/^[A-Za-z0-9_.-]{1,64}$/, { message: 'REDIS_KEY_PREFIX may hold letters, digits, "_", "." and "-" (1 to 64)' })
@@ -66,7 +108,7 @@ class EnvironmentVariables {
   @ValidateIf((env: EnvironmentVariables) => env.STORAGE_DRIVER === 's3') @IsString() @IsNotEmpty()
   S3_BUCKET?: string;
 
-  @Transform(emptyToUndefined) @IsOptional() @IsString()
+  @Transform(emptyToUndefined) @IsOptional() @isUrl('S3_ENDPOINT must be an http(s) URL such as https://s3.example.com', (url) => ['http:', 'https:'].includes(url.protocol))
   S3_ENDPOINT?: string;
 
   @Transform(emptyToUndefined) @IsOptional() @IsString()
@@ -95,7 +137,7 @@ class EnvironmentVariables {
   @Transform(toNumber) @IsOptional() @IsNumber({ allowNaN: false, allowInfinity: false }) @Min(0.000001) @Max(3650)
   EVENT_RETENTION_DAYS?: number;
 
-  @Transform(emptyToUndefined) @IsOptional() @Matches(/^(\S+\s+){4,5}\S+$/, { message: 'TRASH_PURGE_CRON must be a cron expression with 5 or 6 fields' })
+  @Transform(emptyToUndefined) @IsOptional() @isCronExpression()
   TRASH_PURGE_CRON?: string;
 
   @Transform(emptyToUndefined) @IsOptional() @IsBooleanString()
@@ -112,7 +154,10 @@ class EnvironmentVariables {
   @notPlaceholderInProduction('SECRETS_ENCRYPTION_KEY')
   SECRETS_ENCRYPTION_KEY?: string;
 
-  @Transform(emptyToUndefined) @IsOptional() @IsString() @MinLength(1)
+  // A password alone would leave the dashboard off without a word, though its operator meant to turn it on.
+  @Transform(emptyToUndefined)
+  @ValidateIf((env: EnvironmentVariables) => env.ADMIN_USERNAME !== undefined || (env.ADMIN_PASSWORD ?? '') !== '')
+  @IsString({ message: 'ADMIN_USERNAME must be set when ADMIN_PASSWORD is (both turn on the queue dashboard)' })
   ADMIN_USERNAME?: string;
 
   @ValidateIf((env: EnvironmentVariables) => env.ADMIN_USERNAME !== undefined && env.ADMIN_USERNAME !== '')
@@ -280,6 +325,11 @@ function parseTrustProxy(value: string | undefined): boolean | number | string {
   return /^\d+$/.test(value) ? Number(value) : value;
 }
 
+/** A URL fit for a message or a log: the password of `scheme://user:password@host` masked, even in a malformed one. */
+export function withoutPassword(url: string): string {
+  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^/@:]*:).*@/i, '$1***@');
+}
+
 export function parseDatabaseUrl(url: string): DatabaseConfig {
   if (url.startsWith('sqlite:')) return { kind: 'sqlite', path: url.slice('sqlite:'.length) };
   return { kind: 'postgres', url };
@@ -340,7 +390,7 @@ export function loadConfig(env?: NodeJS.ProcessEnv): AppConfig {
     throw new ConfigurationError(
       errors.map((e) => {
         const messages = Object.values(e.constraints ?? {});
-        const shown = typeof e.value === 'string' && !/SECRET|PASSWORD/.test(e.property) ? ` (got "${e.value}")` : '';
+        const shown = typeof e.value === 'string' && !/SECRET|PASSWORD/.test(e.property) ? ` (got "${withoutPassword(e.value)}")` : '';
         return `${e.property}: ${messages.join('; ')}${shown}`;
       }),
     );

@@ -1,4 +1,4 @@
-import type { DataSource, EntityManager, EntityTarget, FindOneOptions } from 'typeorm';
+import type { DataSource, EntityManager, EntityTarget, FindOneOptions, QueryRunner } from 'typeorm';
 
 export type JsonColumnType = 'varchar' | 'integer' | 'bigint' | 'text';
 
@@ -82,6 +82,34 @@ export class SqlDialect {
   }
 
   /**
+   * Runs `work` in a transaction on `connection` that first waits until no other process runs such a transaction (for
+   * schema migrations, which the server and every CLI command apply at start). PostgreSQL: a transaction-level advisory
+   * lock. SQLite: the write lock, taken by a write before anything is read (creating and dropping a scratch table), so
+   * the transaction sees what a process that held it before committed; its wait may outlast the usual busy timeout.
+   */
+  async exclusiveTransaction<T>(connection: QueryRunner, key: string, work: () => Promise<T>): Promise<T> {
+    const [{ timeout: busyTimeoutMs }] = this.sqlite ? await connection.query('PRAGMA busy_timeout') : [{ timeout: 0 }];
+    if (this.sqlite) await connection.query(`PRAGMA busy_timeout = ${EXCLUSIVE_WAIT_MS}`);
+    await connection.startTransaction();
+    try {
+      if (this.sqlite) {
+        await connection.query('CREATE TABLE "exclusive_transaction_lock" ("held" integer)');
+        await connection.query('DROP TABLE "exclusive_transaction_lock"');
+      } else {
+        await connection.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [key]);
+      }
+      const result = await work();
+      await connection.commitTransaction();
+      return result;
+    } catch (error) {
+      if (connection.isTransactionActive) await connection.rollbackTransaction().catch(() => undefined);
+      throw error;
+    } finally {
+      if (this.sqlite) await connection.query(`PRAGMA busy_timeout = ${busyTimeoutMs}`);
+    }
+  }
+
+  /**
    * A column in a condition that must check rows found another way (by primary key), not choose an
    * index. SQLite keeps no statistics, so given `status = 'pending'` it may walk a whole index (every
    * pending row) for each row of a batch; a unary `+` takes the column out of its index choice.
@@ -135,6 +163,9 @@ const SQLITE = new SqlDialect(true);
 const POSTGRES = new SqlDialect(false);
 
 /** The dialect of the database behind a data source or entity manager. */
+/** How long an exclusive transaction waits on SQLite for another process's to end. */
+const EXCLUSIVE_WAIT_MS = 120_000;
+
 export function sqlDialect(source: DataSource | EntityManager): SqlDialect {
   const options = 'connection' in source ? source.connection.options : source.options;
   return options.type === 'better-sqlite3' ? SQLITE : POSTGRES;

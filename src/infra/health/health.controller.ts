@@ -6,13 +6,17 @@ import { Redis } from 'ioredis';
 import { Public } from '../../common/auth/access.decorator.js';
 import { ApiEnvelope } from '../../common/http/openapi.js';
 import { REDIS } from '../redis/redis.module.js';
+import { BlobStorage } from '../storage/blob-storage.js';
 import { scanningOf, VirusScanner } from '../../modules/media/scanning/virus-scanner.js';
 import { MediaTools } from '../../modules/media/thumbnails/media-tools.js';
+
+/** How long each dependency may take to answer before it counts as down. */
+const CHECK_TIMEOUT_MS = 2000;
 
 /** Terminus's report, in the success envelope like every other answer. */
 class HealthReportResponse {
   @ApiProperty({ enum: ['ok'] }) status: string;
-  @ApiProperty({ type: 'object', additionalProperties: true, description: 'Each healthy indicator (database, redis, media) with its details.' }) info: Record<string, unknown>;
+  @ApiProperty({ type: 'object', additionalProperties: true, description: 'Each healthy indicator (database, redis, storage, media) with its details.' }) info: Record<string, unknown>;
   @ApiProperty({ type: 'object', additionalProperties: true, description: 'Each failing indicator; empty when healthy.' }) error: Record<string, unknown>;
   @ApiProperty({ type: 'object', additionalProperties: true, description: 'Every indicator.' }) details: Record<string, unknown>;
 }
@@ -29,6 +33,7 @@ export class HealthController {
     @Inject(REDIS) private readonly redis: Redis,
     private readonly mediaTools: MediaTools,
     private readonly scanner: VirusScanner,
+    private readonly blobs: BlobStorage,
   ) {}
 
   @Get()
@@ -39,13 +44,33 @@ export class HealthController {
     operationId: 'checkHealth',
     summary: 'Liveness and dependencies',
     description:
-      'Checks the database and Redis; 503 when one is down. `media` reports the optional thumbnail tools (ffmpeg, pdftoppm) and the virus ' +
+      'Checks the database, Redis and the blob storage (`storage`), each within 2 seconds; 503 when one is down or does not answer in time. `media` reports the optional thumbnail tools (ffmpeg, pdftoppm) and the virus ' +
       'scanner (clamd): always "up", because without them uploads and downloads still work; what is missing is named in its details. ' +
       '`media.virus_scanner.scanning` is "active" while clamd answers and "unavailable" otherwise: then new uploads are not scanned now ' +
       '(with no scanner set or found they are marked `scan_status` "skipped"; with one set, they wait as "pending").',
   })
   check() {
-    return this.health.check([() => this.database.pingCheck('database', { timeout: 2000 }), () => this.pingRedis(), () => this.checkMedia()]);
+    return this.health.check([
+      () => this.database.pingCheck('database', { timeout: CHECK_TIMEOUT_MS }),
+      () => this.pingRedis(),
+      () => this.checkStorage(),
+      () => this.checkMedia(),
+    ]);
+  }
+
+  /** Uploads and downloads need the blob store as much as the database: a store that is gone or hangs fails the check. */
+  private async checkStorage() {
+    const indicator = this.indicators.check('storage');
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${CHECK_TIMEOUT_MS} ms`)), CHECK_TIMEOUT_MS)));
+    try {
+      await Promise.race([this.blobs.check(), deadline]);
+      return indicator.up();
+    } catch (error) {
+      return indicator.down({ message: error instanceof Error ? error.message : String(error) });
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** Optional tools degrade background work (no video/PDF thumbnails, no scans), not the service: reported, never a 503. */

@@ -42,11 +42,18 @@ export class MetricsCollector {
 
   private async refreshBacklog(): Promise<void> {
     try {
-      const [outbox] = await this.dataSource.query(`SELECT COUNT(*) AS n FROM outbox_events WHERE relayed_at IS NULL`);
-      const [unqueued] = await this.dataSource.query(`SELECT COUNT(*) AS n FROM webhook_deliveries WHERE queued_at IS NULL AND status = 'pending'`);
+      // Bounded like the queue depths: a database that hangs must not hang the scrape.
+      const [[outbox], [unqueued]] = await within(
+        Promise.all([
+          this.dataSource.query(`SELECT COUNT(*) AS n FROM outbox_events WHERE relayed_at IS NULL`),
+          this.dataSource.query(`SELECT COUNT(*) AS n FROM webhook_deliveries WHERE queued_at IS NULL AND status = 'pending'`),
+        ]),
+        TIMEOUT_MS,
+      );
       this.metrics.outboxBacklog.set({ stage: 'outbox' }, Number(outbox.n));
       this.metrics.outboxBacklog.set({ stage: 'unqueued' }, Number(unqueued.n));
     } catch (error) {
+      for (const stage of ['outbox', 'unqueued']) this.metrics.outboxBacklog.remove({ stage });
       this.logger.debug({ err: error }, 'Outbox backlog unavailable');
     }
   }

@@ -52,6 +52,8 @@ export abstract class BlobStorage {
   }
   /** Every key that starts with `prefix` (which may end inside a name), with its last modification, for sweeping orphans. */
   abstract list(prefix: string): AsyncIterable<{ key: string; lastModified: Date }>;
+  /** Resolves when the store can take blobs now (for /health); rejects with the reason otherwise. */
+  abstract check(): Promise<void>;
 }
 
 const SAFE_KEY = /^[A-Za-z0-9_-]+(\/[A-Za-z0-9_.-]+)*$/;

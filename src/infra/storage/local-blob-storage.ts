@@ -1,5 +1,5 @@
-import { close as closeFd, createReadStream, createWriteStream, fstat as fstatFd, open as openFd, read as readFd } from 'node:fs';
-import { mkdir, opendir, rename, rm, rmdir, stat, unlink, writeFile } from 'node:fs/promises';
+import { constants as fsConstants, close as closeFd, createReadStream, createWriteStream, fstat as fstatFd, open as openFd, read as readFd } from 'node:fs';
+import { access, mkdir, opendir, rename, rm, rmdir, stat, unlink, writeFile } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import type { Readable } from 'node:stream';
@@ -132,6 +132,12 @@ export class LocalBlobStorage extends BlobStorage {
       () => true,
       () => false,
     );
+  }
+
+  async check(): Promise<void> {
+    // Made if missing, as the first upload would; fails when the path is a file, or the disk is read-only.
+    await mkdir(this.root, { recursive: true });
+    await access(this.root, fsConstants.W_OK);
   }
 
   async *list(prefix: string): AsyncIterable<{ key: string; lastModified: Date }> {

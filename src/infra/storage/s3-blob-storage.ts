@@ -14,6 +14,8 @@ import { Upload } from '@aws-sdk/lib-storage';
 import { Readable } from 'node:stream';
 import { assertSafeKey, BlobStorage, type ByteRange } from './blob-storage.js';
 
+/** A key that is never written: asking for it shows whether the bucket answers. */
+const HEALTH_PROBE_KEY = 'health-probe';
 /** Parts of a streamed upload; lib-storage holds at most PART_SIZE x QUEUE_SIZE bytes in memory. */
 const PART_SIZE = 8 * 1024 * 1024;
 const QUEUE_SIZE = 4;
@@ -132,6 +134,17 @@ export class S3BlobStorage extends BlobStorage {
 
   async exists(key: string): Promise<boolean> {
     return (await this.stat(key)) !== null;
+  }
+
+  async check(): Promise<void> {
+    try {
+      await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: HEALTH_PROBE_KEY }));
+    } catch (error) {
+      // Any answer of the bucket but a server error means it is there: a missing key (404), or a key that
+      // may write but not list (403). Only no answer or a 5xx is a store that is down.
+      const status = (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
+      if (status === undefined || status >= 500) throw error;
+    }
   }
 
   async *list(prefix: string): AsyncIterable<{ key: string; lastModified: Date }> {

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../../../src/app.factory.js';
 import { loadConfig } from '../../../src/config/app-config.js';
 import { bearer } from '../../support/accounts.js';
-import { runNode } from '../../support/processes.js';
+import { runNode, startServerProcess } from '../../support/processes.js';
 import { createTestEnvironment, type TestEnvironment } from '../../support/test-app.js';
 import request from 'supertest';
 
@@ -71,6 +71,19 @@ describe('command line (dist/cli.js)', () => {
     expect(new Set(results.map((r) => JSON.parse(r.stdout).api_key)).size).toBe(20);
   }, 180_000);
 
+  it('lets commands started together on a new database each apply what is missing and succeed', async () => {
+    const fresh = await createTestEnvironment();
+    try {
+      const results = await Promise.all(['One', 'Two', 'Three', 'Four'].map((name) => runNode('cli.js', ['accounts', 'create', '--name', name, '--plan', 'free'], fresh.env, 60_000)));
+      for (const result of results) {
+        expect(result.code, result.stderr).toBe(0);
+        expect(JSON.parse(result.stdout).account_id).toMatch(/^acc_/);
+      }
+    } finally {
+      await fresh.dispose();
+    }
+  });
+
   it('prints its help and exits 0 with --help', async () => {
     const help = await runNode('cli.js', ['--help'], environment.env);
     expect(help.code, help.stderr).toBe(0);
@@ -86,6 +99,11 @@ describe('command line (dist/cli.js)', () => {
     [['accounts', 'create', '--plan', 'free'], '--name'],
     [['accounts', 'create', '--name', 'Bob', '--plan', 'free', '--bogus'], '--bogus'],
     [['accounts', 'create', '--name', 'Bob', '--plan'], '--plan'],
+    // An unquoted name: its second word is not dropped silently (the account would be named "Ada").
+    [['accounts', 'create', '--name', 'Ada', 'Lovelace', '--plan', 'free'], 'too many arguments'],
+    [['db', 'migrate', 'now'], 'too many arguments'],
+    [['frobnicate'], "unknown command 'frobnicate'"],
+    [[], 'A command is needed'],
   ])('refuses %j with a JSON error and a non-zero exit', async (args, mention) => {
     const result = await runNode('cli.js', args, environment.env);
     expect(result.code).not.toBe(0);
@@ -105,12 +123,28 @@ describe('the command line without its database', () => {
 });
 
 describe('service start-up (dist/main.js)', () => {
-  it('stops with a message naming REDIS_URL when Redis cannot be reached', async () => {
-    const environment = await createTestEnvironment({ REDIS_URL: 'redis://127.0.0.1:1', PORT: '0' });
+  it('stops with a message naming REDIS_URL when Redis cannot be reached, without its password', async () => {
+    const environment = await createTestEnvironment({ REDIS_URL: 'redis://:redis-password@127.0.0.1:1', PORT: '0' });
     try {
       const result = await runNode('main.js', [], environment.env);
       expect(result.code).toBe(1);
-      expect(result.stderr).toContain('REDIS_URL');
+      expect(result.stderr).toContain('REDIS_URL=redis://:***@127.0.0.1:1');
+      expect(result.stderr).not.toContain('redis-password');
+    } finally {
+      await environment.dispose();
+    }
+  });
+
+  it('stops at once with a message naming DATABASE_URL, without its password, when the database cannot be reached', async () => {
+    const environment = await createTestEnvironment({ DATABASE_URL: 'postgres://storage:db-password@127.0.0.1:1/storage', PORT: '0' });
+    try {
+      const started = Date.now();
+      const result = await runNode('main.js', [], environment.env);
+      expect(result.code).toBe(1);
+      expect(result.stderr).toContain('Cannot open the database at DATABASE_URL=postgres://storage:***@127.0.0.1:1/storage (connect ECONNREFUSED');
+      expect(result.stderr).not.toContain('db-password');
+      expect(result.stderr).not.toMatch(/\n\s+at /);
+      expect(Date.now() - started).toBeLessThan(10_000);
     } finally {
       await environment.dispose();
     }
@@ -118,15 +152,64 @@ describe('service start-up (dist/main.js)', () => {
 
   it.each([
     ['PORT', 'not-a-port'],
+    ['PORT', '70000'],
     ['DATABASE_URL', 'mysql://x'],
+    ['DATABASE_URL', 'postgres://user:db-secret@127.0.0.1:99999/storage'],
+    ['DATABASE_URL', 'postgres://user:db-secret@[127.0.0.1/storage'],
+    ['REDIS_URL', 'redis://127.0.0.1:99999'],
+    ['PUBLIC_BASE_URL', 'http://[::1'],
+    ['PUBLIC_BASE_URL', 'https://files.example.com/?from=proxy'],
+    ['S3_ENDPOINT', 'minio:9000'],
     ['TRASH_RETENTION_DAYS', '-1'],
+    ['TRASH_PURGE_CRON', '61 * * * *'],
+    ['TRASH_PURGE_CRON', 'every ten minutes please'],
     ['STORAGE_DRIVER', 'ftp'],
-  ])('refuses to start when %s is %s, naming the variable', async (name, value) => {
-    const environment = await createTestEnvironment({ [name]: value });
+  ])('refuses to start when %s is %s, naming the variable, without a stack trace', async (name, value) => {
+    // PORT 0: were the value accepted, the server would start on a free port rather than on 3000.
+    const environment = await createTestEnvironment({ PORT: '0', [name]: value });
     try {
       const result = await runNode('main.js', [], environment.env);
       expect(result.code).toBe(1);
-      expect(result.stderr).toContain(name);
+      expect(result.stderr).toMatch(new RegExp(`^Invalid configuration:\\n  - ${name}: `));
+      expect(result.stderr).not.toMatch(/\n\s+at /);
+      expect(result.stderr).not.toContain('db-secret');
+      // The command line reads the same configuration and says the same, as JSON.
+      const cli = await runNode('cli.js', ['db', 'migrate'], environment.env);
+      expect(cli.code).toBe(1);
+      expect(cli.stdout).toBe('');
+      expect(JSON.parse(cli.stderr.trim().split('\n').pop()!).error).toEqual({ code: 'configuration_error', message: expect.stringContaining(`${name}: `) });
+    } finally {
+      await environment.dispose();
+    }
+  });
+
+  it('refuses to start with ADMIN_PASSWORD alone, naming ADMIN_USERNAME, rather than leaving the dashboard off', async () => {
+    const environment = await createTestEnvironment({ PORT: '0', ADMIN_PASSWORD: 'correct horse battery' });
+    try {
+      const result = await runNode('main.js', [], environment.env);
+      expect(result.code).toBe(1);
+      expect(result.stderr).toMatch(/^Invalid configuration:\n  - ADMIN_USERNAME: ADMIN_USERNAME must be set when ADMIN_PASSWORD is/);
+    } finally {
+      await environment.dispose();
+    }
+  });
+
+  it('fails at once, naming PORT, when a server already listens there, and leaves that server serving', async () => {
+    const environment = await createTestEnvironment();
+    try {
+      const first = await startServerProcess(environment.env);
+      try {
+        const port = new URL(first.baseUrl).port;
+        const started = Date.now();
+        const second = await runNode('main.js', [], { ...environment.env, PORT: port });
+        expect(second.code).toBe(1);
+        expect(second.stderr).toContain(`Cannot listen on PORT=${port}: the port is already in use`);
+        expect(second.stderr).not.toMatch(/\n\s+at /);
+        expect(Date.now() - started).toBeLessThan(10_000);
+        expect((await fetch(`${first.baseUrl}/health`)).status).toBe(200);
+      } finally {
+        await first.stop();
+      }
     } finally {
       await environment.dispose();
     }

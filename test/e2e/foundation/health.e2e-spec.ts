@@ -1,5 +1,9 @@
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startHoldableProxy } from '../../support/holdable-proxy.js';
+import { startS3 } from '../../support/s3.js';
 import { startTestApp, type TestApp } from '../../support/test-app.js';
+import { eventually } from '../../support/time.js';
 
 describe('GET /health', () => {
   let t: TestApp;
@@ -29,6 +33,49 @@ describe('GET /health', () => {
       expect(res.body.error.details).toMatchObject({ database: { status: 'down' } });
     } finally {
       await separate.close().catch(() => undefined);
+    }
+  });
+});
+
+describe('GET /health and the blob storage', () => {
+  it('answers 503 naming the storage when the local blob directory cannot take files, and 200 again once it can', async () => {
+    const t = await startTestApp();
+    try {
+      expect((await t.http().get('/health').expect(200)).body.data.info).toMatchObject({ storage: { status: 'up' } });
+      // The blob directory replaced by a file: as a disk that is gone, no upload can be stored.
+      rmSync(t.config.storage.dir, { recursive: true, force: true });
+      writeFileSync(t.config.storage.dir, 'not a directory');
+      const down = await t.http().get('/health').timeout(5000);
+      expect(down.status).toBe(503);
+      expect(down.body.error.details).toMatchObject({ storage: { status: 'down' }, database: { status: 'up' }, redis: { status: 'up' } });
+
+      rmSync(t.config.storage.dir);
+      mkdirSync(t.config.storage.dir);
+      expect((await t.http().get('/health').expect(200)).body.data.info).toMatchObject({ storage: { status: 'up' } });
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('answers within seconds, 503 naming the storage, while S3 does not answer, and 200 once it does again', async () => {
+    const s3 = await startS3();
+    const proxy = await startHoldableProxy(s3.port);
+    const t = await startTestApp(s3.env(proxy.port));
+    try {
+      expect((await t.http().get('/health').expect(200)).body.data.info).toMatchObject({ storage: { status: 'up' } });
+      proxy.hold();
+      const started = Date.now();
+      const down = await t.http().get('/health').timeout(10_000);
+      expect(Date.now() - started).toBeLessThan(5000);
+      expect(down.status).toBe(503);
+      expect(down.body.error.details).toMatchObject({ storage: { status: 'down' } });
+
+      proxy.release();
+      await eventually(async () => (await t.http().get('/health')).status === 200, 15_000, '/health to recover');
+    } finally {
+      await t.close();
+      await proxy.close();
+      await s3.close();
     }
   });
 });

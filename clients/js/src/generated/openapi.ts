@@ -13,7 +13,7 @@ export interface paths {
         };
         /**
          * Liveness and dependencies
-         * @description Checks the database and Redis; 503 when one is down. `media` reports the optional thumbnail tools (ffmpeg, pdftoppm) and the virus scanner (clamd): always "up", because without them uploads and downloads still work; what is missing is named in its details. `media.virus_scanner.scanning` is "active" while clamd answers and "unavailable" otherwise: then new uploads are not scanned now (with no scanner set or found they are marked `scan_status` "skipped"; with one set, they wait as "pending").
+         * @description Checks the database, Redis and the blob storage (`storage`), each within 2 seconds; 503 when one is down or does not answer in time. `media` reports the optional thumbnail tools (ffmpeg, pdftoppm) and the virus scanner (clamd): always "up", because without them uploads and downloads still work; what is missing is named in its details. `media.virus_scanner.scanning` is "active" while clamd answers and "unavailable" otherwise: then new uploads are not scanned now (with no scanner set or found they are marked `scan_status` "skipped"; with one set, they wait as "pending").
          */
         get: operations["checkHealth"];
         put?: never;
@@ -641,7 +641,7 @@ export interface components {
         HealthReportResponse: {
             /** @enum {string} */
             status: "ok";
-            /** @description Each healthy indicator (database, redis, media) with its details. */
+            /** @description Each healthy indicator (database, redis, storage, media) with its details. */
             info: {
                 [key: string]: unknown;
             };

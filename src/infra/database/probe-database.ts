@@ -1,0 +1,26 @@
+import { DataSource } from 'typeorm';
+import type { DatabaseConfig } from '../../config/app-config.js';
+import { dataSourceOptions } from './data-source-options.js';
+
+/**
+ * Answers, within the driver's connection timeout, whether the database takes a connection now, or why not; used
+ * before the server starts, so that an unreachable one is named at once rather than after Nest's nine retries.
+ */
+export async function probeDatabase(database: DatabaseConfig): Promise<string | null> {
+  const dataSource = new DataSource({ ...dataSourceOptions(database), migrations: [] });
+  try {
+    await dataSource.initialize();
+    return null;
+  } catch (error) {
+    return describe(error);
+  } finally {
+    if (dataSource.isInitialized) await dataSource.destroy().catch(() => undefined);
+  }
+}
+
+/** The reason in a line; a connection refused on every address of a host name is an AggregateError without a message. */
+function describe(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const inner = error instanceof AggregateError ? error.errors.map(describe).join('; ') : '';
+  return error.message || inner || (error as NodeJS.ErrnoException).code || error.name;
+}
