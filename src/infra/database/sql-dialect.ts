@@ -162,10 +162,10 @@ export class SqlDialect {
 const SQLITE = new SqlDialect(true);
 const POSTGRES = new SqlDialect(false);
 
-/** The dialect of the database behind a data source or entity manager. */
 /** How long an exclusive transaction waits on SQLite for another process's to end. */
 const EXCLUSIVE_WAIT_MS = 120_000;
 
+/** The dialect of the database behind a data source or entity manager. */
 export function sqlDialect(source: DataSource | EntityManager): SqlDialect {
   const options = 'connection' in source ? source.connection.options : source.options;
   return options.type === 'better-sqlite3' ? SQLITE : POSTGRES;
