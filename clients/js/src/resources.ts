@@ -1,7 +1,7 @@
 import { InvalidRequestError } from './errors.js';
 import type { CallOptions, HttpClient } from './http.js';
 import { fetchCursorPage, fetchPage, paginate, paginateByCursor } from './pagination.js';
-import { createUpload, sendUpload, uploadState } from './tus.js';
+import { createUpload, deleteUpload, sendUpload, uploadState } from './tus.js';
 import { type OpenedSource, type UploadProgress, type UploadSource, multipartBody, openSource } from './upload-source.js';
 import type {
   ApiKey,
@@ -210,9 +210,8 @@ export class ResumableUpload {
   }
 
   /** Deletes the upload and the bytes sent so far (tus termination); the quota it reserved is given back. */
-  async abort(options: CallOptions = {}): Promise<void> {
-    const answer = await this.http.send({ method: 'DELETE', path: this.url, headers: { 'Tus-Resumable': '1.0.0' }, signal: options.signal });
-    await answer.body?.cancel();
+  abort(options: CallOptions = {}): Promise<void> {
+    return deleteUpload(this.http, this.url, options);
   }
 }
 

@@ -48,6 +48,12 @@ export async function uploadState(http: HttpClient, url: string, options: CallOp
   return { offset: Number(head.headers.get('upload-offset')), size: length === null ? undefined : Number(length), fileId: head.headers.get('x-file-id') };
 }
 
+/** Deletes the upload at `url` and the bytes sent so far (tus termination); the server gives its reserved quota back. */
+export async function deleteUpload(http: HttpClient, url: string, options: CallOptions = {}): Promise<void> {
+  const answer = await http.send({ method: 'DELETE', path: url, headers: { 'Tus-Resumable': TUS_VERSION }, signal: options.signal });
+  await answer.body?.cancel();
+}
+
 /**
  * Sends the rest of the upload at `url` from `offset` (null: ask the server first), one chunk per PATCH. After a
  * failed PATCH it asks HEAD where the server stands and continues from there, retrying with backoff for `retryMs`.
