@@ -37,8 +37,18 @@ describe('loadConfig', () => {
     ['TRASH_PURGE_CRON', 'soon'],
     ['WEBHOOK_ALLOW_PRIVATE_URLS', 'maybe'],
     ['PUBLIC_BASE_URL', 'localhost'],
-  ])('names %s when it is %s', (name, value) => {
+    ['DATABASE_URL', 'postgres://user:db-secret@127.0.0.1:99999/storage'],
+    ['DATABASE_URL', 'postgres://user:db-secret@[127.0.0.1/storage'],
+    ['REDIS_URL', 'redis://127.0.0.1:99999'],
+    ['PUBLIC_BASE_URL', 'http://[::1'],
+    ['PUBLIC_BASE_URL', 'https://files.example.com/?from=proxy'],
+    ['S3_ENDPOINT', 'minio:9000'],
+    ['TRASH_RETENTION_DAYS', '-1'],
+    ['TRASH_PURGE_CRON', '61 * * * *'],
+    ['TRASH_PURGE_CRON', 'every ten minutes please'],
+  ])('names %s when it is %s, without echoing a password in it', (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrowError(new RegExp(`^Invalid configuration:[\\s\\S]*${name}`));
+    expect(() => loadConfig({ [name]: value })).not.toThrowError(/db-secret/);
   });
 
   it('requires URL_SIGNING_SECRET in production and S3_BUCKET for the s3 driver', () => {

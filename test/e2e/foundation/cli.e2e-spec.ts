@@ -150,20 +150,11 @@ describe('service start-up (dist/main.js)', () => {
     }
   });
 
+  // One value of each kind through the real processes; every rule of the configuration is in app-config.spec.ts.
   it.each([
     ['PORT', 'not-a-port'],
-    ['PORT', '70000'],
-    ['DATABASE_URL', 'mysql://x'],
-    ['DATABASE_URL', 'postgres://user:db-secret@127.0.0.1:99999/storage'],
     ['DATABASE_URL', 'postgres://user:db-secret@[127.0.0.1/storage'],
-    ['REDIS_URL', 'redis://127.0.0.1:99999'],
-    ['PUBLIC_BASE_URL', 'http://[::1'],
-    ['PUBLIC_BASE_URL', 'https://files.example.com/?from=proxy'],
-    ['S3_ENDPOINT', 'minio:9000'],
-    ['TRASH_RETENTION_DAYS', '-1'],
     ['TRASH_PURGE_CRON', '61 * * * *'],
-    ['TRASH_PURGE_CRON', 'every ten minutes please'],
-    ['STORAGE_DRIVER', 'ftp'],
   ])('refuses to start when %s is %s, naming the variable, without a stack trace', async (name, value) => {
     // PORT 0: were the value accepted, the server would start on a free port rather than on 3000.
     const environment = await createTestEnvironment({ PORT: '0', [name]: value });
