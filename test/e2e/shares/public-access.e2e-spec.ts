@@ -523,6 +523,20 @@ describe('share password guesses from many addresses', () => {
   });
   afterAll(() => t.close());
 
+  /**
+   * A link that has had 33 wrong passwords from many addresses in the last hours, its last back-off over: the next
+   * guess, checked, would back it off for an hour. Answers a Redis connection (closed after the test) and the link's key.
+   */
+  const pastItsFreeFailures = async (shareId: string) => {
+    const linkKey = `${t.config.redisKeyPrefix}:share-password-link:${shareId}`;
+    const redis = new Redis(TEST_REDIS_URL);
+    onTestFinished(() => {
+      redis.disconnect();
+    });
+    await redis.multi().hset(linkKey, { attempts: 33, locked_until: Date.now() - 1000 }).pexpire(linkKey, 60 * 60_000).exec();
+    return { redis, linkKey };
+  };
+
   const protectedShare = async () => {
     const file = await seedFile(t.app, owner, { content: CONTENT, mimeType: 'text/plain' });
     return createShare(t, owner, { file_id: file.id, password: 'the right one' });
@@ -587,13 +601,8 @@ describe('share password guesses from many addresses', () => {
 
   it('lets the right password in, and the download after it, on a link that has had 33 wrong ones: it neither starts nor extends a back-off', async () => {
     const share = await protectedShare();
-    const linkKey = `${t.config.redisKeyPrefix}:share-password-link:${share.id}`;
-    const redis = new Redis(TEST_REDIS_URL);
-    onTestFinished(() => {
-      redis.disconnect();
-    });
     // 33 wrong passwords from many addresses in the last hours, the last back-off over (the counting is tested above).
-    await redis.multi().hset(linkKey, { attempts: 33, locked_until: Date.now() - 1000 }).pexpire(linkKey, 60 * 60_000).exec();
+    const { redis, linkKey } = await pastItsFreeFailures(share.id);
     const visitor = (from: string) => ({ 'X-Forwarded-For': from, 'X-Share-Password': 'the right one' });
 
     await t.http().get(share.path).set(visitor('198.51.100.7')).expect(200);
@@ -620,13 +629,8 @@ describe('share password guesses from many addresses', () => {
     const share = await protectedShare();
     // A password check that takes a while, as on a busy server, so the others arrive while it runs.
     await slowDownPasswordCheck(t.app, share.id, 'the right one');
-    const linkKey = `${t.config.redisKeyPrefix}:share-password-link:${share.id}`;
-    const redis = new Redis(TEST_REDIS_URL);
-    onTestFinished(() => {
-      redis.disconnect();
-    });
     // 33 wrong passwords in the last hours, the last back-off over: the next guess, checked, would back the link off for an hour.
-    await redis.multi().hset(linkKey, { attempts: 33, locked_until: Date.now() - 1000 }).pexpire(linkKey, 60 * 60_000).exec();
+    const { redis, linkKey } = await pastItsFreeFailures(share.id);
 
     const answers = await Promise.all(['198.51.100.21', '198.51.100.22', '198.51.100.23', '198.51.100.24'].map((from) => guess(share.path, from, 'the right one')));
     for (const res of answers) {
@@ -643,12 +647,7 @@ describe('share password guesses from many addresses', () => {
   it('still checks one guess per back-off when wrong passwords arrive together during a slow check: the rest get the whole back-off', async () => {
     const share = await protectedShare();
     await slowDownPasswordCheck(t.app, share.id, 'the right one');
-    const linkKey = `${t.config.redisKeyPrefix}:share-password-link:${share.id}`;
-    const redis = new Redis(TEST_REDIS_URL);
-    onTestFinished(() => {
-      redis.disconnect();
-    });
-    await redis.multi().hset(linkKey, { attempts: 33, locked_until: Date.now() - 1000 }).pexpire(linkKey, 60 * 60_000).exec();
+    const { redis, linkKey } = await pastItsFreeFailures(share.id);
 
     const answers = await Promise.all(Array.from({ length: 6 }, (_, i) => guess(share.path, `203.0.113.${60 + i}`, `wrong ${i}`)));
     expect(answers.filter((res) => res.status === 401)).toHaveLength(1);
