@@ -66,8 +66,12 @@ describe.each(['local', 's3'] as const)('resumable uploads (tus 1.0) with tus-js
       headers: { ...auth, 'Tus-Resumable': '1.0.0', 'Upload-Offset': String(offset), 'Content-Type': 'application/offset+octet-stream', ...extra },
       body,
     });
-  /** A PATCH whose body streams in 256 KiB pieces without Content-Length (`content` first, then zeros); resolves with the answer as soon as it comes. */
-  const streamingPatch = (auth: Record<string, string>, url: string, offset: number, total: number, content = Buffer.alloc(0)) =>
+  /**
+   * A PATCH whose body streams in 256 KiB pieces (`content` first, then zeros), without Content-Length unless `declared`
+   * says so; it stops sending and resolves with the answer as soon as one comes, as tus clients do. (fetch keeps sending
+   * a body the server has refused, and may see the connection reset before it reads the answer.)
+   */
+  const streamingPatch = (auth: Record<string, string>, url: string, offset: number, total: number, content = Buffer.alloc(0), declared?: 'declared') =>
     new Promise<{ status: number; body: unknown }>((resolve, reject) => {
       const target = new URL(url);
       const req = httpRequest({
@@ -75,7 +79,7 @@ describe.each(['local', 's3'] as const)('resumable uploads (tus 1.0) with tus-js
         port: target.port,
         path: target.pathname,
         method: 'PATCH',
-        headers: { ...auth, 'Tus-Resumable': '1.0.0', 'Upload-Offset': String(offset), 'Content-Type': 'application/offset+octet-stream', 'Transfer-Encoding': 'chunked' },
+        headers: { ...auth, 'Tus-Resumable': '1.0.0', 'Upload-Offset': String(offset), 'Content-Type': 'application/offset+octet-stream', ...(declared ? { 'Content-Length': String(total) } : { 'Transfer-Encoding': 'chunked' }) },
       });
       let answered = false;
       req.on('response', (res) => {
@@ -422,9 +426,9 @@ describe.each(['local', 's3'] as const)('resumable uploads (tus 1.0) with tus-js
   it('holds a deferred length to the plan\'s maximum, from Content-Length or as the bytes stream, and removes the upload', async () => {
     const free = await createAccount(t.app, { plan: 'free' });
     const declared = locationOf(await create(free.auth, null));
-    const tooMuch = await patch(free.auth, declared, 0, Buffer.alloc(100 * MiB + 1));
+    const tooMuch = await streamingPatch(free.auth, declared, 0, 100 * MiB + 1, undefined, 'declared');
     expect(tooMuch.status).toBe(413);
-    expect(await tooMuch.json()).toMatchObject({ error: { code: 'file_too_large', details: { file_size: 100 * MiB + 1, max_size: 100 * MiB, plan: 'free' } } });
+    expect(tooMuch.body).toMatchObject({ error: { code: 'file_too_large', details: { file_size: 100 * MiB + 1, max_size: 100 * MiB, plan: 'free' } } });
     expect((await head(free.auth, declared)).status).toBe(404);
 
     const streamed = locationOf(await create(free.auth, null));
