@@ -43,22 +43,34 @@ describe.each<[TestDatabase, number]>([
     expect(listBlobsIn(environment.env.STORAGE_DIR, 'tmp')).toEqual([]);
   }, 60_000);
 
-  it('updates the account row once per small upload', async (ctx) => {
-    if (database !== 'postgres') ctx.skip('counts the row updates in pg_stat_user_tables, which SQLite does not have');
+  it('updates the account row once per small upload', async () => {
     const owner = await createAccount(context, { storageLimit: 1_000_000 });
     const ds = context.get(DataSource);
-    // Row updates as PostgreSQL counts them; each server process reports its own within seconds of going idle.
-    const accountUpdates = async () =>
-      Number((await ds.query("SELECT n_tup_upd FROM pg_stat_user_tables WHERE relname = 'accounts'"))[0].n_tup_upd as string);
-    // A backend flushes its counts when idle, at the latest 10 s later: let the earlier tests' updates arrive first.
-    await new Promise((resolve) => setTimeout(resolve, 11_000));
-    const before = await accountUpdates();
-    await Promise.all(Array.from({ length: 8 }, (_, i) => upload(servers[i % servers.length], owner.auth, Buffer.alloc(1_000, i), { name: `once-${i}.bin` })));
-    expect((await storageOf(context, owner.accountId)).used).toBe(8_000);
-    await eventually(async () => (await accountUpdates()) - before >= 8, 30_000, 'the uploads to reach the statistics');
-    // Before, each upload updated it twice (reserve, then reserved to used at commit).
-    await new Promise((resolve) => setTimeout(resolve, 11_000));
-    expect((await accountUpdates()) - before).toBe(8);
+    // Every update of the account's row, counted as it happens by a trigger (PostgreSQL's own statistics reach
+    // pg_stat_user_tables only seconds after each backend goes idle).
+    await ds.query('CREATE TABLE account_row_updates (account_id varchar(40) NOT NULL)');
+    if (database === 'postgres') {
+      await ds.query(`CREATE FUNCTION count_account_row_update() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN INSERT INTO account_row_updates VALUES (NEW.id); RETURN NEW; END $$`);
+      await ds.query('CREATE TRIGGER count_account_row_updates AFTER UPDATE ON accounts FOR EACH ROW EXECUTE FUNCTION count_account_row_update()');
+    } else {
+      await ds.query('CREATE TRIGGER count_account_row_updates AFTER UPDATE ON accounts BEGIN INSERT INTO account_row_updates VALUES (NEW.id); END');
+    }
+    try {
+      await Promise.all(Array.from({ length: 8 }, (_, i) => upload(servers[i % servers.length], owner.auth, Buffer.alloc(1_000, i), { name: `once-${i}.bin` })));
+      expect((await storageOf(context, owner.accountId)).used).toBe(8_000);
+      // Before, each upload updated it twice (reserve, then reserved to used at commit).
+      const updates: { account_id: string }[] = await ds.query('SELECT account_id FROM account_row_updates');
+      expect(updates.filter((row) => row.account_id === owner.accountId)).toHaveLength(8);
+    } finally {
+      if (database === 'postgres') {
+        await ds.query('DROP TRIGGER count_account_row_updates ON accounts');
+        await ds.query('DROP FUNCTION count_account_row_update()');
+      } else {
+        await ds.query('DROP TRIGGER count_account_row_updates');
+      }
+      await ds.query('DROP TABLE account_row_updates');
+    }
   }, 90_000);
 
   it('frees what a file holds when its permanent deletion races an overwrite that grows it', async () => {
