@@ -77,7 +77,9 @@ describe.each(RUNNERS)('the $language client library against a live server', (ru
     if (interpreter.code !== 0) {
       throw new Error(`${runner.interpreter.command} is needed by the ${runner.language} library's tests; node scripts/ensure-test-prerequisites.mjs installs it.\n${interpreter.output}`);
     }
-    t = await startTestApp();
+    // A connection gone silent is closed after 20 s rather than 60: the libraries' tests of an upload held by a stalled
+    // PATCH wait for it.
+    t = await startTestApp({ HTTP_IDLE_TIMEOUT_SECONDS: '20' });
     apiKey = (await createAccount(t.app)).apiKey;
     const free = await createAccount(t.app, { plan: 'free', name: 'Free conformance account' });
     conformance = await run(runner.conformance, cwd, {
