@@ -14,9 +14,34 @@ export function requestLoggerOptions(level: string): Options {
     redact: { paths: ['req.headers.authorization', 'req.headers["x-share-password"]', 'req.headers.cookie'], censor: '[redacted]' },
     customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info'),
     serializers: {
-      req: (req: { id: string; method: string; url: string }) => ({ id: req.id, method: req.method, url: req.url.replace(/signature=[^&]+/, 'signature=[redacted]') }),
+      req: (req: { id: string; method: string; url: string }) => ({ id: req.id, method: req.method, url: redactedUrl(req.url) }),
     },
   };
+}
+
+/**
+ * The URL with the value of every `signature` query parameter replaced: a signed download link is a credential until
+ * it expires. Names are compared as the query parser reads them (percent-decoded, `+` a space, `signature[]`), so
+ * `?%73ignature=` or a second `signature` is not logged either.
+ */
+export function redactedUrl(url: string): string {
+  const queryStart = url.indexOf('?');
+  if (queryStart === -1) return url;
+  const pairs = url.slice(queryStart + 1).split('&').map((pair) => {
+    const nameEnd = pair.indexOf('=');
+    const name = nameEnd === -1 ? pair : pair.slice(0, nameEnd);
+    return /^signature(\[|$)/.test(decodedQueryName(name)) ? `${name}=[redacted]` : pair;
+  });
+  return `${url.slice(0, queryStart)}?${pairs.join('&')}`;
+}
+
+function decodedQueryName(name: string): string {
+  const spaced = name.replace(/\+/g, ' ');
+  try {
+    return decodeURIComponent(spaced);
+  } catch {
+    return spaced;
+  }
 }
 
 /**

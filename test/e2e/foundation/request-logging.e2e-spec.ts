@@ -57,6 +57,16 @@ describe.each([
     expect(JSON.stringify(lines[0])).not.toContain(owner.apiKey);
   });
 
+  it('never sees the signature of a download link in the log, however the query spells it', async () => {
+    const query = 'expires=1&signature=first-secret&%73ignature=second-secret&x=1&signature=third-secret';
+    const res = await fetch(`${server.baseUrl}/v1/files/file_nope/download?${query}`, { headers: { 'X-Request-Id': `signed-${level}` } });
+    expect(res.status).toBeGreaterThanOrEqual(400);
+    await eventually(async () => linesAbout(server, `signed-${level}`).length > 0, 5_000, 'the log line');
+    const [line] = linesAbout(server, `signed-${level}`);
+    expect(line.req?.url).toBe('/v1/files/file_nope/download?expires=1&signature=[redacted]&%73ignature=[redacted]&x=1&signature=[redacted]');
+    expect(JSON.stringify(linesAbout(server, `signed-${level}`))).not.toContain('secret');
+  });
+
   it(logsSuccess ? 'sees a successful request logged at info' : 'does not see successful requests, and still gets their request id', async () => {
     const res = await fetch(`${server.baseUrl}/v1/files?per_page=1`, { headers: { ...owner.auth, 'X-Request-Id': `listed-${level}` } });
     expect(res.status).toBe(200);
