@@ -34,7 +34,8 @@ export function basicAuth(admin: { username: string; password: string }) {
   const expected = digest(`${admin.username}:${admin.password}`);
   return (request: Request, response: Response, next: NextFunction): void => {
     const header = request.headers.authorization ?? '';
-    const match = /^Basic ([A-Za-z0-9+/=]+)$/.exec(header.trim());
+    // The scheme is case-insensitive (RFC 9110 11.1): some clients and proxies send `basic`.
+    const match = /^Basic +([A-Za-z0-9+/=]+)$/i.exec(header.trim());
     // Comparing digests keeps the comparison constant-time whatever the lengths.
     if (match && timingSafeEqual(digest(Buffer.from(match[1], 'base64').toString('utf8')), expected)) return next();
     response

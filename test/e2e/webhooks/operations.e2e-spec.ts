@@ -61,6 +61,11 @@ describe('operations: queue dashboard and metrics', () => {
     expect(wrong.body).toMatchObject({ success: false, error: { code: 'authentication_failed' } });
     await t.http().get('/admin/queues/api/queues').expect(401);
     await t.http().get('/admin/queues/api/queues').auth(ADMIN.username, ADMIN.password).expect(200);
+    // The scheme in any case, as RFC 9110 allows it; the credentials themselves are exact.
+    const credentials = Buffer.from(`${ADMIN.username}:${ADMIN.password}`).toString('base64');
+    await t.http().get('/admin/queues/api/queues').set('Authorization', `basic ${credentials}`).expect(200);
+    await t.http().get('/admin/queues/api/queues').set('Authorization', `BASIC ${credentials}`).expect(200);
+    await t.http().get('/admin/queues/api/queues').set('Authorization', `Basic ${Buffer.from(`${ADMIN.username.toUpperCase()}:${ADMIN.password}`).toString('base64')}`).expect(401);
   });
 
   it('exposes Prometheus metrics: request durations, queue depths, deliveries by outcome, outbox backlog', async () => {
