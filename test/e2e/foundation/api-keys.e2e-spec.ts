@@ -36,6 +36,11 @@ describe('API keys over HTTP', () => {
     expect(bad.body.error.code).toBe('invalid_request');
     const fields = bad.body.error.details.fields.map((f: { field: string }) => f.field);
     expect(fields).toEqual(expect.arrayContaining(['name', 'scopes', 'elevated', 'extra']));
+    for (const name of [' ', ' \t\n ', '\u3000']) {
+      const blank = await t.http().post('/v1/api-keys').set(owner.auth).send({ name, scopes: ['read'] });
+      expect(blank.status, JSON.stringify(name)).toBe(400);
+      expect(blank.body.error).toMatchObject({ code: 'invalid_request', details: { fields: [expect.objectContaining({ field: 'name' })] } });
+    }
     const after = await t.http().get('/v1/api-keys').set(owner.auth);
     expect(after.body.pagination.total_items).toBe(before.body.pagination.total_items);
   });

@@ -1,5 +1,5 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { ArrayMaxSize, ArrayMinSize, ArrayUnique, IsArray, IsBoolean, IsIn, IsOptional, IsString, Length, ValidateBy } from 'class-validator';
+import { ArrayMaxSize, ArrayMinSize, ArrayUnique, IsArray, IsBoolean, IsIn, IsOptional, IsString, Length, Matches, ValidateBy } from 'class-validator';
 import { SCOPES, type Scope } from '../../../common/auth/scopes.js';
 
 /** An unpaired surrogate cannot be stored as UTF-8: the database would keep a replacement character, not the name answered. */
@@ -10,8 +10,9 @@ const IsWellFormedUnicode = () =>
   });
 
 export class CreateApiKeyRequest {
-  @ApiProperty({ example: 'CI uploads', minLength: 1, maxLength: 200, description: 'Well-formed Unicode (no unpaired surrogate), 1 to 200 characters.' })
-  @IsString() @Length(1, 200) @IsWellFormedUnicode()
+  @ApiProperty({ example: 'CI uploads', minLength: 1, maxLength: 200, pattern: '\\S', description: 'Well-formed Unicode (no unpaired surrogate), 1 to 200 characters, not only spaces; kept exactly as sent.' })
+  // A name of only spaces lists as a blank in every key list; the CLI refuses it too.
+  @IsString() @Length(1, 200) @Matches(/\S/, { message: 'name must contain a character other than spaces' }) @IsWellFormedUnicode()
   name: string;
 
   @ApiProperty({ enum: SCOPES, isArray: true, example: ['read', 'write'], description: 'One or more of read, write, delete, share.' })
