@@ -289,6 +289,11 @@ export class Folders {
     return paginateByCursor(this.http, '/v1/folders', query, options);
   }
 
+  /** One folder; following `parent_id` up to null gives its path from the root. */
+  get(folderId: string, options: CallOptions = {}): Promise<Folder> {
+    return this.http.data({ method: 'GET', path: path`/v1/folders/${folderId}`, signal: options.signal });
+  }
+
   /** Renames and/or moves a folder (`parent_id: null` moves it to the root). */
   update(folderId: string, changes: BodyOf<'updateFolder'>, options: CallOptions = {}): Promise<Folder> {
     return this.http.data({ method: 'PATCH', path: path`/v1/folders/${folderId}`, json: changes, signal: options.signal });

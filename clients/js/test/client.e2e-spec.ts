@@ -121,6 +121,7 @@ describe('the JavaScript client against a live server', () => {
 
   it('lists one page and iterates every page, and round-trips through the trash', async () => {
     const folder = await client.folders.create({ name: 'Paged' });
+    expect(await client.folders.get(folder.id)).toEqual(folder);
     for (let i = 0; i < 5; i++) await client.files.upload(Buffer.from(`file ${i}`), { name: `f${i}.txt`, folderId: folder.id });
     const page = await client.files.list({ folder_id: folder.id, per_page: 2 });
     expect(page.data).toHaveLength(2);

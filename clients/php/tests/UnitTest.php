@@ -310,6 +310,7 @@ test('iterator_to_array over a listing of one item per page keeps every item', f
     }
     $listed = iterator_to_array($client->folders->iterate(['parent_id' => $folder['id'], 'per_page' => 1, 'sort' => 'name_asc']));
     same($subfolders, array_map(fn ($f) => $f['id'], array_values($listed)), 'the folders');
+    same($folder['id'], $client->folders->get($subfolders[0])['parent_id'], 'the parent of a subfolder');
 });
 
 test('iterator_to_array over the event feed keeps the events of every batch', function () {

@@ -167,6 +167,7 @@ class AgainstTheServer(unittest.TestCase):
         folder = self.client.folders.create("Round trip")
         renamed = self.client.folders.update(folder["id"], name="Renamed")
         self.assertEqual(renamed["name"], "Renamed")
+        self.assertEqual(self.client.folders.get(folder["id"]), renamed)
         uploaded = self.client.files.upload(b"in a folder", name="inside.txt", folder_id=folder["id"])
         moved = self.client.files.update(uploaded["id"], folder_id=None)
         self.assertIsNone(moved["folder_id"])
@@ -185,6 +186,8 @@ class AgainstTheServer(unittest.TestCase):
         self.assertEqual(self.client.webhooks.delete(webhook["id"]), {"id": webhook["id"], "deleted": True})
         deleted_folder = self.client.folders.delete(folder["id"])
         self.assertEqual(deleted_folder["id"], folder["id"])
+        with self.assertRaises(NotFoundError):
+            self.client.folders.get(folder["id"])
         self.client.files.delete(uploaded["id"])
         self.assertGreaterEqual(self.client.trash.empty()["deleted_count"], 1)
         with self.assertRaises(NotFoundError):

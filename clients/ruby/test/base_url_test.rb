@@ -50,6 +50,7 @@ class PrefixedBaseUrlTest < Minitest::Test
     File.binwrite(path, Random.bytes(200_000))
     md5 = Digest::MD5.file(path).hexdigest
     folder = client.folders.create(name: 'Under a prefix')
+    assert_equal folder, client.folders.get(folder['id'])
     # Resumable: the tus Location is relative (/v1/uploads/{id}), taken under the base URL.
     file = client.files.upload(path, folder_id: folder['id'])
     assert_equal [200_000, md5], file.values_at('size', 'md5_hash')

@@ -8,6 +8,7 @@ import { CreateFolderCommand } from './commands/create-folder.command.js';
 import { DeleteFolderCommand } from './commands/delete-folder.command.js';
 import { UpdateFolderCommand } from './commands/update-folder.command.js';
 import { CreateFolderRequest, DeletedFolderResponse, FolderResponse, ListFoldersRequest, UpdateFolderRequest } from './dto/folder.dto.js';
+import { GetFolderQuery } from './queries/get-folder.query.js';
 import { ListFoldersQuery } from './queries/list-folders.query.js';
 
 @ApiTags('Folders')
@@ -34,6 +35,15 @@ export class FoldersController {
   @ApiErrors([400, 'invalid_request: bad page, per_page, sort or a repeated parameter; a cursor together with page, altered, or made for another query.'], [404, 'not_found: no such active parent folder.'])
   list(@CurrentActor() actor: Actor, @Query() request: ListFoldersRequest) {
     return this.queries.execute(new ListFoldersQuery(actor, request));
+  }
+
+  @Get(':folder_id')
+  @RequireScope('read')
+  @ApiOperation({ operationId: 'getFolder', summary: 'Get a folder', description: 'One active folder. Walking `parent_id` up to null gives its path from the root.' })
+  @ApiEnvelope(FolderResponse)
+  @ApiErrors([404, 'not_found: no active folder with this id in the account.'])
+  get(@CurrentActor() actor: Actor, @Param('folder_id') folderId: string): Promise<FolderResponse> {
+    return this.queries.execute(new GetFolderQuery(actor, folderId));
   }
 
   @Patch(':folder_id')

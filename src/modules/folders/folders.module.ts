@@ -8,11 +8,12 @@ import { DeleteFolderHandler } from './commands/delete-folder.command.js';
 import { UpdateFolderHandler } from './commands/update-folder.command.js';
 import { FolderEntity } from './folder.entity.js';
 import { FoldersController } from './folders.controller.js';
+import { GetFolderHandler } from './queries/get-folder.query.js';
 import { ListFoldersHandler } from './queries/list-folders.query.js';
 
 @Module({
   imports: [TypeOrmModule.forFeature([FolderEntity, FileEntity, ShareEntity, AccountEntity])],
   controllers: [FoldersController],
-  providers: [CreateFolderHandler, UpdateFolderHandler, DeleteFolderHandler, ListFoldersHandler],
+  providers: [CreateFolderHandler, UpdateFolderHandler, DeleteFolderHandler, ListFoldersHandler, GetFolderHandler],
 })
 export class FoldersModule {}

@@ -117,6 +117,32 @@ describe('folders', () => {
     expect((await t.http().get('/v1/folders?page=1&page=2').set(owner.auth)).status).toBe(400);
   });
 
+  it('gets one folder by id, whose parent_id chain is its path; another account\'s, a trashed one or an unknown id is not found', async () => {
+    const top = (await create({ name: 'Path top' })).body.data;
+    const middle = (await create({ name: 'Path middle', parent_id: top.id })).body.data;
+    const leaf = (await create({ name: 'Path leaf', parent_id: middle.id })).body.data;
+    const got = await t.http().get(`/v1/folders/${leaf.id}`).set(owner.auth);
+    expect(got.status).toBe(200);
+    expect(got.body).toEqual({ success: true, data: leaf });
+    const path: string[] = [];
+    for (let id: string | null = leaf.id; id !== null; ) {
+      const folder: { name: string; parent_id: string | null } = (await t.http().get(`/v1/folders/${id}`).set(owner.auth).expect(200)).body.data;
+      path.unshift(folder.name);
+      id = folder.parent_id;
+    }
+    expect(path).toEqual(['Path top', 'Path middle', 'Path leaf']);
+
+    const stranger = await createAccount(t.app);
+    for (const [id, auth] of [[leaf.id, stranger.auth], ['fld_nope', owner.auth]] as const) {
+      const missing = await t.http().get(`/v1/folders/${id}`).set(auth);
+      expect(missing.status, id).toBe(404);
+      expect(missing.body.error.code).toBe('not_found');
+    }
+    await t.http().delete(`/v1/folders/${middle.id}`).set(owner.auth).expect(200);
+    expect((await t.http().get(`/v1/folders/${leaf.id}`).set(owner.auth)).status).toBe(404);
+    expect((await t.http().get(`/v1/folders/${top.id}`).set(owner.auth)).status).toBe(200);
+  });
+
   it('renames and moves a folder, never into itself or a descendant', async () => {
     const a = (await create({ name: 'A-tree' })).body.data;
     const b = (await create({ name: 'B', parent_id: a.id })).body.data;
@@ -270,12 +296,14 @@ describe('folders', () => {
     }
   });
 
-  it('checks scopes: write to create and change, read to list, delete to delete', async () => {
+  it('checks scopes: write to create and change, read to list and get, delete to delete', async () => {
     const reader = await createKey(t.app, owner, ['read']);
     const writer = await createKey(t.app, owner, ['write']);
     expect((await create({ name: 'nope' }, reader.auth)).status).toBe(403);
     expect((await t.http().get('/v1/folders').set(writer.auth)).status).toBe(403);
     const folder = (await create({ name: 'scoped' }, writer.auth)).body.data;
+    expect((await t.http().get(`/v1/folders/${folder.id}`).set(writer.auth)).status).toBe(403);
+    expect((await t.http().get(`/v1/folders/${folder.id}`).set(reader.auth)).status).toBe(200);
     expect((await t.http().delete(`/v1/folders/${folder.id}`).set(writer.auth)).status).toBe(403);
     expect((await t.http().patch(`/v1/folders/${folder.id}`).set(reader.auth).send({ name: 'x' })).status).toBe(403);
     // And each scope does allow its own operations.

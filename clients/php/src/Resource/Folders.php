@@ -39,6 +39,16 @@ final class Folders
     }
 
     /**
+     * One folder; following parent_id up to null gives its path from the root.
+     *
+     * @return array<string, mixed>
+     */
+    public function get(string $folderId): array
+    {
+        return $this->http->data('GET', self::path('v1', 'folders', $folderId));
+    }
+
+    /**
      * Renames and/or moves a folder: ['name' => …, 'parent_id' => … or null for the root].
      *
      * @param array<string, mixed> $changes

@@ -267,6 +267,10 @@ class Folders:
     def list_all(self, **query: Any) -> Iterator[Folder]:
         return _paginate(self._http, "/v1/folders", query)
 
+    def get(self, folder_id: str) -> Folder:
+        """One folder; following ``parent_id`` up to None gives its path from the root."""
+        return self._http.data("GET", _path("/v1/folders/{}", folder_id))  # type: ignore[no-any-return]
+
     def update(self, folder_id: str, **changes: Any) -> Folder:
         """Renames (``name=``) and/or moves (``parent_id=``; None moves it to the root) a folder."""
         return self._http.data("PATCH", _path("/v1/folders/{}", folder_id), json=changes)  # type: ignore[no-any-return]

@@ -163,6 +163,9 @@ module FileStorage
       block_given? ? items.each(&) : items
     end
 
+    # One folder; following `parent_id` up to nil gives its path from the root.
+    def get(folder_id) = @http.data(:get, Paths.build('v1', 'folders', folder_id))
+
     # Renames and/or moves a folder (`parent_id: nil` moves it to the root).
     def update(folder_id, name: nil, parent_id: :unchanged)
       changes = {}
