@@ -214,8 +214,13 @@ describe('delete, restore and the trash', () => {
     const oneFile = await t.http().delete(`/v1/trash?file_id=${files[0].id}`).set(acct.auth);
     expect(oneFile.status).toBe(400);
     expect(oneFile.body.error.details.fields.map((f: { field: string }) => f.field)).toEqual(['file_id']);
+    // So is a body naming some files, as bulk delete's does.
+    const someFiles = await t.http().delete('/v1/trash').set(acct.auth).send({ file_ids: [files[0].id] });
+    expect(someFiles.status).toBe(400);
+    expect(someFiles.body.error.details.fields).toEqual([{ field: 'file_ids', message: 'is not allowed' }]);
+    expect((await t.http().delete('/v1/trash').set(acct.auth).send([files[0].id])).status).toBe(400);
     expect((await t.http().get('/v1/trash').set(acct.auth)).body.data).toHaveLength(3);
-    const res = await t.http().delete('/v1/trash').set(acct.auth);
+    const res = await t.http().delete('/v1/trash').set(acct.auth).send({});
     expect(res.status).toBe(200);
     expect(res.body.data).toEqual({ deleted_count: 3, freed_bytes: 33 });
     expect((await account(acct.accountId)).storageUsed).toBe(4);

@@ -4169,7 +4169,7 @@ export interface operations {
                 };
             };
             /**
-             * @description invalid_request: any query parameter (this route takes none; to delete one trashed file for good, DELETE /v1/files/{id}?permanent=true).
+             * @description invalid_request: any query parameter or body field (this route takes none; to delete one trashed file for good, DELETE /v1/files/{id}?permanent=true).
              *
              *     invalid_request: malformed input; `details.fields` lists each problem.
              */
