@@ -140,7 +140,16 @@ describe('delete, restore and the trash', () => {
     const orphan = await uploadOk(t, owner.auth, 'o', { name: 'orphan.txt', folderId: folder.id });
     await t.http().delete(`/v1/files/${orphan.id}`).set(owner.auth);
     await t.http().delete(`/v1/folders/${folder.id}`).set(owner.auth);
-    const toRoot = await t.http().post(`/v1/files/${orphan.id}/restore`).set(owner.auth);
+    // A restore into a folder of the caller's choosing is refused, not done elsewhere: the file stays in the trash.
+    const elsewhere = (await t.http().post('/v1/folders').set(owner.auth).send({ name: 'Elsewhere' })).body.data;
+    const intoQuery = await t.http().post(`/v1/files/${orphan.id}/restore?folder_id=${elsewhere.id}`).set(owner.auth);
+    expect(intoQuery.status).toBe(400);
+    expect(intoQuery.body.error.details.fields).toEqual([{ field: 'folder_id', message: 'is not allowed' }]);
+    const intoBody = await t.http().post(`/v1/files/${orphan.id}/restore`).set(owner.auth).send({ folder_id: elsewhere.id });
+    expect(intoBody.status).toBe(400);
+    expect(intoBody.body.error.details.fields).toEqual([{ field: 'folder_id', message: 'is not allowed' }]);
+    expect((await t.http().get(`/v1/files/${orphan.id}`).set(owner.auth)).status).toBe(404);
+    const toRoot = await t.http().post(`/v1/files/${orphan.id}/restore`).set(owner.auth).send({});
     expect(toRoot.body.data).toMatchObject({ id: orphan.id, folder_id: null, name: 'orphan.txt' });
     const reader = await createKey(t.app, owner, ['read', 'delete']);
     expect((await t.http().post(`/v1/files/${orphan.id}/restore`).set(reader.auth)).status).toBe(403);

@@ -3019,7 +3019,11 @@ export interface operations {
                     };
                 };
             };
-            /** @description invalid_request: malformed input; `details.fields` lists each problem. */
+            /**
+             * @description invalid_request: any query parameter or body field (this route takes none: a file goes back where it was, or to the root).
+             *
+             *     invalid_request: malformed input; `details.fields` lists each problem.
+             */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
