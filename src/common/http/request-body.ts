@@ -67,6 +67,16 @@ export function jsonBodyParser(): RequestHandler {
   });
 }
 
+/**
+ * The fields of a JSON body sent to a route that takes none, to refuse rather than ignore them: `[]` for no
+ * body, `{}` or `[]`; `['body']` for any other body that is not an object.
+ */
+export function unexpectedBodyFields(body: unknown): string[] {
+  if (body === undefined || body === null) return [];
+  if (Array.isArray(body)) return body.length === 0 ? [] : ['body'];
+  return typeof body === 'object' ? Object.keys(body) : ['body'];
+}
+
 /** Every operation that takes a JSON body may also answer 413 (body over the size limit) and 415 (a charset or encoding it cannot read). */
 export function documentJsonBodyLimits(document: OpenAPIObject): void {
   for (const methods of Object.values(document.paths)) {

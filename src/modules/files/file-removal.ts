@@ -1,5 +1,5 @@
 import type { Logger } from '@nestjs/common';
-import { type DeleteQueryBuilder, type EntityManager, In, IsNull } from 'typeorm';
+import { type DeleteQueryBuilder, type EntityManager, In, IsNull, type UpdateQueryBuilder } from 'typeorm';
 import { sqlDialect } from '../../infra/database/sql-dialect.js';
 import { Outbox } from '../../infra/outbox/outbox.js';
 import type { BlobStorage } from '../../infra/storage/blob-storage.js';
@@ -21,11 +21,16 @@ export function recoverableUntil(deletedAt: Date, retentionDays: number): Date {
 }
 
 async function invalidateShares(tx: EntityManager, fileIds: string[], now: Date): Promise<void> {
-  if (fileIds.length === 0) return;
-  await tx.getRepository(ShareEntity).update({ fileId: In(fileIds), invalidatedAt: IsNull() }, { invalidatedAt: now });
+  for (let i = 0; i < fileIds.length; i += IDS_PER_STATEMENT) {
+    await tx.getRepository(ShareEntity).update({ fileId: In(fileIds.slice(i, i + IDS_PER_STATEMENT)), invalidatedAt: IsNull() }, { invalidatedAt: now });
+  }
 }
 
-/** Moves active files to the trash. Returns the files that were moved (others changed meanwhile). */
+/**
+ * Moves active files to the trash. Returns the files that were moved (others changed meanwhile).
+ * Set-based, in chunks of ids: a folder of thousands of files is a few statements, each within the
+ * databases' bound-parameter limits (its file.deleted events included).
+ */
 export async function moveFilesToTrash(
   tx: EntityManager,
   files: FileEntity[],
@@ -35,20 +40,26 @@ export async function moveFilesToTrash(
 ): Promise<FileEntity[]> {
   const moved: FileEntity[] = [];
   const until = recoverableUntil(now, retentionDays);
-  for (const file of files) {
-    const result = await tx
-      .getRepository(FileEntity)
-      .update({ id: file.id, state: 'active' }, { state: 'trashed', deletedAt: now, deletedBy, recoverableUntil: until });
-    if (!result.affected) continue;
-    Object.assign(file, { state: 'trashed', deletedAt: now, deletedBy, recoverableUntil: until });
-    moved.push(file);
+  for (let i = 0; i < files.length; i += IDS_PER_STATEMENT) {
+    const chunk = files.slice(i, i + IDS_PER_STATEMENT);
+    const query = tx
+      .createQueryBuilder()
+      .update(FileEntity)
+      .set({ state: 'trashed', deletedAt: now, deletedBy, recoverableUntil: until })
+      .where('id IN (:...ids)', { ids: chunk.map((f) => f.id) })
+      // As in deleteFilesPermanently: the rows are found by id, not by walking the state's index on SQLite.
+      .andWhere(`${sqlDialect(tx).notIndexed('state')} = 'active'`);
+    const trashed = new Set((await writeReturning<{ id: string }>(tx, query, 'id')).map((row) => row.id));
+    const movedNow = chunk.filter((file) => trashed.has(file.id));
+    for (const file of movedNow) Object.assign(file, { state: 'trashed', deletedAt: now, deletedBy, recoverableUntil: until });
+    await invalidateShares(
+      tx,
+      movedNow.map((f) => f.id),
+      now,
+    );
+    await Outbox.record(tx, ...movedNow.map((file) => fileDeleted(file, deletedBy, now, false)));
+    moved.push(...movedNow);
   }
-  await invalidateShares(
-    tx,
-    moved.map((f) => f.id),
-    now,
-  );
-  await Outbox.record(tx, ...moved.map((file) => fileDeleted(file, deletedBy, now, false)));
   return moved;
 }
 
@@ -73,7 +84,7 @@ export async function deleteFilesPermanently(
     const column = (name: string) => sqlDialect(tx).notIndexed(name);
     if (condition.state !== 'any') query.andWhere(`${column('state')} = :state`, { state: condition.state });
     if (condition.expiredBy) query.andWhere(`${column('recoverable_until')} <= :expiredBy`, { expiredBy: condition.expiredBy.toISOString() });
-    for (const row of await deleteReturning<DeletedRow>(tx, query, 'id, size, name, blob_key, thumbnail_key')) gone.set(row.id, row);
+    for (const row of await writeReturning<DeletedRow>(tx, query, 'id, size, name, blob_key, thumbnail_key')) gone.set(row.id, row);
   }
   // What an active file holds may have changed since the caller read it (an overwrite, a rename): the row as deleted says.
   const deleted = files
@@ -107,11 +118,11 @@ interface DeletedRow {
 const IDS_PER_STATEMENT = 1_000;
 
 /**
- * Runs a DELETE and answers the rows it removed. TypeORM emits RETURNING for PostgreSQL only; SQLite
- * has it too (3.35 and later), so it is appended here, the same on both.
+ * Runs a DELETE or UPDATE and answers the rows it removed or changed. TypeORM emits RETURNING for
+ * PostgreSQL only; SQLite has it too (3.35 and later), so it is appended here, the same on both.
  */
-async function deleteReturning<T>(tx: EntityManager, query: DeleteQueryBuilder<FileEntity>, columns: string): Promise<T[]> {
-  if (!tx.queryRunner) throw new Error('deleteReturning runs inside a transaction');
+async function writeReturning<T>(tx: EntityManager, query: DeleteQueryBuilder<FileEntity> | UpdateQueryBuilder<FileEntity>, columns: string): Promise<T[]> {
+  if (!tx.queryRunner) throw new Error('writeReturning runs inside a transaction');
   const [sql, parameters] = query.getQueryAndParameters();
   const result = await tx.queryRunner.query(`${sql} RETURNING ${columns}`, parameters, true);
   return result.records as T[];

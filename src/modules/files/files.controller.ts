@@ -7,6 +7,7 @@ import { type Actor, CurrentActor } from '../../common/auth/actor.js';
 import { Clock } from '../../common/clock.js';
 import { InvalidRequest } from '../../common/errors/api-error.js';
 import { ApiEnvelope, ApiErrors, blobHeaders } from '../../common/http/openapi.js';
+import { unexpectedBodyFields } from '../../common/http/request-body.js';
 import { sendBlob } from '../../infra/storage/blob-response.js';
 import { BlobStorage } from '../../infra/storage/blob-storage.js';
 import { BulkDeleteFilesCommand } from './commands/bulk-delete-files.command.js';
@@ -130,8 +131,14 @@ export class FilesController {
     description: 'Back into its folder, or the root when that folder is gone (folder_id null). A taken name gets a numbered suffix. Share links are not restored.',
   })
   @ApiEnvelope(RestoredFileResponse)
-  @ApiErrors([404, 'not_found: the file is not in the trash (or its recovery window has passed).'])
-  restore(@CurrentActor() actor: Actor, @Param('file_id') fileId: string): Promise<RestoredFileResponse> {
+  @ApiErrors(
+    [400, 'invalid_request: any query parameter or body field (this route takes none: a file goes back where it was, or to the root).'],
+    [404, 'not_found: the file is not in the trash (or its recovery window has passed).'],
+  )
+  restore(@CurrentActor() actor: Actor, @Param('file_id') fileId: string, @Query() parameters: Record<string, unknown>, @Req() request: Request): Promise<RestoredFileResponse> {
+    // Refused rather than ignored: `?folder_id=` or `{"folder_id": …}` reads like restoring into that folder, which a restore does not do.
+    const given = [...Object.keys(parameters), ...unexpectedBodyFields(request.body)];
+    if (given.length > 0) throw InvalidRequest.fields(given.map((field) => ({ field, message: 'is not allowed' })));
     return this.commands.execute(new RestoreFileCommand(actor, fileId));
   }
 }

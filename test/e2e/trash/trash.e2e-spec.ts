@@ -2,6 +2,7 @@ import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CommandBus } from '@nestjs/cqrs';
 import { newId } from '../../../src/common/ids.js';
+import { insertRows } from '../../../src/infra/database/insert-rows.js';
 import { BlobStorage, blobKeys } from '../../../src/infra/storage/blob-storage.js';
 import { OutboxEventEntity } from '../../../src/infra/outbox/outbox-event.entity.js';
 import { AccountEntity } from '../../../src/modules/accounts/account.entity.js';
@@ -139,10 +140,48 @@ describe('delete, restore and the trash', () => {
     const orphan = await uploadOk(t, owner.auth, 'o', { name: 'orphan.txt', folderId: folder.id });
     await t.http().delete(`/v1/files/${orphan.id}`).set(owner.auth);
     await t.http().delete(`/v1/folders/${folder.id}`).set(owner.auth);
-    const toRoot = await t.http().post(`/v1/files/${orphan.id}/restore`).set(owner.auth);
+    // A restore into a folder of the caller's choosing is refused, not done elsewhere: the file stays in the trash.
+    const elsewhere = (await t.http().post('/v1/folders').set(owner.auth).send({ name: 'Elsewhere' })).body.data;
+    const intoQuery = await t.http().post(`/v1/files/${orphan.id}/restore?folder_id=${elsewhere.id}`).set(owner.auth);
+    expect(intoQuery.status).toBe(400);
+    expect(intoQuery.body.error.details.fields).toEqual([{ field: 'folder_id', message: 'is not allowed' }]);
+    const intoBody = await t.http().post(`/v1/files/${orphan.id}/restore`).set(owner.auth).send({ folder_id: elsewhere.id });
+    expect(intoBody.status).toBe(400);
+    expect(intoBody.body.error.details.fields).toEqual([{ field: 'folder_id', message: 'is not allowed' }]);
+    expect((await t.http().get(`/v1/files/${orphan.id}`).set(owner.auth)).status).toBe(404);
+    const toRoot = await t.http().post(`/v1/files/${orphan.id}/restore`).set(owner.auth).send({});
     expect(toRoot.body.data).toMatchObject({ id: orphan.id, folder_id: null, name: 'orphan.txt' });
     const reader = await createKey(t.app, owner, ['read', 'delete']);
     expect((await t.http().post(`/v1/files/${orphan.id}/restore`).set(reader.auth)).status).toBe(403);
+  });
+
+  it('deletes a folder of thousands of files: all of them to the trash, each with its file.deleted', async () => {
+    // 6,600 events of 5 columns each are more bound parameters than SQLite takes in one statement (32,766).
+    const count = 6_600;
+    const acct = await createAccount(t.app);
+    const folder = (await t.http().post('/v1/folders').set(acct.auth).send({ name: 'Camera roll' })).body.data;
+    const now = new Date().toISOString();
+    const rows = Array.from({ length: count }, (_, i) => {
+      const id = newId('file');
+      return {
+        id, account_id: acct.accountId, folder_id: folder.id, folder_key: folder.id, name: `IMG_${i}.jpg`, name_key: `img_${i}.jpg`, size: 1,
+        mime_type: 'image/jpeg', category: 'image', md5: '0'.repeat(32), blob_key: blobKeys.file(acct.accountId, id, newId('upl')), state: 'active',
+        scan_status: 'clean', thumbnail_key: null, uploaded_by: acct.userId, created_at: now, modified_at: now, deleted_at: null, deleted_by: null, recoverable_until: null,
+      };
+    });
+    await db().transaction(async (tx) => {
+      for (let i = 0; i < rows.length; i += 1_000) await insertRows(tx, 'files', rows.slice(i, i + 1_000));
+    });
+    await share(acct.accountId, acct.userId, rows[count - 1].id);
+
+    const res = await t.http().delete(`/v1/folders/${folder.id}`).set(acct.auth);
+    expect(res.status).toBe(200);
+    expect(res.body.data).toMatchObject({ folders_deleted: 1, files_deleted: count });
+    const trash = await t.http().get('/v1/trash?per_page=1').set(acct.auth);
+    expect(trash.body.pagination.total_items).toBe(count);
+    expect(trash.body.data[0]).toMatchObject({ folder_id: folder.id, deleted_at: res.body.data.deleted_at });
+    expect((await db().getRepository(ShareEntity).findOneByOrFail({ fileId: rows[count - 1].id })).invalidatedAt).not.toBeNull();
+    expect(await db().getRepository(OutboxEventEntity).countBy({ accountId: acct.accountId, event: 'file.deleted' })).toBe(count);
   });
 
   it('lists the trash newest deletion first (or oldest), with search and pagination', async () => {
@@ -184,8 +223,13 @@ describe('delete, restore and the trash', () => {
     const oneFile = await t.http().delete(`/v1/trash?file_id=${files[0].id}`).set(acct.auth);
     expect(oneFile.status).toBe(400);
     expect(oneFile.body.error.details.fields.map((f: { field: string }) => f.field)).toEqual(['file_id']);
+    // So is a body naming some files, as bulk delete's does.
+    const someFiles = await t.http().delete('/v1/trash').set(acct.auth).send({ file_ids: [files[0].id] });
+    expect(someFiles.status).toBe(400);
+    expect(someFiles.body.error.details.fields).toEqual([{ field: 'file_ids', message: 'is not allowed' }]);
+    expect((await t.http().delete('/v1/trash').set(acct.auth).send([files[0].id])).status).toBe(400);
     expect((await t.http().get('/v1/trash').set(acct.auth)).body.data).toHaveLength(3);
-    const res = await t.http().delete('/v1/trash').set(acct.auth);
+    const res = await t.http().delete('/v1/trash').set(acct.auth).send({});
     expect(res.status).toBe(200);
     expect(res.body.data).toEqual({ deleted_count: 3, freed_bytes: 33 });
     expect((await account(acct.accountId)).storageUsed).toBe(4);

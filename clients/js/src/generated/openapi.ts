@@ -3023,7 +3023,11 @@ export interface operations {
                     };
                 };
             };
-            /** @description invalid_request: malformed input; `details.fields` lists each problem. */
+            /**
+             * @description invalid_request: any query parameter or body field (this route takes none: a file goes back where it was, or to the root).
+             *
+             *     invalid_request: malformed input; `details.fields` lists each problem.
+             */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4294,7 +4298,7 @@ export interface operations {
                 };
             };
             /**
-             * @description invalid_request: any query parameter (this route takes none; to delete one trashed file for good, DELETE /v1/files/{id}?permanent=true).
+             * @description invalid_request: any query parameter or body field (this route takes none; to delete one trashed file for good, DELETE /v1/files/{id}?permanent=true).
              *
              *     invalid_request: malformed input; `details.fields` lists each problem.
              */
