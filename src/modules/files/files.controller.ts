@@ -6,7 +6,7 @@ import { Public, RequireScope } from '../../common/auth/access.decorator.js';
 import { type Actor, CurrentActor } from '../../common/auth/actor.js';
 import { Clock } from '../../common/clock.js';
 import { InvalidRequest } from '../../common/errors/api-error.js';
-import { ApiEnvelope, ApiErrors, blobHeaders } from '../../common/http/openapi.js';
+import { ApiBlobAnswers, ApiEnvelope, ApiErrors, blobHeaders } from '../../common/http/openapi.js';
 import { sendBlob } from '../../infra/storage/blob-response.js';
 import { BlobStorage } from '../../infra/storage/blob-storage.js';
 import { BulkDeleteFilesCommand } from './commands/bulk-delete-files.command.js';
@@ -152,19 +152,17 @@ export class FileDownloadsController {
     operationId: 'downloadFile',
     summary: 'Download a file (signed link)',
     description:
-      'The `download_url` of a File object: no API key needed, valid one hour. Supports Range (206, 416), ETag (the MD5) with If-None-Match (304), ' +
+      'The `download_url` of a File object: no API key needed, valid one hour. Supports Range (206, 416), ETag (the MD5) with If-None-Match (304) ' +
+      'and If-Match or If-Unmodified-Since (412 once the file is another version), ' +
       'If-Range (the ETag, or the Last-Modified date once it is a strong validator, a second or more before the answer\'s Date; otherwise the whole file) ' +
       'and HEAD, and sends Content-Disposition: attachment with the file name.',
   })
   @ApiParam({ name: 'file_id' })
   @ApiProduces('application/octet-stream')
-  @ApiResponse({ status: 200, description: 'The bytes', headers: blobHeaders(200) })
-  @ApiResponse({ status: 206, description: 'The requested byte range', headers: blobHeaders(206) })
-  @ApiResponse({ status: 304, description: 'Not modified (If-None-Match matched the ETag)', headers: blobHeaders(304) })
+  @ApiBlobAnswers()
   @ApiErrors(
     [403, 'permission_denied: the signature is wrong or the link expired; file_infected: the file is quarantined.'],
     [404, 'not_found: the file is gone or in the trash.'],
-    [416, 'invalid_request: the range is not satisfiable.'],
     [429, 'rate_limit_exceeded: too many requests from this address.'],
   )
   download(@Param('file_id') fileId: string, @Query() query: SignedUrlRequest, @Req() request: Request, @Res() response: Response): Promise<void> {

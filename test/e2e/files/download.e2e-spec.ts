@@ -141,6 +141,31 @@ describe('signed downloads', () => {
     expect((await stale.arrayBuffer()).byteLength).toBe(1000);
   });
 
+  it('refuses with 412 a range whose If-Match or If-Unmodified-Since names a version the file no longer is', async () => {
+    // A client fetching a file in several ranges pins them to the version it started with.
+    const first = await uploadOk(t, owner.auth, 'version one, twenty-nine bytes', { name: 'pinned.txt' });
+    const link = onTestServer(t, first.download_url);
+    const pinned = (headers: Record<string, string>) => fetch(link, { headers: { Range: 'bytes=0-6', ...headers } });
+    const part = await pinned({ 'If-Match': `"${first.md5_hash}"` });
+    expect(part.status).toBe(206);
+    expect(await part.text()).toBe('version');
+    expect((await pinned({ 'If-Match': '*' })).status).toBe(206);
+    const since = new Date(first.modified_at).toUTCString();
+    expect((await pinned({ 'If-Unmodified-Since': since })).status).toBe(206);
+
+    // Into the next second, so that the date no longer covers the overwrite.
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const second = await uploadOk(t, owner.auth, 'VERSION TWO, other bytes here!', { name: 'pinned.txt', overwrite: true });
+    const stale: Array<Record<string, string>> = [{ 'If-Match': `"${first.md5_hash}"` }, { 'If-Match': `W/"${second.md5_hash}"` }, { 'If-Unmodified-Since': since }];
+    for (const headers of stale) {
+      const refused = await pinned(headers);
+      expect(refused.status, JSON.stringify(headers)).toBe(412);
+      expect(refused.headers.get('etag')).toBe(`"${second.md5_hash}"`);
+      expect(((await refused.json()) as any).error.code).toBe('conflict');
+    }
+    expect((await pinned({ 'If-Match': `"${first.md5_hash}", "${second.md5_hash}"` })).status).toBe(206);
+  });
+
   it('resumes a download whose If-Range is the Last-Modified date, once that date is a strong validator; otherwise sends the whole file', async () => {
     const fresh = await uploadOk(t, owner.auth, content, { name: 'resume-by-date.bin' });
     const link = onTestServer(t, fresh.download_url);
