@@ -1,12 +1,12 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query, Req, Res, UseInterceptors } from '@nestjs/common';
 import { CommandBus, QueryBus } from '@nestjs/cqrs';
-import { ApiBody, ApiConsumes, ApiOperation, ApiParam, ApiProduces, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiBody, ApiConsumes, ApiOperation, ApiParam, ApiProduces, ApiTags } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import { Public, RequireScope } from '../../common/auth/access.decorator.js';
 import { type Actor, CurrentActor } from '../../common/auth/actor.js';
 import { Clock } from '../../common/clock.js';
 import { InvalidRequest } from '../../common/errors/api-error.js';
-import { ApiBlobAnswers, ApiEnvelope, ApiErrors, blobHeaders } from '../../common/http/openapi.js';
+import { ApiBlobAnswers, ApiEnvelope, ApiErrors } from '../../common/http/openapi.js';
 import { sendBlob } from '../../infra/storage/blob-response.js';
 import { BlobStorage } from '../../infra/storage/blob-storage.js';
 import { BulkDeleteFilesCommand } from './commands/bulk-delete-files.command.js';
@@ -171,10 +171,14 @@ export class FileDownloadsController {
 
   @Get(':file_id/thumbnail')
   @Public()
-  @ApiOperation({ operationId: 'getFileThumbnail', summary: 'A file thumbnail (signed link)', description: 'The `thumbnail_url` of a File object: a WebP image, inline, signed like downloads.' })
+  @ApiOperation({
+    operationId: 'getFileThumbnail',
+    summary: 'A file thumbnail (signed link)',
+    description: 'The `thumbnail_url` of a File object: a WebP image, inline, signed like downloads and answered like them (ETag, Range, HEAD).',
+  })
   @ApiParam({ name: 'file_id' })
   @ApiProduces('image/webp')
-  @ApiResponse({ status: 200, description: 'The thumbnail', headers: blobHeaders(200) })
+  @ApiBlobAnswers()
   @ApiErrors(
     [403, 'permission_denied: the signature is wrong or the link expired; file_infected: the file is quarantined.'],
     [404, 'not_found: no such active file or it has no thumbnail.'],

@@ -261,6 +261,12 @@ describe('signed downloads', () => {
     expect(res.headers.get('content-type')).toBe('image/webp');
     expect(res.headers.get('content-disposition')).toMatch(/^inline;/);
     expect(await res.text()).toBe('RIFFxxxxWEBP');
+    // Revalidated and read in parts like a download, as the OpenAPI document says.
+    const etag = res.headers.get('etag')!;
+    expect((await fetch(onTestServer(t, fresh.thumbnail_url), { headers: { 'If-None-Match': etag } })).status).toBe(304);
+    const part = await fetch(onTestServer(t, fresh.thumbnail_url), { headers: { Range: 'bytes=0-3' } });
+    expect(part.status).toBe(206);
+    expect(await part.text()).toBe('RIFF');
     // A download signature does not open the thumbnail and vice versa.
     const crossed = onTestServer(t, fresh.download_url).replace('/download?', '/thumbnail?');
     expect((await fetch(crossed)).status).toBe(403);

@@ -225,7 +225,7 @@ export interface paths {
         };
         /**
          * A file thumbnail (signed link)
-         * @description The `thumbnail_url` of a File object: a WebP image, inline, signed like downloads.
+         * @description The `thumbnail_url` of a File object: a WebP image, inline, signed like downloads and answered like them (ETag, Range, HEAD).
          */
         get: operations["getFileThumbnail"];
         put?: never;
@@ -3338,7 +3338,18 @@ export interface operations {
                 /** @description HMAC-SHA256 of the path and expiry */
                 signature: string;
             };
-            header?: never;
+            header?: {
+                /** @description One byte range, e.g. bytes=0-1023 (206). Several ranges or another unit get the whole file. */
+                Range?: string;
+                /** @description Send the range only if the file is still the version the client holds (RFC 9110); otherwise the whole file (200). */
+                "If-Range"?: string;
+                /** @description The ETag of the version the client is reading (e.g. in several ranges): 412 once the file is another version. */
+                "If-Match"?: string;
+                /** @description An HTTP date: 412 when the file was modified after it (to the second). Ignored with If-Match. */
+                "If-Unmodified-Since"?: string;
+                /** @description The ETag the client holds: 304 while the file is unchanged. */
+                "If-None-Match"?: string;
+            };
             path: {
                 file_id: string;
             };
@@ -3346,7 +3357,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The thumbnail */
+            /** @description The file's bytes. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3356,6 +3367,34 @@ export interface operations {
                     ETag: components["headers"]["ETag"];
                     "Last-Modified": components["headers"]["Last-Modified"];
                     "Content-Disposition": components["headers"]["Content-Disposition"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The requested byte range. */
+            206: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    ETag: components["headers"]["ETag"];
+                    "Last-Modified": components["headers"]["Last-Modified"];
+                    "Content-Disposition": components["headers"]["Content-Disposition"];
+                    "Content-Range": components["headers"]["Content-Range"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not modified (If-None-Match matched the ETag). */
+            304: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    ETag: components["headers"]["ETag"];
+                    "Last-Modified": components["headers"]["Last-Modified"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3397,6 +3436,35 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorEnvelope404"];
+                };
+            };
+            /** @description conflict: the file is no longer the version If-Match or If-Unmodified-Since names; ETag gives the current one. */
+            412: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope412"];
+                };
+            };
+            /** @description invalid_request: the range is not satisfiable (it starts past the end of the file); Content-Range gives the size. */
+            416: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    ETag: components["headers"]["ETag"];
+                    "Content-Range": components["headers"]["Content-Range"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope416"];
                 };
             };
             /**
