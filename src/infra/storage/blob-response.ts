@@ -177,7 +177,8 @@ export function parseRange(header: string, size: number): ByteRange | 'unsatisfi
   if (match[1] === '') {
     const suffix = Number(match[2]);
     if (suffix === 0) return 'unsatisfiable';
-    return size === 0 ? 'unsatisfiable' : { start: Math.max(0, size - suffix), end: size - 1 };
+    // RFC 9110 14.1.2: the one range an empty file satisfies, and one no Content-Range can state: the whole (empty) file.
+    return size === 0 ? null : { start: Math.max(0, size - suffix), end: size - 1 };
   }
   const start = Number(match[1]);
   const end = match[2] === '' ? size - 1 : Math.min(Number(match[2]), size - 1);

@@ -68,6 +68,16 @@ describe('signed downloads', () => {
     expect(((await bad.json()) as any).success).toBe(false);
   });
 
+  it('answers an empty file\'s suffix range (bytes=-N, satisfiable by RFC 9110 14.1.2) with the whole, empty file', async () => {
+    const empty = await uploadOk(t, owner.auth, Buffer.alloc(0), { name: 'empty.log' });
+    const tail = await fetch(onTestServer(t, empty.download_url), { headers: { Range: 'bytes=-1024' } });
+    expect(tail.status).toBe(200);
+    expect(tail.headers.get('content-length')).toBe('0');
+    expect(await tail.text()).toBe('');
+    // A range that starts at a byte is not satisfiable by an empty file.
+    expect((await fetch(onTestServer(t, empty.download_url), { headers: { Range: 'bytes=0-' } })).status).toBe(416);
+  });
+
   it('streams a file larger than one read buffer byte for byte, whole and by ranges of any size', async () => {
     // Up to 64 KiB is read into one buffer, more is streamed: both paths, and ranges on either side of that size.
     const large = Buffer.from(Array.from({ length: 300 * 1024 }, (_, i) => (i * 7) % 253));
