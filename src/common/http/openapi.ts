@@ -73,9 +73,9 @@ export const ERROR_CODES_BY_STATUS: Record<number, ErrorCode[]> = {
   403: ['permission_denied', 'file_infected'],
   404: ['not_found'],
   409: ['conflict', 'idempotency_key_in_use'],
+  410: ['share_expired', 'cursor_expired', 'not_found'],
   /** A download whose If-Match or If-Unmodified-Since names another version of the file. */
   412: ['conflict'],
-  410: ['share_expired', 'cursor_expired', 'not_found'],
   413: ['file_too_large', 'storage_exceeded', 'invalid_request'],
   416: ['invalid_request'],
   422: ['idempotency_key_reused'],
