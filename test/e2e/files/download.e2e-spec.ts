@@ -5,6 +5,8 @@ import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { Clock } from '../../../src/common/clock.js';
 import { BlobStorage } from '../../../src/infra/storage/blob-storage.js';
 import { FileEntity } from '../../../src/modules/files/file.entity.js';
+import { UploadReservationEntity } from '../../../src/modules/files/upload/upload-reservation.entity.js';
+import { ServerInstance } from '../../../src/infra/instances/server-instance.js';
 import type { TestAccount } from '../../support/accounts.js';
 import type { TestApp } from '../../support/test-app.js';
 import { useTestApp } from '../../support/app-fixture.js';
@@ -141,6 +143,33 @@ describe('signed downloads', () => {
       releaseMove();
       held.mockRestore();
     }
+  });
+
+  it('answers 503 with Retry-After, not 500, while another server process is still moving the file\'s new bytes into place', async () => {
+    // As another process leaves it between an overwrite's commit and its move: the row names a blob not there yet,
+    // and the upload's reservation row still names the file.
+    const uploaded = await uploadOk(t, owner.auth, 'bytes on their way', { name: 'placed-elsewhere.txt' });
+    const dataSource = t.app.get(DataSource);
+    const { blobKey } = await dataSource.getRepository(FileEntity).findOneByOrFail({ id: uploaded.id });
+    await t.app.get(BlobStorage).delete(blobKey);
+    const tempKey = `tmp/upl_elsewhere_${Date.now()}`;
+    await t.app.get(BlobStorage).write(tempKey, Readable.from([Buffer.from('bytes on their way')]));
+    const now = new Date();
+    await dataSource.getRepository(UploadReservationEntity).insert({
+      id: tempKey.slice('tmp/'.length),
+      accountId: owner.accountId,
+      bytes: 0,
+      tempKey,
+      createdAt: now,
+      updatedAt: now,
+      instanceId: t.app.get(ServerInstance).id,
+      fileId: uploaded.id,
+      obsoleteBlobKeys: null,
+    });
+    const res = await fetch(onTestServer(t, uploaded.download_url));
+    expect(res.status).toBe(503);
+    expect(res.headers.get('retry-after')).toMatch(/^\d+$/);
+    expect(((await res.json()) as any).error.code).toBe('service_unavailable');
   });
 
   it('answers 304 to a matching If-None-Match and ignores a Range whose If-Range is stale', async () => {
