@@ -74,6 +74,8 @@ export const ERROR_CODES_BY_STATUS: Record<number, ErrorCode[]> = {
   404: ['not_found'],
   409: ['conflict', 'idempotency_key_in_use'],
   410: ['share_expired', 'cursor_expired', 'not_found'],
+  /** A download whose If-Match or If-Unmodified-Since names another version of the file. */
+  412: ['conflict'],
   413: ['file_too_large', 'storage_exceeded', 'invalid_request'],
   416: ['invalid_request'],
   422: ['idempotency_key_reused'],
@@ -132,18 +134,24 @@ export function blobHeaders(status: 200 | 206 | 304): Record<string, Reference> 
 }
 
 /**
- * What a route that answers with sendBlob (infra/storage/blob-response.ts) takes and gives: Range, If-Range and
- * If-None-Match, the whole file (200), a range (206), not modified (304) and an unsatisfiable range (416).
+ * What a route that answers with sendBlob (infra/storage/blob-response.ts) takes and gives: Range, If-Range,
+ * If-Match, If-Unmodified-Since and If-None-Match, the whole file (200), a range (206), not modified (304), another
+ * version than the one the client pinned (412) and an unsatisfiable range (416).
  */
 export function ApiBlobAnswers() {
   return applyDecorators(
     ApiHeader({ name: 'Range', required: false, description: 'One byte range, e.g. bytes=0-1023 (206). Several ranges or another unit get the whole file.' }),
     ApiHeader({ name: 'If-Range', required: false, description: 'Send the range only if the file is still the version the client holds (RFC 9110); otherwise the whole file (200).' }),
+    ApiHeader({ name: 'If-Match', required: false, description: 'The ETag of the version the client is reading (e.g. in several ranges): 412 once the file is another version.' }),
+    ApiHeader({ name: 'If-Unmodified-Since', required: false, description: 'An HTTP date: 412 when the file was modified after it (to the second). Ignored with If-Match.' }),
     ApiHeader({ name: 'If-None-Match', required: false, description: 'The ETag the client holds: 304 while the file is unchanged.' }),
     ApiResponse({ status: 200, description: 'The file\'s bytes.', headers: blobHeaders(200) }),
     ApiResponse({ status: 206, description: 'The requested byte range.', headers: blobHeaders(206) }),
     ApiResponse({ status: 304, description: 'Not modified (If-None-Match matched the ETag).', headers: blobHeaders(304) }),
-    ApiErrors([416, 'invalid_request: the range is not satisfiable (it starts past the end of the file); Content-Range gives the size.']),
+    ApiErrors(
+      [412, 'conflict: the file is no longer the version If-Match or If-Unmodified-Since names; ETag gives the current one.'],
+      [416, 'invalid_request: the range is not satisfiable (it starts past the end of the file); Content-Range gives the size.'],
+    ),
   );
 }
 
@@ -185,6 +193,7 @@ export function completeOpenApiDocument(document: OpenAPIObject): OpenAPIObject 
         if (code === 409 && idempotent) headers['Retry-After'] = header('Retry-After-When-In-Use');
         if (idempotent && code < 500) headers['Idempotent-Replayed'] = header('Idempotent-Replayed');
         if (code === 401 && operation.security) headers['WWW-Authenticate'] = header('WWW-Authenticate');
+        if (code === 412) headers.ETag = header('ETag');
         if (code === 416) Object.assign(headers, { ETag: header('ETag'), 'Content-Range': header('Content-Range') });
         response.headers = { ...headers, ...response.headers };
         if (code >= 400) {

@@ -20,9 +20,12 @@ describe('parseRange', () => {
     ['bytes=5-4', 100],
     ['bytes=-0', 100],
     ['bytes=0-', 0],
-    ['bytes=-5', 0],
   ])('%s of %i bytes is unsatisfiable', (header, size) => {
     expect(parseRange(header, size)).toBe('unsatisfiable');
+  });
+
+  it('sends an empty file whole for a suffix range, the one range it satisfies', () => {
+    expect(parseRange('bytes=-5', 0)).toBeNull();
   });
 
   it.each([['bytes=0-1,5-6'], ['items=0-1'], ['bytes=a-b'], ['bytes=-'], ['']])('ignores %j (whole file)', (header) => {

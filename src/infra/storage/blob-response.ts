@@ -22,15 +22,16 @@ export interface BlobDescription {
 }
 
 /**
- * Streams a blob as an HTTP response the way a mature file API does: strong ETag (the MD5) with
- * If-None-Match (304), a single byte range (206, or 416 when unsatisfiable; If-Range honoured, with the
- * ETag or the Last-Modified date), HEAD, and a Content-Disposition that survives any file name. Memory
+ * Streams a blob as an HTTP response the way a mature file API does: strong ETag (the MD5) with If-Match and
+ * If-Unmodified-Since (412) and If-None-Match (304), a single byte range (206, or 416 when unsatisfiable; If-Range
+ * honoured, with the ETag or the Last-Modified date), HEAD, and a Content-Disposition that survives any file name. Memory
  * stays flat: bytes are piped. `now` is the time of this answer, which decides whether a date is a strong validator.
  */
 export async function sendBlob(request: Request, response: Response, storage: BlobStorage, blob: BlobDescription, now: Date = new Date()): Promise<void> {
   const etag = `"${blob.md5}"`;
   for (const [name, value] of Object.entries(versionHeaders(blob))) response.setHeader(name, value);
 
+  if (!preconditionsHold(request.headers, blob)) throw preconditionFailed(blob);
   if (etagMatches(request.headers['if-none-match'], etag)) {
     response.status(304).end();
     return;
@@ -70,8 +71,10 @@ export async function sendBlob(request: Request, response: Response, storage: Bl
   }
 }
 
-/** The request headers that decide whether sendBlob answers 304, the file, a range, or 416. */
+/** The request headers that decide whether sendBlob answers 412, 304, the file, a range, or 416. */
 export interface BlobConditions {
+  'if-match'?: string;
+  'if-unmodified-since'?: string;
   'if-none-match'?: string;
   range?: string;
   'if-range'?: string | string[];
@@ -80,10 +83,11 @@ export interface BlobConditions {
 type BlobVersion = Pick<BlobDescription, 'size' | 'md5' | 'modifiedAt'>;
 
 /**
- * Throws the 416 sendBlob would answer for these request headers and this file, so a caller can refuse
+ * Throws the 412 or 416 sendBlob would answer for these request headers and this file, so a caller can refuse
  * the request before counting it as a download.
  */
 export function assertRangeSatisfiable(conditions: BlobConditions, blob: BlobVersion, now: Date = new Date()): void {
+  if (!preconditionsHold(conditions, blob)) throw preconditionFailed(blob);
   // If-None-Match is answered (304) before the range is looked at.
   if (etagMatches(conditions['if-none-match'], `"${blob.md5}"`)) return;
   if (requestedRange(conditions, blob, now) === 'unsatisfiable') throw rangeNotSatisfiable(blob);
@@ -134,6 +138,27 @@ function rangeNotSatisfiable(blob: BlobVersion): ApiError {
   });
 }
 
+/**
+ * RFC 9110 13.2.2, steps 1 and 2: If-Match (strong comparison: a weak tag never matches; `*` matches any version), or
+ * without it If-Unmodified-Since (to the second). A client fetching a file in several ranges sends its ETag this way
+ * so that it never puts together parts of two versions.
+ */
+function preconditionsHold(conditions: BlobConditions, blob: BlobVersion): boolean {
+  const ifMatch = conditions['if-match'];
+  if (ifMatch !== undefined) {
+    return ifMatch
+      .split(',')
+      .map((tag) => tag.trim())
+      .some((tag) => tag === '*' || tag === `"${blob.md5}"`);
+  }
+  const since = Date.parse(conditions['if-unmodified-since'] ?? '');
+  return Number.isNaN(since) || Math.floor(blob.modifiedAt.getTime() / 1000) <= Math.floor(since / 1000);
+}
+
+function preconditionFailed(blob: BlobVersion): ApiError {
+  return new ApiError(412, 'conflict', 'The file has changed: it is no longer the version If-Match or If-Unmodified-Since names. The ETag header names the current one.', undefined, versionHeaders(blob));
+}
+
 function etagMatches(header: string | undefined, etag: string): boolean {
   if (!header) return false;
   return header
@@ -152,7 +177,8 @@ export function parseRange(header: string, size: number): ByteRange | 'unsatisfi
   if (match[1] === '') {
     const suffix = Number(match[2]);
     if (suffix === 0) return 'unsatisfiable';
-    return size === 0 ? 'unsatisfiable' : { start: Math.max(0, size - suffix), end: size - 1 };
+    // RFC 9110 14.1.2: the one range an empty file satisfies, and one no Content-Range can state: the whole (empty) file.
+    return size === 0 ? null : { start: Math.max(0, size - suffix), end: size - 1 };
   }
   const start = Number(match[1]);
   const end = match[2] === '' ? size - 1 : Math.min(Number(match[2]), size - 1);

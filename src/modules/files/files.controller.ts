@@ -1,12 +1,12 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query, Req, Res, UseInterceptors } from '@nestjs/common';
 import { CommandBus, QueryBus } from '@nestjs/cqrs';
-import { ApiBody, ApiConsumes, ApiOperation, ApiParam, ApiProduces, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiBody, ApiConsumes, ApiOperation, ApiParam, ApiProduces, ApiTags } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import { Public, RequireScope } from '../../common/auth/access.decorator.js';
 import { type Actor, CurrentActor } from '../../common/auth/actor.js';
 import { Clock } from '../../common/clock.js';
-import { InvalidRequest } from '../../common/errors/api-error.js';
-import { ApiEnvelope, ApiErrors, blobHeaders } from '../../common/http/openapi.js';
+import { ApiError, InvalidRequest, ServiceUnavailable } from '../../common/errors/api-error.js';
+import { ApiBlobAnswers, ApiEnvelope, ApiErrors } from '../../common/http/openapi.js';
 import { unexpectedBodyFields } from '../../common/http/request-body.js';
 import { sendBlob } from '../../infra/storage/blob-response.js';
 import { BlobStorage } from '../../infra/storage/blob-storage.js';
@@ -18,6 +18,7 @@ import { parseOverwrite, UploadFileCommand } from './commands/upload-file.comman
 import { FileResponse } from './dto/file.response.js';
 import { BulkDeleteRequest, DeleteFileRequest, ListFilesRequest, SignedUrlRequest, UpdateFileRequest, UploadFileForm, UploadFileRequest } from './dto/file.requests.js';
 import { BulkDeleteResponse, DeletedFileResponse, RestoredFileResponse } from './dto/file-removal.responses.js';
+import { FileBytesArrivingQuery } from './queries/file-bytes-arriving.query.js';
 import { GetFileQuery } from './queries/get-file.query.js';
 import { type BlobKind, GetFileBlobQuery } from './queries/get-file-blob.query.js';
 import { ListFilesQuery } from './queries/list-files.query.js';
@@ -159,20 +160,19 @@ export class FileDownloadsController {
     operationId: 'downloadFile',
     summary: 'Download a file (signed link)',
     description:
-      'The `download_url` of a File object: no API key needed, valid one hour. Supports Range (206, 416), ETag (the MD5) with If-None-Match (304), ' +
+      'The `download_url` of a File object: no API key needed, valid one hour. Supports Range (206, 416), ETag (the MD5) with If-None-Match (304) ' +
+      'and If-Match or If-Unmodified-Since (412 once the file is another version), ' +
       'If-Range (the ETag, or the Last-Modified date once it is a strong validator, a second or more before the answer\'s Date; otherwise the whole file) ' +
       'and HEAD, and sends Content-Disposition: attachment with the file name.',
   })
   @ApiParam({ name: 'file_id' })
   @ApiProduces('application/octet-stream')
-  @ApiResponse({ status: 200, description: 'The bytes', headers: blobHeaders(200) })
-  @ApiResponse({ status: 206, description: 'The requested byte range', headers: blobHeaders(206) })
-  @ApiResponse({ status: 304, description: 'Not modified (If-None-Match matched the ETag)', headers: blobHeaders(304) })
+  @ApiBlobAnswers()
   @ApiErrors(
     [403, 'permission_denied: the signature is wrong or the link expired; file_infected: the file is quarantined.'],
     [404, 'not_found: the file is gone or in the trash.'],
-    [416, 'invalid_request: the range is not satisfiable.'],
     [429, 'rate_limit_exceeded: too many requests from this address.'],
+    [503, 'service_unavailable: the file\'s new content is still being stored (an upload that another server process took); see Retry-After.'],
   )
   download(@Param('file_id') fileId: string, @Query() query: SignedUrlRequest, @Req() request: Request, @Res() response: Response): Promise<void> {
     return this.send('content', fileId, query, request, response);
@@ -180,10 +180,14 @@ export class FileDownloadsController {
 
   @Get(':file_id/thumbnail')
   @Public()
-  @ApiOperation({ operationId: 'getFileThumbnail', summary: 'A file thumbnail (signed link)', description: 'The `thumbnail_url` of a File object: a WebP image, inline, signed like downloads.' })
+  @ApiOperation({
+    operationId: 'getFileThumbnail',
+    summary: 'A file thumbnail (signed link)',
+    description: 'The `thumbnail_url` of a File object: a WebP image, inline, signed like downloads and answered like them (ETag, Range, HEAD).',
+  })
   @ApiParam({ name: 'file_id' })
   @ApiProduces('image/webp')
-  @ApiResponse({ status: 200, description: 'The thumbnail', headers: blobHeaders(200) })
+  @ApiBlobAnswers()
   @ApiErrors(
     [403, 'permission_denied: the signature is wrong or the link expired; file_infected: the file is quarantined.'],
     [404, 'not_found: no such active file or it has no thumbnail.'],
@@ -195,6 +199,15 @@ export class FileDownloadsController {
 
   private async send(kind: BlobKind, fileId: string, query: SignedUrlRequest, request: Request, response: Response): Promise<void> {
     const blob = await this.queries.execute(new GetFileBlobQuery(fileId, kind, query.expires, query.signature));
-    await sendBlob(request, response, this.storage, blob, this.clock.now());
+    try {
+      await sendBlob(request, response, this.storage, blob, this.clock.now());
+    } catch (error) {
+      // Unreadable bytes of a file whose upload another server process is still placing: a moment's wait, not a fault.
+      const unreadable = !(error instanceof ApiError) && !response.headersSent;
+      if (kind === 'content' && unreadable && (await this.queries.execute(new FileBytesArrivingQuery(fileId)))) {
+        throw new ServiceUnavailable('The file\'s new content is still being stored; retry in a moment.');
+      }
+      throw error;
+    }
   }
 }

@@ -10,6 +10,7 @@ import { UpdateFileHandler } from './commands/update-file.command.js';
 import { UploadFileHandler } from './commands/upload-file.command.js';
 import { FileEntity } from './file.entity.js';
 import { FileDownloadsController, FilesController } from './files.controller.js';
+import { FileBytesArrivingHandler } from './queries/file-bytes-arriving.query.js';
 import { GetFileHandler } from './queries/get-file.query.js';
 import { GetFileBlobHandler } from './queries/get-file-blob.query.js';
 import { ListFilesHandler } from './queries/list-files.query.js';
@@ -41,6 +42,7 @@ import { UploadSweeper } from './upload/upload-sweeper.js';
     PageAnchors,
     GetFileHandler,
     GetFileBlobHandler,
+    FileBytesArrivingHandler,
   ],
   exports: [UploadSweeper, UploadReceiver, UploadHasher],
 })

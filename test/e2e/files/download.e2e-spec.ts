@@ -5,6 +5,8 @@ import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { Clock } from '../../../src/common/clock.js';
 import { BlobStorage } from '../../../src/infra/storage/blob-storage.js';
 import { FileEntity } from '../../../src/modules/files/file.entity.js';
+import { UploadReservationEntity } from '../../../src/modules/files/upload/upload-reservation.entity.js';
+import { ServerInstance } from '../../../src/infra/instances/server-instance.js';
 import type { TestAccount } from '../../support/accounts.js';
 import type { TestApp } from '../../support/test-app.js';
 import { useTestApp } from '../../support/app-fixture.js';
@@ -68,6 +70,16 @@ describe('signed downloads', () => {
     expect(((await bad.json()) as any).success).toBe(false);
   });
 
+  it('answers an empty file\'s suffix range (bytes=-N, satisfiable by RFC 9110 14.1.2) with the whole, empty file', async () => {
+    const empty = await uploadOk(t, owner.auth, Buffer.alloc(0), { name: 'empty.log' });
+    const tail = await fetch(onTestServer(t, empty.download_url), { headers: { Range: 'bytes=-1024' } });
+    expect(tail.status).toBe(200);
+    expect(tail.headers.get('content-length')).toBe('0');
+    expect(await tail.text()).toBe('');
+    // A range that starts at a byte is not satisfiable by an empty file.
+    expect((await fetch(onTestServer(t, empty.download_url), { headers: { Range: 'bytes=0-' } })).status).toBe(416);
+  });
+
   it('streams a file larger than one read buffer byte for byte, whole and by ranges of any size', async () => {
     // Up to 64 KiB is read into one buffer, more is streamed: both paths, and ranges on either side of that size.
     const large = Buffer.from(Array.from({ length: 300 * 1024 }, (_, i) => (i * 7) % 253));
@@ -102,12 +114,95 @@ describe('signed downloads', () => {
     }
   });
 
+  it('serves the new bytes, not a 500, to a download that arrives while an overwrite moves its bytes into place', async () => {
+    // An upload commits its row before its bytes reach the key the row names; the move is held open here.
+    const original = await uploadOk(t, owner.auth, 'first version', { name: 'overwritten-while-downloading.txt' });
+    const storage = t.app.get(BlobStorage);
+    const move = storage.move.bind(storage);
+    let releaseMove!: () => void;
+    const moveReleased = new Promise<void>((resolve) => (releaseMove = resolve));
+    let moveStarted!: () => void;
+    const moving = new Promise<void>((resolve) => (moveStarted = resolve));
+    const held = vi.spyOn(storage, 'move').mockImplementation(async (from, to) => {
+      moveStarted();
+      await moveReleased;
+      return move(from, to);
+    });
+    try {
+      const overwriting = uploadOk(t, owner.auth, 'second version', { name: 'overwritten-while-downloading.txt', overwrite: true });
+      await moving;
+      const download = fetch(onTestServer(t, original.download_url));
+      const early = await Promise.race([download.then((res) => res.status), new Promise((resolve) => setTimeout(() => resolve('still waiting'), 300))]);
+      expect(early).toBe('still waiting');
+      releaseMove();
+      const res = await download;
+      expect(res.status).toBe(200);
+      expect(await res.text()).toBe('second version');
+      await overwriting;
+    } finally {
+      releaseMove();
+      held.mockRestore();
+    }
+  });
+
+  it('answers 503 with Retry-After, not 500, while another server process is still moving the file\'s new bytes into place', async () => {
+    // As another process leaves it between an overwrite's commit and its move: the row names a blob not there yet,
+    // and the upload's reservation row still names the file.
+    const uploaded = await uploadOk(t, owner.auth, 'bytes on their way', { name: 'placed-elsewhere.txt' });
+    const dataSource = t.app.get(DataSource);
+    const { blobKey } = await dataSource.getRepository(FileEntity).findOneByOrFail({ id: uploaded.id });
+    await t.app.get(BlobStorage).delete(blobKey);
+    const tempKey = `tmp/upl_elsewhere_${Date.now()}`;
+    await t.app.get(BlobStorage).write(tempKey, Readable.from([Buffer.from('bytes on their way')]));
+    const now = new Date();
+    await dataSource.getRepository(UploadReservationEntity).insert({
+      id: tempKey.slice('tmp/'.length),
+      accountId: owner.accountId,
+      bytes: 0,
+      tempKey,
+      createdAt: now,
+      updatedAt: now,
+      instanceId: t.app.get(ServerInstance).id,
+      fileId: uploaded.id,
+      obsoleteBlobKeys: null,
+    });
+    const res = await fetch(onTestServer(t, uploaded.download_url));
+    expect(res.status).toBe(503);
+    expect(res.headers.get('retry-after')).toMatch(/^\d+$/);
+    expect(((await res.json()) as any).error.code).toBe('service_unavailable');
+  });
+
   it('answers 304 to a matching If-None-Match and ignores a Range whose If-Range is stale', async () => {
     const notModified = await fetch(url(), { headers: { 'If-None-Match': `"${md5}"` } });
     expect(notModified.status).toBe(304);
     const stale = await fetch(url(), { headers: { Range: 'bytes=0-9', 'If-Range': '"old"' } });
     expect(stale.status).toBe(200);
     expect((await stale.arrayBuffer()).byteLength).toBe(1000);
+  });
+
+  it('refuses with 412 a range whose If-Match or If-Unmodified-Since names a version the file no longer is', async () => {
+    // A client fetching a file in several ranges pins them to the version it started with.
+    const first = await uploadOk(t, owner.auth, 'version one, twenty-nine bytes', { name: 'pinned.txt' });
+    const link = onTestServer(t, first.download_url);
+    const pinned = (headers: Record<string, string>) => fetch(link, { headers: { Range: 'bytes=0-6', ...headers } });
+    const part = await pinned({ 'If-Match': `"${first.md5_hash}"` });
+    expect(part.status).toBe(206);
+    expect(await part.text()).toBe('version');
+    expect((await pinned({ 'If-Match': '*' })).status).toBe(206);
+    const since = new Date(first.modified_at).toUTCString();
+    expect((await pinned({ 'If-Unmodified-Since': since })).status).toBe(206);
+
+    // Into the next second, so that the date no longer covers the overwrite.
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const second = await uploadOk(t, owner.auth, 'VERSION TWO, other bytes here!', { name: 'pinned.txt', overwrite: true });
+    const stale: Array<Record<string, string>> = [{ 'If-Match': `"${first.md5_hash}"` }, { 'If-Match': `W/"${second.md5_hash}"` }, { 'If-Unmodified-Since': since }];
+    for (const headers of stale) {
+      const refused = await pinned(headers);
+      expect(refused.status, JSON.stringify(headers)).toBe(412);
+      expect(refused.headers.get('etag')).toBe(`"${second.md5_hash}"`);
+      expect(((await refused.json()) as any).error.code).toBe('conflict');
+    }
+    expect((await pinned({ 'If-Match': `"${first.md5_hash}", "${second.md5_hash}"` })).status).toBe(206);
   });
 
   it('resumes a download whose If-Range is the Last-Modified date, once that date is a strong validator; otherwise sends the whole file', async () => {
@@ -205,6 +300,12 @@ describe('signed downloads', () => {
     expect(res.headers.get('content-type')).toBe('image/webp');
     expect(res.headers.get('content-disposition')).toMatch(/^inline;/);
     expect(await res.text()).toBe('RIFFxxxxWEBP');
+    // Revalidated and read in parts like a download, as the OpenAPI document says.
+    const etag = res.headers.get('etag')!;
+    expect((await fetch(onTestServer(t, fresh.thumbnail_url), { headers: { 'If-None-Match': etag } })).status).toBe(304);
+    const part = await fetch(onTestServer(t, fresh.thumbnail_url), { headers: { Range: 'bytes=0-3' } });
+    expect(part.status).toBe(206);
+    expect(await part.text()).toBe('RIFF');
     // A download signature does not open the thumbnail and vice versa.
     const crossed = onTestServer(t, fresh.download_url).replace('/download?', '/thumbnail?');
     expect((await fetch(crossed)).status).toBe(403);

@@ -270,6 +270,27 @@ describe('thumbnails', () => {
     expect((await reload(t.app, file.id))!.thumbnailKey).toBe(thumbnailOf(file));
   });
 
+  it('scheduling a version whose thumbnail is made again, once its finished job left Redis, keeps the thumbnail and fails no attempt', async () => {
+    // As the stalled-media sweep does for a file whose scan waits for clamd, after the completed job was evicted.
+    const file = await seedFile(t.app, account, { content: await pngImage(), mimeType: 'image/png', category: 'image' });
+    publishStored(t.app, file);
+    const queue = thumbnailsQueue(t.app);
+    const first = await settledJob(queue, 'thumbnail', file);
+    const made = await readAll(await storage().read(thumbnailOf(file)));
+    await first.remove();
+    const deleted = vi.spyOn(storage(), 'delete');
+    try {
+      publishStored(t.app, file);
+      const again = await settledJob(queue, 'thumbnail', file);
+      expect(again.stacktrace).toEqual([]);
+      expect(deleted).not.toHaveBeenCalledWith(thumbnailOf(file));
+    } finally {
+      deleted.mockRestore();
+    }
+    expect(await readAll(await storage().read(thumbnailOf(file)))).toEqual(made);
+    expect((await reload(t.app, file.id))!.thumbnailKey).toBe(thumbnailOf(file));
+  });
+
   it('reports ffmpeg and pdftoppm in /health', async () => {
     const res = await t.http().get('/health');
     expect(res.status).toBe(200);

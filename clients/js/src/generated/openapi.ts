@@ -205,7 +205,7 @@ export interface paths {
         };
         /**
          * Download a file (signed link)
-         * @description The `download_url` of a File object: no API key needed, valid one hour. Supports Range (206, 416), ETag (the MD5) with If-None-Match (304), If-Range (the ETag, or the Last-Modified date once it is a strong validator, a second or more before the answer's Date; otherwise the whole file) and HEAD, and sends Content-Disposition: attachment with the file name.
+         * @description The `download_url` of a File object: no API key needed, valid one hour. Supports Range (206, 416), ETag (the MD5) with If-None-Match (304) and If-Match or If-Unmodified-Since (412 once the file is another version), If-Range (the ETag, or the Last-Modified date once it is a strong validator, a second or more before the answer's Date; otherwise the whole file) and HEAD, and sends Content-Disposition: attachment with the file name.
          */
         get: operations["downloadFile"];
         put?: never;
@@ -225,7 +225,7 @@ export interface paths {
         };
         /**
          * A file thumbnail (signed link)
-         * @description The `thumbnail_url` of a File object: a WebP image, inline, signed like downloads.
+         * @description The `thumbnail_url` of a File object: a WebP image, inline, signed like downloads and answered like them (ETag, Range, HEAD).
          */
         get: operations["getFileThumbnail"];
         put?: never;
@@ -1410,6 +1410,20 @@ export interface components {
                 };
             };
         };
+        /** @description The error envelope; `code` is one of conflict. */
+        ErrorEnvelope412: {
+            /** @enum {boolean} */
+            success: false;
+            error: {
+                /** @enum {string} */
+                code: "conflict";
+                message: string;
+                /** @description Machine-readable specifics, e.g. `fields` (list of {field, message}) for validation failures. */
+                details?: {
+                    [key: string]: unknown;
+                };
+            };
+        };
         /** @description The error envelope; `code` is one of invalid_request. */
         ErrorEnvelope416: {
             /** @enum {boolean} */
@@ -1431,20 +1445,6 @@ export interface components {
             error: {
                 /** @enum {string} */
                 code: "share_expired" | "cursor_expired" | "not_found";
-                message: string;
-                /** @description Machine-readable specifics, e.g. `fields` (list of {field, message}) for validation failures. */
-                details?: {
-                    [key: string]: unknown;
-                };
-            };
-        };
-        /** @description The error envelope; `code` is one of invalid_request. */
-        ErrorEnvelope412: {
-            /** @enum {boolean} */
-            success: false;
-            error: {
-                /** @enum {string} */
-                code: "invalid_request";
                 message: string;
                 /** @description Machine-readable specifics, e.g. `fields` (list of {field, message}) for validation failures. */
                 details?: {
@@ -3162,7 +3162,18 @@ export interface operations {
                 /** @description HMAC-SHA256 of the path and expiry */
                 signature: string;
             };
-            header?: never;
+            header?: {
+                /** @description One byte range, e.g. bytes=0-1023 (206). Several ranges or another unit get the whole file. */
+                Range?: string;
+                /** @description Send the range only if the file is still the version the client holds (RFC 9110); otherwise the whole file (200). */
+                "If-Range"?: string;
+                /** @description The ETag of the version the client is reading (e.g. in several ranges): 412 once the file is another version. */
+                "If-Match"?: string;
+                /** @description An HTTP date: 412 when the file was modified after it (to the second). Ignored with If-Match. */
+                "If-Unmodified-Since"?: string;
+                /** @description The ETag the client holds: 304 while the file is unchanged. */
+                "If-None-Match"?: string;
+            };
             path: {
                 file_id: string;
             };
@@ -3170,7 +3181,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The bytes */
+            /** @description The file's bytes. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3184,7 +3195,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The requested byte range */
+            /** @description The requested byte range. */
             206: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3199,7 +3210,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Not modified (If-None-Match matched the ETag) */
+            /** @description Not modified (If-None-Match matched the ETag). */
             304: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3251,7 +3262,21 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope404"];
                 };
             };
-            /** @description invalid_request: the range is not satisfiable. */
+            /** @description conflict: the file is no longer the version If-Match or If-Unmodified-Since names; ETag gives the current one. */
+            412: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope412"];
+                };
+            };
+            /** @description invalid_request: the range is not satisfiable (it starts past the end of the file); Content-Range gives the size. */
             416: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3297,7 +3322,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope500"];
                 };
             };
-            /** @description service_unavailable: a dependency (database, Redis) is unavailable for a moment; see Retry-After. */
+            /** @description service_unavailable: the file's new content is still being stored (an upload that another server process took); see Retry-After. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3321,7 +3346,18 @@ export interface operations {
                 /** @description HMAC-SHA256 of the path and expiry */
                 signature: string;
             };
-            header?: never;
+            header?: {
+                /** @description One byte range, e.g. bytes=0-1023 (206). Several ranges or another unit get the whole file. */
+                Range?: string;
+                /** @description Send the range only if the file is still the version the client holds (RFC 9110); otherwise the whole file (200). */
+                "If-Range"?: string;
+                /** @description The ETag of the version the client is reading (e.g. in several ranges): 412 once the file is another version. */
+                "If-Match"?: string;
+                /** @description An HTTP date: 412 when the file was modified after it (to the second). Ignored with If-Match. */
+                "If-Unmodified-Since"?: string;
+                /** @description The ETag the client holds: 304 while the file is unchanged. */
+                "If-None-Match"?: string;
+            };
             path: {
                 file_id: string;
             };
@@ -3329,7 +3365,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The thumbnail */
+            /** @description The file's bytes. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3339,6 +3375,34 @@ export interface operations {
                     ETag: components["headers"]["ETag"];
                     "Last-Modified": components["headers"]["Last-Modified"];
                     "Content-Disposition": components["headers"]["Content-Disposition"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The requested byte range. */
+            206: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    ETag: components["headers"]["ETag"];
+                    "Last-Modified": components["headers"]["Last-Modified"];
+                    "Content-Disposition": components["headers"]["Content-Disposition"];
+                    "Content-Range": components["headers"]["Content-Range"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not modified (If-None-Match matched the ETag). */
+            304: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    ETag: components["headers"]["ETag"];
+                    "Last-Modified": components["headers"]["Last-Modified"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3380,6 +3444,35 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorEnvelope404"];
+                };
+            };
+            /** @description conflict: the file is no longer the version If-Match or If-Unmodified-Since names; ETag gives the current one. */
+            412: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope412"];
+                };
+            };
+            /** @description invalid_request: the range is not satisfiable (it starts past the end of the file); Content-Range gives the size. */
+            416: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    ETag: components["headers"]["ETag"];
+                    "Content-Range": components["headers"]["Content-Range"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope416"];
                 };
             };
             /**
@@ -4955,6 +5048,10 @@ export interface operations {
                 Range?: string;
                 /** @description Send the range only if the file is still the version the client holds (RFC 9110); otherwise the whole file (200). */
                 "If-Range"?: string;
+                /** @description The ETag of the version the client is reading (e.g. in several ranges): 412 once the file is another version. */
+                "If-Match"?: string;
+                /** @description An HTTP date: 412 when the file was modified after it (to the second). Ignored with If-Match. */
+                "If-Unmodified-Since"?: string;
                 /** @description The ETag the client holds: 304 while the file is unchanged. */
                 "If-None-Match"?: string;
                 /** @description The link password, when it has one. */
@@ -5075,6 +5172,20 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope410"];
                 };
             };
+            /** @description conflict: the file is no longer the version If-Match or If-Unmodified-Since names; ETag gives the current one. */
+            412: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope412"];
+                };
+            };
             /** @description invalid_request: the range is not satisfiable (it starts past the end of the file); Content-Range gives the size. */
             416: {
                 headers: {
@@ -5141,6 +5252,10 @@ export interface operations {
                 Range?: string;
                 /** @description Send the range only if the file is still the version the client holds (RFC 9110); otherwise the whole file (200). */
                 "If-Range"?: string;
+                /** @description The ETag of the version the client is reading (e.g. in several ranges): 412 once the file is another version. */
+                "If-Match"?: string;
+                /** @description An HTTP date: 412 when the file was modified after it (to the second). Ignored with If-Match. */
+                "If-Unmodified-Since"?: string;
                 /** @description The ETag the client holds: 304 while the file is unchanged. */
                 "If-None-Match"?: string;
                 /** @description The link password, when the body does not carry it. */
@@ -5264,6 +5379,20 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorEnvelope410"];
+                };
+            };
+            /** @description conflict: the file is no longer the version If-Match or If-Unmodified-Since names; ETag gives the current one. */
+            412: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope412"];
                 };
             };
             /** @description invalid_request: the request body is too large. */
@@ -7114,6 +7243,7 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7348,6 +7478,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7519,6 +7650,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7687,6 +7819,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7876,6 +8009,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {

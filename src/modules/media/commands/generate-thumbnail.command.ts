@@ -55,6 +55,10 @@ export class GenerateThumbnailHandler implements ICommandHandler<GenerateThumbna
     }
     const kind = thumbnailKind(file!.mimeType);
     if (!kind) return { outcome: 'discarded', reason: `no thumbnails for ${file!.mimeType}` };
+    const thumbnailKey = blobKeys.thumbnail(accountId, fileId, blobKeys.versionOf(blobKey));
+    // Made already (this version scheduled again once its finished job left Redis): storage refuses to write over
+    // it, and the refusal would take the served thumbnail away until a retry rendered the same picture again.
+    if (file!.thumbnailKey === thumbnailKey && (await this.storage.exists(thumbnailKey))) return { outcome: 'created', thumbnailKey };
 
     let thumbnail: Buffer | string;
     try {
@@ -64,7 +68,6 @@ export class GenerateThumbnailHandler implements ICommandHandler<GenerateThumbna
       throw error;
     }
     if (typeof thumbnail === 'string') return { outcome: 'discarded', reason: thumbnail };
-    const thumbnailKey = blobKeys.thumbnail(accountId, fileId, blobKeys.versionOf(blobKey));
     await this.storage.write(thumbnailKey, Readable.from([thumbnail]));
 
     const result = await this.transactions.run(async (tx) => {

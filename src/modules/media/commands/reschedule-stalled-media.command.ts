@@ -3,6 +3,7 @@ import { Command, CommandBus, CommandHandler, ICommandHandler } from '@nestjs/cq
 import { DataSource, LessThan } from 'typeorm';
 import { Clock } from '../../../common/clock.js';
 import { FileEntity } from '../../files/file.entity.js';
+import { FileMediaEntity } from '../file-media.entity.js';
 import { ScheduleMediaWorkCommand } from './schedule-media-work.command.js';
 
 /** A file still pending this long after its bytes changed probably lost its event (a crash between commit and publish). */
@@ -10,9 +11,11 @@ export const STALLED_AFTER_MS = 10 * 60 * 1000;
 const BATCH = 500;
 
 /**
- * The safety net behind FileStoredEvent: files whose scan is still pending well after their last
- * change are scheduled again. Scheduling is idempotent (same job ids), so files whose jobs are merely
- * queued or retrying are untouched; only lost work is queued anew.
+ * The safety net behind FileStoredEvent: files whose scan, or whose thumbnail, is still pending well after
+ * their last change are scheduled again. A thumbnail is looked at on its own because a scan verdict that
+ * needs no bytes is recorded before the thumbnail job is queued, so a lost thumbnail job leaves no pending scan.
+ * Scheduling is idempotent (same job ids), so files whose jobs are merely queued or retrying are untouched;
+ * only lost work is queued anew.
  */
 export class RescheduleStalledMediaCommand extends Command<{ scheduled: number }> {}
 
@@ -28,18 +31,29 @@ export class RescheduleStalledMediaHandler implements ICommandHandler<Reschedule
 
   async execute(): Promise<{ scheduled: number }> {
     const cutoff = new Date(this.clock.now().getTime() - STALLED_AFTER_MS);
-    const stalled = await this.dataSource.getRepository(FileEntity).find({
+    const stalledScans = await this.dataSource.getRepository(FileEntity).find({
       select: { id: true, accountId: true, blobKey: true },
       where: { scanStatus: 'pending', modifiedAt: LessThan(cutoff) },
       order: { modifiedAt: 'ASC', id: 'ASC' },
       take: BATCH,
     });
+    const stalledThumbnails: Array<Pick<FileEntity, 'id' | 'accountId' | 'blobKey'>> = await this.dataSource
+      .getRepository(FileEntity)
+      .createQueryBuilder('f')
+      .innerJoin(FileMediaEntity, 'm', 'm.file_id = f.id AND m.blob_key = f.blob_key')
+      .select(['f.id AS id', 'f.account_id AS "accountId"', 'f.blob_key AS "blobKey"'])
+      .where("m.thumbnail_status = 'pending' AND m.updated_at < :cutoff AND f.scan_status <> 'pending'", { cutoff: cutoff.toISOString() })
+      .orderBy('m.updated_at', 'ASC')
+      .addOrderBy('f.id', 'ASC')
+      .limit(BATCH)
+      .getRawMany();
+    const stalled = [...stalledScans, ...stalledThumbnails];
     let scheduled = 0;
     for (const file of stalled) {
       const outcome = await this.commands.execute(new ScheduleMediaWorkCommand(file.id, file.accountId, file.blobKey));
       if (outcome.scheduled) scheduled++;
     }
-    if (stalled.length > 0) this.logger.log({ checked: stalled.length, scheduled }, 'Scheduled media work again for files with a stalled scan (repeats of queued jobs are no-ops)');
+    if (stalled.length > 0) this.logger.log({ checked: stalled.length, scheduled }, 'Scheduled media work again for files with a stalled scan or thumbnail (repeats of queued jobs are no-ops)');
     return { scheduled };
   }
 }

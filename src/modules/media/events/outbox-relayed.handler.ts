@@ -18,7 +18,7 @@ export class ScheduleMediaWorkOnUploadsRelayed implements IEventHandler<OutboxRe
     try {
       await this.commands.execute(new ScheduleUploadedMediaCommand(files));
     } catch (error) {
-      // The uploads succeeded; their files stay scan_status pending, and the stalled-media sweep schedules them again.
+      // The uploads succeeded; their scans or thumbnails stay pending, and the stalled-media sweep schedules them again.
       this.logger.error({ files: files.length, err: error }, 'Could not schedule media work for uploaded files');
     }
   }
