@@ -5,11 +5,12 @@ import type { Request, Response } from 'express';
 import { Public, RequireScope } from '../../common/auth/access.decorator.js';
 import { type Actor, CurrentActor } from '../../common/auth/actor.js';
 import { Clock } from '../../common/clock.js';
-import { ApiError, InvalidRequest, ServiceUnavailable } from '../../common/errors/api-error.js';
+import { InvalidRequest } from '../../common/errors/api-error.js';
 import { ApiBlobAnswers, ApiEnvelope, ApiErrors } from '../../common/http/openapi.js';
 import { unexpectedBodyFields } from '../../common/http/request-body.js';
 import { sendBlob } from '../../infra/storage/blob-response.js';
 import { BlobStorage } from '../../infra/storage/blob-storage.js';
+import { CONTENT_ARRIVING_ANSWER, FileContentResponse } from './file-content-response.js';
 import { BulkDeleteFilesCommand } from './commands/bulk-delete-files.command.js';
 import { DeleteFileCommand } from './commands/delete-file.command.js';
 import { RestoreFileCommand } from './commands/restore-file.command.js';
@@ -18,7 +19,6 @@ import { parseOverwrite, UploadFileCommand } from './commands/upload-file.comman
 import { FileResponse } from './dto/file.response.js';
 import { BulkDeleteRequest, DeleteFileRequest, ListFilesRequest, SignedUrlRequest, UpdateFileRequest, UploadFileForm, UploadFileRequest } from './dto/file.requests.js';
 import { BulkDeleteResponse, DeletedFileResponse, RestoredFileResponse } from './dto/file-removal.responses.js';
-import { FileBytesArrivingQuery } from './queries/file-bytes-arriving.query.js';
 import { GetFileQuery } from './queries/get-file.query.js';
 import { type BlobKind, GetFileBlobQuery } from './queries/get-file-blob.query.js';
 import { ListFilesQuery } from './queries/list-files.query.js';
@@ -151,6 +151,7 @@ export class FileDownloadsController {
   constructor(
     private readonly queries: QueryBus,
     private readonly storage: BlobStorage,
+    private readonly content: FileContentResponse,
     private readonly clock: Clock,
   ) {}
 
@@ -172,7 +173,7 @@ export class FileDownloadsController {
     [403, 'permission_denied: the signature is wrong or the link expired; file_infected: the file is quarantined.'],
     [404, 'not_found: the file is gone or in the trash.'],
     [429, 'rate_limit_exceeded: too many requests from this address.'],
-    [503, 'service_unavailable: the file\'s new content is still being stored (an upload that another server process took); see Retry-After.'],
+    CONTENT_ARRIVING_ANSWER,
   )
   download(@Param('file_id') fileId: string, @Query() query: SignedUrlRequest, @Req() request: Request, @Res() response: Response): Promise<void> {
     return this.send('content', fileId, query, request, response);
@@ -199,15 +200,7 @@ export class FileDownloadsController {
 
   private async send(kind: BlobKind, fileId: string, query: SignedUrlRequest, request: Request, response: Response): Promise<void> {
     const blob = await this.queries.execute(new GetFileBlobQuery(fileId, kind, query.expires, query.signature));
-    try {
-      await sendBlob(request, response, this.storage, blob, this.clock.now());
-    } catch (error) {
-      // Unreadable bytes of a file whose upload another server process is still placing: a moment's wait, not a fault.
-      const unreadable = !(error instanceof ApiError) && !response.headersSent;
-      if (kind === 'content' && unreadable && (await this.queries.execute(new FileBytesArrivingQuery(fileId)))) {
-        throw new ServiceUnavailable('The file\'s new content is still being stored; retry in a moment.');
-      }
-      throw error;
-    }
+    if (kind === 'content') await this.content.send(request, response, fileId, blob, this.clock.now());
+    else await sendBlob(request, response, this.storage, blob, this.clock.now());
   }
 }

@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { FileContentResponse } from './file-content-response.js';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { AccountEntity } from '../accounts/account.entity.js';
 import { FolderEntity } from '../folders/folder.entity.js';
@@ -43,7 +44,8 @@ import { UploadSweeper } from './upload/upload-sweeper.js';
     GetFileHandler,
     GetFileBlobHandler,
     FileBytesArrivingHandler,
+    FileContentResponse,
   ],
-  exports: [UploadSweeper, UploadReceiver, UploadHasher],
+  exports: [UploadSweeper, UploadReceiver, UploadHasher, FileContentResponse],
 })
 export class FilesModule {}

@@ -8,8 +8,7 @@ import { ApiError } from '../../common/errors/api-error.js';
 import { successEnvelope } from '../../common/http/envelope.js';
 import { ApiBlobAnswers, ApiEnvelope, ApiErrors } from '../../common/http/openapi.js';
 import { AppConfig } from '../../config/app-config.js';
-import { BlobStorage } from '../../infra/storage/blob-storage.js';
-import { sendBlob } from '../../infra/storage/blob-response.js';
+import { CONTENT_ARRIVING_ANSWER, FileContentResponse } from '../files/file-content-response.js';
 import { AccessShareCommand, type ShareAccessAction, type ShareVisitor } from './commands/access-share.command.js';
 import { PublicShareResponse } from './dto/public-share.response.js';
 import { ShareDownloadForm } from './dto/share-download.form.js';
@@ -43,7 +42,7 @@ export class PublicSharesController {
   constructor(
     private readonly commands: CommandBus,
     private readonly queries: QueryBus,
-    private readonly storage: BlobStorage,
+    private readonly content: FileContentResponse,
     private readonly config: AppConfig,
     private readonly clock: Clock,
   ) {}
@@ -91,7 +90,7 @@ export class PublicSharesController {
   @ApiHeader({ name: 'X-Share-Password', required: false, description: 'The link password, when it has one.' })
   @ApiProduces('application/octet-stream')
   @ApiBlobAnswers()
-  @ApiErrors(...PUBLIC_ERRORS, [403, 'file_infected: the file is quarantined.'])
+  @ApiErrors(...PUBLIC_ERRORS, [403, 'file_infected: the file is quarantined.'], CONTENT_ARRIVING_ANSWER)
   async download(@Param('token') token: string, @Req() request: Request, @Res() response: Response): Promise<void> {
     await this.sendFile(token, passwordFrom(request), request, response);
   }
@@ -110,7 +109,7 @@ export class PublicSharesController {
   @ApiConsumes('application/x-www-form-urlencoded', 'application/json')
   @ApiProduces('application/octet-stream', 'text/html')
   @ApiBlobAnswers()
-  @ApiErrors(...PUBLIC_ERRORS, [400, 'invalid_request: unexpected form fields.'], [403, 'file_infected: the file is quarantined.'])
+  @ApiErrors(...PUBLIC_ERRORS, [400, 'invalid_request: unexpected form fields.'], [403, 'file_infected: the file is quarantined.'], CONTENT_ARRIVING_ANSWER)
   async downloadWithForm(@Param('token') token: string, @Body() form: ShareDownloadForm, @Req() request: Request, @Res() response: Response): Promise<void> {
     await this.sendFile(token, form.password || passwordFrom(request), request, response);
   }
@@ -120,14 +119,13 @@ export class PublicSharesController {
       const { file } = await this.access(token, password, 'download', request);
       // Shared bytes are anyone's content on our origin: never let a browser run them as a page.
       response.setHeader('Content-Security-Policy', "sandbox; default-src 'none'");
-      await sendBlob(request, response, this.storage, {
-        key: file.blobKey,
-        size: file.size,
-        md5: file.md5,
-        contentType: file.mimeType,
-        fileName: file.name,
-        modifiedAt: file.modifiedAt,
-      });
+      await this.content.send(
+        request,
+        response,
+        file.id,
+        { key: file.blobKey, size: file.size, md5: file.md5, contentType: file.mimeType, fileName: file.name, modifiedAt: file.modifiedAt },
+        this.clock.now(),
+      );
     };
     if (wantsHtml(request)) await this.asPage(request, response, send, token, password !== undefined);
     else await send();

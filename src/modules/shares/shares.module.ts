@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { FileEntity } from '../files/file.entity.js';
+import { FilesModule } from '../files/files.module.js';
 import { AccessShareHandler } from './commands/access-share.command.js';
 import { CreateShareHandler } from './commands/create-share.command.js';
 import { RevokeShareHandler } from './commands/revoke-share.command.js';
@@ -13,7 +14,7 @@ import { SharesController } from './shares.controller.js';
 
 // The file and outbox entities are registered here too (TypeORM deduplicates), so this module stands on its own.
 @Module({
-  imports: [TypeOrmModule.forFeature([ShareEntity, FileEntity])],
+  imports: [TypeOrmModule.forFeature([ShareEntity, FileEntity]), FilesModule],
   controllers: [SharesController, PublicSharesController],
   providers: [CreateShareHandler, RevokeShareHandler, AccessShareHandler, ListSharesHandler, FindPublicShareHandler, PasswordAttempts],
 })

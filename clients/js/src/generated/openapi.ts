@@ -5228,7 +5228,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope500"];
                 };
             };
-            /** @description service_unavailable: a dependency (database, Redis) is unavailable for a moment; see Retry-After. */
+            /** @description service_unavailable: the file's new content is still being stored (an upload that another server process took); see Retry-After. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5460,7 +5460,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope500"];
                 };
             };
-            /** @description service_unavailable: a dependency (database, Redis) is unavailable for a moment; see Retry-After. */
+            /** @description service_unavailable: the file's new content is still being stored (an upload that another server process took); see Retry-After. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];

@@ -7,7 +7,6 @@ import { FileInfected, NotFound, PermissionDenied } from '../../../common/errors
 import type { BlobDescription } from '../../../infra/storage/blob-response.js';
 import { preparedQuery } from '../../../infra/database/prepared-statements.js';
 import { sqlDialect } from '../../../infra/database/sql-dialect.js';
-import { BlobPlacements } from '../../../infra/storage/blob-placements.js';
 import { BlobStorage } from '../../../infra/storage/blob-storage.js';
 import { UrlSigner } from '../../../infra/storage/url-signer.js';
 import { downloadPath, thumbnailPath } from '../dto/file.response.js';
@@ -52,7 +51,6 @@ export class GetFileBlobHandler implements IQueryHandler<GetFileBlobQuery> {
     private readonly signer: UrlSigner,
     private readonly clock: Clock,
     private readonly storage: BlobStorage,
-    private readonly placements: BlobPlacements,
   ) {
     this.sql = `SELECT name, size, mime_type, md5, blob_key, thumbnail_key, scan_status, modified_at FROM files WHERE id = ${sqlDialect(files.manager).parameter(1)} AND state = 'active'`;
   }
@@ -68,9 +66,7 @@ export class GetFileBlobHandler implements IQueryHandler<GetFileBlobQuery> {
     const file = { name: row.name, size: Number(row.size), mimeType: row.mime_type, md5: row.md5, blobKey: row.blob_key, thumbnailKey: row.thumbnail_key, scanStatus: row.scan_status, modifiedAt: new Date(row.modified_at) };
     if (file.scanStatus === 'infected') throw new FileInfected();
     if (kind === 'content') {
-      // An upload (or overwrite) commits its row before moving its bytes to the key the row names: a download in
-      // between waits for them (a map lookup when nothing is being placed) instead of failing on a missing blob.
-      await this.placements.settled([file.blobKey]);
+      // Bytes still on their way to blobKey are waited for by FileContentResponse, which sends them.
       return { key: file.blobKey, size: file.size, md5: file.md5, contentType: file.mimeType, fileName: file.name, modifiedAt: file.modifiedAt, disposition: 'attachment' };
     }
     if (!file.thumbnailKey) throw new NotFound('thumbnail of file', fileId);
