@@ -4,6 +4,7 @@ import { Transform } from 'class-transformer';
 import { IsInt, IsOptional, IsString, Matches, Max, Min, ValidateBy } from 'class-validator';
 
 export const MAX_PER_PAGE = 100;
+export const MAX_PAGE = 1_000_000_000;
 
 /** Plain decimal digits only: `0x10`, `1e2`, ` 1` and `1.0` stay strings and fail `@IsInt()`. */
 const toInteger = ({ value }: { value: unknown }) => (typeof value === 'string' && /^[0-9]{1,12}$/.test(value) ? Number(value) : value);
@@ -11,17 +12,17 @@ export const DEFAULT_PER_PAGE = 50;
 
 const PageNumber = () =>
   applyDecorators(
-    ApiPropertyOptional({ minimum: 1, default: 1, description: 'Page number, from 1.' }),
+    ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: MAX_PAGE, default: 1, description: 'Page number, from 1.' }),
     IsOptional(),
     Transform(toInteger),
     IsInt(),
     Min(1),
-    Max(1_000_000_000),
+    Max(MAX_PAGE),
   );
 
 const PerPage = () =>
   applyDecorators(
-    ApiPropertyOptional({ minimum: 1, maximum: MAX_PER_PAGE, default: DEFAULT_PER_PAGE, description: 'Items per page, 1 to 100.' }),
+    ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: MAX_PER_PAGE, default: DEFAULT_PER_PAGE, description: 'Items per page, 1 to 100.' }),
     IsOptional(),
     Transform(toInteger),
     IsInt(),

@@ -10,7 +10,7 @@ export const FILE_CATEGORIES = ['image', 'video', 'audio', 'document', 'archive'
 export const ID_SHAPE = /^[A-Za-z0-9_-]{1,40}$/;
 
 export class ListFilesRequest extends CursorPageRequest {
-  @ApiPropertyOptional({ description: 'Folder to list; omitted means the root' })
+  @ApiPropertyOptional({ description: 'Folder to list; omitted means the root', maxLength: 40 })
   @IsOptional() @IsString() @Matches(ID_SHAPE, { message: 'must be a folder id' })
   folder_id?: string;
 

@@ -47,7 +47,7 @@ export class UpdateFolderRequest {
 export const FOLDER_SORTS = ['name_asc', 'name_desc', 'created_asc', 'created_desc', 'modified_asc', 'modified_desc'] as const;
 
 export class ListFoldersRequest extends CursorPageRequest {
-  @ApiPropertyOptional({ description: 'Parent folder; omitted means the root' })
+  @ApiPropertyOptional({ description: 'Parent folder; omitted means the root', maxLength: 40 })
   @IsOptional() @IsString() @Matches(ID_SHAPE, { message: 'must be a folder id' })
   parent_id?: string;
 
@@ -55,7 +55,7 @@ export class ListFoldersRequest extends CursorPageRequest {
   @IsOptional() @IsIn(FOLDER_SORTS)
   sort: (typeof FOLDER_SORTS)[number] = 'name_asc';
 
-  @ApiPropertyOptional({ description: 'Case-insensitive substring of the name' })
+  @ApiPropertyOptional({ description: 'Case-insensitive substring of the name', maxLength: 255 })
   @IsOptional() @IsString() @MaxLength(255)
   search?: string;
 }
