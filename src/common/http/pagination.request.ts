@@ -10,9 +10,18 @@ export const MAX_PAGE = 1_000_000_000;
 const toInteger = ({ value }: { value: unknown }) => (typeof value === 'string' && /^[0-9]{1,12}$/.test(value) ? Number(value) : value);
 export const DEFAULT_PER_PAGE = 50;
 
-const PageNumber = () =>
+/**
+ * `page`. A listing that also takes a cursor documents no `default`: Swagger UI's "Try it out" would fill the
+ * default in, and a pasted cursor would then come with `page=1` and be refused.
+ */
+const PageNumber = (options: { documentDefault: boolean }) =>
   applyDecorators(
-    ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: MAX_PAGE, default: 1, description: 'Page number, from 1.' }),
+    ApiPropertyOptional({
+      type: 'integer',
+      minimum: 1,
+      maximum: MAX_PAGE,
+      ...(options.documentDefault ? { default: 1, description: 'Page number, from 1.' } : { description: 'Page number, from 1; 1 when omitted. Not together with `cursor`.' }),
+    }),
     IsOptional(),
     Transform(toInteger),
     IsInt(),
@@ -32,7 +41,7 @@ const PerPage = () =>
 
 /** `page` and `per_page`, shared by every paginated listing. */
 export class PageRequest {
-  @PageNumber()
+  @PageNumber({ documentDefault: true })
   page: number = 1;
 
   @PerPage()
@@ -61,7 +70,7 @@ export const CURSOR_SHAPE = /^[A-Za-z0-9_-]{1,2000}\.[A-Za-z0-9_-]{22}$/;
  * where the page starts; a page number would contradict it).
  */
 export class CursorPageRequest {
-  @PageNumber()
+  @PageNumber({ documentDefault: false })
   page?: number;
 
   @PerPage()

@@ -2096,7 +2096,7 @@ export interface operations {
     listFiles: {
         parameters: {
             query?: {
-                /** @description Page number, from 1. */
+                /** @description Page number, from 1; 1 when omitted. Not together with `cursor`. */
                 page?: number;
                 /** @description Items per page, 1 to 100. */
                 per_page?: number;
@@ -3424,7 +3424,7 @@ export interface operations {
     listFolders: {
         parameters: {
             query?: {
-                /** @description Page number, from 1. */
+                /** @description Page number, from 1; 1 when omitted. Not together with `cursor`. */
                 page?: number;
                 /** @description Items per page, 1 to 100. */
                 per_page?: number;
@@ -4023,7 +4023,7 @@ export interface operations {
     listTrash: {
         parameters: {
             query?: {
-                /** @description Page number, from 1. */
+                /** @description Page number, from 1; 1 when omitted. Not together with `cursor`. */
                 page?: number;
                 /** @description Items per page, 1 to 100. */
                 per_page?: number;
@@ -4255,7 +4255,7 @@ export interface operations {
     listShares: {
         parameters: {
             query?: {
-                /** @description Page number, from 1. */
+                /** @description Page number, from 1; 1 when omitted. Not together with `cursor`. */
                 page?: number;
                 /** @description Items per page, 1 to 100. */
                 per_page?: number;
@@ -6254,7 +6254,7 @@ export interface operations {
     listWebhookDeliveries: {
         parameters: {
             query?: {
-                /** @description Page number, from 1. */
+                /** @description Page number, from 1; 1 when omitted. Not together with `cursor`. */
                 page?: number;
                 /** @description Items per page, 1 to 100. */
                 per_page?: number;
@@ -7842,7 +7842,7 @@ export interface operations {
                 after?: string;
                 /** @description Events per answer, 1 to 1000. */
                 limit?: number;
-                /** @description Comma-separated event names; only these events are returned (the cursor still moves past the others). */
+                /** @description Comma-separated event names, e.g. `file.uploaded,file.deleted`; only these events are returned (the cursor still moves past the others). */
                 types?: string;
                 /** @description Long poll: when no event is there yet, wait up to this many seconds for one; the answer comes as soon as one arrives, or empty at the deadline. */
                 wait?: number;

@@ -16,7 +16,8 @@ export class ListEventsRequest {
   @IsOptional() @Transform(toInteger) @IsInt() @Min(1) @Max(MAX_EVENTS_PER_PAGE)
   limit: number = 100;
 
-  @ApiPropertyOptional({ example: 'file.uploaded,file.deleted', description: 'Comma-separated event names; only these events are returned (the cursor still moves past the others).', maxLength: 500 })
+  // No `example`: Swagger UI's "Try it out" would fill it in and filter the feed unasked.
+  @ApiPropertyOptional({ description: 'Comma-separated event names, e.g. `file.uploaded,file.deleted`; only these events are returned (the cursor still moves past the others).', maxLength: 500 })
   @IsOptional() @IsString() @MaxLength(500)
   types?: string;
 
