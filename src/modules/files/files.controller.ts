@@ -6,7 +6,7 @@ import { Public, RequireScope } from '../../common/auth/access.decorator.js';
 import { type Actor, CurrentActor } from '../../common/auth/actor.js';
 import { Clock } from '../../common/clock.js';
 import { InvalidRequest } from '../../common/errors/api-error.js';
-import { ApiEnvelope, ApiErrors, blobHeaders } from '../../common/http/openapi.js';
+import { ApiBlobAnswers, ApiEnvelope, ApiErrors, blobHeaders } from '../../common/http/openapi.js';
 import { sendBlob } from '../../infra/storage/blob-response.js';
 import { BlobStorage } from '../../infra/storage/blob-storage.js';
 import { BulkDeleteFilesCommand } from './commands/bulk-delete-files.command.js';
@@ -176,7 +176,8 @@ export class FileDownloadsController {
   @ApiOperation({ operationId: 'getFileThumbnail', summary: 'A file thumbnail (signed link)', description: 'The `thumbnail_url` of a File object: a WebP image, inline, signed like downloads.' })
   @ApiParam({ name: 'file_id' })
   @ApiProduces('image/webp')
-  @ApiResponse({ status: 200, description: 'The thumbnail', headers: blobHeaders(200) })
+  // Answered by sendBlob like downloads: a browser revalidating its cached thumbnail gets 304.
+  @ApiBlobAnswers()
   @ApiErrors(
     [403, 'permission_denied: the signature is wrong or the link expired; file_infected: the file is quarantined.'],
     [404, 'not_found: no such active file or it has no thumbnail.'],

@@ -205,6 +205,12 @@ describe('signed downloads', () => {
     expect(res.headers.get('content-type')).toBe('image/webp');
     expect(res.headers.get('content-disposition')).toMatch(/^inline;/);
     expect(await res.text()).toBe('RIFFxxxxWEBP');
+    // A browser revalidates its cached thumbnail, or asks for part of it, as with any download (answers checked against OpenAPI).
+    const cached = await fetch(onTestServer(t, fresh.thumbnail_url), { headers: { 'If-None-Match': res.headers.get('etag')! } });
+    expect(cached.status).toBe(304);
+    const part = await fetch(onTestServer(t, fresh.thumbnail_url), { headers: { Range: 'bytes=0-3' } });
+    expect(part.status).toBe(206);
+    expect(await part.text()).toBe('RIFF');
     // A download signature does not open the thumbnail and vice versa.
     const crossed = onTestServer(t, fresh.download_url).replace('/download?', '/thumbnail?');
     expect((await fetch(crossed)).status).toBe(403);
