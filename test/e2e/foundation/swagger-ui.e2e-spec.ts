@@ -51,6 +51,16 @@ describe('Swagger UI in a real browser', () => {
     await page.close();
   });
 
+  it('"Try it out" uploads the chosen file, under the name typed in, into the root', async () => {
+    const page = await authorizedPage();
+    const operation = await tryOut(page, 'POST', '/v1/files/upload');
+    await operation.locator('input[type=file]').setInputFiles({ name: 'hello.txt', mimeType: 'text/plain', buffer: Buffer.from('hello') });
+    await operation.locator('tr[data-property-name="name"] input[type=text]').fill('from swagger.txt');
+    const answer = await execute(operation);
+    expect(answer.data).toMatchObject({ name: 'from swagger.txt', folder_id: null, size: 5 });
+    await page.close();
+  });
+
   async function authorizedPage(): Promise<Page> {
     const page = await browser.newPage();
     await page.goto(`${t.baseUrl}/docs`);

@@ -864,10 +864,13 @@ export interface components {
         UploadFileForm: {
             /** @description Name to store the file under; default the original file name. Well-formed Unicode (no unpaired surrogate), stored in NFC; 1 to 255 characters after that */
             name?: string;
-            /** @description Target folder; default the root */
+            /**
+             * @description Target folder; default (or empty) the root
+             * @example
+             */
             folder_id?: string;
             /**
-             * @description Replace a same-named file in the folder instead of taking a numbered name
+             * @description Replace a same-named file in the folder instead of taking a numbered name; default (or empty) false
              * @default false
              * @enum {string}
              */
