@@ -61,6 +61,14 @@ describe('Swagger UI in a real browser', () => {
     await page.close();
   });
 
+  it('"Try it out" creates a folder with the request body Swagger UI proposes', async () => {
+    const page = await authorizedPage();
+    const answer = await execute(await tryOut(page, 'POST', '/v1/folders'));
+    expect(answer.success).toBe(true);
+    expect(answer.data.parent_id).toBeNull();
+    await page.close();
+  });
+
   async function authorizedPage(): Promise<Page> {
     const page = await browser.newPage();
     await page.goto(`${t.baseUrl}/docs`);

@@ -936,9 +936,15 @@ export interface components {
             modified_at: string;
         };
         CreateFolderRequest: {
-            /** @description Well-formed Unicode (no unpaired surrogate), stored in NFC; then 1 to 255 characters, no / \ or NUL, not . or ..; a taken name gets a numbered suffix */
+            /**
+             * @description Well-formed Unicode (no unpaired surrogate), stored in NFC; then 1 to 255 characters, no / \ or NUL, not . or ..; a taken name gets a numbered suffix
+             * @example Photos
+             */
             name: string;
-            /** @description Parent folder; omitted or null for the root */
+            /**
+             * @description Parent folder; omitted or null for the root
+             * @example null
+             */
             parent_id?: string | null;
         };
         UpdateFolderRequest: {
