@@ -29,6 +29,12 @@ describe('the OpenAPI contract check', () => {
     expect(contractViolations({ ...listing, headers: { ...listing.headers, location: '/v1/files/x' } })).toEqual([expect.stringContaining('header location is not documented')]);
   });
 
+  it('checks a HEAD answer against the HEAD operation where the document has one, else against GET', () => {
+    const head = { method: 'HEAD', status: 418, headers: {}, contentType: '', body: undefined };
+    expect(contractViolations({ ...head, url: '/v1/uploads/upl_x' })).toEqual([expect.stringContaining('HEAD /v1/uploads/upl_x → 418 (')]);
+    expect(contractViolations({ ...head, url: '/v1/files' })).toEqual([expect.stringContaining('status 418 is not documented')]);
+  });
+
   it('refuses an error code its status does not document', async () => {
     const res = await t.http().get('/v1/files/file_missing').set(owner.auth).expect(404);
     const answer = { method: 'GET', url: '/v1/files/file_missing', status: 404, headers: res.headers, contentType: res.headers['content-type'], body: res.body };
