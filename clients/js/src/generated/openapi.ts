@@ -2333,7 +2333,11 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope404"];
                 };
             };
-            /** @description idempotency_key_in_use: a request with this Idempotency-Key is still running; retry after Retry-After. */
+            /**
+             * @description conflict: too many concurrent changes to names in the target folder; retry the request.
+             *
+             *     idempotency_key_in_use: a request with this Idempotency-Key is still running; retry after Retry-After.
+             */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2930,6 +2934,19 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope404"];
                 };
             };
+            /** @description conflict: too many concurrent changes to names in the target folder; retry the request. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope409"];
+                };
+            };
             /** @description invalid_request: the request body is too large. */
             413: {
                 headers: {
@@ -3082,7 +3099,11 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope404"];
                 };
             };
-            /** @description idempotency_key_in_use: a request with this Idempotency-Key is still running; retry after Retry-After. */
+            /**
+             * @description conflict: too many concurrent changes to names in the target folder; retry the request.
+             *
+             *     idempotency_key_in_use: a request with this Idempotency-Key is still running; retry after Retry-After.
+             */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3709,7 +3730,11 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope404"];
                 };
             };
-            /** @description idempotency_key_in_use: a request with this Idempotency-Key is still running; retry after Retry-After. */
+            /**
+             * @description conflict: too many concurrent changes to names in the target folder; retry the request.
+             *
+             *     idempotency_key_in_use: a request with this Idempotency-Key is still running; retry after Retry-After.
+             */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4011,6 +4036,19 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorEnvelope404"];
+                };
+            };
+            /** @description conflict: too many concurrent changes to names in the target folder; retry the request. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope409"];
                 };
             };
             /** @description invalid_request: the request body is too large. */
