@@ -4,24 +4,34 @@ import { Transform } from 'class-transformer';
 import { IsInt, IsOptional, IsString, Matches, Max, Min, ValidateBy } from 'class-validator';
 
 export const MAX_PER_PAGE = 100;
+export const MAX_PAGE = 1_000_000_000;
 
 /** Plain decimal digits only: `0x10`, `1e2`, ` 1` and `1.0` stay strings and fail `@IsInt()`. */
 const toInteger = ({ value }: { value: unknown }) => (typeof value === 'string' && /^[0-9]{1,12}$/.test(value) ? Number(value) : value);
 export const DEFAULT_PER_PAGE = 50;
 
-const PageNumber = () =>
+/**
+ * `page`. A listing that also takes a cursor documents no `default`: Swagger UI's "Try it out" would fill the
+ * default in, and a pasted cursor would then come with `page=1` and be refused.
+ */
+const PageNumber = (options: { documentDefault: boolean }) =>
   applyDecorators(
-    ApiPropertyOptional({ minimum: 1, default: 1, description: 'Page number, from 1.' }),
+    ApiPropertyOptional({
+      type: 'integer',
+      minimum: 1,
+      maximum: MAX_PAGE,
+      ...(options.documentDefault ? { default: 1, description: 'Page number, from 1.' } : { description: 'Page number, from 1; 1 when omitted. Not together with `cursor`.' }),
+    }),
     IsOptional(),
     Transform(toInteger),
     IsInt(),
     Min(1),
-    Max(1_000_000_000),
+    Max(MAX_PAGE),
   );
 
 const PerPage = () =>
   applyDecorators(
-    ApiPropertyOptional({ minimum: 1, maximum: MAX_PER_PAGE, default: DEFAULT_PER_PAGE, description: 'Items per page, 1 to 100.' }),
+    ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: MAX_PER_PAGE, default: DEFAULT_PER_PAGE, description: 'Items per page, 1 to 100.' }),
     IsOptional(),
     Transform(toInteger),
     IsInt(),
@@ -31,7 +41,7 @@ const PerPage = () =>
 
 /** `page` and `per_page`, shared by every paginated listing. */
 export class PageRequest {
-  @PageNumber()
+  @PageNumber({ documentDefault: true })
   page: number = 1;
 
   @PerPage()
@@ -60,7 +70,7 @@ export const CURSOR_SHAPE = /^[A-Za-z0-9_-]{1,2000}\.[A-Za-z0-9_-]{22}$/;
  * where the page starts; a page number would contradict it).
  */
 export class CursorPageRequest {
-  @PageNumber()
+  @PageNumber({ documentDefault: false })
   page?: number;
 
   @PerPage()

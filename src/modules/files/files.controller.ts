@@ -17,6 +17,7 @@ import { RestoreFileCommand } from './commands/restore-file.command.js';
 import { UpdateFileCommand } from './commands/update-file.command.js';
 import { parseOverwrite, UploadFileCommand } from './commands/upload-file.command.js';
 import { FileResponse } from './dto/file.response.js';
+import { NAME_CONFLICT } from './name-collisions.js';
 import { BulkDeleteRequest, DeleteFileRequest, ListFilesRequest, SignedUrlRequest, UpdateFileRequest, UploadFileForm, UploadFileRequest } from './dto/file.requests.js';
 import { BulkDeleteResponse, DeletedFileResponse, RestoredFileResponse } from './dto/file-removal.responses.js';
 import { GetFileQuery } from './queries/get-file.query.js';
@@ -67,6 +68,7 @@ export class FilesController {
     [400, 'invalid_request: no file part, a bad name or field.'],
     [404, 'not_found: folder_id names no active folder.'],
     [413, 'file_too_large (details file_size, max_size, plan) or storage_exceeded (details current_usage, storage_limit, required_space).'],
+    NAME_CONFLICT,
   )
   upload(@CurrentActor() actor: Actor, @Req() request: Request, @Body() body: UploadFileRequest): Promise<FileResponse> {
     const upload = request.upload;
@@ -102,7 +104,7 @@ export class FilesController {
   @RequireScope('write')
   @ApiOperation({ operationId: 'updateFile', summary: 'Rename and/or move a file', description: '`folder_id: null` moves it to the root. A name taken in the target folder gets a numbered suffix. modified_at is updated.' })
   @ApiEnvelope(FileResponse)
-  @ApiErrors([400, 'invalid_request: an illegal name.'], [404, 'not_found: no such active file or target folder.'])
+  @ApiErrors([400, 'invalid_request: an illegal name.'], [404, 'not_found: no such active file or target folder.'], NAME_CONFLICT)
   update(@CurrentActor() actor: Actor, @Param('file_id') fileId: string, @Body() body: UpdateFileRequest): Promise<FileResponse> {
     return this.commands.execute(new UpdateFileCommand(actor, fileId, body.name, body.folder_id));
   }
@@ -135,6 +137,7 @@ export class FilesController {
   @ApiErrors(
     [400, 'invalid_request: any query parameter or body field (this route takes none: a file goes back where it was, or to the root).'],
     [404, 'not_found: the file is not in the trash (or its recovery window has passed).'],
+    NAME_CONFLICT,
   )
   restore(@CurrentActor() actor: Actor, @Param('file_id') fileId: string, @Query() parameters: Record<string, unknown>, @Req() request: Request): Promise<RestoredFileResponse> {
     // Refused rather than ignored: `?folder_id=` or `{"folder_id": …}` reads like restoring into that folder, which a restore does not do.

@@ -4,6 +4,9 @@ import { isUniqueViolation } from '../../infra/database/transactions.js';
 import { FileEntity } from './file.entity.js';
 import { candidateNames, type NameNumbering, nameKeyOf } from './file-naming.js';
 
+/** The answer retryOnNameCollision gives up with, for the OpenAPI document of the routes that name an item. */
+export const NAME_CONFLICT: [number, string] = [409, 'conflict: too many concurrent changes to names in the target folder; retry the request.'];
+
 /**
  * Runs a unit of work that names an item, again when a concurrent writer took the same name
  * between our check and our insert (PostgreSQL; SQLite transactions take turns).

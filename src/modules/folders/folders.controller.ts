@@ -4,6 +4,7 @@ import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { RequireScope } from '../../common/auth/access.decorator.js';
 import { type Actor, CurrentActor } from '../../common/auth/actor.js';
 import { ApiEnvelope, ApiErrors } from '../../common/http/openapi.js';
+import { NAME_CONFLICT } from '../files/name-collisions.js';
 import { CreateFolderCommand } from './commands/create-folder.command.js';
 import { DeleteFolderCommand } from './commands/delete-folder.command.js';
 import { UpdateFolderCommand } from './commands/update-folder.command.js';
@@ -23,7 +24,7 @@ export class FoldersController {
   @RequireScope('write')
   @ApiOperation({ operationId: 'createFolder', summary: 'Create a folder', description: 'In parent_id, or the root. A sibling name taken (case-insensitively) gets a numbered suffix at the end of the name: `Photos (1)`, `Project.v2 (1)`. Emits folder.created.' })
   @ApiEnvelope(FolderResponse, { status: 201 })
-  @ApiErrors([400, 'invalid_request: an illegal name.'], [404, 'not_found: parent_id names no active folder.'])
+  @ApiErrors([400, 'invalid_request: an illegal name.'], [404, 'not_found: parent_id names no active folder.'], NAME_CONFLICT)
   create(@CurrentActor() actor: Actor, @Body() body: CreateFolderRequest): Promise<FolderResponse> {
     return this.commands.execute(new CreateFolderCommand(actor, body.name, body.parent_id ?? null));
   }
@@ -50,7 +51,7 @@ export class FoldersController {
   @RequireScope('write')
   @ApiOperation({ operationId: 'updateFolder', summary: 'Rename and/or move a folder', description: '`parent_id: null` moves it to the root. A folder cannot move into itself or a descendant.' })
   @ApiEnvelope(FolderResponse)
-  @ApiErrors([400, 'invalid_request: an illegal name, or a move into itself or a descendant.'], [404, 'not_found: no such active folder or parent.'])
+  @ApiErrors([400, 'invalid_request: an illegal name, or a move into itself or a descendant.'], [404, 'not_found: no such active folder or parent.'], NAME_CONFLICT)
   update(@CurrentActor() actor: Actor, @Param('folder_id') folderId: string, @Body() body: UpdateFolderRequest): Promise<FolderResponse> {
     return this.commands.execute(new UpdateFolderCommand(actor, folderId, body.name, body.parent_id));
   }

@@ -161,6 +161,21 @@ describe('uploading files', () => {
     expect([empty.size, empty.md5_hash]).toEqual([0, 'd41d8cd98f00b204e9800998ecf8427e']);
   });
 
+  it('takes an empty folder_id or overwrite field as not given, as an HTML form or Swagger UI sends them', async () => {
+    const send = async (content: string) => {
+      const form = new FormData();
+      for (const field of ['folder_id', 'overwrite']) form.append(field, '');
+      form.append('file', new Blob([content]), 'blank-fields.txt');
+      const res = await fetch(`${t.baseUrl}/v1/files/upload`, { method: 'POST', headers: owner.auth, body: form });
+      return { status: res.status, body: (await res.json()) as any };
+    };
+    const first = await send('x');
+    expect(first.status).toBe(200);
+    expect(first.body.data).toMatchObject({ name: 'blank-fields.txt', folder_id: null });
+    // overwrite left empty is false: the same name again is numbered, not replaced.
+    expect((await send('y')).body.data.name).toBe('blank-fields (1).txt');
+  });
+
   it('keeps a UTF-8 file name exactly', async () => {
     expect((await uploadOk(t, owner.auth, 'x', { filename: 'résumé 履歴書.txt' })).name).toBe('résumé 履歴書.txt');
   });

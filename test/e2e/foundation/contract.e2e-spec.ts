@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccount, type TestAccount } from '../../support/accounts.js';
 import { contractViolations, type ReceivedResponse } from '../../support/contract.js';
+import { seedFile } from '../../support/files.js';
 import { startTestApp, type TestApp } from '../../support/test-app.js';
 
 /** The contract check that every spec's requests pass through refuses what the document does not say. */
@@ -27,6 +28,24 @@ describe('the OpenAPI contract check', () => {
     expect(contractViolations({ ...listing, body: { ...body, cursor: 'x' } })).toEqual([expect.stringContaining('must NOT have additional properties (cursor)')]);
     expect(contractViolations({ ...listing, body: { success: true, data: [] } })).toEqual([expect.stringContaining("must have required property 'pagination'")]);
     expect(contractViolations({ ...listing, headers: { ...listing.headers, location: '/v1/files/x' } })).toEqual([expect.stringContaining('header location is not documented')]);
+  });
+
+  it('checks a HEAD answer against the HEAD operation where the document has one, else against GET', () => {
+    const head = { method: 'HEAD', status: 418, headers: {}, contentType: '', body: undefined };
+    expect(contractViolations({ ...head, url: '/v1/uploads/upl_x' })).toEqual([expect.stringContaining('HEAD /v1/uploads/upl_x → 418 (')]);
+    expect(contractViolations({ ...head, url: '/v1/files' })).toEqual([expect.stringContaining('status 418 is not documented')]);
+  });
+
+  it('documents the 409 conflict that renames racing for one name can get (PostgreSQL)', async () => {
+    const files = await Promise.all(Array.from({ length: 40 }, (_, i) => seedFile(t.app, owner, { name: `race ${i}.txt` })));
+    const folders = await Promise.all(Array.from({ length: 40 }, async (_, i) => (await t.http().post('/v1/folders').set(owner.auth).send({ name: `Race ${i}` }).expect(201)).body.data));
+    const rename = (path: string, body: object) => fetch(`${t.baseUrl}${path}`, { method: 'PATCH', headers: { ...owner.auth, 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+    // Each answer passes the contract-checked fetch, which throws on an undocumented status.
+    const answers = await Promise.all([
+      ...files.map((file) => rename(`/v1/files/${file.id}`, { name: 'race.txt' })),
+      ...folders.map((folder: { id: string }) => rename(`/v1/folders/${folder.id}`, { name: 'Race' })),
+    ]);
+    expect(answers.filter((answer) => answer.status === 200).length).toBeGreaterThan(0);
   });
 
   it('refuses an error code its status does not document', async () => {

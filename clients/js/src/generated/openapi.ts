@@ -868,10 +868,13 @@ export interface components {
         UploadFileForm: {
             /** @description Name to store the file under; default the original file name. Well-formed Unicode (no unpaired surrogate), stored in NFC; 1 to 255 characters after that */
             name?: string;
-            /** @description Target folder; default the root */
+            /**
+             * @description Target folder; default (or empty) the root
+             * @example
+             */
             folder_id?: string;
             /**
-             * @description Replace a same-named file in the folder instead of taking a numbered name
+             * @description Replace a same-named file in the folder instead of taking a numbered name; default (or empty) false
              * @default false
              * @enum {string}
              */
@@ -937,9 +940,15 @@ export interface components {
             modified_at: string;
         };
         CreateFolderRequest: {
-            /** @description Well-formed Unicode (no unpaired surrogate), stored in NFC; then 1 to 255 characters, no / \ or NUL, not . or ..; a taken name gets a numbered suffix */
+            /**
+             * @description Well-formed Unicode (no unpaired surrogate), stored in NFC; then 1 to 255 characters, no / \ or NUL, not . or ..; a taken name gets a numbered suffix
+             * @example Photos
+             */
             name: string;
-            /** @description Parent folder; omitted or null for the root */
+            /**
+             * @description Parent folder; omitted or null for the root
+             * @example null
+             */
             parent_id?: string | null;
         };
         UpdateFolderRequest: {
@@ -2100,7 +2109,7 @@ export interface operations {
     listFiles: {
         parameters: {
             query?: {
-                /** @description Page number, from 1. */
+                /** @description Page number, from 1; 1 when omitted. Not together with `cursor`. */
                 page?: number;
                 /** @description Items per page, 1 to 100. */
                 per_page?: number;
@@ -2328,7 +2337,11 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope404"];
                 };
             };
-            /** @description idempotency_key_in_use: a request with this Idempotency-Key is still running; retry after Retry-After. */
+            /**
+             * @description conflict: too many concurrent changes to names in the target folder; retry the request.
+             *
+             *     idempotency_key_in_use: a request with this Idempotency-Key is still running; retry after Retry-After.
+             */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2925,6 +2938,19 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope404"];
                 };
             };
+            /** @description conflict: too many concurrent changes to names in the target folder; retry the request. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope409"];
+                };
+            };
             /** @description invalid_request: the request body is too large. */
             413: {
                 headers: {
@@ -3081,7 +3107,11 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope404"];
                 };
             };
-            /** @description idempotency_key_in_use: a request with this Idempotency-Key is still running; retry after Retry-After. */
+            /**
+             * @description conflict: too many concurrent changes to names in the target folder; retry the request.
+             *
+             *     idempotency_key_in_use: a request with this Idempotency-Key is still running; retry after Retry-After.
+             */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3525,7 +3555,7 @@ export interface operations {
     listFolders: {
         parameters: {
             query?: {
-                /** @description Page number, from 1. */
+                /** @description Page number, from 1; 1 when omitted. Not together with `cursor`. */
                 page?: number;
                 /** @description Items per page, 1 to 100. */
                 per_page?: number;
@@ -3751,7 +3781,11 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope404"];
                 };
             };
-            /** @description idempotency_key_in_use: a request with this Idempotency-Key is still running; retry after Retry-After. */
+            /**
+             * @description conflict: too many concurrent changes to names in the target folder; retry the request.
+             *
+             *     idempotency_key_in_use: a request with this Idempotency-Key is still running; retry after Retry-After.
+             */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4176,6 +4210,19 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope404"];
                 };
             };
+            /** @description conflict: too many concurrent changes to names in the target folder; retry the request. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope409"];
+                };
+            };
             /** @description invalid_request: the request body is too large. */
             413: {
                 headers: {
@@ -4245,7 +4292,7 @@ export interface operations {
     listTrash: {
         parameters: {
             query?: {
-                /** @description Page number, from 1. */
+                /** @description Page number, from 1; 1 when omitted. Not together with `cursor`. */
                 page?: number;
                 /** @description Items per page, 1 to 100. */
                 per_page?: number;
@@ -4477,7 +4524,7 @@ export interface operations {
     listShares: {
         parameters: {
             query?: {
-                /** @description Page number, from 1. */
+                /** @description Page number, from 1; 1 when omitted. Not together with `cursor`. */
                 page?: number;
                 /** @description Items per page, 1 to 100. */
                 per_page?: number;
@@ -6512,7 +6559,7 @@ export interface operations {
     listWebhookDeliveries: {
         parameters: {
             query?: {
-                /** @description Page number, from 1. */
+                /** @description Page number, from 1; 1 when omitted. Not together with `cursor`. */
                 page?: number;
                 /** @description Items per page, 1 to 100. */
                 per_page?: number;
@@ -8105,7 +8152,7 @@ export interface operations {
                 after?: string;
                 /** @description Events per answer, 1 to 1000. */
                 limit?: number;
-                /** @description Comma-separated event names; only these events are returned (the cursor still moves past the others). */
+                /** @description Comma-separated event names, e.g. `file.uploaded,file.deleted`; only these events are returned (the cursor still moves past the others). */
                 types?: string;
                 /** @description Long poll: when no event is there yet, wait up to this many seconds for one; the answer comes as soon as one arrives, or empty at the deadline. */
                 wait?: number;

@@ -12,15 +12,17 @@ export class ListEventsRequest {
   @IsOptional() @IsString() @MaxLength(100)
   after?: string;
 
-  @ApiPropertyOptional({ minimum: 1, maximum: MAX_EVENTS_PER_PAGE, default: 100, description: 'Events per answer, 1 to 1000.' })
+  @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: MAX_EVENTS_PER_PAGE, default: 100, description: 'Events per answer, 1 to 1000.' })
   @IsOptional() @Transform(toInteger) @IsInt() @Min(1) @Max(MAX_EVENTS_PER_PAGE)
   limit: number = 100;
 
-  @ApiPropertyOptional({ example: 'file.uploaded,file.deleted', description: 'Comma-separated event names; only these events are returned (the cursor still moves past the others).' })
+  // No `example`: Swagger UI's "Try it out" would fill it in and filter the feed unasked.
+  @ApiPropertyOptional({ description: 'Comma-separated event names, e.g. `file.uploaded,file.deleted`; only these events are returned (the cursor still moves past the others).', maxLength: 500 })
   @IsOptional() @IsString() @MaxLength(500)
   types?: string;
 
   @ApiPropertyOptional({
+    type: 'integer',
     minimum: 0,
     maximum: MAX_WAIT_SECONDS,
     default: 0,

@@ -1,4 +1,5 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { Transform } from 'class-transformer';
 import { ArrayMaxSize, ArrayMinSize, IsArray, IsIn, IsOptional, IsString, Matches, MaxLength, ValidateIf } from 'class-validator';
 import { CursorPageRequest } from '../../../common/http/pagination.request.js';
 
@@ -10,7 +11,7 @@ export const FILE_CATEGORIES = ['image', 'video', 'audio', 'document', 'archive'
 export const ID_SHAPE = /^[A-Za-z0-9_-]{1,40}$/;
 
 export class ListFilesRequest extends CursorPageRequest {
-  @ApiPropertyOptional({ description: 'Folder to list; omitted means the root' })
+  @ApiPropertyOptional({ description: 'Folder to list; omitted means the root', maxLength: 40 })
   @IsOptional() @IsString() @Matches(ID_SHAPE, { message: 'must be a folder id' })
   folder_id?: string;
 
@@ -27,17 +28,24 @@ export class ListFilesRequest extends CursorPageRequest {
   search?: string;
 }
 
+/**
+ * A folder_id or overwrite sent empty is one not given: HTML forms and Swagger UI send every field of the form,
+ * empty or not. (An empty `name` stays refused: names are 1 to 255 characters.)
+ */
+const EmptyFieldAsAbsent = () => Transform(({ value }: { value: unknown }) => (value === '' ? undefined : value));
+
 export class UploadFileRequest {
   @ApiPropertyOptional({ description: 'Name to store the file under; default the original file name. Well-formed Unicode (no unpaired surrogate), stored in NFC; 1 to 255 characters after that' })
   @IsOptional() @IsString()
   name?: string;
 
-  @ApiPropertyOptional({ description: 'Target folder; default the root' })
-  @IsOptional() @IsString() @Matches(ID_SHAPE, { message: 'must be a folder id' })
+  // The empty example leaves Swagger UI's field blank; without it the form sends folder_id "string", a folder that does not exist.
+  @ApiPropertyOptional({ example: '', description: 'Target folder; default (or empty) the root' })
+  @EmptyFieldAsAbsent() @IsOptional() @IsString() @Matches(ID_SHAPE, { message: 'must be a folder id' })
   folder_id?: string;
 
-  @ApiPropertyOptional({ enum: ['true', 'false'], default: 'false', description: 'Replace a same-named file in the folder instead of taking a numbered name' })
-  @IsOptional() @IsIn(['true', 'false'])
+  @ApiPropertyOptional({ enum: ['true', 'false'], default: 'false', description: 'Replace a same-named file in the folder instead of taking a numbered name; default (or empty) false' })
+  @EmptyFieldAsAbsent() @IsOptional() @IsIn(['true', 'false'])
   overwrite?: string;
 }
 

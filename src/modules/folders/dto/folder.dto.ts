@@ -25,12 +25,14 @@ export class FolderResponse {
   }
 }
 
+// The examples make the request body Swagger UI's "Try it out" proposes one that works: without them it sends
+// parent_id "string", a folder that does not exist.
 export class CreateFolderRequest {
-  @ApiProperty({ description: 'Well-formed Unicode (no unpaired surrogate), stored in NFC; then 1 to 255 characters, no / \\ or NUL, not . or ..; a taken name gets a numbered suffix' })
+  @ApiProperty({ example: 'Photos', description: 'Well-formed Unicode (no unpaired surrogate), stored in NFC; then 1 to 255 characters, no / \\ or NUL, not . or ..; a taken name gets a numbered suffix' })
   @IsString()
   name: string;
 
-  @ApiPropertyOptional({ type: String, nullable: true, description: 'Parent folder; omitted or null for the root' })
+  @ApiPropertyOptional({ type: String, nullable: true, example: null, description: 'Parent folder; omitted or null for the root' })
   @ValidateIf((_, value) => value !== null) @IsOptional() @IsString() @Matches(ID_SHAPE, { message: 'must be a folder id' })
   parent_id?: string | null;
 }
@@ -47,7 +49,7 @@ export class UpdateFolderRequest {
 export const FOLDER_SORTS = ['name_asc', 'name_desc', 'created_asc', 'created_desc', 'modified_asc', 'modified_desc'] as const;
 
 export class ListFoldersRequest extends CursorPageRequest {
-  @ApiPropertyOptional({ description: 'Parent folder; omitted means the root' })
+  @ApiPropertyOptional({ description: 'Parent folder; omitted means the root', maxLength: 40 })
   @IsOptional() @IsString() @Matches(ID_SHAPE, { message: 'must be a folder id' })
   parent_id?: string;
 
@@ -55,7 +57,7 @@ export class ListFoldersRequest extends CursorPageRequest {
   @IsOptional() @IsIn(FOLDER_SORTS)
   sort: (typeof FOLDER_SORTS)[number] = 'name_asc';
 
-  @ApiPropertyOptional({ description: 'Case-insensitive substring of the name' })
+  @ApiPropertyOptional({ description: 'Case-insensitive substring of the name', maxLength: 255 })
   @IsOptional() @IsString() @MaxLength(255)
   search?: string;
 }

@@ -15,7 +15,7 @@ export class CreateShareRequest {
   @IsOptional() @IsString() @Length(1, MAX_SHARE_PASSWORD_LENGTH)
   password?: string;
 
-  @ApiPropertyOptional({ example: 604800, minimum: MIN_EXPIRES_IN, maximum: MAX_EXPIRES_IN, description: 'Seconds until the link expires (60 s to 365 days). Without it the link does not expire.' })
+  @ApiPropertyOptional({ type: 'integer', example: 604800, minimum: MIN_EXPIRES_IN, maximum: MAX_EXPIRES_IN, description: 'Seconds until the link expires (60 s to 365 days). Without it the link does not expire.' })
   @IsOptional() @IsInt() @Min(MIN_EXPIRES_IN) @Max(MAX_EXPIRES_IN)
   expires_in?: number;
 }

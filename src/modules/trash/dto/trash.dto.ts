@@ -10,7 +10,7 @@ export class ListTrashRequest extends CursorPageRequest {
   @IsOptional() @IsIn(TRASH_SORTS)
   sort: (typeof TRASH_SORTS)[number] = 'deleted_desc';
 
-  @ApiPropertyOptional({ description: 'Case-insensitive substring of the name' })
+  @ApiPropertyOptional({ description: 'Case-insensitive substring of the name', maxLength: 255 })
   @IsOptional() @IsString() @MaxLength(255)
   search?: string;
 }
