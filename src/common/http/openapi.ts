@@ -74,8 +74,8 @@ export const ERROR_CODES_BY_STATUS: Record<number, ErrorCode[]> = {
   404: ['not_found'],
   409: ['conflict', 'idempotency_key_in_use'],
   410: ['share_expired', 'cursor_expired', 'not_found'],
-  /** A download whose If-Match or If-Unmodified-Since names another version of the file. */
-  412: ['conflict'],
+  /** A download whose If-Match or If-Unmodified-Since names another version of the file; tus: a Tus-Resumable not spoken. */
+  412: ['conflict', 'invalid_request'],
   413: ['file_too_large', 'storage_exceeded', 'invalid_request'],
   416: ['invalid_request'],
   422: ['idempotency_key_reused'],
@@ -148,10 +148,13 @@ export function ApiBlobAnswers() {
     ApiResponse({ status: 200, description: 'The file\'s bytes.', headers: blobHeaders(200) }),
     ApiResponse({ status: 206, description: 'The requested byte range.', headers: blobHeaders(206) }),
     ApiResponse({ status: 304, description: 'Not modified (If-None-Match matched the ETag).', headers: blobHeaders(304) }),
-    ApiErrors(
-      [412, 'conflict: the file is no longer the version If-Match or If-Unmodified-Since names; ETag gives the current one.'],
-      [416, 'invalid_request: the range is not satisfiable (it starts past the end of the file); Content-Range gives the size.'],
-    ),
+    ApiResponse({
+      status: 412,
+      description: 'conflict: the file is no longer the version If-Match or If-Unmodified-Since names; ETag gives the current one.',
+      type: ErrorEnvelopeDoc,
+      headers: { ETag: { $ref: '#/components/headers/ETag' } },
+    }),
+    ApiErrors([416, 'invalid_request: the range is not satisfiable (it starts past the end of the file); Content-Range gives the size.']),
   );
 }
 
@@ -193,7 +196,6 @@ export function completeOpenApiDocument(document: OpenAPIObject): OpenAPIObject 
         if (code === 409 && idempotent) headers['Retry-After'] = header('Retry-After-When-In-Use');
         if (idempotent && code < 500) headers['Idempotent-Replayed'] = header('Idempotent-Replayed');
         if (code === 401 && operation.security) headers['WWW-Authenticate'] = header('WWW-Authenticate');
-        if (code === 412) headers.ETag = header('ETag');
         if (code === 416) Object.assign(headers, { ETag: header('ETag'), 'Content-Range': header('Content-Range') });
         response.headers = { ...headers, ...response.headers };
         if (code >= 400) {
