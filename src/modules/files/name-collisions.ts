@@ -1,5 +1,6 @@
 import type { EntityManager, EntityTarget } from 'typeorm';
 import { ApiError } from '../../common/errors/api-error.js';
+import { sqlDialect } from '../../infra/database/sql-dialect.js';
 import { isUniqueViolation } from '../../infra/database/transactions.js';
 import { FileEntity } from './file.entity.js';
 import { candidateNames, type NameNumbering, nameKeyOf } from './file-naming.js';
@@ -38,6 +39,11 @@ const CANDIDATES_PER_QUERY = 100;
  * hundred per query: a long name's numbered variants are shortened, so no one prefix finds them all.
  */
 export async function freeName(tx: EntityManager, siblingsOf: SiblingsOf, accountId: string, parentKey: string, name: string, exceptId?: string): Promise<string> {
+  // Writers naming items in one folder take turns until they commit (PostgreSQL; SQLite transactions already do): each
+  // sees the names taken before it. Without this, thirty uploads of one name all chose the same next number, and the
+  // retries of retryOnNameCollision ran out for half of them (409). Taken after the row and folder locks of the
+  // callers, and nothing but their own inserts and the account row follow it.
+  await sqlDialect(tx).takeTurnsOn(tx, `names:${siblingsOf.parentColumn}:${accountId}:${parentKey}`);
   const candidates = candidateNames(name, siblingsOf.numbering);
   for (;;) {
     const batch = Array.from({ length: CANDIDATES_PER_QUERY }, () => candidates.next().value);
