@@ -1,5 +1,6 @@
 import type { OpenAPIObject } from '@nestjs/swagger';
 import express, { type RequestHandler } from 'express';
+import { InvalidRequest } from '../errors/api-error.js';
 
 /** The largest JSON body any route accepts: a bulk delete of 1,000 ids needs about 40 KiB. */
 export const MAX_JSON_BODY_BYTES = 100 * 1024;
@@ -68,13 +69,14 @@ export function jsonBodyParser(): RequestHandler {
 }
 
 /**
- * The fields of a JSON body sent to a route that takes none, to refuse rather than ignore them: `[]` for no
- * body, `{}` or `[]`; `['body']` for any other body that is not an object.
+ * Refuses (400, naming each) every query parameter and JSON body field sent to a route that takes none, where ignoring
+ * them would act unlike what they ask: `DELETE /v1/trash {"file_ids": […]}` would empty the whole trash. No body, `{}`
+ * and `[]` pass; any other body that is not an object is named `body`.
  */
-export function unexpectedBodyFields(body: unknown): string[] {
-  if (body === undefined || body === null) return [];
-  if (Array.isArray(body)) return body.length === 0 ? [] : ['body'];
-  return typeof body === 'object' ? Object.keys(body) : ['body'];
+export function refuseUnexpectedInput(query: Record<string, unknown>, body: unknown): void {
+  const bodyFields = body === undefined || body === null ? [] : Array.isArray(body) ? (body.length === 0 ? [] : ['body']) : typeof body === 'object' ? Object.keys(body) : ['body'];
+  const given = [...Object.keys(query), ...bodyFields];
+  if (given.length > 0) throw InvalidRequest.fields(given.map((field) => ({ field, message: 'is not allowed' })));
 }
 
 /** Every operation that takes a JSON body may also answer 413 (body over the size limit) and 415 (a charset or encoding it cannot read). */

@@ -7,7 +7,7 @@ import { type Actor, CurrentActor } from '../../common/auth/actor.js';
 import { Clock } from '../../common/clock.js';
 import { InvalidRequest } from '../../common/errors/api-error.js';
 import { ApiBlobAnswers, ApiEnvelope, ApiErrors } from '../../common/http/openapi.js';
-import { unexpectedBodyFields } from '../../common/http/request-body.js';
+import { refuseUnexpectedInput } from '../../common/http/request-body.js';
 import { sendBlob } from '../../infra/storage/blob-response.js';
 import { BlobStorage } from '../../infra/storage/blob-storage.js';
 import { CONTENT_ARRIVING_ANSWER, FileContentResponse } from './file-content-response.js';
@@ -141,8 +141,7 @@ export class FilesController {
   )
   restore(@CurrentActor() actor: Actor, @Param('file_id') fileId: string, @Query() parameters: Record<string, unknown>, @Req() request: Request): Promise<RestoredFileResponse> {
     // Refused rather than ignored: `?folder_id=` or `{"folder_id": …}` reads like restoring into that folder, which a restore does not do.
-    const given = [...Object.keys(parameters), ...unexpectedBodyFields(request.body)];
-    if (given.length > 0) throw InvalidRequest.fields(given.map((field) => ({ field, message: 'is not allowed' })));
+    refuseUnexpectedInput(parameters, request.body);
     return this.commands.execute(new RestoreFileCommand(actor, fileId));
   }
 }

@@ -4,9 +4,8 @@ import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Request } from 'express';
 import { RequireScope } from '../../common/auth/access.decorator.js';
 import { type Actor, CurrentActor } from '../../common/auth/actor.js';
-import { InvalidRequest } from '../../common/errors/api-error.js';
 import { ApiEnvelope, ApiErrors } from '../../common/http/openapi.js';
-import { unexpectedBodyFields } from '../../common/http/request-body.js';
+import { refuseUnexpectedInput } from '../../common/http/request-body.js';
 import { EmptyTrashCommand } from './commands/empty-trash.command.js';
 import { EmptiedTrashResponse, ListTrashRequest, TrashedFileResponse } from './dto/trash.dto.js';
 import { ListTrashQuery } from './queries/list-trash.query.js';
@@ -36,8 +35,7 @@ export class TrashController {
   @ApiErrors([400, 'invalid_request: any query parameter or body field (this route takes none; to delete one trashed file for good, DELETE /v1/files/{id}?permanent=true).'])
   empty(@CurrentActor() actor: Actor, @Query() parameters: Record<string, unknown>, @Req() request: Request): Promise<EmptiedTrashResponse> {
     // Refused rather than ignored: `DELETE /v1/trash?file_id=…` or `{"file_ids": […]}` reads like deleting some files, and would empty the whole trash.
-    const given = [...Object.keys(parameters), ...unexpectedBodyFields(request.body)];
-    if (given.length > 0) throw InvalidRequest.fields(given.map((field) => ({ field, message: 'is not allowed' })));
+    refuseUnexpectedInput(parameters, request.body);
     return this.commands.execute(new EmptyTrashCommand(actor));
   }
 }
