@@ -10,6 +10,8 @@ describe('parseRange', () => {
     ['bytes=90-1000', 100, { start: 90, end: 99 }],
     ['bytes=99-99', 100, { start: 99, end: 99 }],
     [' bytes=1-2 ', 100, { start: 1, end: 2 }],
+    ['Bytes=0-9', 100, { start: 0, end: 9 }],
+    ['BYTES=-10', 100, { start: 90, end: 99 }],
   ])('%s of %i bytes is %o', (header, size, expected) => {
     expect(parseRange(header, size)).toEqual(expected);
   });

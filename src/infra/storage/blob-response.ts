@@ -168,11 +168,11 @@ function etagMatches(header: string | undefined, etag: string): boolean {
 }
 
 /**
- * One `bytes=` range (first-last, first-, or -suffix). A header this parser does not understand,
- * or several ranges, is ignored (the whole file is sent), as RFC 9110 allows.
+ * One `bytes=` range (first-last, first-, or -suffix); the unit in any case, as RFC 9110 compares range units. A
+ * header this parser does not understand, or several ranges, is ignored (the whole file is sent), as RFC 9110 allows.
  */
 export function parseRange(header: string, size: number): ByteRange | 'unsatisfiable' | null {
-  const match = /^bytes=(\d*)-(\d*)$/.exec(header.trim());
+  const match = /^bytes=(\d*)-(\d*)$/i.exec(header.trim());
   if (!match || (match[1] === '' && match[2] === '')) return null;
   if (match[1] === '') {
     const suffix = Number(match[2]);

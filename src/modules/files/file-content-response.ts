@@ -25,6 +25,9 @@ export class FileContentResponse {
   ) {}
 
   async send(request: Request, response: Response, fileId: string, content: BlobDescription, now: Date): Promise<void> {
+    // Stored bytes are anyone's content on our origin: should a browser ever render them (a proxy dropping
+    // Content-Disposition, an old browser), they run as a sandboxed document without scripts or requests.
+    response.setHeader('Content-Security-Policy', "sandbox; default-src 'none'");
     await this.placements.settled([content.key]);
     try {
       await sendBlob(request, response, this.storage, content, now);

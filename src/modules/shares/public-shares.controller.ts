@@ -117,8 +117,6 @@ export class PublicSharesController {
   private async sendFile(token: string, password: string | undefined, request: Request, response: Response): Promise<void> {
     const send = async () => {
       const { file } = await this.access(token, password, 'download', request);
-      // Shared bytes are anyone's content on our origin: never let a browser run them as a page.
-      response.setHeader('Content-Security-Policy', "sandbox; default-src 'none'");
       await this.content.send(
         request,
         response,

@@ -39,6 +39,9 @@ describe('signed downloads', () => {
     expect(res.headers.get('content-disposition')).toBe(
       `attachment; filename="Jahresbericht _2026_ _.bin"; filename*=UTF-8''Jahresbericht%20%222026%22%20%C3%BC.bin`,
     );
+    // Anyone's bytes on our origin: never a page with scripts, even if a browser rendered it.
+    expect(res.headers.get('x-content-type-options')).toBe('nosniff');
+    expect(res.headers.get('content-security-policy')).toBe("sandbox; default-src 'none'");
   });
 
   it('accepts a link signed independently of the service: HMAC-SHA256 of "<path>\\n<expires>" under URL_SIGNING_SECRET', async () => {
