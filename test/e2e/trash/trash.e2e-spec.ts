@@ -6,6 +6,7 @@ import { insertRows } from '../../../src/infra/database/insert-rows.js';
 import { BlobStorage, blobKeys } from '../../../src/infra/storage/blob-storage.js';
 import { OutboxEventEntity } from '../../../src/infra/outbox/outbox-event.entity.js';
 import { AccountEntity } from '../../../src/modules/accounts/account.entity.js';
+import { FolderEntity } from '../../../src/modules/folders/folder.entity.js';
 import { FileEntity } from '../../../src/modules/files/file.entity.js';
 import { ShareEntity } from '../../../src/modules/shares/share.entity.js';
 import { PURGE_BATCH, PurgeTrashCommand } from '../../../src/modules/trash/commands/purge-trash.command.js';
@@ -289,6 +290,30 @@ describe('delete, restore and the trash', () => {
       expect(purgedEvents.map((e) => e.id).sort()).toEqual([...ids].sort());
       expect(purgedEvents.every((e) => e.deleted_by === 'system')).toBe(true);
     }
+  });
+
+  it('removes deleted folders, leaves first, once their window has passed and nothing is left in them', async () => {
+    const acct = await createAccount(t.app);
+    const folder = async (name: string, parent_id?: string) => (await t.http().post('/v1/folders').set(acct.auth).send({ name, parent_id }).expect(201)).body.data;
+    const top = await folder('Old projects');
+    const middle = await folder('2025', top.id);
+    const leaf = await folder('Q4', middle.id);
+    const inside = await uploadOk(t, acct.auth, 'in the leaf', { name: 'report.txt', folderId: leaf.id });
+    const rescued = await uploadOk(t, acct.auth, 'restored later', { name: 'keep.txt', folderId: middle.id });
+    await t.http().delete(`/v1/folders/${top.id}`).set(acct.auth).expect(200);
+    // Restored after the folder went: back in the root, so it holds on to nothing.
+    expect((await t.http().post(`/v1/files/${rescued.id}/restore`).set(acct.auth).expect(200)).body.data.folder_id).toBeNull();
+    const recent = await folder('Deleted recently');
+    await t.http().delete(`/v1/folders/${recent.id}`).set(acct.auth).expect(200);
+    const folders = db().getRepository(FolderEntity);
+    const later = Date.now() + 31 * DAY;
+    // Only the old tree is past its window: the recent folder is deleted "now" and the purge runs 31 days on.
+    await folders.update({ id: recent.id }, { deletedAt: new Date(later - DAY) });
+
+    await t.app.get(CommandBus).execute(new PurgeTrashCommand(new Date(later)));
+    expect(await db().getRepository(FileEntity).findOneBy({ id: inside.id })).toBeNull();
+    expect((await folders.findBy({ accountId: acct.accountId })).map((f) => f.id)).toEqual([recent.id]);
+    expect((await t.http().get(`/v1/files/${rescued.id}`).set(acct.auth)).status).toBe(200);
   });
 
   it('refuses to restore a file whose recovery window has passed', async () => {

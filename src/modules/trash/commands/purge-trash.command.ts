@@ -2,6 +2,7 @@ import { Logger } from '@nestjs/common';
 import { Command, CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { Clock } from '../../../common/clock.js';
+import { AppConfig } from '../../../config/app-config.js';
 import { Transactions } from '../../../infra/database/transactions.js';
 import { BlobStorage } from '../../../infra/storage/blob-storage.js';
 import { FileEntity } from '../../files/file.entity.js';
@@ -36,6 +37,7 @@ export class PurgeTrashHandler implements ICommandHandler<PurgeTrashCommand> {
     private readonly transactions: Transactions,
     private readonly storage: BlobStorage,
     private readonly clock: Clock,
+    private readonly config: AppConfig,
   ) {}
 
   async execute(command: PurgeTrashCommand): Promise<PurgeResult> {
@@ -71,7 +73,33 @@ export class PurgeTrashHandler implements ICommandHandler<PurgeTrashCommand> {
     } finally {
       await unlinking;
     }
-    if (purged > 0) this.logger.log({ purged, freed_bytes: freed }, 'Purged expired trash');
+    const folders = await this.removeEmptiedFolders(now);
+    if (purged > 0 || folders > 0) this.logger.log({ purged, freed_bytes: freed, folders }, 'Purged expired trash');
     return { purged, freed_bytes: freed };
+  }
+
+  /**
+   * Deleted folders past the recovery window that nothing refers to any more: the purge has taken their files, and a
+   * restored file went to the root. No one sees a deleted folder (restores never bring one back), so without this its
+   * row stayed for good. A tree goes leaves first, one pass a level.
+   */
+  private async removeEmptiedFolders(now: Date): Promise<number> {
+    const deletedBy = new Date(now.getTime() - this.config.trashRetentionDays * 24 * 3600 * 1000).toISOString();
+    let removed = 0;
+    for (;;) {
+      const count = await this.transactions.run(async (tx) => {
+        const params = this.transactions.dialect.parameters();
+        const sql =
+          `DELETE FROM folders WHERE id IN (SELECT f.id FROM folders f WHERE f.state = 'trashed' AND f.deleted_at <= ${params.add(deletedBy)}` +
+          " AND NOT EXISTS (SELECT 1 FROM files x WHERE x.account_id = f.account_id AND x.state IN ('active', 'trashed') AND x.folder_key = f.id)" +
+          " AND NOT EXISTS (SELECT 1 FROM folders c WHERE c.account_id = f.account_id AND c.state IN ('active', 'trashed') AND c.parent_key = f.id)" +
+          ` LIMIT ${params.add(PURGE_BATCH)}) RETURNING id`;
+        const result = await tx.queryRunner!.query(sql, params.values, true);
+        return (result.records as unknown[]).length;
+      });
+      if (count === 0) return removed;
+      removed += count;
+      await yieldToEventLoop();
+    }
   }
 }
