@@ -17,6 +17,7 @@ import { DeliveryFirstAttemptHolder1764360000000 } from './1764360000000-deliver
 import { SealedWebhookSecretsText1764370000000 } from './1764370000000-sealed-webhook-secrets-text.js';
 import { FolderRings1764380000000 } from './1764380000000-folder-rings.js';
 import { DeliverySeriesStart1764390000000 } from './1764390000000-delivery-series-start.js';
+import { PartialStateIndexes1764400000000 } from './1764400000000-partial-state-indexes.js';
 
 /** Every migration, oldest first. */
 export const MIGRATIONS = [
@@ -39,4 +40,5 @@ export const MIGRATIONS = [
   SealedWebhookSecretsText1764370000000,
   FolderRings1764380000000,
   DeliverySeriesStart1764390000000,
+  PartialStateIndexes1764400000000,
 ];

@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { Command, CommandBus, CommandHandler, ICommandHandler } from '@nestjs/cqrs';
-import { DataSource, LessThan } from 'typeorm';
+import { DataSource } from 'typeorm';
 import { Clock } from '../../../common/clock.js';
 import { FileEntity } from '../../files/file.entity.js';
 import { FileMediaEntity } from '../file-media.entity.js';
@@ -31,12 +31,17 @@ export class RescheduleStalledMediaHandler implements ICommandHandler<Reschedule
 
   async execute(): Promise<{ scheduled: number }> {
     const cutoff = new Date(this.clock.now().getTime() - STALLED_AFTER_MS);
-    const stalledScans = await this.dataSource.getRepository(FileEntity).find({
-      select: { id: true, accountId: true, blobKey: true },
-      where: { scanStatus: 'pending', modifiedAt: LessThan(cutoff) },
-      order: { modifiedAt: 'ASC', id: 'ASC' },
-      take: BATCH,
-    });
+    // The pending states are literals, not parameters: that is what lets SQLite use the partial indexes of
+    // migration 1764400000000 instead of reading every file.
+    const stalledScans: Array<Pick<FileEntity, 'id' | 'accountId' | 'blobKey'>> = await this.dataSource
+      .getRepository(FileEntity)
+      .createQueryBuilder('f')
+      .select(['f.id AS id', 'f.account_id AS "accountId"', 'f.blob_key AS "blobKey"'])
+      .where("f.scan_status = 'pending' AND f.modified_at < :cutoff", { cutoff: cutoff.toISOString() })
+      .orderBy('f.modified_at', 'ASC')
+      .addOrderBy('f.id', 'ASC')
+      .limit(BATCH)
+      .getRawMany();
     const stalledThumbnails: Array<Pick<FileEntity, 'id' | 'accountId' | 'blobKey'>> = await this.dataSource
       .getRepository(FileEntity)
       .createQueryBuilder('f')

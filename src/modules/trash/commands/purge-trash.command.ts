@@ -81,7 +81,8 @@ export class PurgeTrashHandler implements ICommandHandler<PurgeTrashCommand> {
   /**
    * Deleted folders past the recovery window that nothing refers to any more: the purge has taken their files, and a
    * restored file went to the root. No one sees a deleted folder (restores never bring one back), so without this its
-   * row stayed for good. A tree goes leaves first, one pass a level.
+   * row stayed for good. A tree goes leaves first, one pass a level. The literal 'trashed' lets SQLite use the partial
+   * index idx_folders_trashed (migration 1764400000000).
    */
   private async removeEmptiedFolders(now: Date): Promise<number> {
     const deletedBy = new Date(now.getTime() - this.config.trashRetentionDays * 24 * 3600 * 1000).toISOString();
