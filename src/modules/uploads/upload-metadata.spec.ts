@@ -21,7 +21,12 @@ describe('resumableUploadTarget', () => {
     });
   });
 
-  it('refuses a missing filename, a bad name, an empty folder_id and a bad overwrite with the field named', () => {
+  it('reads an empty folder_id or overwrite as not given, as the multipart upload reads empty form fields', () => {
+    expect(resumableUploadTarget({ filename: 'a.txt', folder_id: '', overwrite: '' })).toEqual({ name: 'a.txt', folderId: null, overwrite: false });
+    expect(resumableUploadTarget({ filename: 'a.txt', folder_id: null, overwrite: null })).toEqual({ name: 'a.txt', folderId: null, overwrite: false });
+  });
+
+  it('refuses a missing filename, a bad name and a bad overwrite with the field named', () => {
     expect(refusal(undefined)).toMatchObject({ status: 400, details: { fields: [{ field: 'filename' }] } });
     expect(refusal({ filename: null })).toMatchObject({ status: 400, details: { fields: [{ field: 'filename' }] } });
     expect(refusal({ filename: 'a/b' })).toMatchObject({ status: 400, details: { fields: [{ field: 'filename' }] } });
@@ -29,7 +34,6 @@ describe('resumableUploadTarget', () => {
     const notWellFormed = { field: 'filename', message: expect.stringMatching(/well-formed Unicode/) };
     expect(refusal({ filename: '\ud800.txt' })).toMatchObject({ status: 400, details: { fields: [notWellFormed] } });
     expect(refusal({ filename: 'a', name: 'b\udc00' })).toMatchObject({ status: 400, details: { fields: [{ ...notWellFormed, field: 'name' }] } });
-    expect(refusal({ filename: 'a', folder_id: '' })).toMatchObject({ status: 400, details: { fields: [{ field: 'folder_id' }] } });
     expect(refusal({ filename: 'a', overwrite: 'yes' })).toMatchObject({ status: 400, details: { fields: [{ field: 'overwrite' }] } });
   });
 });

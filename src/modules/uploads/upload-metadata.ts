@@ -21,7 +21,6 @@ export function resumableUploadTarget(metadata: Record<string, string | null> | 
   }
   const name = metadata?.name ?? filename;
   assertValidName(name, metadata?.name != null ? 'name' : 'filename');
-  const folderId = metadata?.folder_id;
-  if (folderId === '') throw InvalidRequest.fields([{ field: 'folder_id', message: 'must not be empty; omit it for the root' }]);
-  return { name, folderId: folderId ?? null, overwrite: parseOverwrite(metadata?.overwrite ?? undefined) };
+  // An empty folder_id (a key without a value, or an empty one) is the root, as an empty form field of a multipart upload is.
+  return { name, folderId: metadata?.folder_id || null, overwrite: parseOverwrite(metadata?.overwrite ?? undefined) };
 }
