@@ -1,6 +1,8 @@
 import { readdirSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { join, relative, sep } from 'node:path';
+import { expect, vi } from 'vitest';
+import { BlobStorage } from '../../src/infra/storage/blob-storage.js';
 import type { TestApp } from './test-app.js';
 
 export interface UploadOptions {
@@ -159,4 +161,37 @@ export function rawUpload(
     };
     pump().catch((error: Error) => fail(error));
   });
+}
+
+/**
+ * Overwrites `name` with `content` while holding open the move of its new bytes to the key the committed row names
+ * (an upload commits its row first), and fetches `url` in that gap. Asserts the download is still waiting while the
+ * move is held, then lets the move go and answers the download.
+ */
+export async function downloadDuringHeldOverwrite(t: TestApp, auth: Record<string, string>, name: string, content: string, url: string): Promise<Response> {
+  const storage = t.app.get(BlobStorage);
+  const move = storage.move.bind(storage);
+  let releaseMove!: () => void;
+  const moveReleased = new Promise<void>((resolve) => (releaseMove = resolve));
+  let moveStarted!: () => void;
+  const moving = new Promise<void>((resolve) => (moveStarted = resolve));
+  const held = vi.spyOn(storage, 'move').mockImplementation(async (from, to) => {
+    moveStarted();
+    await moveReleased;
+    return move(from, to);
+  });
+  try {
+    const overwriting = uploadOk(t, auth, content, { name, overwrite: true });
+    await moving;
+    const download = fetch(url);
+    const early = await Promise.race([download.then((res) => res.status), new Promise((resolve) => setTimeout(() => resolve('still waiting'), 300))]);
+    expect(early).toBe('still waiting');
+    releaseMove();
+    const res = await download;
+    await overwriting;
+    return res;
+  } finally {
+    releaseMove();
+    held.mockRestore();
+  }
 }

@@ -12,7 +12,7 @@ import type { TestApp } from '../../support/test-app.js';
 import { useTestApp } from '../../support/app-fixture.js';
 import { rawExchange } from '../../support/raw-http.js';
 import { eventually } from '../../support/time.js';
-import { onTestServer, uploadOk } from '../../support/uploads.js';
+import { downloadDuringHeldOverwrite, onTestServer, uploadOk } from '../../support/uploads.js';
 import { settledJob, thumbnailsQueue } from '../media/media-support.js';
 
 describe('signed downloads', () => {
@@ -118,34 +118,10 @@ describe('signed downloads', () => {
   });
 
   it('serves the new bytes, not a 500, to a download that arrives while an overwrite moves its bytes into place', async () => {
-    // An upload commits its row before its bytes reach the key the row names; the move is held open here.
     const original = await uploadOk(t, owner.auth, 'first version', { name: 'overwritten-while-downloading.txt' });
-    const storage = t.app.get(BlobStorage);
-    const move = storage.move.bind(storage);
-    let releaseMove!: () => void;
-    const moveReleased = new Promise<void>((resolve) => (releaseMove = resolve));
-    let moveStarted!: () => void;
-    const moving = new Promise<void>((resolve) => (moveStarted = resolve));
-    const held = vi.spyOn(storage, 'move').mockImplementation(async (from, to) => {
-      moveStarted();
-      await moveReleased;
-      return move(from, to);
-    });
-    try {
-      const overwriting = uploadOk(t, owner.auth, 'second version', { name: 'overwritten-while-downloading.txt', overwrite: true });
-      await moving;
-      const download = fetch(onTestServer(t, original.download_url));
-      const early = await Promise.race([download.then((res) => res.status), new Promise((resolve) => setTimeout(() => resolve('still waiting'), 300))]);
-      expect(early).toBe('still waiting');
-      releaseMove();
-      const res = await download;
-      expect(res.status).toBe(200);
-      expect(await res.text()).toBe('second version');
-      await overwriting;
-    } finally {
-      releaseMove();
-      held.mockRestore();
-    }
+    const res = await downloadDuringHeldOverwrite(t, owner.auth, 'overwritten-while-downloading.txt', 'second version', onTestServer(t, original.download_url));
+    expect(res.status).toBe(200);
+    expect(await res.text()).toBe('second version');
   });
 
   it('answers 503 with Retry-After, not 500, while another server process is still moving the file\'s new bytes into place', async () => {

@@ -2,12 +2,11 @@ import { createHash } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest';
 import { Clock } from '../../../src/common/clock.js';
-import { BlobStorage } from '../../../src/infra/storage/blob-storage.js';
 import { PASSWORD_CHECK_DEADLINE_MS } from '../../../src/modules/shares/password-attempts.js';
 import { createAccount, type TestAccount } from '../../support/accounts.js';
 import { seedFile } from '../../support/files.js';
 import { startTestApp, TEST_REDIS_URL, type TestApp } from '../../support/test-app.js';
-import { uploadOk } from '../../support/uploads.js';
+import { downloadDuringHeldOverwrite, uploadOk } from '../../support/uploads.js';
 import { createShare, expireShare, fileLifecycle, outboxEvents, shareRow, slowDownPasswordCheck } from './share-fixtures.js';
 
 const CONTENT = Buffer.from('0123456789abcdefghijklmnopqrstuvwxyz'.repeat(100));
@@ -49,34 +48,11 @@ describe('public share links (/s/{token})', () => {
   });
 
   it('serves the new bytes, not a 500, to a share download that arrives while an overwrite moves them into place', async () => {
-    // An upload commits its row before its bytes reach the key the row names; the move is held open here.
     const original = await uploadOk(t, owner.auth, 'first version', { name: 'shared-while-overwritten.txt' });
     const share = await createShare(t, owner, { file_id: original.id });
-    const storage = t.app.get(BlobStorage);
-    const move = storage.move.bind(storage);
-    let releaseMove!: () => void;
-    const moveReleased = new Promise<void>((resolve) => (releaseMove = resolve));
-    let moveStarted!: () => void;
-    const moving = new Promise<void>((resolve) => (moveStarted = resolve));
-    const held = vi.spyOn(storage, 'move').mockImplementation(async (from, to) => {
-      moveStarted();
-      await moveReleased;
-      return move(from, to);
-    });
-    onTestFinished(() => {
-      releaseMove();
-      held.mockRestore();
-    });
-    const overwriting = uploadOk(t, owner.auth, 'second version', { name: 'shared-while-overwritten.txt', overwrite: true });
-    await moving;
-    const download = fetch(`${t.baseUrl}${share.path}/download`);
-    const early = await Promise.race([download.then((res) => res.status), new Promise((resolve) => setTimeout(() => resolve('still waiting'), 300))]);
-    expect(early).toBe('still waiting');
-    releaseMove();
-    const res = await download;
+    const res = await downloadDuringHeldOverwrite(t, owner.auth, 'shared-while-overwritten.txt', 'second version', `${t.baseUrl}${share.path}/download`);
     expect(res.status).toBe(200);
     expect(await res.text()).toBe('second version');
-    await overwriting;
   });
 
   it('shares a file uploaded through the API: metadata, download, and a dead link once the file is trashed', async () => {
