@@ -1,4 +1,4 @@
-import { InvalidRequestError } from './errors.js';
+import { InvalidRequestError, NotFoundError } from './errors.js';
 import type { CallOptions, HttpClient } from './http.js';
 import { fetchCursorPage, fetchPage, paginate, paginateByCursor } from './pagination.js';
 import { createUpload, deleteUpload, sendUpload, uploadState } from './tus.js';
@@ -115,13 +115,8 @@ export class Files {
    * The file's content as a web ReadableStream (`Readable.fromWeb(stream)` makes it a Node stream); reading it fails
    * with a ConnectionError if the connection is cut before the end, and a TimeoutError if it stalls for `timeoutMs`.
    */
-  async download(fileId: string, options: CallOptions = {}): Promise<ReadableStream<Uint8Array>> {
-    // The download route takes a signed link, not the key: the file's fresh download_url is that link. Its signature
-    // goes to the route under this client's baseUrl, which may differ from the server's public address (and its
-    // path prefix from PUBLIC_BASE_URL's).
-    const signature = new URL((await this.get(fileId, options)).download_url, 'http://base.invalid').search;
-    const response = await this.http.send({ method: 'GET', path: path`/v1/files/${fileId}/download` + signature, anonymous: true, headers: { Accept: '*/*' }, signal: options.signal });
-    return this.http.body(response, `The download of ${fileId}`, options.signal);
+  download(fileId: string, options: CallOptions = {}): Promise<ReadableStream<Uint8Array>> {
+    return this.signedContent(fileId, 'download', options);
   }
 
   /**
@@ -129,19 +124,51 @@ export class Files {
    * cut before the end raises a ConnectionError, one that stalls for `timeoutMs` a TimeoutError.
    */
   async downloadTo(fileId: string, destination: string, options: CallOptions = {}): Promise<void> {
-    const [{ createWriteStream }, { rm }, { Readable }, { pipeline }] = await Promise.all([
-      import('node:fs'),
-      import('node:fs/promises'),
-      import('node:stream'),
-      import('node:stream/promises'),
-    ]);
-    const content = await this.download(fileId, options);
-    try {
-      await pipeline(Readable.fromWeb(content as import('node:stream/web').ReadableStream<Uint8Array>), createWriteStream(destination), { signal: options.signal });
-    } catch (error) {
-      await rm(destination, { force: true });
-      throw error;
+    await writeToPath(() => this.download(fileId, options), destination, options);
+  }
+
+  /**
+   * The file's thumbnail, a WebP of at most 256 × 256, as a web ReadableStream. Images, videos and PDFs get one shortly
+   * after their upload (a background job); until then, and for other types, this raises a NotFoundError (404).
+   */
+  thumbnail(fileId: string, options: CallOptions = {}): Promise<ReadableStream<Uint8Array>> {
+    return this.signedContent(fileId, 'thumbnail', options);
+  }
+
+  /** Writes the file's thumbnail (WebP) to a path (Node), as downloadTo does the content. */
+  async thumbnailTo(fileId: string, destination: string, options: CallOptions = {}): Promise<void> {
+    await writeToPath(() => this.thumbnail(fileId, options), destination, options);
+  }
+
+  private async signedContent(fileId: string, route: 'download' | 'thumbnail', options: CallOptions): Promise<ReadableStream<Uint8Array>> {
+    // These routes take a signed link, not the key: the file's fresh download_url / thumbnail_url is that link. Its
+    // signature goes to the route under this client's baseUrl, which may differ from the server's public address (and
+    // its path prefix from PUBLIC_BASE_URL's).
+    const file = await this.get(fileId, options);
+    const link = route === 'download' ? file.download_url : file.thumbnail_url;
+    if (link === undefined) {
+      throw new NotFoundError({ code: 'not_found', status: 404, message: `File ${fileId} has no thumbnail (not yet made, or its type gets none)` });
     }
+    const signature = new URL(link, 'http://base.invalid').search;
+    const response = await this.http.send({ method: 'GET', path: path`/v1/files/${fileId}/${route}` + signature, anonymous: true, headers: { Accept: '*/*' }, signal: options.signal });
+    return this.http.body(response, `The ${route} of ${fileId}`, options.signal);
+  }
+}
+
+/** Streams content to a path (Node); a failed transfer leaves no partial file behind. */
+async function writeToPath(open: () => Promise<ReadableStream<Uint8Array>>, destination: string, options: CallOptions): Promise<void> {
+  const [{ createWriteStream }, { rm }, { Readable }, { pipeline }] = await Promise.all([
+    import('node:fs'),
+    import('node:fs/promises'),
+    import('node:stream'),
+    import('node:stream/promises'),
+  ]);
+  const content = await open();
+  try {
+    await pipeline(Readable.fromWeb(content as import('node:stream/web').ReadableStream<Uint8Array>), createWriteStream(destination), { signal: options.signal });
+  } catch (error) {
+    await rm(destination, { force: true });
+    throw error;
   }
 }
 

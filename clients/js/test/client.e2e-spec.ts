@@ -6,7 +6,8 @@ import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccount } from '../../../test/support/accounts.js';
 import { startTestApp, type TestApp } from '../../../test/support/test-app.js';
-import { sleep } from '../../../test/support/time.js';
+import { pngImage } from '../../../test/support/media.js';
+import { eventually, sleep } from '../../../test/support/time.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../../../test/support/webhook-receiver.js';
 import { AuthenticationError, FileStorage, FileTooLargeError, NotFoundError, RateLimitError, verifyStandardWebhook, verifyWebhookSignature } from '../src/index.js';
 
@@ -65,6 +66,20 @@ describe('the JavaScript client against a live server', () => {
     const target = join(dir, 'downloaded.bin');
     await client.files.downloadTo(file.id, target);
     expect(md5(readFileSync(target))).toBe(md5(bytes));
+  });
+
+  it("downloads an image's thumbnail once it is made, and raises NotFoundError for a file without one", async () => {
+    const image = await client.files.upload(await pngImage(640, 480), { name: 'photo.png' });
+    const text = await client.files.upload(Buffer.from('no pixels here'), { name: 'notes.txt' });
+    await eventually(async () => (await client.files.get(image.id)).thumbnail_url, 20_000, 'the thumbnail');
+    const thumbnail = await readAll(await client.files.thumbnail(image.id));
+    expect(thumbnail.subarray(0, 4).toString('latin1')).toBe('RIFF');
+    expect(thumbnail.subarray(8, 12).toString('latin1')).toBe('WEBP');
+    const target = join(dir, 'thumbnail.webp');
+    await client.files.thumbnailTo(image.id, target);
+    expect(readFileSync(target).equals(thumbnail)).toBe(true);
+    await expect(client.files.thumbnail(text.id)).rejects.toMatchObject({ name: 'NotFoundError', status: 404, message: expect.stringContaining('no thumbnail') });
+    await expect(client.files.thumbnailTo(text.id, join(dir, 'none.webp'))).rejects.toBeInstanceOf(NotFoundError);
   });
 
   it('resumes an upload by its URL from another client after the first stopped partway, and aborts one', async () => {

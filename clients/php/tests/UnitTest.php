@@ -16,6 +16,7 @@ use FileStorage\Exception\ErrorFactory;
 use FileStorage\Exception\FileTooLargeException;
 use FileStorage\Exception\InternalServerException;
 use FileStorage\Exception\InvalidResponseException;
+use FileStorage\Exception\NotFoundException;
 use FileStorage\Exception\RateLimitException;
 use FileStorage\Exception\ServiceUnavailableException;
 use FileStorage\Http\HttpClient;
@@ -396,6 +397,44 @@ test('a download cut off in its body is resumed where it broke off, to a path, a
         same(3, $proxy->cuts(), 'the cuts');
     } finally {
         $proxy->close();
+    }
+});
+
+/** A small real PNG of one colour, made with PHP's own zlib. */
+function pngImage(int $width = 64, int $height = 48): string
+{
+    $pixels = str_repeat("\x00" . str_repeat(pack('C3', 200, 40, 90), $width), $height);
+    $chunk = fn (string $kind, string $data) => pack('N', strlen($data)) . $kind . $data . pack('N', crc32($kind . $data));
+    return "\x89PNG\r\n\x1a\n" . $chunk('IHDR', pack('NNC5', $width, $height, 8, 2, 0, 0, 0))
+        . $chunk('IDAT', (string) gzcompress($pixels)) . $chunk('IEND', '');
+}
+
+test("an image's thumbnail is downloaded once made; a file without one throws NotFoundException", function () {
+    $client = live();
+    $image = tempnam(sys_get_temp_dir(), 'fss-php-image-');
+    file_put_contents($image, pngImage());
+    $photo = $client->files->upload($image, ['name' => 'photo.png']);
+    $text = $client->files->upload(fopen('data://text/plain,no%20pixels%20here', 'r'), ['name' => 'notes.txt']);
+    unlink($image);
+    $deadline = microtime(true) + 20;
+    while (!isset($client->files->get($photo['id'])['thumbnail_url']) && microtime(true) < $deadline) {
+        usleep(200_000);
+    }
+    $target = tempnam(sys_get_temp_dir(), 'fss-php-thumbnail-');
+    $client->files->thumbnail($photo['id'], $target);
+    $thumbnail = (string) file_get_contents($target);
+    unlink($target);
+    same(['RIFF', 'WEBP'], [substr($thumbnail, 0, 4), substr($thumbnail, 8, 4)], 'the thumbnail\'s format');
+    $chunks = '';
+    $client->files->thumbnail($photo['id'], function (string $chunk) use (&$chunks) {
+        $chunks .= $chunk;
+    });
+    same($thumbnail, $chunks, 'the thumbnail given to a callable');
+    try {
+        $client->files->thumbnail($text['id'], fn (string $chunk) => null);
+        throw new RuntimeException('a file without a thumbnail did not throw');
+    } catch (NotFoundException $e) {
+        same([404, true], [$e->getStatus(), str_contains($e->getMessage(), 'no thumbnail')], 'the exception');
     }
 });
 

@@ -7,10 +7,12 @@ import io
 import json
 import os
 import socket
+import struct
 import threading
 import time
 import unittest
 import uuid
+import zlib
 from urllib.parse import urlsplit
 
 from conformance.support import ReceivedDelivery, TestProxy, WebhookReceiver
@@ -28,6 +30,17 @@ from file_storage._source import multipart_body, open_source
 from .live import API_KEY, BASE_URL, needs_server
 
 KiB = 1024
+
+
+def png_image(width: int = 64, height: int = 48) -> bytes:
+    """A small real PNG of one colour, made with the standard library."""
+    pixels = b"".join(b"\x00" + bytes((200, 40, 90)) * width for _ in range(height))
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(pixels)) + chunk(b"IEND", b"")
 
 
 @needs_server
@@ -139,6 +152,23 @@ class AgainstTheServer(unittest.TestCase):
         target = io.BytesIO()
         self.assertEqual(self.client.files.download_to(from_object["id"], target), len(content))
         self.assertEqual(target.getvalue(), content)
+
+    def test_downloads_an_images_thumbnail_once_made_and_raises_not_found_for_a_file_without_one(self) -> None:
+        image = self.client.files.upload(png_image(), name="photo.png")
+        text = self.client.files.upload(b"no pixels here", name="notes.txt")
+        deadline = time.monotonic() + 20
+        while "thumbnail_url" not in self.client.files.get(image["id"]) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        with self.client.files.thumbnail(image["id"]) as content:
+            thumbnail = content.read()
+        self.assertEqual((thumbnail[:4], thumbnail[8:12]), (b"RIFF", b"WEBP"))
+        target = io.BytesIO()
+        self.assertEqual(self.client.files.thumbnail_to(image["id"], target), len(thumbnail))
+        self.assertEqual(target.getvalue(), thumbnail)
+        with self.assertRaises(NotFoundError) as missing:
+            self.client.files.thumbnail(text["id"])
+        self.assertEqual(missing.exception.status, 404)
+        self.assertIn("no thumbnail", str(missing.exception))
 
     def test_raises_typed_errors_with_status_code_and_request_id(self) -> None:
         with self.assertRaises(NotFoundError) as missing:

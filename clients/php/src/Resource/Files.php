@@ -4,13 +4,14 @@ declare(strict_types=1);
 
 namespace FileStorage\Resource;
 
+use FileStorage\Exception\NotFoundException;
 use FileStorage\Http\HttpClient;
 use FileStorage\Page;
 use FileStorage\Upload\MultipartBody;
 use FileStorage\Upload\Tus;
 use FileStorage\Upload\UploadSource;
 
-/** Files: upload (streamed, resumable above a threshold), list, get, update, delete, restore, download. */
+/** Files: upload (streamed, resumable above a threshold), list, get, update, delete, restore, download, thumbnail. */
 final class Files
 {
     use Listing;
@@ -150,12 +151,33 @@ final class Files
      */
     public function download(string $fileId, mixed $destination): void
     {
-        // The download route takes a signed link, not the key: the file's fresh download_url is that link. Its
-        // signature (the query) goes to the download route under this client's base URL, like every request: the
-        // link's own address is the server's PUBLIC_BASE_URL, which this client may not reach, and its path repeats
-        // the prefix the base URL already has.
-        $signature = (string) parse_url($this->get($fileId)['download_url'], PHP_URL_QUERY);
-        $path = self::path('v1', 'files', $fileId, 'download') . '?' . $signature;
+        $this->signedContent($fileId, 'download', $destination);
+    }
+
+    /**
+     * Streams the file's thumbnail, a WebP of at most 256 x 256, to a destination as download() does the content.
+     * Images, videos and PDFs get one shortly after their upload (a background job); until then, and for other types,
+     * throws NotFoundException.
+     *
+     * @param string|resource|callable(string): void $destination
+     */
+    public function thumbnail(string $fileId, mixed $destination): void
+    {
+        $this->signedContent($fileId, 'thumbnail', $destination);
+    }
+
+    /** @param string|resource|callable(string): void $destination */
+    private function signedContent(string $fileId, string $route, mixed $destination): void
+    {
+        // These routes take a signed link, not the key: the file's fresh download_url / thumbnail_url is that link. Its
+        // signature (the query) goes to the route under this client's base URL, like every request: the link's own
+        // address is the server's PUBLIC_BASE_URL, which this client may not reach, and its path repeats the prefix the
+        // base URL already has.
+        $link = $this->get($fileId)[$route . '_url'] ?? null;
+        if (!is_string($link)) {
+            throw new NotFoundException('not_found', "File $fileId has no thumbnail (not yet made, or its type gets none)", 404);
+        }
+        $path = self::path('v1', 'files', $fileId, $route) . '?' . (string) parse_url($link, PHP_URL_QUERY);
         Download::to($destination, fn (callable $sink) => $this->http->send('GET', $path, ['anonymous' => true, 'headers' => ['Accept' => '*/*'], 'sink' => $sink]));
     }
 }

@@ -12,6 +12,7 @@ from urllib.parse import quote, urlsplit
 from ._http import HttpClient, Response
 from ._source import ProgressCallback, UploadSource, multipart_body, open_source
 from ._tus import ResumableUpload, create_upload, resume_upload
+from .errors import NotFoundError
 from .types import (
     ApiKey,
     BulkDeleteResult,
@@ -181,12 +182,7 @@ class Files:
         The file's content as a stream: ``with client.files.download(id) as content: for chunk in content.iter_bytes(): …``
         (or ``content.read()``). Close it when done.
         """
-        # The download route takes a signed link, not the key: the file's fresh download_url is that link. Its signature
-        # goes to the route under this client's base_url, which may differ from the server's public address (and its
-        # path prefix from PUBLIC_BASE_URL's).
-        signature = urlsplit(self.get(file_id)["download_url"]).query
-        route = _path("/v1/files/{}/download", file_id)
-        return self._http.send("GET", f"{route}?{signature}" if signature else route, anonymous=True, headers={"Accept": "*/*"})
+        return self._signed_content(file_id, "download")
 
     def download_to(self, file_id: str, destination: Destination) -> int:
         """
@@ -194,6 +190,29 @@ class Files:
         ``APIConnectionError`` when the download is cut off (``APITimeoutError`` when it stalls); a path is then removed.
         """
         return _write_to(self.download(file_id), destination)
+
+    def thumbnail(self, file_id: str) -> Response:
+        """
+        The file's thumbnail, a WebP of at most 256 x 256, as a stream (close it when done). Images, videos and PDFs get
+        one shortly after their upload (a background job); until then, and for other types, raises ``NotFoundError``.
+        """
+        return self._signed_content(file_id, "thumbnail")
+
+    def thumbnail_to(self, file_id: str, destination: Destination) -> int:
+        """Writes the file's thumbnail (WebP) to a path or a binary file object, as ``download_to`` does the content."""
+        return _write_to(self.thumbnail(file_id), destination)
+
+    def _signed_content(self, file_id: str, route: str) -> Response:
+        # These routes take a signed link, not the key: the file's fresh download_url / thumbnail_url is that link. Its
+        # signature goes to the route under this client's base_url, which may differ from the server's public address
+        # (and its path prefix from PUBLIC_BASE_URL's).
+        file = self.get(file_id)
+        link = file["download_url"] if route == "download" else file.get("thumbnail_url")
+        if link is None:
+            raise NotFoundError(f"File {file_id} has no thumbnail (not yet made, or its type gets none)", code="not_found", status=404)
+        signature = urlsplit(link).query
+        path = _path("/v1/files/{}/" + route, file_id)
+        return self._http.send("GET", f"{path}?{signature}" if signature else path, anonymous=True, headers={"Accept": "*/*"})
 
 
 class Uploads:

@@ -17,7 +17,7 @@ module FileStorage
     def idempotency(key) = key ? { 'Idempotency-Key' => key } : {}
   end
 
-  # Files: upload (streamed, resumable above a threshold), list, get, update, delete, restore, download.
+  # Files: upload (streamed, resumable above a threshold), list, get, update, delete, restore, download, thumbnail.
   class Files
     include Listing
     include PostOptions
@@ -95,14 +95,31 @@ module FileStorage
     # Streams the file's content to `destination`: a path (a failed download leaves no partial file behind), an
     # IO (anything with #write), or a block that receives each chunk.
     def download(file_id, destination = nil, &on_chunk)
-      # The download route takes a signed link, not the key: the file's fresh download_url is that link. Its
-      # signature (the query) goes to the download route under this client's base URL, like every request: the
-      # link's own address is the server's PUBLIC_BASE_URL, which this client may not reach, and its path repeats
-      # the prefix the base URL already has.
-      signature = URI(get(file_id)['download_url']).query
-      route = "#{Paths.build('v1', 'files', file_id, 'download')}?#{signature}"
+      signed_content(file_id, 'download', destination, on_chunk)
+    end
+
+    # Streams the file's thumbnail, a WebP of at most 256 x 256, to `destination` as #download does the content.
+    # Images, videos and PDFs get one shortly after their upload (a background job); until then, and for other types,
+    # raises NotFoundError.
+    def thumbnail(file_id, destination = nil, &on_chunk)
+      signed_content(file_id, 'thumbnail', destination, on_chunk)
+    end
+
+    private
+
+    def signed_content(file_id, route, destination, on_chunk)
+      # These routes take a signed link, not the key: the file's fresh download_url / thumbnail_url is that link. Its
+      # signature (the query) goes to the route under this client's base URL, like every request: the link's own
+      # address is the server's PUBLIC_BASE_URL, which this client may not reach, and its path repeats the prefix the
+      # base URL already has.
+      link = get(file_id)["#{route}_url"]
+      unless link
+        raise NotFoundError.new(code: 'not_found', status: 404,
+                                message: "File #{file_id} has no thumbnail (not yet made, or its type gets none)")
+      end
+      path = "#{Paths.build('v1', 'files', file_id, route)}?#{URI(link).query}"
       FileStorage.stream_to(destination, on_chunk) do |sink|
-        @http.send_request(:get, route, anonymous: true, headers: { 'Accept' => '*/*' }, &sink)
+        @http.send_request(:get, path, anonymous: true, headers: { 'Accept' => '*/*' }, &sink)
       end
     end
   end
