@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Ajv, type ValidateFunction } from 'ajv';
+import addFormats from 'ajv-formats';
 import supertest from 'supertest';
 
 /**
@@ -39,6 +40,8 @@ export interface ReceivedResponse {
 
 const document: Document = JSON.parse(readFileSync(fileURLToPath(new URL('../../openapi.json', import.meta.url)), 'utf8'));
 const ajv = new Ajv({ strict: false, allErrors: true });
+// Formats are checked too: every timestamp the document calls a date-time must be one (RFC 3339).
+addFormats.default(ajv);
 ajv.addSchema(closeObjects(rebase(document)) as object, 'openapi.json');
 const validators = new Map<string, ValidateFunction>();
 

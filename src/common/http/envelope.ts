@@ -2,10 +2,10 @@ import { ApiProperty } from '@nestjs/swagger';
 
 /** The pagination object of the specification. */
 export class Pagination {
-  @ApiProperty({ example: 1 }) page: number;
-  @ApiProperty({ example: 50 }) per_page: number;
-  @ApiProperty({ example: 120 }) total_items: number;
-  @ApiProperty({ example: 3 }) total_pages: number;
+  @ApiProperty({ type: 'integer', example: 1 }) page: number;
+  @ApiProperty({ type: 'integer', example: 50 }) per_page: number;
+  @ApiProperty({ type: 'integer', example: 120 }) total_items: number;
+  @ApiProperty({ type: 'integer', example: 3 }) total_pages: number;
 
   static of(page: number, perPage: number, totalItems: number): Pagination {
     return Object.assign(new Pagination(), {

@@ -30,6 +30,18 @@ describe('the OpenAPI contract check', () => {
     expect(contractViolations({ ...listing, headers: { ...listing.headers, location: '/v1/files/x' } })).toEqual([expect.stringContaining('header location is not documented')]);
   });
 
+  it('refuses a timestamp that is not an RFC 3339 date-time, and a size or count that is not a whole number', async () => {
+    const file = await seedFile(t.app, owner, { name: 'formats.txt' });
+    const res = await t.http().get(`/v1/files/${file.id}`).set(owner.auth).expect(200);
+    const answer: ReceivedResponse = { method: 'GET', url: `/v1/files/${file.id}`, status: 200, headers: res.headers, contentType: res.headers['content-type'], body: res.body };
+    expect(contractViolations(answer)).toEqual([]);
+    const data = res.body.data as Record<string, unknown>;
+    expect(contractViolations({ ...answer, body: { ...res.body, data: { ...data, created_at: 'Sat, 28 Nov 2026 01:00:00 GMT' } } })).toEqual([expect.stringContaining('created_at must match format "date-time"')]);
+    expect(contractViolations({ ...answer, body: { ...res.body, data: { ...data, size: 12.5 } } })).toEqual([expect.stringContaining('size must be integer')]);
+    const pagination = (listing.body as { pagination: Record<string, unknown> }).pagination;
+    expect(contractViolations({ ...listing, body: { ...(listing.body as object), pagination: { ...pagination, total_items: 0.5 } } })).toEqual([expect.stringContaining('total_items must be integer')]);
+  });
+
   it('checks a HEAD answer against the HEAD operation where the document has one, else against GET', () => {
     const head = { method: 'HEAD', status: 418, headers: {}, contentType: '', body: undefined };
     expect(contractViolations({ ...head, url: '/v1/uploads/upl_x' })).toEqual([expect.stringContaining('HEAD /v1/uploads/upl_x → 418 (')]);

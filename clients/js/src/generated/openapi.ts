@@ -704,7 +704,10 @@ export interface components {
             name: string;
             /** @enum {string} */
             plan: "free" | "pro" | "enterprise";
-            /** @example 2026-11-21T10:00:00.000Z */
+            /**
+             * Format: date-time
+             * @example 2026-11-21T10:00:00.000Z
+             */
             created_at: string;
             storage: components["schemas"]["StorageUsage"];
             limits: components["schemas"]["PlanLimits"];
@@ -752,9 +755,15 @@ export interface components {
             scopes: ("read" | "write" | "delete" | "share")[];
             /** @example false */
             elevated: boolean;
-            /** @example 2026-11-21T10:00:00.000Z */
+            /**
+             * Format: date-time
+             * @example 2026-11-21T10:00:00.000Z
+             */
             created_at: string;
-            /** @example 2026-11-21T10:05:00.000Z */
+            /**
+             * Format: date-time
+             * @example 2026-11-21T10:05:00.000Z
+             */
             last_used_at: string | null;
             /**
              * @description The secret key. Shown once; store it now.
@@ -801,16 +810,25 @@ export interface components {
             scopes: ("read" | "write" | "delete" | "share")[];
             /** @example false */
             elevated: boolean;
-            /** @example 2026-11-21T10:00:00.000Z */
+            /**
+             * Format: date-time
+             * @example 2026-11-21T10:00:00.000Z
+             */
             created_at: string;
-            /** @example 2026-11-21T10:05:00.000Z */
+            /**
+             * Format: date-time
+             * @example 2026-11-21T10:05:00.000Z
+             */
             last_used_at: string | null;
         };
         RevokedApiKeyResponse: {
             id: string;
             /** @example true */
             revoked: boolean;
-            /** @example 2026-11-21T10:00:00.000Z */
+            /**
+             * Format: date-time
+             * @example 2026-11-21T10:00:00.000Z
+             */
             revoked_at?: string;
         };
         FileResponse: {
@@ -832,9 +850,15 @@ export interface components {
             category: "image" | "video" | "audio" | "document" | "archive" | "other";
             /** @description null in the root */
             folder_id: string | null;
-            /** @example 2026-11-21T10:00:00.000Z */
+            /**
+             * Format: date-time
+             * @example 2026-11-21T10:00:00.000Z
+             */
             created_at: string;
-            /** @example 2026-11-21T10:00:00.000Z */
+            /**
+             * Format: date-time
+             * @example 2026-11-21T10:00:00.000Z
+             */
             modified_at: string;
             /** @description Signed, valid one hour; present only once a thumbnail exists */
             thumbnail_url?: string;
@@ -914,15 +938,22 @@ export interface components {
         DeletedFileResponse: {
             id: string;
             name: string;
-            /** @example 2026-11-21T10:00:00.000Z */
+            /**
+             * Format: date-time
+             * @example 2026-11-21T10:00:00.000Z
+             */
             deleted_at: string;
-            /** @description End of the recovery window; null for a permanent deletion */
+            /**
+             * Format: date-time
+             * @description End of the recovery window; null for a permanent deletion
+             */
             recoverable_until: string | null;
         };
         RestoredFileResponse: {
             id: string;
             /** @description May carry a numbered suffix when the name was taken meanwhile */
             name: string;
+            /** Format: date-time */
             restored_at: string;
             /** @description null when the file is back in the root */
             folder_id: string | null;
@@ -936,7 +967,9 @@ export interface components {
             parent_id: string | null;
             /** @description User id */
             created_by: string;
+            /** Format: date-time */
             created_at: string;
+            /** Format: date-time */
             modified_at: string;
         };
         CreateFolderRequest: {
@@ -959,6 +992,7 @@ export interface components {
         DeletedFolderResponse: {
             id: string;
             name: string;
+            /** Format: date-time */
             deleted_at: string;
             /** @description Folders trashed: this one and every folder inside it */
             folders_deleted: number;
@@ -974,7 +1008,9 @@ export interface components {
             category: "image" | "video" | "audio" | "document" | "archive" | "other";
             /** @description The folder it was deleted from */
             folder_id: string | null;
+            /** Format: date-time */
             deleted_at: string;
+            /** Format: date-time */
             recoverable_until: string;
         };
         EmptiedTrashResponse: {
@@ -995,6 +1031,7 @@ export interface components {
             /** @example true */
             password_protected: boolean;
             /**
+             * Format: date-time
              * @description null when the link does not expire.
              * @example 2026-11-28T10:00:00.000Z
              */
@@ -1004,7 +1041,10 @@ export interface components {
              * @example usr_0193a5b2c4d67e8f9a0b1c2d3e4f5a6b
              */
             created_by: string;
-            /** @example 2026-11-21T10:00:00.000Z */
+            /**
+             * Format: date-time
+             * @example 2026-11-21T10:00:00.000Z
+             */
             created_at: string;
             /**
              * @description Successful views and downloads through the link.
@@ -1042,6 +1082,7 @@ export interface components {
             /** @example true */
             password_protected: boolean;
             /**
+             * Format: date-time
              * @description null when the link does not expire.
              * @example 2026-11-28T10:00:00.000Z
              */
@@ -1051,7 +1092,10 @@ export interface components {
              * @example usr_0193a5b2c4d67e8f9a0b1c2d3e4f5a6b
              */
             created_by: string;
-            /** @example 2026-11-21T10:00:00.000Z */
+            /**
+             * Format: date-time
+             * @example 2026-11-21T10:00:00.000Z
+             */
             created_at: string;
             /**
              * @description Successful views and downloads through the link.
@@ -1064,16 +1108,21 @@ export interface components {
              */
             active: boolean;
             /**
+             * Format: date-time
              * @description When the owner revoked the link.
              * @example null
              */
             revoked_at: string | null;
             /**
+             * Format: date-time
              * @description When the file went to trash or was deleted; restoring the file does not clear it.
              * @example null
              */
             invalidated_at: string | null;
-            /** @example 2026-11-21T12:00:00.000Z */
+            /**
+             * Format: date-time
+             * @example 2026-11-21T12:00:00.000Z
+             */
             last_accessed_at: string | null;
         };
         RevokedShareResponse: {
@@ -1081,7 +1130,10 @@ export interface components {
             id: string;
             /** @example true */
             revoked: boolean;
-            /** @example 2026-11-21T10:00:00.000Z */
+            /**
+             * Format: date-time
+             * @example 2026-11-21T10:00:00.000Z
+             */
             revoked_at: string;
         };
         PublicSharedFile: {
@@ -1097,7 +1149,10 @@ export interface components {
         };
         PublicShareResponse: {
             file: components["schemas"]["PublicSharedFile"];
-            /** @example null */
+            /**
+             * Format: date-time
+             * @example null
+             */
             expires_at: string | null;
             /** @example false */
             password_protected: boolean;
@@ -1123,7 +1178,10 @@ export interface components {
              * @example whsec_…
              */
             secret: string;
-            /** @example 2026-11-21T10:00:00.000Z */
+            /**
+             * Format: date-time
+             * @example 2026-11-21T10:00:00.000Z
+             */
             created_at: string;
         };
         CreateWebhookRequest: {
@@ -1152,18 +1210,28 @@ export interface components {
             url: string;
             events: ("file.uploaded" | "file.deleted" | "file.shared" | "share.accessed" | "folder.created" | "storage.warning" | "user.quota_exceeded")[];
             active: boolean;
-            /** @example 2026-11-21T10:00:00.000Z */
+            /**
+             * Format: date-time
+             * @example 2026-11-21T10:00:00.000Z
+             */
             created_at: string;
-            /** @example 2026-11-21T10:00:00.000Z */
+            /**
+             * Format: date-time
+             * @example 2026-11-21T10:00:00.000Z
+             */
             updated_at: string;
             /**
              * @description Why the service turned the webhook off: `deliveries_failing` when every delivery failed for 24 hours. Null otherwise.
              * @enum {string|null}
              */
             disabled_reason: "deliveries_failing" | null;
-            /** @example null */
+            /**
+             * Format: date-time
+             * @example null
+             */
             disabled_at: string | null;
             /**
+             * Format: date-time
              * @description While a rotated-out secret still signs beside the current one: when it stops. Null otherwise.
              * @example null
              */
@@ -1183,7 +1251,10 @@ export interface components {
         DeliveryAttemptResponse: {
             /** @example 1 */
             attempt: number;
-            /** @example 2026-11-21T10:00:00.000Z */
+            /**
+             * Format: date-time
+             * @example 2026-11-21T10:00:00.000Z
+             */
             started_at: string;
             /** @example 84 */
             duration_ms: number;
@@ -1208,10 +1279,17 @@ export interface components {
             status: "pending" | "succeeded" | "failed";
             /** @example 1 */
             attempts: number;
-            /** @example 2026-11-21T10:00:00.000Z */
+            /**
+             * Format: date-time
+             * @example 2026-11-21T10:00:00.000Z
+             */
             created_at: string;
+            /** Format: date-time */
             last_attempt_at: string | null;
-            /** @description When the next attempt is due; null once the delivery succeeded or failed. */
+            /**
+             * Format: date-time
+             * @description When the next attempt is due; null once the delivery succeeded or failed.
+             */
             next_attempt_at: string | null;
             response_status: number | null;
             error: string | null;
@@ -1225,9 +1303,13 @@ export interface components {
              * @example whsec_…
              */
             secret: string;
-            /** @example 2026-11-21T10:00:00.000Z */
+            /**
+             * Format: date-time
+             * @example 2026-11-21T10:00:00.000Z
+             */
             rotated_at: string;
             /**
+             * Format: date-time
              * @description Until when the previous secret keeps signing beside the new one; null when it stopped at once (`expires_in: 0`).
              * @example 2026-11-22T10:00:00.000Z
              */
@@ -1270,6 +1352,7 @@ export interface components {
             /** @example file.uploaded */
             event: string;
             /**
+             * Format: date-time
              * @description When the event occurred.
              * @example 2026-11-21T10:00:00.000Z
              */

@@ -8,8 +8,8 @@ export class ApiKeyResponse {
   @ApiProperty({ example: 'fss_Xy12ab34', description: 'The first characters of the key, to tell keys apart.' }) key_prefix: string;
   @ApiProperty({ enum: SCOPES, isArray: true, example: ['read', 'write'] }) scopes: Scope[];
   @ApiProperty({ example: false }) elevated: boolean;
-  @ApiProperty({ example: '2026-11-21T10:00:00.000Z' }) created_at: string;
-  @ApiProperty({ example: '2026-11-21T10:05:00.000Z', nullable: true, type: String }) last_used_at: string | null;
+  @ApiProperty({ format: 'date-time', example: '2026-11-21T10:00:00.000Z' }) created_at: string;
+  @ApiProperty({ format: 'date-time', example: '2026-11-21T10:05:00.000Z', nullable: true, type: String }) last_used_at: string | null;
 
   static from(key: ApiKeyEntity): ApiKeyResponse {
     return Object.assign(new ApiKeyResponse(), {
@@ -36,5 +36,5 @@ export class CreatedApiKeyResponse extends ApiKeyResponse {
 export class RevokedApiKeyResponse {
   @ApiProperty() id: string;
   @ApiProperty({ example: true }) revoked: boolean;
-  @ApiPropertyOptional({ example: '2026-11-21T10:00:00.000Z' }) revoked_at: string;
+  @ApiPropertyOptional({ format: 'date-time', example: '2026-11-21T10:00:00.000Z' }) revoked_at: string;
 }

@@ -4,15 +4,15 @@ import { SCOPES, type Scope } from '../../../common/auth/scopes.js';
 import type { Scanning } from '../../media/scanning/virus-scanner.js';
 
 export class StorageUsage {
-  @ApiProperty({ example: 1048576, description: 'Bytes held by active and trashed files.' }) used: number;
-  @ApiProperty({ example: 10737418240 }) limit: number;
-  @ApiProperty({ example: 10736369664 }) available: number;
+  @ApiProperty({ type: 'integer', example: 1048576, description: 'Bytes held by active and trashed files.' }) used: number;
+  @ApiProperty({ type: 'integer', example: 10737418240 }) limit: number;
+  @ApiProperty({ type: 'integer', example: 10736369664 }) available: number;
   @ApiProperty({ example: 0, description: 'used / limit × 100, rounded down.' }) percentage: number;
 }
 
 export class PlanLimits {
-  @ApiProperty({ example: 60 }) requests_per_minute: number;
-  @ApiProperty({ example: 104857600 }) max_file_size: number;
+  @ApiProperty({ type: 'integer', example: 60 }) requests_per_minute: number;
+  @ApiProperty({ type: 'integer', example: 104857600 }) max_file_size: number;
 }
 
 export class CallingKey {
@@ -26,7 +26,7 @@ export class UserInfoResponse {
   @ApiProperty({ example: 'acc_0193a5b2c4d67e8f9a0b1c2d3e4f5a6b' }) account_id: string;
   @ApiProperty({ example: 'Ada' }) name: string;
   @ApiProperty({ enum: PLAN_NAMES }) plan: PlanName;
-  @ApiProperty({ example: '2026-11-21T10:00:00.000Z' }) created_at: string;
+  @ApiProperty({ format: 'date-time', example: '2026-11-21T10:00:00.000Z' }) created_at: string;
   @ApiProperty({ type: StorageUsage }) storage: StorageUsage;
   @ApiProperty({ type: PlanLimits }) limits: PlanLimits;
   @ApiProperty({ type: CallingKey }) key: CallingKey;

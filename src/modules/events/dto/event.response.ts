@@ -8,7 +8,7 @@ export class EventResponse {
   @ApiProperty({ example: 'file.uploaded' })
   event: string;
 
-  @ApiProperty({ example: '2026-11-21T10:00:00.000Z', description: 'When the event occurred.' })
+  @ApiProperty({ format: 'date-time', example: '2026-11-21T10:00:00.000Z', description: 'When the event occurred.' })
   timestamp: string;
 
   @ApiProperty({ type: 'object', additionalProperties: true, description: 'The event\'s payload, as in webhook deliveries.' })

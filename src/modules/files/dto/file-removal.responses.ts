@@ -5,8 +5,8 @@ import type { FileEntity } from '../file.entity.js';
 export class DeletedFileResponse {
   @ApiProperty() id: string;
   @ApiProperty() name: string;
-  @ApiProperty({ example: '2026-11-21T10:00:00.000Z' }) deleted_at: string;
-  @ApiProperty({ type: String, nullable: true, description: 'End of the recovery window; null for a permanent deletion' }) recoverable_until: string | null;
+  @ApiProperty({ format: 'date-time', example: '2026-11-21T10:00:00.000Z' }) deleted_at: string;
+  @ApiProperty({ type: String, format: 'date-time', nullable: true, description: 'End of the recovery window; null for a permanent deletion' }) recoverable_until: string | null;
 
   static from(file: FileEntity, deletedAt: Date, recoverableUntil: Date | null): DeletedFileResponse {
     return Object.assign(new DeletedFileResponse(), {
@@ -22,7 +22,7 @@ export class DeletedFileResponse {
 export class RestoredFileResponse {
   @ApiProperty() id: string;
   @ApiProperty({ description: 'May carry a numbered suffix when the name was taken meanwhile' }) name: string;
-  @ApiProperty() restored_at: string;
+  @ApiProperty({ format: 'date-time' }) restored_at: string;
   @ApiProperty({ type: String, nullable: true, description: 'null when the file is back in the root' }) folder_id: string | null;
 
   static from(file: FileEntity, restoredAt: Date): RestoredFileResponse {
@@ -44,7 +44,7 @@ export class BulkDeleteFailureDoc {
 export class BulkDeleteResponse {
   @ApiProperty({ type: [String] }) deleted: string[];
   @ApiProperty({ type: [BulkDeleteFailureDoc] }) failed: Array<{ id: string; error: { code: string; message: string } }>;
-  @ApiProperty() total: number;
-  @ApiProperty() deleted_count: number;
-  @ApiProperty() failed_count: number;
+  @ApiProperty({ type: 'integer' }) total: number;
+  @ApiProperty({ type: 'integer' }) deleted_count: number;
+  @ApiProperty({ type: 'integer' }) failed_count: number;
 }

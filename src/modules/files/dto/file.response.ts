@@ -9,12 +9,12 @@ export const thumbnailPath = (fileId: string) => `/v1/files/${fileId}/thumbnail`
 export class FileResponse {
   @ApiProperty({ example: 'file_0193a6c1d2e47a0b8c9d0e1f2a3b4c5d' }) id: string;
   @ApiProperty({ example: 'report.pdf' }) name: string;
-  @ApiProperty({ example: 48213, description: 'Bytes' }) size: number;
+  @ApiProperty({ type: 'integer', example: 48213, description: 'Bytes' }) size: number;
   @ApiProperty({ example: 'application/pdf', description: 'Detected from the content, then the extension' }) type: string;
   @ApiProperty({ enum: ['image', 'video', 'audio', 'document', 'archive', 'other'] }) category: string;
   @ApiProperty({ type: String, nullable: true, description: 'null in the root' }) folder_id: string | null;
-  @ApiProperty({ example: '2026-11-21T10:00:00.000Z' }) created_at: string;
-  @ApiProperty({ example: '2026-11-21T10:00:00.000Z' }) modified_at: string;
+  @ApiProperty({ format: 'date-time', example: '2026-11-21T10:00:00.000Z' }) created_at: string;
+  @ApiProperty({ format: 'date-time', example: '2026-11-21T10:00:00.000Z' }) modified_at: string;
   @ApiPropertyOptional({ description: 'Signed, valid one hour; present only once a thumbnail exists' }) thumbnail_url?: string;
   @ApiProperty({ description: 'Signed, valid one hour, no API key needed; supports Range and If-None-Match' }) download_url: string;
   @ApiPropertyOptional({ description: 'True when the file has a live share link (not on upload answers)' }) is_shared?: boolean;

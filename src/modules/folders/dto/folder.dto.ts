@@ -10,8 +10,8 @@ export class FolderResponse {
   @ApiProperty({ example: 'Photos' }) name: string;
   @ApiProperty({ type: String, nullable: true, description: 'null in the root' }) parent_id: string | null;
   @ApiProperty({ description: 'User id' }) created_by: string;
-  @ApiProperty() created_at: string;
-  @ApiProperty() modified_at: string;
+  @ApiProperty({ format: 'date-time' }) created_at: string;
+  @ApiProperty({ format: 'date-time' }) modified_at: string;
 
   static from(folder: FolderEntity): FolderResponse {
     return Object.assign(new FolderResponse(), {
@@ -65,7 +65,7 @@ export class ListFoldersRequest extends CursorPageRequest {
 export class DeletedFolderResponse {
   @ApiProperty() id: string;
   @ApiProperty() name: string;
-  @ApiProperty() deleted_at: string;
-  @ApiProperty({ description: 'Folders trashed: this one and every folder inside it' }) folders_deleted: number;
-  @ApiProperty({ description: 'Files moved to the trash' }) files_deleted: number;
+  @ApiProperty({ format: 'date-time' }) deleted_at: string;
+  @ApiProperty({ type: 'integer', description: 'Folders trashed: this one and every folder inside it' }) folders_deleted: number;
+  @ApiProperty({ type: 'integer', description: 'Files moved to the trash' }) files_deleted: number;
 }

@@ -19,12 +19,12 @@ export class ListTrashRequest extends CursorPageRequest {
 export class TrashedFileResponse {
   @ApiProperty() id: string;
   @ApiProperty() name: string;
-  @ApiProperty() size: number;
+  @ApiProperty({ type: 'integer' }) size: number;
   @ApiProperty() type: string;
   @ApiProperty({ enum: ['image', 'video', 'audio', 'document', 'archive', 'other'] }) category: string;
   @ApiProperty({ type: String, nullable: true, description: 'The folder it was deleted from' }) folder_id: string | null;
-  @ApiProperty() deleted_at: string;
-  @ApiProperty() recoverable_until: string;
+  @ApiProperty({ format: 'date-time' }) deleted_at: string;
+  @ApiProperty({ format: 'date-time' }) recoverable_until: string;
 
   static from(file: FileEntity): TrashedFileResponse {
     return Object.assign(new TrashedFileResponse(), {
@@ -41,6 +41,6 @@ export class TrashedFileResponse {
 }
 
 export class EmptiedTrashResponse {
-  @ApiProperty() deleted_count: number;
-  @ApiProperty({ description: 'Storage freed, in bytes' }) freed_bytes: number;
+  @ApiProperty({ type: 'integer' }) deleted_count: number;
+  @ApiProperty({ type: 'integer', description: 'Storage freed, in bytes' }) freed_bytes: number;
 }

@@ -2,10 +2,10 @@ import { ApiProperty } from '@nestjs/swagger';
 import type { DeliveryStatus, WebhookDeliveryEntity } from '../webhook-delivery.entity.js';
 
 export class DeliveryAttemptResponse {
-  @ApiProperty({ example: 1 }) attempt: number;
-  @ApiProperty({ example: '2026-11-21T10:00:00.000Z' }) started_at: string;
-  @ApiProperty({ example: 84 }) duration_ms: number;
-  @ApiProperty({ nullable: true, type: Number, example: 200, description: 'Null when no HTTP answer came (timeout, refused connection).' })
+  @ApiProperty({ type: 'integer', example: 1 }) attempt: number;
+  @ApiProperty({ format: 'date-time', example: '2026-11-21T10:00:00.000Z' }) started_at: string;
+  @ApiProperty({ type: 'integer', example: 84 }) duration_ms: number;
+  @ApiProperty({ nullable: true, type: 'integer', example: 200, description: 'Null when no HTTP answer came (timeout, refused connection).' })
   response_status: number | null;
   @ApiProperty({ nullable: true, type: String, example: null }) error: string | null;
 }
@@ -15,12 +15,12 @@ export class DeliveryResponse {
   @ApiProperty() webhook_id: string;
   @ApiProperty({ example: 'file.uploaded' }) event: string;
   @ApiProperty({ enum: ['pending', 'succeeded', 'failed'] }) status: DeliveryStatus;
-  @ApiProperty({ example: 1 }) attempts: number;
-  @ApiProperty({ example: '2026-11-21T10:00:00.000Z' }) created_at: string;
-  @ApiProperty({ nullable: true, type: String }) last_attempt_at: string | null;
-  @ApiProperty({ nullable: true, type: String, description: 'When the next attempt is due; null once the delivery succeeded or failed.' })
+  @ApiProperty({ type: 'integer', example: 1 }) attempts: number;
+  @ApiProperty({ format: 'date-time', example: '2026-11-21T10:00:00.000Z' }) created_at: string;
+  @ApiProperty({ format: 'date-time', nullable: true, type: String }) last_attempt_at: string | null;
+  @ApiProperty({ format: 'date-time', nullable: true, type: String, description: 'When the next attempt is due; null once the delivery succeeded or failed.' })
   next_attempt_at: string | null;
-  @ApiProperty({ nullable: true, type: Number }) response_status: number | null;
+  @ApiProperty({ nullable: true, type: 'integer' }) response_status: number | null;
   @ApiProperty({ nullable: true, type: String }) error: string | null;
   @ApiProperty({ type: DeliveryAttemptResponse, isArray: true }) attempt_log: DeliveryAttemptResponse[];
 

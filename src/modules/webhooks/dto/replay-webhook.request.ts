@@ -13,6 +13,6 @@ export class ReplayWebhookRequest {
 }
 
 export class ReplayQueuedResponse {
-  @ApiProperty({ example: 42, description: 'How many event deliveries this replay queues (events already waiting in an earlier replay are not counted again).' })
+  @ApiProperty({ type: 'integer', example: 42, description: 'How many event deliveries this replay queues (events already waiting in an earlier replay are not counted again).' })
   queued: number;
 }

@@ -7,8 +7,8 @@ export class WebhookResponse {
   @ApiProperty({ example: 'https://example.com/hooks/storage' }) url: string;
   @ApiProperty({ enum: EVENT_NAMES, isArray: true }) events: EventName[];
   @ApiProperty() active: boolean;
-  @ApiProperty({ example: '2026-11-21T10:00:00.000Z' }) created_at: string;
-  @ApiProperty({ example: '2026-11-21T10:00:00.000Z' }) updated_at: string;
+  @ApiProperty({ format: 'date-time', example: '2026-11-21T10:00:00.000Z' }) created_at: string;
+  @ApiProperty({ format: 'date-time', example: '2026-11-21T10:00:00.000Z' }) updated_at: string;
   @ApiProperty({
     enum: ['deliveries_failing'],
     nullable: true,
@@ -16,9 +16,8 @@ export class WebhookResponse {
     description: 'Why the service turned the webhook off: `deliveries_failing` when every delivery failed for 24 hours. Null otherwise.',
   })
   disabled_reason: DisabledReason | null;
-  @ApiProperty({ nullable: true, type: String, example: null }) disabled_at: string | null;
-  @ApiProperty({
-    nullable: true,
+  @ApiProperty({ format: 'date-time', nullable: true, type: String, example: null }) disabled_at: string | null;
+  @ApiProperty({ format: 'date-time', nullable: true,
     type: String,
     example: null,
     description: 'While a rotated-out secret still signs beside the current one: when it stops. Null otherwise.',
@@ -44,9 +43,8 @@ export class WebhookResponse {
 export class RotatedWebhookSecretResponse {
   @ApiProperty({ example: 'wh_0193a5b2c4d67e8f9a0b1c2d3e4f5a6b' }) id: string;
   @ApiProperty({ example: 'whsec_…', description: 'The new signing secret. Shown only here; store it now.' }) secret: string;
-  @ApiProperty({ example: '2026-11-21T10:00:00.000Z' }) rotated_at: string;
-  @ApiProperty({
-    nullable: true,
+  @ApiProperty({ format: 'date-time', example: '2026-11-21T10:00:00.000Z' }) rotated_at: string;
+  @ApiProperty({ format: 'date-time', nullable: true,
     type: String,
     example: '2026-11-22T10:00:00.000Z',
     description: 'Until when the previous secret keeps signing beside the new one; null when it stopped at once (`expires_in: 0`).',
@@ -70,7 +68,7 @@ export class CreatedWebhookResponse {
   @ApiProperty({ enum: EVENT_NAMES, isArray: true }) events: EventName[];
   @ApiProperty() active: boolean;
   @ApiProperty({ example: 'whsec_…', description: 'The signing secret. Shown only here; store it now.' }) secret: string;
-  @ApiProperty({ example: '2026-11-21T10:00:00.000Z' }) created_at: string;
+  @ApiProperty({ format: 'date-time', example: '2026-11-21T10:00:00.000Z' }) created_at: string;
 
   static withSecret(webhook: WebhookEntity, secret: string): CreatedWebhookResponse {
     return Object.assign(new CreatedWebhookResponse(), {
