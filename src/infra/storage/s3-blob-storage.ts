@@ -11,8 +11,9 @@ import {
   UploadPartCopyCommand,
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
+import { Logger } from '@nestjs/common';
 import { Readable } from 'node:stream';
-import { assertSafeKey, BlobStorage, type ByteRange } from './blob-storage.js';
+import { assertSafeKey, BlobStorage, BlobStoreUnavailable, type ByteRange } from './blob-storage.js';
 
 /** A key that is never written: asking for it shows whether the bucket answers. */
 const HEALTH_PROBE_KEY = 'health-probe';
@@ -38,6 +39,7 @@ export interface S3Settings {
  * multipart upload so no parts linger.
  */
 export class S3BlobStorage extends BlobStorage {
+  private readonly logger = new Logger('S3BlobStorage');
   readonly client: S3Client;
   private readonly bucket: string;
 
@@ -67,20 +69,25 @@ export class S3BlobStorage extends BlobStorage {
     } catch (error) {
       await upload.abort().catch(() => undefined);
       await this.delete(key).catch(() => undefined);
-      throw error;
+      // A source that failed (a client gone, an upload refused) is its own story; anything else is the bucket's.
+      throw source.errored ? error : this.failure(error);
     }
   }
 
   async move(fromKey: string, toKey: string): Promise<void> {
     assertSafeKey(fromKey);
     assertSafeKey(toKey);
-    const head = await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: fromKey }));
-    const size = head.ContentLength ?? 0;
-    const copySource = `${this.bucket}/${fromKey}`;
-    if (size <= SINGLE_COPY_LIMIT) {
-      await this.client.send(new CopyObjectCommand({ Bucket: this.bucket, Key: toKey, CopySource: copySource }));
-    } else {
-      await this.copyInParts(copySource, toKey, size);
+    try {
+      const head = await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: fromKey }));
+      const size = head.ContentLength ?? 0;
+      const copySource = `${this.bucket}/${fromKey}`;
+      if (size <= SINGLE_COPY_LIMIT) {
+        await this.client.send(new CopyObjectCommand({ Bucket: this.bucket, Key: toKey, CopySource: copySource }));
+      } else {
+        await this.copyInParts(copySource, toKey, size);
+      }
+    } catch (error) {
+      throw this.failure(error);
     }
     await this.delete(fromKey);
   }
@@ -105,9 +112,11 @@ export class S3BlobStorage extends BlobStorage {
 
   async read(key: string, range?: ByteRange): Promise<Readable> {
     assertSafeKey(key);
-    const result = await this.client.send(
-      new GetObjectCommand({ Bucket: this.bucket, Key: key, Range: range ? `bytes=${range.start}-${range.end}` : undefined }),
-    );
+    const result = await this.client
+      .send(new GetObjectCommand({ Bucket: this.bucket, Key: key, Range: range ? `bytes=${range.start}-${range.end}` : undefined }))
+      .catch((error: unknown) => {
+        throw this.failure(error);
+      });
     if (!(result.Body instanceof Readable)) throw new Error(`S3 returned no stream for ${key}`);
     if (range && result.ContentLength !== range.end - range.start + 1) {
       result.Body.destroy();
@@ -118,7 +127,9 @@ export class S3BlobStorage extends BlobStorage {
 
   async delete(key: string): Promise<void> {
     assertSafeKey(key);
-    await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: key }));
+    await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: key })).catch((error: unknown) => {
+      throw this.failure(error);
+    });
   }
 
   override async stat(key: string): Promise<{ size: number } | null> {
@@ -128,7 +139,7 @@ export class S3BlobStorage extends BlobStorage {
       return { size: head.ContentLength ?? 0 };
     } catch (error) {
       if (isNotFound(error)) return null;
-      throw error;
+      throw this.failure(error);
     }
   }
 
@@ -150,12 +161,21 @@ export class S3BlobStorage extends BlobStorage {
   async *list(prefix: string): AsyncIterable<{ key: string; lastModified: Date }> {
     let token: string | undefined;
     do {
-      const page = await this.client.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, ContinuationToken: token }));
+      const page = await this.client.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, ContinuationToken: token })).catch((error: unknown) => {
+        throw this.failure(error);
+      });
       for (const object of page.Contents ?? []) {
         if (object.Key) yield { key: object.Key, lastModified: object.LastModified ?? new Date(0) };
       }
       token = page.IsTruncated ? page.NextContinuationToken : undefined;
     } while (token);
+  }
+
+  /** A failed S3 call as the caller should see it: a missing object as it is, anything else the bucket being unavailable. */
+  private failure(error: unknown): unknown {
+    if (isNotFound(error) || error instanceof BlobStoreUnavailable) return error;
+    this.logger.warn({ err: error }, 'The S3 bucket failed a request');
+    return new BlobStoreUnavailable(error);
   }
 }
 

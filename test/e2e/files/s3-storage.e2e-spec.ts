@@ -8,6 +8,8 @@ import { AccountEntity } from '../../../src/modules/accounts/account.entity.js';
 import { FileEntity } from '../../../src/modules/files/file.entity.js';
 import { UploadSweeper } from '../../../src/modules/files/upload/upload-sweeper.js';
 import { createAccount, type TestAccount } from '../../support/accounts.js';
+import { storageOf } from '../../support/files.js';
+import { startHoldableProxy, type HoldableProxy } from '../../support/holdable-proxy.js';
 import { startS3, type TestS3 } from '../../support/s3.js';
 import { startTestApp, type TestApp } from '../../support/test-app.js';
 import { eventually } from '../../support/time.js';
@@ -103,4 +105,65 @@ describe('S3 blob storage (STORAGE_DRIVER=s3, against s3rver)', () => {
     expect((await t.app.get(UploadSweeper).sweep(-1000)).blobs).toBe(1);
     expect(await keys('tmp/')).toEqual([]);
   });
+});
+
+describe('S3 blob storage while the bucket cannot be reached', () => {
+  let s3: TestS3;
+  let proxy: HoldableProxy;
+  let t: TestApp;
+  let owner: TestAccount;
+
+  beforeAll(async () => {
+    s3 = await startS3();
+    proxy = await startHoldableProxy(s3.port);
+    t = await startTestApp(s3.env(proxy.port));
+    owner = await createAccount(t.app);
+  });
+  afterAll(async () => {
+    await t?.close();
+    await proxy?.close();
+    await s3?.close();
+  });
+
+  it('answers uploads and downloads 503 service_unavailable with Retry-After, and changes no file, quota or object', async () => {
+    const kept = await uploadOk(t, owner.auth, 'kept as it was', { name: 'kept.txt' });
+    const large = await uploadOk(t, owner.auth, Buffer.alloc(200 * 1024, 3), { name: 'large.bin' });
+    const before = await storageOf(t.app, owner.accountId);
+    const port = proxy.port;
+    await proxy.close();
+    try {
+      // Read into one buffer (up to 64 KiB) and streamed.
+      for (const file of [kept, large]) {
+        const res = await fetch(onTestServer(t, file.download_url), { signal: AbortSignal.timeout(15_000) });
+        expect(res.status, file.name).toBe(503);
+        expect(res.headers.get('retry-after')).toBe('5');
+        expect(((await res.json()) as any).error.code).toBe('service_unavailable');
+      }
+      // Held in memory (up to 64 KiB), charged at commit (up to 1 MiB), reserved as it streams, and an overwrite.
+      const attempts: Array<[Buffer | string, { name: string; overwrite?: boolean }]> = [
+        ['new', { name: 'new.txt' }],
+        [Buffer.alloc(500 * 1024, 1), { name: 'mid.bin' }],
+        [Buffer.alloc(3 * MiB, 2), { name: 'big.bin' }],
+        ['replaced?', { name: 'kept.txt', overwrite: true }],
+      ];
+      for (const [content, options] of attempts) {
+        const res = await upload(t, owner.auth, content, options);
+        expect(res.status, options.name).toBe(503);
+        expect(res.body.error.code).toBe('service_unavailable');
+        expect(res.headers.get('retry-after')).toBe('5');
+      }
+      expect(await storageOf(t.app, owner.accountId)).toEqual(before);
+    } finally {
+      proxy = await startHoldableProxy(s3.port, port);
+    }
+    const listed = await t.http().get('/v1/files').set(owner.auth).expect(200);
+    expect(listed.body.data.map((f: { name: string }) => f.name).sort()).toEqual(['kept.txt', 'large.bin']);
+    expect(await (await fetch(onTestServer(t, kept.download_url))).text()).toBe('kept as it was');
+    const info = await t.http().get('/v1/user/info').set(owner.auth).expect(200);
+    expect(info.body.data.storage.used).toBe(before.used);
+    const temporary: string[] = [];
+    for await (const blob of t.app.get(BlobStorage).list('tmp/')) temporary.push(blob.key);
+    expect(temporary).toEqual([]);
+  }, 60_000);
+
 });
