@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { DataSource } from 'typeorm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { BlobStorage, blobKeys } from '../../../src/infra/storage/blob-storage.js';
 import { S3BlobStorage } from '../../../src/infra/storage/s3-blob-storage.js';
 import { AccountEntity } from '../../../src/modules/accounts/account.entity.js';
@@ -166,4 +166,45 @@ describe('S3 blob storage while the bucket cannot be reached', () => {
     expect(temporary).toEqual([]);
   }, 60_000);
 
+  it('keeps an overwrite that committed when the bucket fails before its bytes are in place: answered, then placed once the bucket is back', async () => {
+    const first = await uploadOk(t, owner.auth, 'first version', { name: 'report.txt' });
+    const before = await storageOf(t.app, owner.accountId);
+    const storage = t.app.get(BlobStorage);
+    const move = storage.move.bind(storage);
+    const port = proxy.port;
+    // The bucket goes away between the temporary write and the move to the key the committed row names.
+    const cut = vi.spyOn(storage, 'move').mockImplementationOnce(async (from, to) => {
+      await proxy.close();
+      return move(from, to);
+    });
+    try {
+      const res = await upload(t, owner.auth, 'second version', { name: 'report.txt', overwrite: true });
+      expect(res.status).toBe(200);
+      expect(res.body.data).toMatchObject({ id: first.id, size: 'second version'.length });
+      // Until the bytes are in place a download is told to come back, not given the old bytes or a 500.
+      const early = await fetch(onTestServer(t, res.body.data.download_url), { signal: AbortSignal.timeout(15_000) });
+      expect(early.status).toBe(503);
+      expect(early.headers.get('retry-after')).toBeTruthy();
+    } finally {
+      cut.mockRestore();
+      proxy = await startHoldableProxy(s3.port, port);
+    }
+    const file = (await t.http().get(`/v1/files/${first.id}`).set(owner.auth).expect(200)).body.data;
+    const served = await eventually(async () => {
+      const res = await fetch(onTestServer(t, file.download_url));
+      return res.status === 200 ? res.text() : null;
+    }, 20_000, 'the new bytes to be placed');
+    expect(served).toBe('second version');
+    expect(await storageOf(t.app, owner.accountId)).toEqual({ ...before, used: before.used + 1, sumOfFiles: before.sumOfFiles + 1 });
+    // Only the new version's object is left, and nothing temporary.
+    const objects = await eventually(async () => {
+      const found: string[] = [];
+      for await (const blob of storage.list(blobKeys.filePrefix(owner.accountId, first.id))) found.push(blob.key);
+      return found.length === 1 ? found : null;
+    }, 20_000, 'the replaced object to be deleted');
+    expect(objects).toHaveLength(1);
+    const temporary: string[] = [];
+    for await (const blob of storage.list('tmp/')) temporary.push(blob.key);
+    expect(temporary).toEqual([]);
+  }, 60_000);
 });
