@@ -57,6 +57,25 @@ describe('S3 blob storage (STORAGE_DRIVER=s3, against s3rver)', () => {
     expect(Buffer.from(await part.arrayBuffer())).toEqual(content.subarray(10 * MiB, 10 * MiB + 100));
   });
 
+  it('serves ranges at the edges: the first byte, the last, suffixes, and an empty object', async () => {
+    // Read into one buffer (up to 64 KiB) and streamed.
+    for (const size of [10, 100 * 1024]) {
+      const content = Buffer.from(Array.from({ length: size }, (_, i) => i % 251));
+      const file = await uploadOk(t, owner.auth, content, { name: `edges-${size}.bin` });
+      const cases: Array<[string, number, number]> = [['bytes=0-0', 0, 0], [`bytes=${size - 1}-${size - 1}`, size - 1, size - 1], [`bytes=${size - 1}-`, size - 1, size - 1], ['bytes=-1', size - 1, size - 1], ['bytes=0-1', 0, 1], [`bytes=-${size + 5}`, 0, size - 1]];
+      for (const [range, start, end] of cases) {
+        const res = await fetch(onTestServer(t, file.download_url), { headers: { Range: range } });
+        expect(res.status, `${range} of ${size}`).toBe(206);
+        expect(res.headers.get('content-range')).toBe(`bytes ${start}-${end}/${size}`);
+        expect(Buffer.from(await res.arrayBuffer())).toEqual(content.subarray(start, end + 1));
+      }
+    }
+    const empty = await uploadOk(t, owner.auth, Buffer.alloc(0), { name: 'empty.bin' });
+    const whole = await fetch(onTestServer(t, empty.download_url));
+    expect([whole.status, await whole.text()]).toEqual([200, '']);
+    expect((await fetch(onTestServer(t, empty.download_url), { headers: { Range: 'bytes=0-0' } })).status).toBe(416);
+  });
+
   it('replaces the object on overwrite and removes it on permanent deletion', async () => {
     const first = await uploadOk(t, owner.auth, 'one', { name: 'o.txt' });
     const before = await keys(blobKeys.filePrefix(owner.accountId, first.id));
