@@ -1,14 +1,19 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import type { Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { DataSource } from 'typeorm';
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FileEntity } from '../../../src/modules/files/file.entity.js';
 import { UploadReservationEntity } from '../../../src/modules/files/upload/upload-reservation.entity.js';
-import type { TestAccount } from '../../support/accounts.js';
+import { createAccount, type TestAccount } from '../../support/accounts.js';
 import { startTestAppWithOwnRedis, type TestAppWithOwnRedis } from '../../support/redis-server.js';
 import { useTestApp } from '../../support/app-fixture.js';
 import { storageOf } from '../../support/files.js';
+import { startTestApp, type TestApp } from '../../support/test-app.js';
 import { eventually } from '../../support/time.js';
-import { listBlobs, rawUpload, uploadOk } from '../../support/uploads.js';
+import { listBlobs, rawUpload, upload, uploadOk } from '../../support/uploads.js';
 
 const MiB = 1024 * 1024;
 
@@ -64,5 +69,61 @@ describe('uploads under faults', () => {
     const state = await storageOf(t.app, owner.accountId);
     expect(state.reserved).toBe(0);
     expect(state.used).toBe(state.sumOfFiles);
+  });
+});
+
+/** A real file system of 1 MiB (tmpfs) for STORAGE_DIR; null where this process may not mount one (not root). */
+function mountSmallDisk(): string | null {
+  const dir = mkdtempSync(join(tmpdir(), 'fss-small-disk-'));
+  try {
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', dir], { stdio: 'ignore' });
+    return dir;
+  } catch {
+    rmSync(dir, { recursive: true, force: true });
+    return null;
+  }
+}
+
+describe.skipIf(process.getuid?.() !== 0)('uploads to a full disk', () => {
+  let disk: string | null = null;
+  let t: TestApp;
+  let owner: TestAccount;
+
+  beforeAll(async () => {
+    disk = mountSmallDisk();
+    if (!disk) throw new Error('Could not mount a tmpfs for STORAGE_DIR');
+    t = await startTestApp({ STORAGE_DIR: disk });
+    owner = await createAccount(t.app);
+  });
+  afterAll(async () => {
+    await t?.close();
+    if (disk) {
+      execFileSync('umount', [disk]);
+      rmSync(disk, { recursive: true, force: true });
+    }
+  });
+
+  it('are answered 503 service_unavailable with Retry-After, not a 400 blaming the request, and hold nothing; taken again once there is room', async () => {
+    await uploadOk(t, owner.auth, 'stored before the disk filled', { name: 'before.txt' });
+    const before = await storageOf(t.app, owner.accountId);
+    // Every block of the disk taken by something else.
+    const filler = join(disk!, 'filler');
+    try {
+      writeFileSync(filler, Buffer.alloc(2 * MiB));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOSPC') throw error;
+    }
+    // Held in memory (up to 64 KiB), charged at commit (up to 1 MiB), reserved as it streams.
+    for (const size of [30 * 1024, 900 * 1024, 3 * MiB]) {
+      const res = await upload(t, owner.auth, Buffer.alloc(size, 1), { name: `full-${size}.bin` });
+      expect(res.status, `${size} bytes`).toBe(503);
+      expect(res.body.error.code).toBe('service_unavailable');
+      expect(res.body.error.message).not.toMatch(/ENOSPC|\//);
+      expect(res.headers.get('retry-after')).toBe('5');
+    }
+    expect(await storageOf(t.app, owner.accountId)).toEqual(before);
+    expect(listBlobs(t, 'tmp')).toEqual([]);
+    rmSync(filler);
+    expect((await upload(t, owner.auth, Buffer.alloc(300 * 1024, 2), { name: 'after.bin' })).status).toBe(200);
   });
 });
