@@ -23,6 +23,17 @@ const QUEUE_SIZE = 4;
 /** CopyObject handles up to 5 GiB; larger blobs are copied part by part. */
 const SINGLE_COPY_LIMIT = 5 * 1024 ** 3;
 const COPY_PART_SIZE = 512 * 1024 * 1024;
+/**
+ * How long a request without a body (head, get, delete, list) may wait for the answer's headers before it is retried
+ * (the SDK tries 3 times) and finally answered 503: a bucket that takes connections but never answers would otherwise
+ * hold every download open for good.
+ */
+const ANSWER_WITHIN = { requestTimeout: 10_000 };
+/** Requests that carry a part of an upload (up to PART_SIZE) get this long: at least 140 KB/s to the bucket. */
+const PART_REQUEST_TIMEOUT_MS = 60_000;
+const CONNECT_TIMEOUT_MS = 5_000;
+/** A server-side copy may answer only once it is done (AWS answers at once, MinIO when copied): 10 MB/s at least. */
+const copyWithin = (bytes: number) => ({ requestTimeout: Math.max(PART_REQUEST_TIMEOUT_MS, Math.ceil(bytes / 10_000)) });
 
 export interface S3Settings {
   bucket: string;
@@ -50,6 +61,7 @@ export class S3BlobStorage extends BlobStorage {
       endpoint: settings.endpoint,
       region: settings.region ?? 'us-east-1',
       forcePathStyle: settings.forcePathStyle,
+      requestHandler: { connectionTimeout: CONNECT_TIMEOUT_MS, requestTimeout: PART_REQUEST_TIMEOUT_MS, throwOnRequestTimeout: true },
       credentials:
         settings.accessKeyId && settings.secretAccessKey ? { accessKeyId: settings.accessKeyId, secretAccessKey: settings.secretAccessKey } : undefined,
     });
@@ -78,11 +90,11 @@ export class S3BlobStorage extends BlobStorage {
     assertSafeKey(fromKey);
     assertSafeKey(toKey);
     try {
-      const head = await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: fromKey }));
+      const head = await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: fromKey }), ANSWER_WITHIN);
       const size = head.ContentLength ?? 0;
       const copySource = `${this.bucket}/${fromKey}`;
       if (size <= SINGLE_COPY_LIMIT) {
-        await this.client.send(new CopyObjectCommand({ Bucket: this.bucket, Key: toKey, CopySource: copySource }));
+        await this.client.send(new CopyObjectCommand({ Bucket: this.bucket, Key: toKey, CopySource: copySource }), copyWithin(size));
       } else {
         await this.copyInParts(copySource, toKey, size);
       }
@@ -93,19 +105,20 @@ export class S3BlobStorage extends BlobStorage {
   }
 
   private async copyInParts(copySource: string, toKey: string, size: number): Promise<void> {
-    const { UploadId } = await this.client.send(new CreateMultipartUploadCommand({ Bucket: this.bucket, Key: toKey }));
+    const { UploadId } = await this.client.send(new CreateMultipartUploadCommand({ Bucket: this.bucket, Key: toKey }), ANSWER_WITHIN);
     try {
       const parts: Array<{ ETag: string; PartNumber: number }> = [];
       for (let start = 0, part = 1; start < size; start += COPY_PART_SIZE, part++) {
         const end = Math.min(start + COPY_PART_SIZE, size) - 1;
         const result = await this.client.send(
           new UploadPartCopyCommand({ Bucket: this.bucket, Key: toKey, UploadId, PartNumber: part, CopySource: copySource, CopySourceRange: `bytes=${start}-${end}` }),
+          copyWithin(end - start + 1),
         );
         parts.push({ ETag: result.CopyPartResult?.ETag ?? '', PartNumber: part });
       }
-      await this.client.send(new CompleteMultipartUploadCommand({ Bucket: this.bucket, Key: toKey, UploadId, MultipartUpload: { Parts: parts } }));
+      await this.client.send(new CompleteMultipartUploadCommand({ Bucket: this.bucket, Key: toKey, UploadId, MultipartUpload: { Parts: parts } }), ANSWER_WITHIN);
     } catch (error) {
-      await this.client.send(new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: toKey, UploadId })).catch(() => undefined);
+      await this.client.send(new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: toKey, UploadId }), ANSWER_WITHIN).catch(() => undefined);
       throw error;
     }
   }
@@ -113,7 +126,7 @@ export class S3BlobStorage extends BlobStorage {
   async read(key: string, range?: ByteRange): Promise<Readable> {
     assertSafeKey(key);
     const result = await this.client
-      .send(new GetObjectCommand({ Bucket: this.bucket, Key: key, Range: range ? `bytes=${range.start}-${range.end}` : undefined }))
+      .send(new GetObjectCommand({ Bucket: this.bucket, Key: key, Range: range ? `bytes=${range.start}-${range.end}` : undefined }), ANSWER_WITHIN)
       .catch((error: unknown) => {
         throw this.failure(error);
       });
@@ -134,7 +147,7 @@ export class S3BlobStorage extends BlobStorage {
 
   async delete(key: string): Promise<void> {
     assertSafeKey(key);
-    await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: key })).catch((error: unknown) => {
+    await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: key }), ANSWER_WITHIN).catch((error: unknown) => {
       throw this.failure(error);
     });
   }
@@ -142,7 +155,7 @@ export class S3BlobStorage extends BlobStorage {
   override async stat(key: string): Promise<{ size: number } | null> {
     assertSafeKey(key);
     try {
-      const head = await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: key }));
+      const head = await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: key }), ANSWER_WITHIN);
       return { size: head.ContentLength ?? 0 };
     } catch (error) {
       if (isNotFound(error)) return null;
@@ -156,7 +169,7 @@ export class S3BlobStorage extends BlobStorage {
 
   async check(): Promise<void> {
     try {
-      await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: HEALTH_PROBE_KEY }));
+      await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: HEALTH_PROBE_KEY }), ANSWER_WITHIN);
     } catch (error) {
       // Any answer of the bucket but a server error means it is there: a missing key (404), or a key that
       // may write but not list (403). Only no answer or a 5xx is a store that is down.
@@ -168,7 +181,7 @@ export class S3BlobStorage extends BlobStorage {
   async *list(prefix: string): AsyncIterable<{ key: string; lastModified: Date }> {
     let token: string | undefined;
     do {
-      const page = await this.client.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, ContinuationToken: token })).catch((error: unknown) => {
+      const page = await this.client.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, ContinuationToken: token }), ANSWER_WITHIN).catch((error: unknown) => {
         throw this.failure(error);
       });
       for (const object of page.Contents ?? []) {

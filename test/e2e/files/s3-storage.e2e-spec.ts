@@ -185,6 +185,22 @@ describe('S3 blob storage while the bucket cannot be reached', () => {
     expect(temporary).toEqual([]);
   }, 60_000);
 
+  it('answers a download 503 in well under a minute, not never, while the bucket takes requests but does not answer', async () => {
+    const file = await uploadOk(t, owner.auth, 'behind a stalled bucket', { name: 'stalled.txt' });
+    proxy.hold();
+    try {
+      const started = Date.now();
+      const res = await fetch(onTestServer(t, file.download_url), { signal: AbortSignal.timeout(60_000) });
+      expect(res.status).toBe(503);
+      expect(((await res.json()) as any).error.code).toBe('service_unavailable');
+      // Three attempts of at most 10 s each.
+      expect(Date.now() - started).toBeLessThan(45_000);
+    } finally {
+      proxy.release();
+    }
+    expect(await (await fetch(onTestServer(t, file.download_url))).text()).toBe('behind a stalled bucket');
+  }, 90_000);
+
   it('keeps an overwrite that committed when the bucket fails before its bytes are in place: answered, then placed once the bucket is back', async () => {
     const first = await uploadOk(t, owner.auth, 'first version', { name: 'report.txt' });
     const before = await storageOf(t.app, owner.accountId);
