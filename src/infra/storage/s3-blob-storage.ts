@@ -191,9 +191,14 @@ export class S3BlobStorage extends BlobStorage {
     } while (token);
   }
 
-  /** A failed S3 call as the caller should see it: a missing object as it is, anything else the bucket being unavailable. */
+  /**
+   * A failed S3 call as the caller should see it: no answer, a 5xx, throttling or refused credentials are the bucket
+   * being unavailable; any other refusal (a missing object, a range past a damaged object's end) is passed on as it is.
+   */
   private failure(error: unknown): unknown {
-    if (isNotFound(error) || error instanceof BlobStoreUnavailable) return error;
+    const status = (error as { $metadata?: { httpStatusCode?: number } } | null)?.$metadata?.httpStatusCode;
+    const unavailable = status === undefined || status >= 500 || [401, 403, 408, 429].includes(status);
+    if (!unavailable || isNotFound(error) || error instanceof BlobStoreUnavailable) return error;
     this.logger.warn({ err: error }, 'The S3 bucket failed a request');
     return new BlobStoreUnavailable(error);
   }

@@ -103,6 +103,9 @@ describe('S3 blob storage (STORAGE_DRIVER=s3, against s3rver)', () => {
       const res = await fetch(onTestServer(t, file.download_url), { signal: AbortSignal.timeout(10_000) });
       expect(res.status, `${size} bytes`).toBe(500);
       expect(((await res.json()) as any).error.code).toBe('internal_error');
+      // A range past the cut: S3 refuses it (InvalidRange), which is the object's damage, not the bucket being unavailable.
+      const past = await fetch(onTestServer(t, file.download_url), { headers: { Range: `bytes=${kept + 10}-${kept + 19}` }, signal: AbortSignal.timeout(10_000) });
+      expect(past.status, `${size} bytes, past the cut`).toBe(500);
     }
   });
 
