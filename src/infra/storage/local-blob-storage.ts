@@ -163,8 +163,9 @@ export class LocalBlobStorage extends BlobStorage {
    * (a full, read-only or failing disk, no descriptors left) the store being unavailable.
    */
   private failure(error: unknown): unknown {
-    const code = (error as NodeJS.ErrnoException | null)?.code;
-    if (typeof code !== 'string' || code === 'ENOENT' || code === 'EEXIST' || error instanceof BlobStoreUnavailable) return error;
+    // Only a system call's error is the disk's: a source's failure (a database refusal met while reserving quota) carries a code too.
+    const { code, syscall } = (error ?? {}) as NodeJS.ErrnoException;
+    if (typeof syscall !== 'string' || code === 'ENOENT' || code === 'EEXIST') return error;
     this.logger.warn({ err: error }, 'The storage directory failed a request');
     return new BlobStoreUnavailable(error);
   }
