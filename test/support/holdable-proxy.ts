@@ -16,8 +16,11 @@ export interface HoldableProxy {
   close(): Promise<void>;
 }
 
-/** A TCP proxy to 127.0.0.1:`targetPort` that can stall its clients' requests on demand: a barrier made of a real network. */
-export async function startHoldableProxy(targetPort: number): Promise<HoldableProxy> {
+/**
+ * A TCP proxy to 127.0.0.1:`targetPort` that can stall its clients' requests on demand: a barrier made of a real network.
+ * `listenPort` brings a closed proxy back on the port its clients know (0: any free port).
+ */
+export async function startHoldableProxy(targetPort: number, listenPort = 0): Promise<HoldableProxy> {
   let holding = false;
   let cutAfter: number | null = null;
   let cuts = 0;
@@ -50,7 +53,7 @@ export async function startHoldableProxy(targetPort: number): Promise<HoldablePr
     client.on('close', end).on('error', end);
     upstream.on('close', end).on('error', end);
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => server.listen(listenPort, '127.0.0.1', resolve));
   return {
     port: (server.address() as AddressInfo).port,
     hold: () => (holding = true),

@@ -1,4 +1,5 @@
 import { Readable } from 'node:stream';
+import { ServiceUnavailable } from '../../common/errors/api-error.js';
 
 export interface ByteRange {
   /** First byte, inclusive. */
@@ -54,6 +55,18 @@ export abstract class BlobStorage {
   abstract list(prefix: string): AsyncIterable<{ key: string; lastModified: Date }>;
   /** Resolves when the store can take blobs now (for /health); rejects with the reason otherwise. */
   abstract check(): Promise<void>;
+}
+
+/**
+ * The store failed (S3 unreachable or answering an error, a disk full or read-only): the client's request was fine
+ * and may be retried, so it is answered 503 with Retry-After, never 500 or a 400 that blames the request.
+ * A blob that is simply not there is not this: adapters pass that on as it is.
+ */
+export class BlobStoreUnavailable extends ServiceUnavailable {
+  constructor(cause: unknown) {
+    super('The file store is unavailable; retry in a moment.');
+    this.cause = cause;
+  }
 }
 
 const SAFE_KEY = /^[A-Za-z0-9_-]+(\/[A-Za-z0-9_.-]+)*$/;

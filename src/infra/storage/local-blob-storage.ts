@@ -1,10 +1,11 @@
 import { constants as fsConstants, close as closeFd, createReadStream, createWriteStream, fstat as fstatFd, open as openFd, read as readFd } from 'node:fs';
 import { access, mkdir, opendir, rename, rm, rmdir, stat, unlink, writeFile } from 'node:fs/promises';
+import { Logger } from '@nestjs/common';
 import { promisify } from 'node:util';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { assertSafeKey, blobKeys, BlobStorage, type ByteRange } from './blob-storage.js';
+import { assertSafeKey, blobKeys, BlobStorage, BlobStoreUnavailable, type ByteRange } from './blob-storage.js';
 
 const openFile = promisify(openFd);
 const readAt = promisify(readFd);
@@ -18,6 +19,7 @@ const READ_CHUNK_BYTES = 256 * 1024;
 
 /** Blobs as files under one directory (STORAGE_DIR). */
 export class LocalBlobStorage extends BlobStorage {
+  private readonly logger = new Logger('LocalBlobStorage');
   private readonly root: string;
 
   constructor(root: string) {
@@ -49,7 +51,8 @@ export class LocalBlobStorage extends BlobStorage {
       // Without the error: a source nobody listens to for 'error' must not crash the process.
       source.destroy();
       await rm(path, { force: true });
-      throw error;
+      // A source that failed (a client gone, an upload refused) is passed on as it is: only file system errors are the disk's.
+      throw this.failure(error);
     }
   }
 
@@ -70,21 +73,28 @@ export class LocalBlobStorage extends BlobStorage {
     } catch (error) {
       // As write(): nothing is left at the key, also when the open failed (a blob already there).
       await rm(path, { force: true });
-      throw error;
+      throw this.failure(error);
     }
   }
 
   async move(fromKey: string, toKey: string): Promise<void> {
     const to = this.path(toKey);
-    await mkdir(dirname(to), { recursive: true });
-    await rename(this.path(fromKey), to);
+    const from = this.path(fromKey);
+    try {
+      await mkdir(dirname(to), { recursive: true });
+      await rename(from, to);
+    } catch (error) {
+      throw this.failure(error);
+    }
   }
 
   async read(key: string, range?: ByteRange): Promise<Readable> {
     // Opened here, not lazily by the stream, so a missing blob rejects this call instead of
     // surfacing later as an 'error' event that nobody may be listening to yet.
     // A plain descriptor, not a FileHandle: its stream reads with callbacks, without a promise per chunk.
-    const fd = await openFile(this.path(key), 'r');
+    const fd = await openFile(this.path(key), 'r').catch((error: unknown) => {
+      throw this.failure(error);
+    });
     if (range) {
       const refuse = (error: Error): never => {
         closeFd(fd, () => undefined);
@@ -98,7 +108,9 @@ export class LocalBlobStorage extends BlobStorage {
 
   /** One open and one read; the close is not waited for, so the bytes go out one thread-pool round trip sooner. */
   override async readBytes(key: string, range: ByteRange): Promise<Buffer> {
-    const fd = await openFile(this.path(key), 'r');
+    const fd = await openFile(this.path(key), 'r').catch((error: unknown) => {
+      throw this.failure(error);
+    });
     try {
       const buffer = Buffer.allocUnsafe(range.end - range.start + 1);
       const { bytesRead } = await readAt(fd, buffer, 0, buffer.length, range.start);
@@ -114,7 +126,7 @@ export class LocalBlobStorage extends BlobStorage {
   async delete(key: string): Promise<void> {
     const path = this.path(key);
     await unlink(path).catch((error: NodeJS.ErrnoException) => {
-      if (error.code !== 'ENOENT') throw error;
+      if (error.code !== 'ENOENT') throw this.failure(error);
     });
     // Fails, harmlessly, while the directory still holds another of the file's blobs.
     if (blobKeys.inDirectoryOfItsOwn(key)) await rmdir(dirname(path)).catch(() => undefined);
@@ -144,6 +156,18 @@ export class LocalBlobStorage extends BlobStorage {
     // A prefix may end inside a name (blobKeys.filePrefix): walk its directory, keep the keys that start with it.
     const directory = prefix.slice(0, prefix.lastIndexOf('/') + 1);
     for await (const blob of this.walk(join(this.root, directory))) if (blob.key.startsWith(prefix)) yield blob;
+  }
+
+  /**
+   * A failed file system call as the caller should see it: a blob missing, or already there, as it is; anything else
+   * (a full, read-only or failing disk, no descriptors left) the store being unavailable.
+   */
+  private failure(error: unknown): unknown {
+    // Only a system call's error is the disk's: a source's failure (a database refusal met while reserving quota) carries a code too.
+    const { code, syscall } = (error ?? {}) as NodeJS.ErrnoException;
+    if (typeof syscall !== 'string' || code === 'ENOENT' || code === 'EEXIST') return error;
+    this.logger.warn({ err: error }, 'The storage directory failed a request');
+    return new BlobStoreUnavailable(error);
   }
 
   private async *walk(dir: string): AsyncIterable<{ key: string; lastModified: Date }> {

@@ -1,13 +1,15 @@
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { DataSource } from 'typeorm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { BlobStorage, blobKeys } from '../../../src/infra/storage/blob-storage.js';
 import { S3BlobStorage } from '../../../src/infra/storage/s3-blob-storage.js';
 import { AccountEntity } from '../../../src/modules/accounts/account.entity.js';
 import { FileEntity } from '../../../src/modules/files/file.entity.js';
 import { UploadSweeper } from '../../../src/modules/files/upload/upload-sweeper.js';
 import { createAccount, type TestAccount } from '../../support/accounts.js';
+import { storageOf } from '../../support/files.js';
+import { startHoldableProxy, type HoldableProxy } from '../../support/holdable-proxy.js';
 import { startS3, type TestS3 } from '../../support/s3.js';
 import { startTestApp, type TestApp } from '../../support/test-app.js';
 import { eventually } from '../../support/time.js';
@@ -55,6 +57,25 @@ describe('S3 blob storage (STORAGE_DRIVER=s3, against s3rver)', () => {
     expect(Buffer.from(await part.arrayBuffer())).toEqual(content.subarray(10 * MiB, 10 * MiB + 100));
   });
 
+  it('serves ranges at the edges: the first byte, the last, suffixes, and an empty object', async () => {
+    // Read into one buffer (up to 64 KiB) and streamed.
+    for (const size of [10, 100 * 1024]) {
+      const content = Buffer.from(Array.from({ length: size }, (_, i) => i % 251));
+      const file = await uploadOk(t, owner.auth, content, { name: `edges-${size}.bin` });
+      const cases: Array<[string, number, number]> = [['bytes=0-0', 0, 0], [`bytes=${size - 1}-${size - 1}`, size - 1, size - 1], [`bytes=${size - 1}-`, size - 1, size - 1], ['bytes=-1', size - 1, size - 1], ['bytes=0-1', 0, 1], [`bytes=-${size + 5}`, 0, size - 1]];
+      for (const [range, start, end] of cases) {
+        const res = await fetch(onTestServer(t, file.download_url), { headers: { Range: range } });
+        expect(res.status, `${range} of ${size}`).toBe(206);
+        expect(res.headers.get('content-range')).toBe(`bytes ${start}-${end}/${size}`);
+        expect(Buffer.from(await res.arrayBuffer())).toEqual(content.subarray(start, end + 1));
+      }
+    }
+    const empty = await uploadOk(t, owner.auth, Buffer.alloc(0), { name: 'empty.bin' });
+    const whole = await fetch(onTestServer(t, empty.download_url));
+    expect([whole.status, await whole.text()]).toEqual([200, '']);
+    expect((await fetch(onTestServer(t, empty.download_url), { headers: { Range: 'bytes=0-0' } })).status).toBe(416);
+  });
+
   it('replaces the object on overwrite and removes it on permanent deletion', async () => {
     const first = await uploadOk(t, owner.auth, 'one', { name: 'o.txt' });
     const before = await keys(blobKeys.filePrefix(owner.accountId, first.id));
@@ -82,6 +103,9 @@ describe('S3 blob storage (STORAGE_DRIVER=s3, against s3rver)', () => {
       const res = await fetch(onTestServer(t, file.download_url), { signal: AbortSignal.timeout(10_000) });
       expect(res.status, `${size} bytes`).toBe(500);
       expect(((await res.json()) as any).error.code).toBe('internal_error');
+      // A range past the cut: S3 refuses it (InvalidRange), which is the object's damage, not the bucket being unavailable.
+      const past = await fetch(onTestServer(t, file.download_url), { headers: { Range: `bytes=${kept + 10}-${kept + 19}` }, signal: AbortSignal.timeout(10_000) });
+      expect(past.status, `${size} bytes, past the cut`).toBe(500);
     }
   });
 
@@ -103,4 +127,122 @@ describe('S3 blob storage (STORAGE_DRIVER=s3, against s3rver)', () => {
     expect((await t.app.get(UploadSweeper).sweep(-1000)).blobs).toBe(1);
     expect(await keys('tmp/')).toEqual([]);
   });
+});
+
+describe('S3 blob storage while the bucket cannot be reached', () => {
+  let s3: TestS3;
+  let proxy: HoldableProxy;
+  let t: TestApp;
+  let owner: TestAccount;
+
+  beforeAll(async () => {
+    s3 = await startS3();
+    proxy = await startHoldableProxy(s3.port);
+    t = await startTestApp(s3.env(proxy.port));
+    owner = await createAccount(t.app);
+  });
+  afterAll(async () => {
+    await t?.close();
+    await proxy?.close();
+    await s3?.close();
+  });
+
+  it('answers uploads and downloads 503 service_unavailable with Retry-After, and changes no file, quota or object', async () => {
+    const kept = await uploadOk(t, owner.auth, 'kept as it was', { name: 'kept.txt' });
+    const large = await uploadOk(t, owner.auth, Buffer.alloc(200 * 1024, 3), { name: 'large.bin' });
+    const before = await storageOf(t.app, owner.accountId);
+    const port = proxy.port;
+    await proxy.close();
+    try {
+      // Read into one buffer (up to 64 KiB) and streamed.
+      for (const file of [kept, large]) {
+        const res = await fetch(onTestServer(t, file.download_url), { signal: AbortSignal.timeout(15_000) });
+        expect(res.status, file.name).toBe(503);
+        expect(res.headers.get('retry-after')).toBe('5');
+        expect(((await res.json()) as any).error.code).toBe('service_unavailable');
+      }
+      // Held in memory (up to 64 KiB), charged at commit (up to 1 MiB), reserved as it streams, and an overwrite.
+      const attempts: Array<[Buffer | string, { name: string; overwrite?: boolean }]> = [
+        ['new', { name: 'new.txt' }],
+        [Buffer.alloc(500 * 1024, 1), { name: 'mid.bin' }],
+        [Buffer.alloc(3 * MiB, 2), { name: 'big.bin' }],
+        ['replaced?', { name: 'kept.txt', overwrite: true }],
+      ];
+      for (const [content, options] of attempts) {
+        const res = await upload(t, owner.auth, content, options);
+        expect(res.status, options.name).toBe(503);
+        expect(res.body.error.code).toBe('service_unavailable');
+        expect(res.headers.get('retry-after')).toBe('5');
+      }
+      expect(await storageOf(t.app, owner.accountId)).toEqual(before);
+    } finally {
+      proxy = await startHoldableProxy(s3.port, port);
+    }
+    const listed = await t.http().get('/v1/files').set(owner.auth).expect(200);
+    expect(listed.body.data.map((f: { name: string }) => f.name).sort()).toEqual(['kept.txt', 'large.bin']);
+    expect(await (await fetch(onTestServer(t, kept.download_url))).text()).toBe('kept as it was');
+    const info = await t.http().get('/v1/user/info').set(owner.auth).expect(200);
+    expect(info.body.data.storage.used).toBe(before.used);
+    const temporary: string[] = [];
+    for await (const blob of t.app.get(BlobStorage).list('tmp/')) temporary.push(blob.key);
+    expect(temporary).toEqual([]);
+  }, 60_000);
+
+  it('answers a download 503 in well under a minute, not never, while the bucket takes requests but does not answer', async () => {
+    const file = await uploadOk(t, owner.auth, 'behind a stalled bucket', { name: 'stalled.txt' });
+    proxy.hold();
+    try {
+      const started = Date.now();
+      const res = await fetch(onTestServer(t, file.download_url), { signal: AbortSignal.timeout(60_000) });
+      expect(res.status).toBe(503);
+      expect(((await res.json()) as any).error.code).toBe('service_unavailable');
+      // Three attempts of at most 10 s each.
+      expect(Date.now() - started).toBeLessThan(45_000);
+    } finally {
+      proxy.release();
+    }
+    expect(await (await fetch(onTestServer(t, file.download_url))).text()).toBe('behind a stalled bucket');
+  }, 90_000);
+
+  it('keeps an overwrite that committed when the bucket fails before its bytes are in place: answered, then placed once the bucket is back', async () => {
+    const first = await uploadOk(t, owner.auth, 'first version', { name: 'report.txt' });
+    const before = await storageOf(t.app, owner.accountId);
+    const storage = t.app.get(BlobStorage);
+    const move = storage.move.bind(storage);
+    const port = proxy.port;
+    // The bucket goes away between the temporary write and the move to the key the committed row names.
+    const cut = vi.spyOn(storage, 'move').mockImplementationOnce(async (from, to) => {
+      await proxy.close();
+      return move(from, to);
+    });
+    try {
+      const res = await upload(t, owner.auth, 'second version', { name: 'report.txt', overwrite: true });
+      expect(res.status).toBe(200);
+      expect(res.body.data).toMatchObject({ id: first.id, size: 'second version'.length });
+      // Until the bytes are in place a download is told to come back, not given the old bytes or a 500.
+      const early = await fetch(onTestServer(t, res.body.data.download_url), { signal: AbortSignal.timeout(15_000) });
+      expect(early.status).toBe(503);
+      expect(early.headers.get('retry-after')).toBeTruthy();
+    } finally {
+      cut.mockRestore();
+      proxy = await startHoldableProxy(s3.port, port);
+    }
+    const file = (await t.http().get(`/v1/files/${first.id}`).set(owner.auth).expect(200)).body.data;
+    const served = await eventually(async () => {
+      const res = await fetch(onTestServer(t, file.download_url));
+      return res.status === 200 ? res.text() : null;
+    }, 20_000, 'the new bytes to be placed');
+    expect(served).toBe('second version');
+    expect(await storageOf(t.app, owner.accountId)).toEqual({ ...before, used: before.used + 1, sumOfFiles: before.sumOfFiles + 1 });
+    // Only the new version's object is left, and nothing temporary.
+    const objects = await eventually(async () => {
+      const found: string[] = [];
+      for await (const blob of storage.list(blobKeys.filePrefix(owner.accountId, first.id))) found.push(blob.key);
+      return found.length === 1 ? found : null;
+    }, 20_000, 'the replaced object to be deleted');
+    expect(objects).toHaveLength(1);
+    const temporary: string[] = [];
+    for await (const blob of storage.list('tmp/')) temporary.push(blob.key);
+    expect(temporary).toEqual([]);
+  }, 60_000);
 });

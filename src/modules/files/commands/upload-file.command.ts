@@ -1,3 +1,4 @@
+import { Logger } from '@nestjs/common';
 import { type EntityManager, IsNull } from 'typeorm';
 import { Command, CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
 import type { Actor } from '../../../common/auth/actor.js';
@@ -8,7 +9,7 @@ import { insertRows } from '../../../infra/database/insert-rows.js';
 import { isUniqueViolation, Transactions } from '../../../infra/database/transactions.js';
 import { Outbox } from '../../../infra/outbox/outbox.js';
 import { BlobPlacements } from '../../../infra/storage/blob-placements.js';
-import { BlobStorage, blobKeys } from '../../../infra/storage/blob-storage.js';
+import { BlobStorage, BlobStoreUnavailable, blobKeys } from '../../../infra/storage/blob-storage.js';
 import { UrlSigner } from '../../../infra/storage/url-signer.js';
 import { findFolderToFill } from '../../folders/folder-tree-lock.js';
 import { FileResponse } from '../dto/file.response.js';
@@ -19,6 +20,7 @@ import { categoryOf, detectMimeType } from '../file-type-detection.js';
 import { freeFileName, retryOnNameCollision } from '../name-collisions.js';
 import { changeStorageUsage, refuseOverQuota } from '../storage-usage.js';
 import { FinishedUploads } from '../upload/finished-uploads.js';
+import { UploadSweeper } from '../upload/upload-sweeper.js';
 import { ServerInstance } from '../../../infra/instances/server-instance.js';
 import type { ReceivedUpload } from '../upload/upload-receiver.js';
 import { UploadReservationEntity } from '../upload/upload-reservation.entity.js';
@@ -50,6 +52,8 @@ export class UploadFileCommand extends Command<FileResponse> {
  */
 @CommandHandler(UploadFileCommand)
 export class UploadFileHandler implements ICommandHandler<UploadFileCommand> {
+  private readonly logger = new Logger('UploadFileHandler');
+
   constructor(
     private readonly transactions: Transactions,
     private readonly storage: BlobStorage,
@@ -58,6 +62,7 @@ export class UploadFileHandler implements ICommandHandler<UploadFileCommand> {
     private readonly instance: ServerInstance,
     private readonly finished: FinishedUploads,
     private readonly placements: BlobPlacements,
+    private readonly sweeper: UploadSweeper,
   ) {}
 
   async execute({ actor, upload, name: requestedName, folderId: requestedFolderId, overwrite: requestedOverwrite, whenFolderIsGone }: UploadFileCommand): Promise<FileResponse> {
@@ -174,11 +179,16 @@ export class UploadFileHandler implements ICommandHandler<UploadFileCommand> {
     const { file, replacedBlobs } = committed;
     try {
       await this.storage.move(upload.tempKey, file.blobKey);
+      this.finished.afterAnswer({ uploadId: upload.uploadId, fileId: file.id, blobKey: file.blobKey }, replacedBlobs);
+    } catch (error) {
+      if (!(error instanceof BlobStoreUnavailable)) throw error;
+      // The file is stored (its row committed, its bytes safe at the temporary key): an error would make the client
+      // upload it twice. Downloads answer 503 until the sweeper, retrying every few seconds, has moved the bytes.
+      await this.sweeper.finishSoon(upload.uploadId).catch((e: unknown) => this.logger.warn({ err: e, uploadId: upload.uploadId }, 'Could not hand a blob move to the sweeper; it will find it within the hour'));
     } finally {
       // Media jobs queued from file.uploaded wait for this (BlobPlacements); a failed move's row is the sweeper's.
       for (const done of placing) done();
     }
-    this.finished.afterAnswer({ uploadId: upload.uploadId, fileId: file.id, blobKey: file.blobKey }, replacedBlobs);
     return FileResponse.from(file, this.signer, now);
   }
 }

@@ -350,7 +350,8 @@ export class UploadReceiver {
     try {
       const held = await this.transactions.run((tx) => tx.getRepository(UploadReservationEntity).findOneBy({ id: uploadId }));
       if (held?.fileId) return;
-      await this.storage.delete(tempKey);
+      // The quota is given back even when the store cannot remove the bytes now: the sweep removes a temporary blob no upload owns.
+      await this.storage.delete(tempKey).catch((error: unknown) => this.logger.warn({ err: error, tempKey }, 'Could not remove a temporary blob'));
       await this.transactions.run(async (tx) => {
         // Locked: a reservation of more bytes still committing (the upload failed while it waited) is counted, not lost.
         const reservation = await tx

@@ -98,6 +98,15 @@ export class UploadSweeper {
   }
 
   /**
+   * A committed upload whose blob this process could not move (the store failed): handed to the reclaim that runs every
+   * few seconds, which retries the move until the store is back, instead of to the hourly staleness check. Marked as a
+   * reservation untouched since long ago, which is what that reclaim looks for.
+   */
+  async finishSoon(uploadId: string): Promise<void> {
+    await this.transactions.run((tx) => tx.getRepository(UploadReservationEntity).update({ id: uploadId }, { updatedAt: new Date(0) }));
+  }
+
+  /**
    * The file row committed but its process died before the blob moved or the replaced blobs went:
    * move the bytes to the key the row names (unless the file has moved on to another version since,
    * which makes these bytes garbage), delete the replaced blobs, and drop the reservation.

@@ -64,9 +64,17 @@ export class UploadInterceptor implements NestInterceptor {
     request.on('close', () => {
       if (!request.complete) aborted.abort();
     });
+    // Failures of the service itself (the database) met while the file streamed in: answered as what they are, not as
+    // a body that could not be read.
+    const serviceFaults = new WeakSet<object>();
     await new Promise<void>((resolve, reject) => {
       const engine: StorageEngine = {
         _handleFile: (_req, file, callback) => {
+          const bodyFaults = new WeakSet<object>();
+          file.stream.on('error', (error) => bodyFaults.add(error));
+          /** Whether the request (its body cut short or malformed, its client gone) is what failed the upload. */
+          const fromRequest = (error: unknown) =>
+            (typeof error === 'object' && error !== null && bodyFaults.has(error)) || aborted.signal.aborted || (file.stream.destroyed && !file.stream.readableEnded);
           // Fields sent before the file part are known by now; an overwrite is judged by its net change.
           const overwriteTarget = (): OverwriteTarget | null => {
             const fields = (request.body ?? {}) as Record<string, unknown>;
@@ -79,6 +87,10 @@ export class UploadInterceptor implements NestInterceptor {
             (error: unknown) => {
               // Answer now; multer would otherwise read the whole remaining body before reporting.
               if (error instanceof ApiError) reject(error);
+              else if (error instanceof Error && !fromRequest(error)) {
+                serviceFaults.add(error);
+                reject(error);
+              }
               callback(error as Error);
             },
           );
@@ -98,7 +110,7 @@ export class UploadInterceptor implements NestInterceptor {
       });
     }).catch((error: unknown) => {
       closeAfterAnswer(request, response);
-      throw translate(error);
+      throw error instanceof Error && serviceFaults.has(error) ? error : translate(error);
     });
   }
 }
