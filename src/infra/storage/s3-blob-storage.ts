@@ -33,6 +33,8 @@ const ANSWER_WITHIN = { requestTimeout: 10_000 };
 const PART_REQUEST_TIMEOUT_MS = 60_000;
 const CONNECT_TIMEOUT_MS = 5_000;
 /** A server-side copy may answer only once it is done (AWS answers at once, MinIO when copied): 10 MB/s at least. */
+/** How long any S3 request may take to connect and to answer, for blobs and resumable uploads' parts alike. */
+export const S3_REQUEST_TIMEOUTS = { connectionTimeout: CONNECT_TIMEOUT_MS, requestTimeout: PART_REQUEST_TIMEOUT_MS, throwOnRequestTimeout: true };
 const copyWithin = (bytes: number) => ({ requestTimeout: Math.max(PART_REQUEST_TIMEOUT_MS, Math.ceil(bytes / 10_000)) });
 
 export interface S3Settings {
@@ -61,7 +63,7 @@ export class S3BlobStorage extends BlobStorage {
       endpoint: settings.endpoint,
       region: settings.region ?? 'us-east-1',
       forcePathStyle: settings.forcePathStyle,
-      requestHandler: { connectionTimeout: CONNECT_TIMEOUT_MS, requestTimeout: PART_REQUEST_TIMEOUT_MS, throwOnRequestTimeout: true },
+      requestHandler: S3_REQUEST_TIMEOUTS,
       credentials:
         settings.accessKeyId && settings.secretAccessKey ? { accessKeyId: settings.accessKeyId, secretAccessKey: settings.secretAccessKey } : undefined,
     });
@@ -191,17 +193,22 @@ export class S3BlobStorage extends BlobStorage {
     } while (token);
   }
 
-  /**
-   * A failed S3 call as the caller should see it: no answer, a 5xx, throttling or refused credentials are the bucket
-   * being unavailable; any other refusal (a missing object, a range past a damaged object's end) is passed on as it is.
-   */
   private failure(error: unknown): unknown {
-    const status = (error as { $metadata?: { httpStatusCode?: number } } | null)?.$metadata?.httpStatusCode;
-    const unavailable = status === undefined || status >= 500 || [401, 403, 408, 429].includes(status);
-    if (!unavailable || isNotFound(error) || error instanceof BlobStoreUnavailable) return error;
-    this.logger.warn({ err: error }, 'The S3 bucket failed a request');
-    return new BlobStoreUnavailable(error);
+    return s3Failure(error, this.logger);
   }
+}
+
+/**
+ * A failed S3 call as the caller should see it: no answer, a 5xx, throttling or refused credentials are the bucket
+ * being unavailable; any other refusal (a missing object, a range past a damaged object's end) is passed on as it is.
+ * Resumable uploads' S3 calls go through it too.
+ */
+export function s3Failure(error: unknown, logger: Logger): unknown {
+  const status = (error as { $metadata?: { httpStatusCode?: number } } | null)?.$metadata?.httpStatusCode;
+  const unavailable = status === undefined || status >= 500 || [401, 403, 408, 429].includes(status);
+  if (!unavailable || isNotFound(error) || error instanceof BlobStoreUnavailable) return error;
+  logger.warn({ err: error }, 'The S3 bucket failed a request');
+  return new BlobStoreUnavailable(error);
 }
 
 /** `take` bytes of `body` after its first `skip`; the rest of `body` is not read. */

@@ -188,6 +188,39 @@ describe('S3 blob storage while the bucket cannot be reached', () => {
     expect(temporary).toEqual([]);
   }, 60_000);
 
+  it('answers resumable uploads 503 service_unavailable while the bucket cannot be reached, holding no quota, and they resume after', async () => {
+    const tus = { ...owner.auth, 'Tus-Resumable': '1.0.0' };
+    const metadata = (name: string) => `filename ${Buffer.from(name).toString('base64')}`;
+    const create = (name: string, length: number) =>
+      fetch(`${t.baseUrl}/v1/uploads`, { method: 'POST', headers: { ...tus, 'Upload-Length': String(length), 'Upload-Metadata': metadata(name) }, signal: AbortSignal.timeout(30_000) });
+    const patch = (url: string, offset: number, body: Buffer) =>
+      fetch(url, { method: 'PATCH', headers: { ...tus, 'Upload-Offset': String(offset), 'Content-Type': 'application/offset+octet-stream' }, body, signal: AbortSignal.timeout(30_000) });
+    const content = Buffer.alloc(6 * MiB, 7);
+    const started = await create('resumed.bin', content.length);
+    expect(started.status).toBe(201);
+    const url = new URL(started.headers.get('location')!, t.baseUrl).toString();
+    const before = await storageOf(t.app, owner.accountId);
+    const port = proxy.port;
+    await proxy.close();
+    try {
+      const refused = await create('refused.bin', 1000);
+      expect(refused.status).toBe(503);
+      expect(refused.headers.get('retry-after')).toBeTruthy();
+      expect(((await refused.json()) as any).error.code).toBe('service_unavailable');
+      const cut = await patch(url, 0, content);
+      expect(cut.status).toBe(503);
+      expect(((await cut.json()) as any).error.code).toBe('service_unavailable');
+      expect(await storageOf(t.app, owner.accountId)).toEqual(before);
+    } finally {
+      proxy = await startHoldableProxy(s3.port, port);
+    }
+    const offset = Number((await fetch(url, { method: 'HEAD', headers: tus })).headers.get('upload-offset'));
+    const finished = await patch(url, offset, content.subarray(offset));
+    expect(finished.status).toBe(204);
+    const file = (await t.http().get('/v1/files').set(owner.auth).expect(200)).body.data.find((f: { name: string }) => f.name === 'resumed.bin');
+    expect(file.md5_hash).toBe(createHash('md5').update(content).digest('hex'));
+  }, 90_000);
+
   it('answers a download 503 in well under a minute, not never, while the bucket takes requests but does not answer', async () => {
     const file = await uploadOk(t, owner.auth, 'behind a stalled bucket', { name: 'stalled.txt' });
     proxy.hold();

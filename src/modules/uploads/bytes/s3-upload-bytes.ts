@@ -1,11 +1,13 @@
 import type { Part } from '@aws-sdk/client-s3';
+import { Logger } from '@nestjs/common';
 import { type MetadataValue, S3Store } from '@tus/s3-store';
 import { ERRORS, type Upload } from '@tus/utils';
 import type { ReadStream } from 'node:fs';
 import type { Readable } from 'node:stream';
+import { ApiError } from '../../../common/errors/api-error.js';
 import { Transactions } from '../../../infra/database/transactions.js';
 import { blobKeys } from '../../../infra/storage/blob-storage.js';
-import type { S3Settings } from '../../../infra/storage/s3-blob-storage.js';
+import { S3_REQUEST_TIMEOUTS, s3Failure, type S3Settings } from '../../../infra/storage/s3-blob-storage.js';
 import { ResumableUploadPartEntity } from '../resumable-upload-part.entity.js';
 import type { ResumableUploadEntity } from '../resumable-upload.entity.js';
 import type { ResumableUploadRows } from '../resumable-upload.store.js';
@@ -32,6 +34,7 @@ const CONCURRENT_PARTS = 8;
  */
 export class S3UploadBytes extends S3Store implements UploadBytes {
   readonly readsUnfinished = false;
+  private readonly logger = new Logger('S3UploadBytes');
 
   constructor(
     settings: S3Settings,
@@ -49,6 +52,7 @@ export class S3UploadBytes extends S3Store implements UploadBytes {
         endpoint: settings.endpoint,
         region: settings.region ?? 'us-east-1',
         forcePathStyle: settings.forcePathStyle,
+        requestHandler: S3_REQUEST_TIMEOUTS,
         // Streamed parts otherwise go out aws-chunked with a trailing CRC, which S3-compatible servers (s3rver, older MinIO, Ceph) store as is.
         requestChecksumCalculation: 'WHEN_REQUIRED',
         responseChecksumValidation: 'WHEN_REQUIRED',
@@ -65,17 +69,26 @@ export class S3UploadBytes extends S3Store implements UploadBytes {
     upload.id = blobKeys.temp(id);
     try {
       return await super.create(upload);
+    } catch (error) {
+      throw this.failure(error);
     } finally {
       upload.id = id;
     }
   }
 
-  override write(source: Readable, id: string, offset: number): Promise<number> {
-    return super.write(source, blobKeys.temp(id), offset);
+  override async write(source: Readable, id: string, offset: number): Promise<number> {
+    try {
+      return await super.write(source, blobKeys.temp(id), offset);
+    } catch (error) {
+      // A source that failed (the client gone, a limit refused while the bytes streamed) is its own story.
+      throw source.errored ? error : this.failure(error);
+    }
   }
 
   override async getUpload(id: string): Promise<Upload> {
-    const upload = await super.getUpload(blobKeys.temp(id));
+    const upload = await super.getUpload(blobKeys.temp(id)).catch((error: unknown) => {
+      throw this.failure(error);
+    });
     upload.id = id;
     return upload;
   }
@@ -138,6 +151,12 @@ export class S3UploadBytes extends S3Store implements UploadBytes {
 
   protected override calcOptimalPartSize(size?: number): number {
     return super.calcOptimalPartSize(size ?? LARGEST_FILE);
+  }
+
+  /** An unreachable or failing bucket is a 503 (s3Failure); our refusals and @tus/server's ({status_code, body}) pass as they are. */
+  private failure(error: unknown): unknown {
+    if (error instanceof ApiError || (typeof error === 'object' && error !== null && 'status_code' in error)) return error;
+    return s3Failure(error, this.logger);
   }
 }
 
