@@ -184,7 +184,7 @@ export function completeOpenApiDocument(document: OpenAPIObject): OpenAPIObject 
         responses['422'] ??= { description: 'idempotency_key_reused: the Idempotency-Key was used for a different request.' };
       }
       responses['500'] ??= { description: 'internal_error: an unexpected failure; details.request_id identifies it in the logs.' };
-      responses['503'] ??= { description: 'service_unavailable: a dependency (database, Redis) is unavailable for a moment; see Retry-After.' };
+      responses['503'] ??= { description: 'service_unavailable: a dependency (database, Redis, the file store) is unavailable for a moment; see Retry-After.' };
       if (operation.requestBody && !responses['413']) responses['413'] = { description: 'invalid_request: the request body is too large.' };
       for (const [status, response] of Object.entries(responses)) {
         const code = Number(status);

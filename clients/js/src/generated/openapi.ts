@@ -1647,7 +1647,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope500"];
                 };
             };
-            /** @description service_unavailable: a dependency (database, Redis) is unavailable for a moment; see Retry-After. */
+            /** @description service_unavailable: a dependency (database, Redis, the file store) is unavailable for a moment; see Retry-After. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1753,7 +1753,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope500"];
                 };
             };
-            /** @description service_unavailable: a dependency (database, Redis) is unavailable for a moment; see Retry-After. */
+            /** @description service_unavailable: a dependency (database, Redis, the file store) is unavailable for a moment; see Retry-After. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1869,7 +1869,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope500"];
                 };
             };
-            /** @description service_unavailable: a dependency (database, Redis) is unavailable for a moment; see Retry-After. */
+            /** @description service_unavailable: a dependency (database, Redis, the file store) is unavailable for a moment; see Retry-After. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2048,7 +2048,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope500"];
                 };
             };
-            /** @description service_unavailable: a dependency (database, Redis) is unavailable for a moment; see Retry-After. */
+            /** @description service_unavailable: a dependency (database, Redis, the file store) is unavailable for a moment; see Retry-After. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2173,7 +2173,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope500"];
                 };
             };
-            /** @description service_unavailable: a dependency (database, Redis) is unavailable for a moment; see Retry-After. */
+            /** @description service_unavailable: a dependency (database, Redis, the file store) is unavailable for a moment; see Retry-After. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2312,7 +2312,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope500"];
                 };
             };
-            /** @description service_unavailable: a dependency (database, Redis) is unavailable for a moment; see Retry-After. */
+            /** @description service_unavailable: a dependency (database, Redis, the file store) is unavailable for a moment; see Retry-After. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2495,7 +2495,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope500"];
                 };
             };
-            /** @description service_unavailable: a dependency (database, Redis) is unavailable for a moment; see Retry-After. */
+            /** @description service_unavailable: a dependency (database, Redis, the file store) is unavailable for a moment; see Retry-After. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2670,7 +2670,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope500"];
                 };
             };
-            /** @description service_unavailable: a dependency (database, Redis) is unavailable for a moment; see Retry-After. */
+            /** @description service_unavailable: a dependency (database, Redis, the file store) is unavailable for a moment; see Retry-After. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2791,7 +2791,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope500"];
                 };
             };
-            /** @description service_unavailable: a dependency (database, Redis) is unavailable for a moment; see Retry-After. */
+            /** @description service_unavailable: a dependency (database, Redis, the file store) is unavailable for a moment; see Retry-After. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2919,7 +2919,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope500"];
                 };
             };
-            /** @description service_unavailable: a dependency (database, Redis) is unavailable for a moment; see Retry-After. */
+            /** @description service_unavailable: a dependency (database, Redis, the file store) is unavailable for a moment; see Retry-After. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3084,7 +3084,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope500"];
                 };
             };
-            /** @description service_unavailable: a dependency (database, Redis) is unavailable for a moment; see Retry-After. */
+            /** @description service_unavailable: a dependency (database, Redis, the file store) is unavailable for a moment; see Retry-After. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3251,7 +3251,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope500"];
                 };
             };
-            /** @description service_unavailable: a dependency (database, Redis) is unavailable for a moment; see Retry-After. */
+            /** @description service_unavailable: a dependency (database, Redis, the file store) is unavailable for a moment; see Retry-After. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3619,7 +3619,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope500"];
                 };
             };
-            /** @description service_unavailable: a dependency (database, Redis) is unavailable for a moment; see Retry-After. */
+            /** @description service_unavailable: a dependency (database, Redis, the file store) is unavailable for a moment; see Retry-After. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3756,7 +3756,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope500"];
                 };
             };
-            /** @description service_unavailable: a dependency (database, Redis) is unavailable for a moment; see Retry-After. */
+            /** @description service_unavailable: a dependency (database, Redis, the file store) is unavailable for a moment; see Retry-After. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3949,7 +3949,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope500"];
                 };
             };
-            /** @description service_unavailable: a dependency (database, Redis) is unavailable for a moment; see Retry-After. */
+            /** @description service_unavailable: a dependency (database, Redis, the file store) is unavailable for a moment; see Retry-After. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4070,7 +4070,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope500"];
                 };
             };
-            /** @description service_unavailable: a dependency (database, Redis) is unavailable for a moment; see Retry-After. */
+            /** @description service_unavailable: a dependency (database, Redis, the file store) is unavailable for a moment; see Retry-After. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4191,7 +4191,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope500"];
                 };
             };
-            /** @description service_unavailable: a dependency (database, Redis) is unavailable for a moment; see Retry-After. */
+            /** @description service_unavailable: a dependency (database, Redis, the file store) is unavailable for a moment; see Retry-After. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4356,7 +4356,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope500"];
                 };
             };
-            /** @description service_unavailable: a dependency (database, Redis) is unavailable for a moment; see Retry-After. */
+            /** @description service_unavailable: a dependency (database, Redis, the file store) is unavailable for a moment; see Retry-After. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4478,7 +4478,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope500"];
                 };
             };
-            /** @description service_unavailable: a dependency (database, Redis) is unavailable for a moment; see Retry-After. */
+            /** @description service_unavailable: a dependency (database, Redis, the file store) is unavailable for a moment; see Retry-After. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4588,7 +4588,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope500"];
                 };
             };
-            /** @description service_unavailable: a dependency (database, Redis) is unavailable for a moment; see Retry-After. */
+            /** @description service_unavailable: a dependency (database, Redis, the file store) is unavailable for a moment; see Retry-After. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4708,7 +4708,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope500"];
                 };
             };
-            /** @description service_unavailable: a dependency (database, Redis) is unavailable for a moment; see Retry-After. */
+            /** @description service_unavailable: a dependency (database, Redis, the file store) is unavailable for a moment; see Retry-After. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4901,7 +4901,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope500"];
                 };
             };
-            /** @description service_unavailable: a dependency (database, Redis) is unavailable for a moment; see Retry-After. */
+            /** @description service_unavailable: a dependency (database, Redis, the file store) is unavailable for a moment; see Retry-After. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5022,7 +5022,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope500"];
                 };
             };
-            /** @description service_unavailable: a dependency (database, Redis) is unavailable for a moment; see Retry-After. */
+            /** @description service_unavailable: a dependency (database, Redis, the file store) is unavailable for a moment; see Retry-After. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5154,7 +5154,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope500"];
                 };
             };
-            /** @description service_unavailable: a dependency (database, Redis) is unavailable for a moment; see Retry-After. */
+            /** @description service_unavailable: a dependency (database, Redis, the file store) is unavailable for a moment; see Retry-After. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5705,7 +5705,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope500"];
                 };
             };
-            /** @description service_unavailable: a dependency (database, Redis) is unavailable for a moment; see Retry-After. */
+            /** @description service_unavailable: a dependency (database, Redis, the file store) is unavailable for a moment; see Retry-After. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5876,7 +5876,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope500"];
                 };
             };
-            /** @description service_unavailable: a dependency (database, Redis) is unavailable for a moment; see Retry-After. */
+            /** @description service_unavailable: a dependency (database, Redis, the file store) is unavailable for a moment; see Retry-After. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6001,7 +6001,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope500"];
                 };
             };
-            /** @description service_unavailable: a dependency (database, Redis) is unavailable for a moment; see Retry-After. */
+            /** @description service_unavailable: a dependency (database, Redis, the file store) is unavailable for a moment; see Retry-After. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6126,7 +6126,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope500"];
                 };
             };
-            /** @description service_unavailable: a dependency (database, Redis) is unavailable for a moment; see Retry-After. */
+            /** @description service_unavailable: a dependency (database, Redis, the file store) is unavailable for a moment; see Retry-After. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6277,7 +6277,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope500"];
                 };
             };
-            /** @description service_unavailable: a dependency (database, Redis) is unavailable for a moment; see Retry-After. */
+            /** @description service_unavailable: a dependency (database, Redis, the file store) is unavailable for a moment; see Retry-After. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6436,7 +6436,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope500"];
                 };
             };
-            /** @description service_unavailable: a dependency (database, Redis) is unavailable for a moment; see Retry-After. */
+            /** @description service_unavailable: a dependency (database, Redis, the file store) is unavailable for a moment; see Retry-After. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6623,7 +6623,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope500"];
                 };
             };
-            /** @description service_unavailable: a dependency (database, Redis) is unavailable for a moment; see Retry-After. */
+            /** @description service_unavailable: a dependency (database, Redis, the file store) is unavailable for a moment; see Retry-After. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6757,7 +6757,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope500"];
                 };
             };
-            /** @description service_unavailable: a dependency (database, Redis) is unavailable for a moment; see Retry-After. */
+            /** @description service_unavailable: a dependency (database, Redis, the file store) is unavailable for a moment; see Retry-After. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6883,7 +6883,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope500"];
                 };
             };
-            /** @description service_unavailable: a dependency (database, Redis) is unavailable for a moment; see Retry-After. */
+            /** @description service_unavailable: a dependency (database, Redis, the file store) is unavailable for a moment; see Retry-After. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -7047,7 +7047,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope500"];
                 };
             };
-            /** @description service_unavailable: a dependency (database, Redis) is unavailable for a moment; see Retry-After. */
+            /** @description service_unavailable: a dependency (database, Redis, the file store) is unavailable for a moment; see Retry-After. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -7234,7 +7234,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope500"];
                 };
             };
-            /** @description service_unavailable: a dependency (database, Redis) is unavailable for a moment; see Retry-After. */
+            /** @description service_unavailable: a dependency (database, Redis, the file store) is unavailable for a moment; see Retry-After. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -7449,7 +7449,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope500"];
                 };
             };
-            /** @description service_unavailable: a dependency (database, Redis) is unavailable for a moment; see Retry-After. */
+            /** @description service_unavailable: a dependency (database, Redis, the file store) is unavailable for a moment; see Retry-After. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -7679,7 +7679,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope500"];
                 };
             };
-            /** @description service_unavailable: a dependency (database, Redis) is unavailable for a moment; see Retry-After. */
+            /** @description service_unavailable: a dependency (database, Redis, the file store) is unavailable for a moment; see Retry-After. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -7824,7 +7824,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope500"];
                 };
             };
-            /** @description service_unavailable: a dependency (database, Redis) is unavailable for a moment; see Retry-After. */
+            /** @description service_unavailable: a dependency (database, Redis, the file store) is unavailable for a moment; see Retry-After. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -7992,7 +7992,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope500"];
                 };
             };
-            /** @description service_unavailable: a dependency (database, Redis) is unavailable for a moment; see Retry-After. */
+            /** @description service_unavailable: a dependency (database, Redis, the file store) is unavailable for a moment; see Retry-After. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -8207,7 +8207,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope500"];
                 };
             };
-            /** @description service_unavailable: a dependency (database, Redis) is unavailable for a moment; see Retry-After. */
+            /** @description service_unavailable: a dependency (database, Redis, the file store) is unavailable for a moment; see Retry-After. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -8337,7 +8337,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope500"];
                 };
             };
-            /** @description service_unavailable: a dependency (database, Redis) is unavailable for a moment; see Retry-After. */
+            /** @description service_unavailable: a dependency (database, Redis, the file store) is unavailable for a moment; see Retry-After. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
