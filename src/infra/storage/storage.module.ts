@@ -1,11 +1,12 @@
 import { Global, Module } from '@nestjs/common';
 import { AppConfig } from '../../config/app-config.js';
+import { BlobDeletions } from './blob-deletions.js';
 import { BlobPlacements } from './blob-placements.js';
 import { BlobStorage } from './blob-storage.js';
 import { LocalBlobStorage } from './local-blob-storage.js';
 import { UrlSigner } from './url-signer.js';
 
-/** Blob storage chosen by STORAGE_DRIVER, the signer for download and thumbnail URLs, and the blobs still being placed. */
+/** Blob storage chosen by STORAGE_DRIVER, the signer for download and thumbnail URLs, the blobs still being placed and those to delete. */
 @Global()
 @Module({
   providers: [
@@ -23,7 +24,8 @@ import { UrlSigner } from './url-signer.js';
     },
     UrlSigner,
     BlobPlacements,
+    BlobDeletions,
   ],
-  exports: [BlobStorage, UrlSigner, BlobPlacements],
+  exports: [BlobStorage, UrlSigner, BlobPlacements, BlobDeletions],
 })
 export class StorageModule {}

@@ -1,8 +1,7 @@
-import type { Logger } from '@nestjs/common';
 import { type DeleteQueryBuilder, type EntityManager, In, IsNull, type UpdateQueryBuilder } from 'typeorm';
 import { sqlDialect } from '../../infra/database/sql-dialect.js';
 import { Outbox } from '../../infra/outbox/outbox.js';
-import type { BlobStorage } from '../../infra/storage/blob-storage.js';
+import { BlobDeletions } from '../../infra/storage/blob-deletions.js';
 import { ShareEntity } from '../shares/share.entity.js';
 import { fileDeleted } from './events/file-events.js';
 import { FileEntity } from './file.entity.js';
@@ -66,8 +65,8 @@ export async function moveFilesToTrash(
 /**
  * Deletes file rows for good and frees their storage. `condition` narrows which rows may go
  * (e.g. the purge only takes files still trashed and expired). Set-based: one conditional DELETE
- * per chunk of ids, one storage update per account, one outbox insert. The blobs are the caller's
- * to delete, after the transaction commits.
+ * per chunk of ids, one storage update per account, one outbox insert. Their blobs are recorded for
+ * deletion in the same transaction; the caller deletes them (BlobDeletions.deleteNow) after it commits.
  */
 export async function deleteFilesPermanently(
   tx: EntityManager,
@@ -102,6 +101,7 @@ export async function deleteFilesPermanently(
   for (const file of deleted) freedByAccount.set(file.accountId, (freedByAccount.get(file.accountId) ?? 0) + file.size);
   for (const [accountId, freed] of freedByAccount) await changeStorageUsage(tx, accountId, { used: -freed }, now);
   await Outbox.record(tx, ...deleted.map((file) => fileDeleted(file, deletedBy, now, true)));
+  await BlobDeletions.record(tx, deleted.flatMap(blobsOf), now);
   return deleted;
 }
 
@@ -131,20 +131,4 @@ async function writeReturning<T>(tx: EntityManager, query: DeleteQueryBuilder<Fi
 /** Every blob a file holds (content and thumbnail). */
 export function blobsOf(file: FileEntity): string[] {
   return [file.blobKey, file.thumbnailKey].filter((key): key is string => !!key);
-}
-
-/** Unlinks in flight at once: enough to keep the storage busy (libuv's threads, S3 round trips), few enough not to crowd other requests. */
-const BLOB_DELETES_IN_FLIGHT = 16;
-
-/** Removes the blobs of permanently deleted files, after their rows are gone; a failure only leaves an orphan. */
-export async function deleteBlobs(storage: BlobStorage, files: FileEntity[], logger: Logger): Promise<void> {
-  const keys = files.flatMap(blobsOf);
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < keys.length) {
-      const key = keys[next++];
-      await storage.delete(key).catch((error: unknown) => logger.warn({ err: error, key }, 'Could not delete a blob'));
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(BLOB_DELETES_IN_FLIGHT, keys.length) }, worker));
 }

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { BlobDeletions } from '../../../src/infra/storage/blob-deletions.js';
 import { BlobStorage, blobKeys } from '../../../src/infra/storage/blob-storage.js';
 import { S3BlobStorage } from '../../../src/infra/storage/s3-blob-storage.js';
 import { AccountEntity } from '../../../src/modules/accounts/account.entity.js';
@@ -219,6 +220,35 @@ describe('S3 blob storage while the bucket cannot be reached', () => {
     expect(finished.status).toBe(204);
     const file = (await t.http().get('/v1/files').set(owner.auth).expect(200)).body.data.find((f: { name: string }) => f.name === 'resumed.bin');
     expect(file.md5_hash).toBe(createHash('md5').update(content).digest('hex'));
+  }, 90_000);
+
+  it('deletes for good while the bucket cannot be reached, and removes the objects once it is back', async () => {
+    const deleted = await uploadOk(t, owner.auth, 'deleted for good', { name: 'gone.txt' });
+    const trashed = await uploadOk(t, owner.auth, 'emptied from the trash', { name: 'trashed.txt' });
+    await t.http().delete(`/v1/files/${trashed.id}`).set(owner.auth).expect(200);
+    const storage = t.app.get(BlobStorage);
+    const objectsOf = async (fileId: string) => {
+      const found: string[] = [];
+      for await (const blob of storage.list(blobKeys.filePrefix(owner.accountId, fileId))) found.push(blob.key);
+      return found;
+    };
+    expect((await objectsOf(deleted.id)).length + (await objectsOf(trashed.id)).length).toBe(2);
+    const port = proxy.port;
+    await proxy.close();
+    try {
+      // The rows go (the files are deleted as asked); the objects cannot, for now.
+      await t.http().delete(`/v1/files/${deleted.id}?permanent=true`).set(owner.auth).expect(200);
+      expect((await t.http().delete('/v1/trash').set(owner.auth).expect(200)).body.data.deleted_count).toBe(1);
+    } finally {
+      proxy = await startHoldableProxy(s3.port, port);
+    }
+    expect((await objectsOf(deleted.id)).length + (await objectsOf(trashed.id)).length).toBe(2);
+    // The sweeper's pass a minute later deletes them.
+    await t.app.get(UploadSweeper).sweep();
+    const deletions = t.app.get(BlobDeletions);
+    expect(await deletions.retryPending(new Date(Date.now() + 2 * 60_000))).toBe(2);
+    expect([...(await objectsOf(deleted.id)), ...(await objectsOf(trashed.id))]).toEqual([]);
+    expect(await deletions.retryPending(new Date(Date.now() + 2 * 60_000))).toBe(0);
   }, 90_000);
 
   it('answers a download 503 in well under a minute, not never, while the bucket takes requests but does not answer', async () => {

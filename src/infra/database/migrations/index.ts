@@ -18,6 +18,7 @@ import { SealedWebhookSecretsText1764370000000 } from './1764370000000-sealed-we
 import { FolderRings1764380000000 } from './1764380000000-folder-rings.js';
 import { DeliverySeriesStart1764390000000 } from './1764390000000-delivery-series-start.js';
 import { PartialStateIndexes1764400000000 } from './1764400000000-partial-state-indexes.js';
+import { BlobDeletions1764410000000 } from './1764410000000-blob-deletions.js';
 
 /** Every migration, oldest first. */
 export const MIGRATIONS = [
@@ -41,4 +42,5 @@ export const MIGRATIONS = [
   FolderRings1764380000000,
   DeliverySeriesStart1764390000000,
   PartialStateIndexes1764400000000,
+  BlobDeletions1764410000000,
 ];

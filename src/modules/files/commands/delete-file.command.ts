@@ -1,14 +1,13 @@
-import { Logger } from '@nestjs/common';
 import { Command, CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
 import type { Actor } from '../../../common/auth/actor.js';
 import { Clock } from '../../../common/clock.js';
 import { NotFound, PermissionDenied } from '../../../common/errors/api-error.js';
 import { AppConfig } from '../../../config/app-config.js';
 import { Transactions } from '../../../infra/database/transactions.js';
-import { BlobStorage } from '../../../infra/storage/blob-storage.js';
+import { BlobDeletions } from '../../../infra/storage/blob-deletions.js';
 import { DeletedFileResponse } from '../dto/file-removal.responses.js';
 import { FileEntity } from '../file.entity.js';
-import { deleteBlobs, deleteFilesPermanently, moveFilesToTrash } from '../file-removal.js';
+import { blobsOf, deleteFilesPermanently, moveFilesToTrash } from '../file-removal.js';
 
 export class DeleteFileCommand extends Command<DeletedFileResponse> {
   constructor(
@@ -27,11 +26,9 @@ export class DeleteFileCommand extends Command<DeletedFileResponse> {
  */
 @CommandHandler(DeleteFileCommand)
 export class DeleteFileHandler implements ICommandHandler<DeleteFileCommand> {
-  private readonly logger = new Logger('DeleteFile');
-
   constructor(
     private readonly transactions: Transactions,
-    private readonly storage: BlobStorage,
+    private readonly blobDeletions: BlobDeletions,
     private readonly config: AppConfig,
     private readonly clock: Clock,
   ) {}
@@ -53,7 +50,7 @@ export class DeleteFileHandler implements ICommandHandler<DeleteFileCommand> {
       if (!gone) throw new NotFound('file', fileId);
       return gone;
     });
-    await deleteBlobs(this.storage, [deleted], this.logger);
+    await this.blobDeletions.deleteNow(blobsOf(deleted));
     return DeletedFileResponse.from(deleted, now, null);
   }
 }

@@ -5,6 +5,7 @@ import { Clock } from '../../../common/clock.js';
 import { AppConfig } from '../../../config/app-config.js';
 import { Transactions } from '../../../infra/database/transactions.js';
 import { InstanceHeartbeat } from '../../../infra/instances/instance-heartbeat.js';
+import { BlobDeletions } from '../../../infra/storage/blob-deletions.js';
 import { BlobStorage, blobKeys } from '../../../infra/storage/blob-storage.js';
 import { FileEntity } from '../file.entity.js';
 import { UploadReceiver } from './upload-receiver.js';
@@ -24,7 +25,8 @@ const DEAD_PROCESS_CHECK_MS = 5_000;
  * heartbeat for 3 beats, see InstanceHeartbeat) or when it has not been touched for an hour (a live
  * upload touches its row every few MiB). An abandoned reservation that never committed is released
  * (quota given back, temporary bytes removed); one whose file row committed has its blob moved into
- * place and the blobs it replaced deleted. Temporary blobs no reservation owns are removed once stale.
+ * place and the blobs it replaced deleted. Temporary blobs no reservation owns are removed once stale, and blobs of
+ * deleted files whose deletion failed (BlobDeletions) are deleted again.
  * Runs in the server only (not in the CLI): dead processes every 5 s, everything at start and every 10 minutes.
  */
 @Injectable()
@@ -34,6 +36,7 @@ export class UploadSweeper {
   constructor(
     private readonly transactions: Transactions,
     private readonly storage: BlobStorage,
+    private readonly blobDeletions: BlobDeletions,
     private readonly receiver: UploadReceiver,
     private readonly clock: Clock,
     private readonly config: AppConfig,
@@ -65,6 +68,7 @@ export class UploadSweeper {
       }
     }
     if (blobs > 0) this.logger.warn({ blobs }, 'Removed temporary blobs no upload owned');
+    await this.blobDeletions.retryPending(this.clock.now()).catch((error: unknown) => this.logger.warn({ err: error }, 'Deleting blobs of deleted files failed again'));
     return { reservations, blobs };
   }
 

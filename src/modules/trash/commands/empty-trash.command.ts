@@ -1,11 +1,10 @@
-import { Logger } from '@nestjs/common';
 import { Command, CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
 import type { Actor } from '../../../common/auth/actor.js';
 import { Clock } from '../../../common/clock.js';
 import { Transactions } from '../../../infra/database/transactions.js';
-import { BlobStorage } from '../../../infra/storage/blob-storage.js';
+import { BlobDeletions } from '../../../infra/storage/blob-deletions.js';
 import { FileEntity } from '../../files/file.entity.js';
-import { deleteBlobs, deleteFilesPermanently } from '../../files/file-removal.js';
+import { blobsOf, deleteFilesPermanently } from '../../files/file-removal.js';
 import { EmptiedTrashResponse } from '../dto/trash.dto.js';
 import { PURGE_BATCH } from './purge-trash.command.js';
 
@@ -21,11 +20,9 @@ export class EmptyTrashCommand extends Command<EmptiedTrashResponse> {
  */
 @CommandHandler(EmptyTrashCommand)
 export class EmptyTrashHandler implements ICommandHandler<EmptyTrashCommand> {
-  private readonly logger = new Logger('EmptyTrash');
-
   constructor(
     private readonly transactions: Transactions,
-    private readonly storage: BlobStorage,
+    private readonly blobDeletions: BlobDeletions,
     private readonly clock: Clock,
   ) {}
 
@@ -51,7 +48,7 @@ export class EmptyTrashHandler implements ICommandHandler<EmptyTrashCommand> {
       const { deleted } = result;
       deletedCount += deleted.length;
       freedBytes += deleted.reduce((sum, f) => sum + f.size, 0);
-      await deleteBlobs(this.storage, deleted, this.logger);
+      await this.blobDeletions.deleteNow(deleted.flatMap(blobsOf));
     }
     return Object.assign(new EmptiedTrashResponse(), { deleted_count: deletedCount, freed_bytes: freedBytes });
   }

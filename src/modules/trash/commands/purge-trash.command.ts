@@ -4,9 +4,9 @@ import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { Clock } from '../../../common/clock.js';
 import { AppConfig } from '../../../config/app-config.js';
 import { Transactions } from '../../../infra/database/transactions.js';
-import { BlobStorage } from '../../../infra/storage/blob-storage.js';
+import { BlobDeletions } from '../../../infra/storage/blob-deletions.js';
 import { FileEntity } from '../../files/file.entity.js';
-import { deleteBlobs, deleteFilesPermanently } from '../../files/file-removal.js';
+import { blobsOf, deleteFilesPermanently } from '../../files/file-removal.js';
 
 /** Files removed per transaction, by the purge and by emptying the trash. Defined here, not beside the trash's response DTOs, so `trash purge` on the command line never loads their OpenAPI decorators. */
 export const PURGE_BATCH = 200;
@@ -35,7 +35,7 @@ export class PurgeTrashHandler implements ICommandHandler<PurgeTrashCommand> {
 
   constructor(
     private readonly transactions: Transactions,
-    private readonly storage: BlobStorage,
+    private readonly blobDeletions: BlobDeletions,
     private readonly clock: Clock,
     private readonly config: AppConfig,
   ) {}
@@ -67,7 +67,7 @@ export class PurgeTrashHandler implements ICommandHandler<PurgeTrashCommand> {
         if (result === null || result.length === 0) break;
         purged += result.length;
         freed += result.reduce((sum, f) => sum + f.size, 0);
-        unlinking = deleteBlobs(this.storage, result, this.logger);
+        unlinking = this.blobDeletions.deleteNow(result.flatMap(blobsOf));
         await yieldToEventLoop();
       }
     } finally {
