@@ -60,7 +60,7 @@ export class IdempotentReplay {
 
 /**
  * Idempotency-Key on every authenticated POST: the first complete answer (any status below 500) is
- * stored per account and key for 24 hours in Redis, shared by every server process, and replayed for
+ * stored per API key and Idempotency-Key for 24 hours in Redis, shared by every server process, and replayed for
  * a retry of the same request. The same key on a different request answers 422
  * idempotency_key_reused; a retry while the first is still running answers 409
  * idempotency_key_in_use. A running request holds a lock that it renews; if its process dies the
@@ -97,7 +97,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     if (key === null || !VALID_KEY.test(key)) {
       throw InvalidRequest.fields([{ field: 'Idempotency-Key', message: 'must be 1 to 255 printable ASCII characters, sent once' }]);
     }
-    const redisKey = idempotencyRecordKey(this.config.redisKeyPrefix, request.actor.accountId, key);
+    const redisKey = idempotencyRecordKey(this.config.redisKeyPrefix, request.actor, key);
     const fingerprint = fingerprintOf(request);
     const claimed = this.claim(redisKey, fingerprint).catch((error: unknown) => {
       if (error instanceof ApiError || error instanceof IdempotentReplay) throw error;
@@ -203,9 +203,12 @@ function rawText(chunk: unknown): string | undefined {
   return undefined;
 }
 
-/** Where a key's record (running or complete) lives in Redis: per account, the key hashed. */
-export function idempotencyRecordKey(redisKeyPrefix: string, accountId: string, key: string): string {
-  return `${redisKeyPrefix}:idempotency:${accountId}:${createHash('sha256').update(key).digest('hex')}`;
+/**
+ * Where a key's record (running or complete) lives in Redis: per account and API key, the key hashed. Per API key, so a
+ * weaker key of the account sending another key's Idempotency-Key is not replayed that key's answer (a new key's secret).
+ */
+export function idempotencyRecordKey(redisKeyPrefix: string, caller: { accountId: string; keyId: string }, key: string): string {
+  return `${redisKeyPrefix}:idempotency:${caller.accountId}:${caller.keyId}:${createHash('sha256').update(key).digest('hex')}`;
 }
 
 function keyInUse(): ApiError {

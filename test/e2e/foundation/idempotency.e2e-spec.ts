@@ -87,7 +87,7 @@ describe('Idempotency-Key on POST, across two server processes', () => {
     const replayed = await request(second.baseUrl).post('/v1/api-keys').set(withKey(key)).send({ name: 'ci', scopes: ['read'] }).expect(201);
     expect(replayed.headers['idempotent-replayed']).toBe('true');
     expect(replayed.body.data.api_key).toBe(secret);
-    const stored = await context.get<Redis>(REDIS).get(idempotencyRecordKey(loadConfig(environment.env).redisKeyPrefix, owner.accountId, key));
+    const stored = await context.get<Redis>(REDIS).get(idempotencyRecordKey(loadConfig(environment.env).redisKeyPrefix, owner, key));
     expect(stored).toContain('"complete"');
     expect(stored).not.toContain(secret);
     expect(stored).not.toContain(created.body.data.id);
@@ -138,7 +138,7 @@ describe('Idempotency-Key on POST, across two server processes', () => {
   it('stores the answer of a request whose client went away while it ran: the retry replays it, and it acts once', async () => {
     const key = 'folder-dropped';
     const redis = context.get<Redis>(REDIS);
-    const record = idempotencyRecordKey(loadConfig(environment.env).redisKeyPrefix, owner.accountId, key);
+    const record = idempotencyRecordKey(loadConfig(environment.env).redisKeyPrefix, owner, key);
     const release = await holdWritesToFolders();
     try {
       const sent = httpRequest(`${first.baseUrl}/v1/folders`, { method: 'POST', headers: { ...withKey(key), 'Content-Type': 'application/json' } });
@@ -162,7 +162,7 @@ describe('Idempotency-Key on POST, across two server processes', () => {
   it('frees the key of an upload whose client went away mid-body: the retry uploads, and nothing was stored twice', async () => {
     const key = 'upload-cut-short';
     const redis = context.get<Redis>(REDIS);
-    const record = idempotencyRecordKey(loadConfig(environment.env).redisKeyPrefix, owner.accountId, key);
+    const record = idempotencyRecordKey(loadConfig(environment.env).redisKeyPrefix, owner, key);
     // Chunked both times (the same request), the first one cut off once it holds the key.
     let hangUp: () => void = () => undefined;
     const cut = rawUpload(first, withKey(key), { fileSize: 4 * MiB, holdAfter: MiB, filename: 'cut.bin', onHold: (hang) => (hangUp = hang) });
@@ -178,7 +178,7 @@ describe('Idempotency-Key on POST, across two server processes', () => {
   it('frees the key and the quota of a tus creation whose first bytes were cut off: the retry creates the upload afresh', async () => {
     const key = 'tus-create-cut';
     const redis = context.get<Redis>(REDIS);
-    const record = idempotencyRecordKey(loadConfig(environment.env).redisKeyPrefix, owner.accountId, key);
+    const record = idempotencyRecordKey(loadConfig(environment.env).redisKeyPrefix, owner, key);
     const content = Buffer.alloc(3 * MiB, 7);
     const headers = {
       ...withKey(key),
@@ -230,7 +230,7 @@ describe('Idempotency-Key on POST, across two server processes', () => {
     // Only once the first process holds the key is the retry a retry: sent earlier (as on a loaded machine), it
     // would take the key itself and upload.
     const redis = context.get<Redis>(REDIS);
-    const record = idempotencyRecordKey(loadConfig(environment.env).redisKeyPrefix, owner.accountId, key);
+    const record = idempotencyRecordKey(loadConfig(environment.env).redisKeyPrefix, owner, key);
     await eventually(async () => (await redis.get(record))?.includes('"running"'), 30_000, 'the first upload to hold the key');
     // The same request again on the other process (same multipart length), answered before its body is read.
     const retry = await rawUpload(second, withKey(key), { fileSize: 4 * MiB, declaredLength: 4 * MiB + 400, filename: 'slow.bin' });
