@@ -23,6 +23,11 @@ const VALID_KEY = /^[\x20-\x7E]{1,255}$/;
 const REPLAYED_HEADERS = ['content-type', 'location', 'www-authenticate', 'retry-after', 'tus-resumable', 'upload-offset', 'upload-expires', 'x-file-id'];
 /** Headers that say what a request without a JSON body creates (a tus creation's length and metadata). */
 const FINGERPRINT_HEADERS = ['upload-length', 'upload-defer-length', 'upload-metadata', 'upload-concat'];
+/**
+ * Answers that ask the client to try again later are not kept, like a 5xx: a 409 conflict (a concurrent change, a
+ * delivery still being attempted), 408, 423 locked, 425 and 429. Kept, the retry would be replayed the conflict.
+ */
+const RETRY_LATER_STATUSES = new Set([408, 409, 423, 425, 429]);
 /** A body written other than through `response.json` (a tus answer) is stored up to this size. */
 const MAX_RAW_BODY_BYTES = 64 * 1024;
 
@@ -59,7 +64,7 @@ export class IdempotentReplay {
 }
 
 /**
- * Idempotency-Key on every authenticated POST: the first complete answer (any status below 500) is
+ * Idempotency-Key on every authenticated POST: the first complete answer (below 500, other than a retry-later 4xx) is
  * stored per API key and Idempotency-Key for 24 hours in Redis, shared by every server process, and replayed for
  * a retry of the same request. The same key on a different request answers 422
  * idempotency_key_reused; a retry while the first is still running answers 409
@@ -143,7 +148,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
 
   /**
    * Renews the lock while the request runs; stores the answer once the route has given it (`response.end`), or
-   * frees the key (an answer of 500 or more, one that streamed, or none: the route ended without answering).
+   * frees the key (an answer of 500 or more or asking for a retry, one that streamed, or none: the route ended without answering).
    */
   private recordAnswer(redisKey: string, fingerprint: string, owner: string, request: Request, response: Response): { routeDone: () => void } {
     const heartbeat = setInterval(() => {
@@ -184,7 +189,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
   }
 
   private completeRecord(fingerprint: string, response: Response, body: unknown, raw: string | undefined): CompleteRecord | null {
-    if (response.statusCode >= 500 || (body === undefined && raw === undefined)) return null;
+    if (response.statusCode >= 500 || RETRY_LATER_STATUSES.has(response.statusCode) || (body === undefined && raw === undefined)) return null;
     const headers: Record<string, string> = {};
     for (const name of REPLAYED_HEADERS) {
       const value = response.getHeader(name);

@@ -9,7 +9,9 @@ import { loadConfig } from '../../../src/config/app-config.js';
 import { REDIS } from '../../../src/infra/redis/redis.module.js';
 import { createAccount, type TestAccount } from '../../support/accounts.js';
 import { freePort, type ServerProcess, startServerProcess } from '../../support/processes.js';
-import { createTestEnvironment, type TestEnvironment } from '../../support/test-app.js';
+import { createTestEnvironment, type TestApp, type TestEnvironment } from '../../support/test-app.js';
+import { useTestApp } from '../../support/app-fixture.js';
+import { startWebhookReceiver } from '../../support/webhook-receiver.js';
 import { storageOf } from '../../support/files.js';
 import { openSqlite } from '../../support/sqlite.js';
 import { eventually, sleep } from '../../support/time.js';
@@ -247,4 +249,39 @@ describe('Idempotency-Key on POST, across two server processes', () => {
     first = await startServerProcess(environment.env, await freePort());
     // Hang guard: its two waits and a restart of the killed process add up to more than the default 60 s on a loaded machine.
   }, 180_000);
+});
+
+describe('Idempotency-Key on an answer that asks for a retry', () => {
+  let t: TestApp;
+  let owner: TestAccount;
+
+  useTestApp((started) => ({ t, owner } = started));
+
+  it('does not keep a 409 conflict: the retry with the same key, once the conflict is over, acts', async () => {
+    // The receiver holds the test delivery's answer for a moment, so the delivery is still pending.
+    const receiver = await startWebhookReceiver(() => ({ status: 200, delayMs: 1500 }));
+    try {
+      const webhook = (await t.http().post('/v1/webhooks').set(owner.auth).send({ url: `${receiver.url}/hook`, events: ['file.uploaded'] }).expect(201)).body.data;
+      const delivery = (await t.http().post(`/v1/webhooks/${webhook.id}/test`).set(owner.auth).send({}).expect(202)).body.data;
+      const redeliver = () => t.http().post(`/v1/webhooks/${webhook.id}/deliveries/${delivery.id}/redeliver`).set({ ...owner.auth, 'Idempotency-Key': 'redeliver-once' });
+      const early = await redeliver();
+      expect(early.status).toBe(409);
+      expect(early.body.error.code).toBe('conflict');
+
+      await eventually(async () => {
+        const log = await t.http().get(`/v1/webhooks/${webhook.id}/deliveries`).set(owner.auth).expect(200);
+        return log.body.data.find((d: { id: string }) => d.id === delivery.id)?.status === 'succeeded';
+      }, 20_000, 'the first delivery to succeed');
+      const retried = await redeliver();
+      expect(retried.headers['idempotent-replayed']).toBeUndefined();
+      expect(retried.status).toBe(202);
+      expect(retried.body.data).toMatchObject({ id: delivery.id, status: 'pending' });
+      // Now that it acted, its answer is kept and replayed.
+      const replayed = await redeliver().expect(202);
+      expect(replayed.headers['idempotent-replayed']).toBe('true');
+      await receiver.waitFor((received) => received.length === 2, 20_000, 'the redelivery');
+    } finally {
+      await receiver.close();
+    }
+  });
 });

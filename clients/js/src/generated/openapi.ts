@@ -1806,7 +1806,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first complete answer (any status below 500) is stored per API key and Idempotency-Key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
+                /** @description Makes a retry safe: the first complete answer (any status below 500 except 408, 409 conflict, 423, 425 and 429, which ask for a retry later) is stored per API key and Idempotency-Key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -2249,7 +2249,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first complete answer (any status below 500) is stored per API key and Idempotency-Key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
+                /** @description Makes a retry safe: the first complete answer (any status below 500 except 408, 409 conflict, 423, 425 and 429, which ask for a retry later) is stored per API key and Idempotency-Key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -2432,7 +2432,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first complete answer (any status below 500) is stored per API key and Idempotency-Key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
+                /** @description Makes a retry safe: the first complete answer (any status below 500 except 408, 409 conflict, 423, 425 and 429, which ask for a retry later) is stored per API key and Idempotency-Key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -3021,7 +3021,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first complete answer (any status below 500) is stored per API key and Idempotency-Key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
+                /** @description Makes a retry safe: the first complete answer (any status below 500 except 408, 409 conflict, 423, 425 and 429, which ask for a retry later) is stored per API key and Idempotency-Key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -3693,7 +3693,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first complete answer (any status below 500) is stored per API key and Idempotency-Key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
+                /** @description Makes a retry safe: the first complete answer (any status below 500 except 408, 409 conflict, 423, 425 and 429, which ask for a retry later) is stored per API key and Idempotency-Key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -4645,7 +4645,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first complete answer (any status below 500) is stored per API key and Idempotency-Key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
+                /** @description Makes a retry safe: the first complete answer (any status below 500 except 408, 409 conflict, 423, 425 and 429, which ask for a retry later) is stored per API key and Idempotency-Key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -5642,7 +5642,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first complete answer (any status below 500) is stored per API key and Idempotency-Key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
+                /** @description Makes a retry safe: the first complete answer (any status below 500 except 408, 409 conflict, 423, 425 and 429, which ask for a retry later) is stored per API key and Idempotency-Key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -6214,7 +6214,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first complete answer (any status below 500) is stored per API key and Idempotency-Key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
+                /** @description Makes a retry safe: the first complete answer (any status below 500 except 408, 409 conflict, 423, 425 and 429, which ask for a retry later) is stored per API key and Idempotency-Key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -6373,7 +6373,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first complete answer (any status below 500) is stored per API key and Idempotency-Key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
+                /** @description Makes a retry safe: the first complete answer (any status below 500 except 408, 409 conflict, 423, 425 and 429, which ask for a retry later) is stored per API key and Idempotency-Key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -6820,7 +6820,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first complete answer (any status below 500) is stored per API key and Idempotency-Key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
+                /** @description Makes a retry safe: the first complete answer (any status below 500 except 408, 409 conflict, 423, 425 and 429, which ask for a retry later) is stored per API key and Idempotency-Key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -6984,7 +6984,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first complete answer (any status below 500) is stored per API key and Idempotency-Key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
+                /** @description Makes a retry safe: the first complete answer (any status below 500 except 408, 409 conflict, 423, 425 and 429, which ask for a retry later) is stored per API key and Idempotency-Key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -7181,7 +7181,7 @@ export interface operations {
                 "Upload-Length"?: string;
                 /** @description The protocol version: `1.0.0`. */
                 "Tus-Resumable": string;
-                /** @description Makes a retry safe: the first complete answer (any status below 500) is stored per API key and Idempotency-Key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
+                /** @description Makes a retry safe: the first complete answer (any status below 500 except 408, 409 conflict, 423, 425 and 429, which ask for a retry later) is stored per API key and Idempotency-Key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
                 "Idempotency-Key"?: string;
             };
             path?: never;
