@@ -98,8 +98,9 @@ export class IdempotencyInterceptor implements NestInterceptor {
     const given = request.headers[IDEMPOTENCY_HEADER];
     // A POST standing for a tus PATCH, HEAD or DELETE is that request, not a POST.
     if (request.method !== 'POST' || request.headers['x-http-method-override'] !== undefined || !request.actor || given === undefined) return next.handle();
-    const key = Array.isArray(given) ? null : given;
-    if (key === null || !VALID_KEY.test(key)) {
+    // Node joins repeated headers of this name into one ("one, two"), a key the client never sent: refused instead.
+    const key = (request.headersDistinct[IDEMPOTENCY_HEADER]?.length ?? 0) > 1 ? null : given;
+    if (key === null || Array.isArray(key) || !VALID_KEY.test(key)) {
       throw InvalidRequest.fields([{ field: 'Idempotency-Key', message: 'must be 1 to 255 printable ASCII characters, sent once' }]);
     }
     const redisKey = idempotencyRecordKey(this.config.redisKeyPrefix, request.actor, key);

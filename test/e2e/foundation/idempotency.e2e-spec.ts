@@ -14,6 +14,7 @@ import { useTestApp } from '../../support/app-fixture.js';
 import { startWebhookReceiver } from '../../support/webhook-receiver.js';
 import { storageOf } from '../../support/files.js';
 import { openSqlite } from '../../support/sqlite.js';
+import { rawExchange } from '../../support/raw-http.js';
 import { eventually, sleep } from '../../support/time.js';
 import { rawUpload, upload } from '../../support/uploads.js';
 import { startOperatorContext } from '../../support/operator-context.js';
@@ -105,12 +106,22 @@ describe('Idempotency-Key on POST, across two server processes', () => {
     expect(folders.body.data.map((f: { name: string }) => f.name)).not.toContain('Other');
   });
 
-  it('refuses a bad key with 400: empty, longer than 255 characters, or with a control character', async () => {
+  it('refuses a bad key with 400: empty, longer than 255 characters, with a control character, or sent twice', async () => {
     for (const key of ['', 'k'.repeat(256), 'tab\there']) {
       const res = await request(first.baseUrl).post('/v1/folders').set(withKey(key)).send({ name: `bad-${key.length}` }).expect(400);
       expect(res.body.error.code).toBe('invalid_request');
       expect(res.body.error.details.fields[0].field).toBe('Idempotency-Key');
     }
+    // Two Idempotency-Key headers (a proxy adding its own): Node would join them into one key, "one, two".
+    const host = new URL(first.baseUrl).host;
+    const body = JSON.stringify({ name: 'bad-two-keys' });
+    const twice = await rawExchange(
+      first.baseUrl,
+      `POST /v1/folders HTTP/1.1\r\nHost: ${host}\r\nAuthorization: ${owner.auth.Authorization}\r\nIdempotency-Key: one\r\nIdempotency-Key: two\r\n` +
+        `Content-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`,
+    );
+    expect(twice.split('\r\n')[0]).toBe('HTTP/1.1 400 Bad Request');
+    expect(twice).toContain('"field":"Idempotency-Key"');
     await request(first.baseUrl).post('/v1/folders').set(withKey('k'.repeat(255))).send({ name: 'longest key' }).expect(201);
     const folders = await request(first.baseUrl).get('/v1/folders?per_page=100').set(owner.auth).expect(200);
     expect(folders.body.data.map((f: { name: string }) => f.name).filter((n: string) => n.startsWith('bad-'))).toEqual([]);
