@@ -1,5 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { CallHandler, ExecutionContext, Inject, Injectable, NestInterceptor } from '@nestjs/common';
+import { applyDecorators, CallHandler, ExecutionContext, Inject, Injectable, NestInterceptor, SetMetadata } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import { ApiHeader } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import { Redis } from 'ioredis';
 import { finalize, from, Observable, switchMap } from 'rxjs';
@@ -52,6 +54,17 @@ interface StoredAnswer {
   raw?: string;
 }
 
+const METHOD_OVERRIDE_ROUTE = 'fss:method-override-route';
+
+/**
+ * Marks the POST route that stands for another method named in X-HTTP-Method-Override (tus's PATCH, HEAD or DELETE):
+ * that request, not a POST, so Idempotency-Key does not apply there. Elsewhere the header changes nothing and the key
+ * is honoured. Documents the header.
+ */
+export function MethodOverrideRoute(description: string): MethodDecorator {
+  return applyDecorators(SetMetadata(METHOD_OVERRIDE_ROUTE, true), ApiHeader({ name: 'X-HTTP-Method-Override', required: true, description }));
+}
+
 /** A stored answer, sent again by the exception filter exactly as it was first sent. */
 export class IdempotentReplay {
   constructor(
@@ -88,6 +101,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
   constructor(
     @Inject(REDIS) private readonly redis: Redis,
     private readonly config: AppConfig,
+    private readonly reflector: Reflector,
   ) {
     this.answers = new SealedBox(config.secretsEncryptionKey, 'idempotent-answers');
   }
@@ -96,8 +110,9 @@ export class IdempotencyInterceptor implements NestInterceptor {
     const request = context.switchToHttp().getRequest<Request>();
     const response = context.switchToHttp().getResponse<Response>();
     const given = request.headers[IDEMPOTENCY_HEADER];
-    // A POST standing for a tus PATCH, HEAD or DELETE is that request, not a POST.
-    if (request.method !== 'POST' || request.headers['x-http-method-override'] !== undefined || !request.actor || given === undefined) return next.handle();
+    if (request.method !== 'POST' || !request.actor || given === undefined || this.reflector.get<boolean>(METHOD_OVERRIDE_ROUTE, context.getHandler())) {
+      return next.handle();
+    }
     // Node joins repeated headers of this name into one ("one, two"), a key the client never sent: refused instead.
     const key = (request.headersDistinct[IDEMPOTENCY_HEADER]?.length ?? 0) > 1 ? null : given;
     if (key === null || Array.isArray(key) || !VALID_KEY.test(key)) {

@@ -262,11 +262,36 @@ describe('Idempotency-Key on POST, across two server processes', () => {
   }, 180_000);
 });
 
-describe('Idempotency-Key on an answer that asks for a retry', () => {
+describe('Idempotency-Key in one server process', () => {
   let t: TestApp;
   let owner: TestAccount;
 
   useTestApp((started) => ({ t, owner } = started));
+
+  it('keeps the key on a route that is no tus upload even when X-HTTP-Method-Override is sent: the retry is replayed', async () => {
+    const create = () => t.http().post('/v1/folders').set({ ...owner.auth, 'Idempotency-Key': 'override-folder', 'X-HTTP-Method-Override': 'PATCH' }).send({ name: 'Overridden' });
+    const first = await create().expect(201);
+    const retried = await create().expect(201);
+    expect(retried.headers['idempotent-replayed']).toBe('true');
+    expect(retried.body.data.id).toBe(first.body.data.id);
+    const folders = await t.http().get('/v1/folders?per_page=100').set(owner.auth).expect(200);
+    expect(folders.body.data.filter((f: { name: string }) => f.name.startsWith('Overridden')).map((f: { id: string }) => f.id)).toEqual([first.body.data.id]);
+
+    // On an upload's URL the header makes the POST a tus HEAD or PATCH, which the key does not apply to.
+    const tus = { ...owner.auth, 'Tus-Resumable': '1.0.0', 'Idempotency-Key': 'override-tus' };
+    const created = await fetch(`${t.baseUrl}/v1/uploads`, { method: 'POST', headers: { ...owner.auth, 'Tus-Resumable': '1.0.0', 'Upload-Length': '3', 'Upload-Metadata': `filename ${Buffer.from('abc.txt').toString('base64')}` } });
+    expect(created.status, await created.clone().text()).toBe(201);
+    const location = new URL(created.headers.get('location')!, t.baseUrl).toString();
+    const head = await fetch(location, { method: 'POST', headers: { ...tus, 'X-HTTP-Method-Override': 'HEAD' } });
+    expect(head.status).toBe(200);
+    const patch = await fetch(location, {
+      method: 'POST',
+      headers: { ...tus, 'X-HTTP-Method-Override': 'PATCH', 'Upload-Offset': '0', 'Content-Type': 'application/offset+octet-stream' },
+      body: 'abc',
+    });
+    expect(patch.status).toBe(204);
+    expect(patch.headers.get('upload-offset')).toBe('3');
+  });
 
   it('does not keep a 409 conflict: the retry with the same key, once the conflict is over, acts', async () => {
     // The receiver holds the test delivery's answer for a moment, so the delivery is still pending.
