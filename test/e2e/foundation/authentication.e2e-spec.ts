@@ -4,7 +4,7 @@ import { startTestApp, type TestApp } from '../../support/test-app.js';
 import { startOfFreshRateWindow } from '../../support/time.js';
 import { useTestApp } from '../../support/app-fixture.js';
 import { rawExchange } from '../../support/raw-http.js';
-import { uploadOk } from '../../support/uploads.js';
+import { upload, uploadOk } from '../../support/uploads.js';
 
 describe('authentication and scopes', () => {
   let t: TestApp;
@@ -71,6 +71,21 @@ describe('authentication and scopes', () => {
     expect(res.status).toBe(200);
     // 29 / 100 * 100 is 28.999999999999996 in floating point: the answer must still be 29.
     expect(res.body.data.storage).toEqual({ used: 29, limit: 100, available: 71, percentage: 29 });
+  });
+
+  it('counts quota held by an upload in progress out of storage.available: an upload of that size then fits', async () => {
+    const small = await createAccount(t.app, { storageLimit: 1000 });
+    const started = await fetch(`${t.baseUrl}/v1/uploads`, {
+      method: 'POST',
+      headers: { ...small.auth, 'Tus-Resumable': '1.0.0', 'Upload-Length': '600', 'Upload-Metadata': `filename ${Buffer.from('big.bin').toString('base64')}` },
+    });
+    expect(started.status).toBe(201);
+    const info = await t.http().get('/v1/user/info').set(small.auth).expect(200);
+    expect(info.body.data.storage).toEqual({ used: 0, limit: 1000, available: 400, percentage: 0 });
+    const tooBig = await upload(t, small.auth, 'x'.repeat(401), { name: 'b.bin' });
+    expect(tooBig.status).toBe(413);
+    expect(tooBig.body.error.code).toBe('storage_exceeded');
+    await uploadOk(t, small.auth, 'x'.repeat(400), { name: 'c.bin' });
   });
 
   it('refuses a key without the route\'s scope with 403 permission_denied', async () => {

@@ -676,7 +676,10 @@ export interface components {
             used: number;
             /** @example 10737418240 */
             limit: number;
-            /** @example 10736369664 */
+            /**
+             * @description Bytes an upload can still take: limit − used − bytes reserved by uploads in progress (resumable uploads reserve their Upload-Length).
+             * @example 10736369664
+             */
             available: number;
             /**
              * @description used / limit × 100, rounded down.
