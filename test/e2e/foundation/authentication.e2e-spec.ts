@@ -1,4 +1,7 @@
+import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createApp } from '../../../src/app.factory.js';
+import { loadConfig } from '../../../src/config/app-config.js';
 import { bearer, createAccount, createKey, type TestAccount } from '../../support/accounts.js';
 import { startTestApp, type TestApp } from '../../support/test-app.js';
 import { startOfFreshRateWindow } from '../../support/time.js';
@@ -150,6 +153,24 @@ describe('failed authentication per client address', () => {
     // A refused address is refused before any key is looked up, a valid one included.
     const valid = await t.http().get('/v1/user/info').set('X-Forwarded-For', '2001:db8:5:6::1').set(owner.auth);
     expect(valid.status).toBe(429);
+  });
+
+  it('refuses the address on every server process, a valid key included, once it is past the limit on one', async () => {
+    const second = await createApp(loadConfig(t.environment.env));
+    await second.listen(0, '127.0.0.1');
+    try {
+      const secondUrl = `http://127.0.0.1:${(second.getHttpServer().address() as { port: number }).port}`;
+      await startOfFreshRateWindow();
+      for (let n = 0; n < 30; n++) expect((await guess('203.0.113.50', n)).status).toBe(401);
+      expect((await guess('203.0.113.50', 30)).status).toBe(429);
+      const elsewhere = await request(secondUrl).get('/v1/user/info').set('X-Forwarded-For', '203.0.113.50').set(owner.auth);
+      expect(elsewhere.status).toBe(429);
+      expect(elsewhere.body.error.code).toBe('rate_limit_exceeded');
+      // Another address is not refused there.
+      await request(secondUrl).get('/v1/user/info').set('X-Forwarded-For', '203.0.113.51').set(owner.auth).expect(200);
+    } finally {
+      await second.close();
+    }
   });
 
   it('counts other addresses, and valid keys, separately', async () => {
