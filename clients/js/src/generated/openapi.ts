@@ -1916,7 +1916,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope413"];
                 };
             };
-            /** @description invalid_request: the body is in a charset or content encoding the service cannot read. */
+            /** @description invalid_request: the body is in a charset or content encoding the service cannot read, or not sent as Content-Type: application/json (`details.supported`). */
             415: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2538,7 +2538,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope413"];
                 };
             };
-            /** @description invalid_request: the body is in a charset or content encoding the service cannot read. */
+            /** @description invalid_request: the body is in a charset or content encoding the service cannot read, or not sent as Content-Type: application/json (`details.supported`). */
             415: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2967,7 +2967,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope413"];
                 };
             };
-            /** @description invalid_request: the body is in a charset or content encoding the service cannot read. */
+            /** @description invalid_request: the body is in a charset or content encoding the service cannot read, or not sent as Content-Type: application/json (`details.supported`). */
             415: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3817,7 +3817,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope413"];
                 };
             };
-            /** @description invalid_request: the body is in a charset or content encoding the service cannot read. */
+            /** @description invalid_request: the body is in a charset or content encoding the service cannot read, or not sent as Content-Type: application/json (`details.supported`). */
             415: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4239,7 +4239,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope413"];
                 };
             };
-            /** @description invalid_request: the body is in a charset or content encoding the service cannot read. */
+            /** @description invalid_request: the body is in a charset or content encoding the service cannot read, or not sent as Content-Type: application/json (`details.supported`). */
             415: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4769,7 +4769,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope413"];
                 };
             };
-            /** @description invalid_request: the body is in a charset or content encoding the service cannot read. */
+            /** @description invalid_request: the body is in a charset or content encoding the service cannot read, or not sent as Content-Type: application/json (`details.supported`). */
             415: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5458,7 +5458,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope413"];
                 };
             };
-            /** @description invalid_request: the body is in a charset or content encoding the service cannot read. */
+            /** @description invalid_request: the body is in a charset or content encoding the service cannot read, or not sent as Content-Type: application/json (`details.supported`). */
             415: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5744,7 +5744,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope413"];
                 };
             };
-            /** @description invalid_request: the body is in a charset or content encoding the service cannot read. */
+            /** @description invalid_request: the body is in a charset or content encoding the service cannot read, or not sent as Content-Type: application/json (`details.supported`). */
             415: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6159,7 +6159,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope413"];
                 };
             };
-            /** @description invalid_request: the body is in a charset or content encoding the service cannot read. */
+            /** @description invalid_request: the body is in a charset or content encoding the service cannot read, or not sent as Content-Type: application/json (`details.supported`). */
             415: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6491,7 +6491,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope413"];
                 };
             };
-            /** @description invalid_request: the body is in a charset or content encoding the service cannot read. */
+            /** @description invalid_request: the body is in a charset or content encoding the service cannot read, or not sent as Content-Type: application/json (`details.supported`). */
             415: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -7102,7 +7102,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope413"];
                 };
             };
-            /** @description invalid_request: the body is in a charset or content encoding the service cannot read. */
+            /** @description invalid_request: the body is in a charset or content encoding the service cannot read, or not sent as Content-Type: application/json (`details.supported`). */
             415: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
