@@ -181,7 +181,9 @@ export function completeOpenApiDocument(document: OpenAPIObject): OpenAPIObject 
       if (idempotent) {
         operation.parameters = [...(operation.parameters ?? []), IDEMPOTENCY_KEY_PARAMETER];
         responses['409'] = { description: [responses['409']?.description, IN_USE].filter(Boolean).join('\n\n') };
-        responses['422'] ??= { description: 'idempotency_key_reused: the Idempotency-Key was used for a different request.' };
+        responses['422'] ??= {
+          description: 'idempotency_key_reused: the Idempotency-Key was used for a different request, or the answer kept for it can no longer be read (SECRETS_ENCRYPTION_KEY changed).',
+        };
       }
       responses['500'] ??= { description: 'internal_error: an unexpected failure; details.request_id identifies it in the logs.' };
       responses['503'] ??= { description: 'service_unavailable: a dependency (database, Redis) is unavailable for a moment; see Retry-After.' };

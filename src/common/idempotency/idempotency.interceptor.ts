@@ -150,8 +150,24 @@ export class IdempotencyInterceptor implements NestInterceptor {
       throw keyInUse();
     }
     // Records stored before answers were sealed (for up to a day after an upgrade) hold the answer as it is.
-    const answer = (record.sealed === undefined ? record : JSON.parse(this.answers.open(record.sealed))) as StoredAnswer;
+    const answer = (record.sealed === undefined ? record : JSON.parse(this.openAnswer(record.sealed))) as StoredAnswer;
     throw new IdempotentReplay(answer.status, { ...answer.headers, [REPLAYED_HEADER]: 'true' }, answer.body, answer.raw);
+  }
+
+  /**
+   * The stored answer's JSON. One sealed under another SECRETS_ENCRYPTION_KEY cannot be replayed, and the request may
+   * already have acted, so it must not run again: the client is told to use a new key (not a 503, retried for a day).
+   */
+  private openAnswer(sealed: string): string {
+    try {
+      return this.answers.open(sealed);
+    } catch {
+      throw new ApiError(
+        422,
+        'idempotency_key_reused',
+        'The answer kept for this Idempotency-Key can no longer be read (the server\'s SECRETS_ENCRYPTION_KEY changed since); if the request must be made again, send it with a new Idempotency-Key.',
+      );
+    }
   }
 
   private async claimOnce(redisKey: string, running: RunningRecord): Promise<string> {

@@ -7,6 +7,7 @@ import type { Redis } from 'ioredis';
 import { idempotencyRecordKey } from '../../../src/common/idempotency/idempotency.interceptor.js';
 import { loadConfig } from '../../../src/config/app-config.js';
 import { REDIS } from '../../../src/infra/redis/redis.module.js';
+import { SealedBox } from '../../../src/common/sealed-box.js';
 import { createAccount, type TestAccount } from '../../support/accounts.js';
 import { freePort, type ServerProcess, startServerProcess } from '../../support/processes.js';
 import { createTestEnvironment, type TestApp, type TestEnvironment } from '../../support/test-app.js';
@@ -291,6 +292,22 @@ describe('Idempotency-Key in one server process', () => {
     });
     expect(patch.status).toBe(204);
     expect(patch.headers.get('upload-offset')).toBe('3');
+  });
+
+  it('answers a retry whose stored answer can no longer be opened (SECRETS_ENCRYPTION_KEY changed) with 422, not 503 for a day', async () => {
+    const create = () => t.http().post('/v1/folders').set({ ...owner.auth, 'Idempotency-Key': 'sealed-elsewhere' }).send({ name: 'Sealed' });
+    await create().expect(201);
+    const redis = t.app.get<Redis>(REDIS);
+    const record = idempotencyRecordKey(t.config.redisKeyPrefix, owner, 'sealed-elsewhere');
+    const stored = JSON.parse((await redis.get(record))!) as { sealed: string };
+    // The answer as a server with another SECRETS_ENCRYPTION_KEY sealed it.
+    const foreign = new SealedBox('another secrets encryption key', 'idempotent-answers').seal(JSON.stringify({ status: 201, headers: {}, body: {} }));
+    await redis.set(record, JSON.stringify({ ...stored, sealed: foreign }), 'KEEPTTL');
+    const retried = await create();
+    expect(retried.status).toBe(422);
+    expect(retried.body.error).toMatchObject({ code: 'idempotency_key_reused', message: expect.stringContaining('new Idempotency-Key') });
+    const folders = await t.http().get('/v1/folders?per_page=100').set(owner.auth).expect(200);
+    expect(folders.body.data.filter((f: { name: string }) => f.name.startsWith('Sealed'))).toHaveLength(1);
   });
 
   it('does not keep a 409 conflict: the retry with the same key, once the conflict is over, acts', async () => {

@@ -1926,7 +1926,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDoc"];
                 };
             };
-            /** @description idempotency_key_reused: the Idempotency-Key was used for a different request. */
+            /** @description idempotency_key_reused: the Idempotency-Key was used for a different request, or the answer kept for it can no longer be read (SECRETS_ENCRYPTION_KEY changed). */
             422: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2373,7 +2373,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope413"];
                 };
             };
-            /** @description idempotency_key_reused: the Idempotency-Key was used for a different request. */
+            /** @description idempotency_key_reused: the Idempotency-Key was used for a different request, or the answer kept for it can no longer be read (SECRETS_ENCRYPTION_KEY changed). */
             422: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2548,7 +2548,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDoc"];
                 };
             };
-            /** @description idempotency_key_reused: the Idempotency-Key was used for a different request. */
+            /** @description idempotency_key_reused: the Idempotency-Key was used for a different request, or the answer kept for it can no longer be read (SECRETS_ENCRYPTION_KEY changed). */
             422: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3129,7 +3129,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope409"];
                 };
             };
-            /** @description idempotency_key_reused: the Idempotency-Key was used for a different request. */
+            /** @description idempotency_key_reused: the Idempotency-Key was used for a different request, or the answer kept for it can no longer be read (SECRETS_ENCRYPTION_KEY changed). */
             422: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3827,7 +3827,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDoc"];
                 };
             };
-            /** @description idempotency_key_reused: the Idempotency-Key was used for a different request. */
+            /** @description idempotency_key_reused: the Idempotency-Key was used for a different request, or the answer kept for it can no longer be read (SECRETS_ENCRYPTION_KEY changed). */
             422: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4779,7 +4779,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDoc"];
                 };
             };
-            /** @description idempotency_key_reused: the Idempotency-Key was used for a different request. */
+            /** @description idempotency_key_reused: the Idempotency-Key was used for a different request, or the answer kept for it can no longer be read (SECRETS_ENCRYPTION_KEY changed). */
             422: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5754,7 +5754,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDoc"];
                 };
             };
-            /** @description idempotency_key_reused: the Idempotency-Key was used for a different request. */
+            /** @description idempotency_key_reused: the Idempotency-Key was used for a different request, or the answer kept for it can no longer be read (SECRETS_ENCRYPTION_KEY changed). */
             422: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6314,7 +6314,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope409"];
                 };
             };
-            /** @description idempotency_key_reused: the Idempotency-Key was used for a different request. */
+            /** @description idempotency_key_reused: the Idempotency-Key was used for a different request, or the answer kept for it can no longer be read (SECRETS_ENCRYPTION_KEY changed). */
             422: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6501,7 +6501,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDoc"];
                 };
             };
-            /** @description idempotency_key_reused: the Idempotency-Key was used for a different request. */
+            /** @description idempotency_key_reused: the Idempotency-Key was used for a different request, or the answer kept for it can no longer be read (SECRETS_ENCRYPTION_KEY changed). */
             422: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6925,7 +6925,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope409"];
                 };
             };
-            /** @description idempotency_key_reused: the Idempotency-Key was used for a different request. */
+            /** @description idempotency_key_reused: the Idempotency-Key was used for a different request, or the answer kept for it can no longer be read (SECRETS_ENCRYPTION_KEY changed). */
             422: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -7112,7 +7112,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDoc"];
                 };
             };
-            /** @description idempotency_key_reused: the Idempotency-Key was used for a different request. */
+            /** @description idempotency_key_reused: the Idempotency-Key was used for a different request, or the answer kept for it can no longer be read (SECRETS_ENCRYPTION_KEY changed). */
             422: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -7313,7 +7313,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope413"];
                 };
             };
-            /** @description idempotency_key_reused: the Idempotency-Key was used for a different request. */
+            /** @description idempotency_key_reused: the Idempotency-Key was used for a different request, or the answer kept for it can no longer be read (SECRETS_ENCRYPTION_KEY changed). */
             422: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
