@@ -1,8 +1,10 @@
 import type { INestApplicationContext } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
+import { DataSource } from 'typeorm';
 import type { Scope } from '../../src/common/auth/scopes.js';
 import { CreateAccountCommand } from '../../src/modules/accounts/commands/create-account.command.js';
 import { CreateApiKeyCommand } from '../../src/modules/accounts/commands/create-api-key.command.js';
+import { ApiKeyEntity } from '../../src/modules/accounts/api-key.entity.js';
 import type { PlanName } from '../../src/modules/accounts/plans.js';
 
 export interface TestAccount {
@@ -10,6 +12,8 @@ export interface TestAccount {
   userId: string;
   /** The owner key: every scope, elevated. */
   apiKey: string;
+  /** The owner key's id (`key_…`). */
+  keyId: string;
   auth: { Authorization: string };
 }
 
@@ -21,7 +25,8 @@ export async function createAccount(
   const created = await app
     .get(CommandBus)
     .execute(new CreateAccountCommand(options.name ?? 'Test account', options.plan ?? 'enterprise', options.storageLimit ?? null));
-  return { accountId: created.account_id, userId: created.user_id, apiKey: created.api_key, auth: bearer(created.api_key) };
+  const ownerKey = await app.get(DataSource).getRepository(ApiKeyEntity).findOneByOrFail({ accountId: created.account_id });
+  return { accountId: created.account_id, userId: created.user_id, apiKey: created.api_key, keyId: ownerKey.id, auth: bearer(created.api_key) };
 }
 
 /** A further key of the account with exactly these scopes. */

@@ -69,7 +69,7 @@ describe('the JavaScript client at the edges: concurrent retries, held uploads, 
     try {
       first.write(head);
       first.write(content.subarray(0, 50_000));
-      await eventually(async () => (await redis.exists(idempotencyRecordKey(t.config.redisKeyPrefix, account.accountId, key))) === 1, 10_000, 'the first attempt holding its key');
+      await eventually(async () => (await redis.exists(idempotencyRecordKey(t.config.redisKeyPrefix, account, key))) === 1, 10_000, 'the first attempt holding its key');
 
       const recorder = recordingPosts();
       const client = new FileStorage({ apiKey: account.apiKey, baseUrl: t.baseUrl, maxRetries: 4, fetch: recorder.fetch });

@@ -32,9 +32,10 @@ export class AuthenticationGuard implements CanActivate, OnModuleInit {
     private readonly keyCache: ApiKeyCache,
   ) {}
 
-  /** Key lookups are cached only while invalidations can be heard, so the server listens from the start. */
+  /** Key lookups are cached only while invalidations can be heard, so the server listens from the start; refused clients too. */
   onModuleInit(): void {
     this.keyCache.listen();
+    this.failures.listen();
   }
 
   async canActivate(context: ExecutionContext): Promise<boolean> {

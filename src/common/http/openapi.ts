@@ -120,7 +120,7 @@ const IDEMPOTENCY_KEY_PARAMETER = {
   in: 'header',
   required: false,
   description:
-    'Makes a retry safe: the first complete answer (any status below 500) is stored per account and key for 24 hours and replayed, with ' +
+    'Makes a retry safe: the first complete answer (any status below 500 except 408, 409 conflict, 423, 425 and 429, which ask for a retry later) is stored per API key and Idempotency-Key for 24 hours and replayed, with ' +
     '`Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its ' +
     'answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID.',
   schema: { type: 'string', minLength: 1, maxLength: 255 },
@@ -181,7 +181,9 @@ export function completeOpenApiDocument(document: OpenAPIObject): OpenAPIObject 
       if (idempotent) {
         operation.parameters = [...(operation.parameters ?? []), IDEMPOTENCY_KEY_PARAMETER];
         responses['409'] = { description: [responses['409']?.description, IN_USE].filter(Boolean).join('\n\n') };
-        responses['422'] ??= { description: 'idempotency_key_reused: the Idempotency-Key was used for a different request.' };
+        responses['422'] ??= {
+          description: 'idempotency_key_reused: the Idempotency-Key was used for a different request, or the answer kept for it can no longer be read (SECRETS_ENCRYPTION_KEY changed).',
+        };
       }
       responses['500'] ??= { description: 'internal_error: an unexpected failure; details.request_id identifies it in the logs.' };
       responses['503'] ??= { description: 'service_unavailable: a dependency (database, Redis, the file store) is unavailable for a moment; see Retry-After.' };

@@ -79,7 +79,7 @@ export function refuseUnexpectedInput(query: Record<string, unknown>, body: unkn
   if (given.length > 0) throw InvalidRequest.fields(given.map((field) => ({ field, message: 'is not allowed' })));
 }
 
-/** Every operation that takes a JSON body may also answer 413 (body over the size limit) and 415 (a charset or encoding it cannot read). */
+/** Every operation that takes a JSON body may also answer 413 (body over the size limit) and 415 (a charset, encoding or media type it cannot read). */
 export function documentJsonBodyLimits(document: OpenAPIObject): void {
   for (const methods of Object.values(document.paths)) {
     for (const operation of Object.values(methods)) {
@@ -90,7 +90,11 @@ export function documentJsonBodyLimits(document: OpenAPIObject): void {
       // Answered by the body parser, before authentication and the rate limit: the request id is the only header.
       const headers = { 'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' } };
       responses['413'] ??= { description: `invalid_request: the JSON body is larger than ${MAX_JSON_BODY_BYTES / 1024} KiB.`, content: envelope, headers };
-      responses['415'] ??= { description: 'invalid_request: the body is in a charset or content encoding the service cannot read.', content: envelope, headers };
+      responses['415'] ??= {
+        description: 'invalid_request: the body is in a charset or content encoding the service cannot read, or not sent as Content-Type: application/json (`details.supported`).',
+        content: envelope,
+        headers,
+      };
     }
   }
 }

@@ -1,5 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { CallHandler, ExecutionContext, Inject, Injectable, NestInterceptor } from '@nestjs/common';
+import { applyDecorators, CallHandler, ExecutionContext, Inject, Injectable, NestInterceptor, SetMetadata } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import { ApiHeader } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import { Redis } from 'ioredis';
 import { finalize, from, Observable, switchMap } from 'rxjs';
@@ -23,6 +25,11 @@ const VALID_KEY = /^[\x20-\x7E]{1,255}$/;
 const REPLAYED_HEADERS = ['content-type', 'location', 'www-authenticate', 'retry-after', 'tus-resumable', 'upload-offset', 'upload-expires', 'x-file-id'];
 /** Headers that say what a request without a JSON body creates (a tus creation's length and metadata). */
 const FINGERPRINT_HEADERS = ['upload-length', 'upload-defer-length', 'upload-metadata', 'upload-concat'];
+/**
+ * Answers that ask the client to try again later are not kept, like a 5xx: a 409 conflict (a concurrent change, a
+ * delivery still being attempted), 408, 423 locked, 425 and 429. Kept, the retry would be replayed the conflict.
+ */
+const RETRY_LATER_STATUSES = new Set([408, 409, 423, 425, 429]);
 /** A body written other than through `response.json` (a tus answer) is stored up to this size. */
 const MAX_RAW_BODY_BYTES = 64 * 1024;
 
@@ -47,6 +54,17 @@ interface StoredAnswer {
   raw?: string;
 }
 
+const METHOD_OVERRIDE_ROUTE = 'fss:method-override-route';
+
+/**
+ * Marks the POST route that stands for another method named in X-HTTP-Method-Override (tus's PATCH, HEAD or DELETE):
+ * that request, not a POST, so Idempotency-Key does not apply there. Elsewhere the header changes nothing and the key
+ * is honoured. Documents the header.
+ */
+export function MethodOverrideRoute(description: string): MethodDecorator {
+  return applyDecorators(SetMetadata(METHOD_OVERRIDE_ROUTE, true), ApiHeader({ name: 'X-HTTP-Method-Override', required: true, description }));
+}
+
 /** A stored answer, sent again by the exception filter exactly as it was first sent. */
 export class IdempotentReplay {
   constructor(
@@ -59,8 +77,8 @@ export class IdempotentReplay {
 }
 
 /**
- * Idempotency-Key on every authenticated POST: the first complete answer (any status below 500) is
- * stored per account and key for 24 hours in Redis, shared by every server process, and replayed for
+ * Idempotency-Key on every authenticated POST: the first complete answer (below 500, other than a retry-later 4xx) is
+ * stored per API key and Idempotency-Key for 24 hours in Redis, shared by every server process, and replayed for
  * a retry of the same request. The same key on a different request answers 422
  * idempotency_key_reused; a retry while the first is still running answers 409
  * idempotency_key_in_use. A running request holds a lock that it renews; if its process dies the
@@ -83,6 +101,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
   constructor(
     @Inject(REDIS) private readonly redis: Redis,
     private readonly config: AppConfig,
+    private readonly reflector: Reflector,
   ) {
     this.answers = new SealedBox(config.secretsEncryptionKey, 'idempotent-answers');
   }
@@ -91,13 +110,15 @@ export class IdempotencyInterceptor implements NestInterceptor {
     const request = context.switchToHttp().getRequest<Request>();
     const response = context.switchToHttp().getResponse<Response>();
     const given = request.headers[IDEMPOTENCY_HEADER];
-    // A POST standing for a tus PATCH, HEAD or DELETE is that request, not a POST.
-    if (request.method !== 'POST' || request.headers['x-http-method-override'] !== undefined || !request.actor || given === undefined) return next.handle();
-    const key = Array.isArray(given) ? null : given;
-    if (key === null || !VALID_KEY.test(key)) {
+    if (request.method !== 'POST' || !request.actor || given === undefined || this.reflector.get<boolean>(METHOD_OVERRIDE_ROUTE, context.getHandler())) {
+      return next.handle();
+    }
+    // Node joins repeated headers of this name into one ("one, two"), a key the client never sent: refused instead.
+    const key = (request.headersDistinct[IDEMPOTENCY_HEADER]?.length ?? 0) > 1 ? null : given;
+    if (key === null || Array.isArray(key) || !VALID_KEY.test(key)) {
       throw InvalidRequest.fields([{ field: 'Idempotency-Key', message: 'must be 1 to 255 printable ASCII characters, sent once' }]);
     }
-    const redisKey = idempotencyRecordKey(this.config.redisKeyPrefix, request.actor.accountId, key);
+    const redisKey = idempotencyRecordKey(this.config.redisKeyPrefix, request.actor, key);
     const fingerprint = fingerprintOf(request);
     const claimed = this.claim(redisKey, fingerprint).catch((error: unknown) => {
       if (error instanceof ApiError || error instanceof IdempotentReplay) throw error;
@@ -129,8 +150,24 @@ export class IdempotencyInterceptor implements NestInterceptor {
       throw keyInUse();
     }
     // Records stored before answers were sealed (for up to a day after an upgrade) hold the answer as it is.
-    const answer = (record.sealed === undefined ? record : JSON.parse(this.answers.open(record.sealed))) as StoredAnswer;
+    const answer = (record.sealed === undefined ? record : JSON.parse(this.openAnswer(record.sealed))) as StoredAnswer;
     throw new IdempotentReplay(answer.status, { ...answer.headers, [REPLAYED_HEADER]: 'true' }, answer.body, answer.raw);
+  }
+
+  /**
+   * The stored answer's JSON. One sealed under another SECRETS_ENCRYPTION_KEY cannot be replayed, and the request may
+   * already have acted, so it must not run again: the client is told to use a new key (not a 503, retried for a day).
+   */
+  private openAnswer(sealed: string): string {
+    try {
+      return this.answers.open(sealed);
+    } catch {
+      throw new ApiError(
+        422,
+        'idempotency_key_reused',
+        'The answer kept for this Idempotency-Key can no longer be read (the server\'s SECRETS_ENCRYPTION_KEY changed since); if the request must be made again, send it with a new Idempotency-Key.',
+      );
+    }
   }
 
   private async claimOnce(redisKey: string, running: RunningRecord): Promise<string> {
@@ -143,7 +180,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
 
   /**
    * Renews the lock while the request runs; stores the answer once the route has given it (`response.end`), or
-   * frees the key (an answer of 500 or more, one that streamed, or none: the route ended without answering).
+   * frees the key (an answer of 500 or more or asking for a retry, one that streamed, or none: the route ended without answering).
    */
   private recordAnswer(redisKey: string, fingerprint: string, owner: string, request: Request, response: Response): { routeDone: () => void } {
     const heartbeat = setInterval(() => {
@@ -184,7 +221,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
   }
 
   private completeRecord(fingerprint: string, response: Response, body: unknown, raw: string | undefined): CompleteRecord | null {
-    if (response.statusCode >= 500 || (body === undefined && raw === undefined)) return null;
+    if (response.statusCode >= 500 || RETRY_LATER_STATUSES.has(response.statusCode) || (body === undefined && raw === undefined)) return null;
     const headers: Record<string, string> = {};
     for (const name of REPLAYED_HEADERS) {
       const value = response.getHeader(name);
@@ -203,9 +240,12 @@ function rawText(chunk: unknown): string | undefined {
   return undefined;
 }
 
-/** Where a key's record (running or complete) lives in Redis: per account, the key hashed. */
-export function idempotencyRecordKey(redisKeyPrefix: string, accountId: string, key: string): string {
-  return `${redisKeyPrefix}:idempotency:${accountId}:${createHash('sha256').update(key).digest('hex')}`;
+/**
+ * Where a key's record (running or complete) lives in Redis: per account and API key, the key hashed. Per API key, so a
+ * weaker key of the account sending another key's Idempotency-Key is not replayed that key's answer (a new key's secret).
+ */
+export function idempotencyRecordKey(redisKeyPrefix: string, caller: { accountId: string; keyId: string }, key: string): string {
+  return `${redisKeyPrefix}:idempotency:${caller.accountId}:${caller.keyId}:${createHash('sha256').update(key).digest('hex')}`;
 }
 
 function keyInUse(): ApiError {

@@ -5,6 +5,7 @@ import type { Request, Response } from 'express';
 import { Public, RequireScope } from '../../common/auth/access.decorator.js';
 import { type Actor, CurrentActor } from '../../common/auth/actor.js';
 import { ApiErrors } from '../../common/http/openapi.js';
+import { MethodOverrideRoute } from '../../common/idempotency/idempotency.interceptor.js';
 import { FILE_ID_HEADER, TusProtocol } from './tus-protocol.js';
 
 const TUS_RESUMABLE = applyDecorators(
@@ -154,7 +155,7 @@ export class UploadsController {
   @SkipThrottle()
   @TUS_RESUMABLE
   @UPLOAD_ID
-  @ApiHeader({ name: 'X-HTTP-Method-Override', required: true, description: '`PATCH`, `DELETE` or `HEAD`: the request is that one, with its headers and answers.' })
+  @MethodOverrideRoute('`PATCH`, `DELETE` or `HEAD`: the request is that one, with its headers and answers.')
   @ApiOperation({
     operationId: 'overrideUploadMethod',
     summary: 'PATCH, DELETE or HEAD sent as POST (tus core, X-HTTP-Method-Override)',

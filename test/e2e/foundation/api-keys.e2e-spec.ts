@@ -86,6 +86,26 @@ describe('API keys over HTTP', () => {
     expect(after.body.pagination.total_items).toBe(before.body.pagination.total_items);
   });
 
+  it("a weaker key reusing another key's Idempotency-Key gets no replay of the stronger key it created", async () => {
+    const reader = await createKey(t.app, owner, ['read'], true);
+    const request = { name: 'full power', scopes: ['read', 'write', 'delete', 'share'], elevated: true };
+    const created = await t.http().post('/v1/api-keys').set({ ...owner.auth, 'Idempotency-Key': 'new-key-1' }).send(request).expect(201);
+    const before = await t.http().get('/v1/api-keys').set(owner.auth);
+
+    // The same request with the same key from the weaker key is its own request, refused for its powers.
+    const replay = await t.http().post('/v1/api-keys').set({ ...reader.auth, 'Idempotency-Key': 'new-key-1' }).send(request);
+    expect(replay.status).toBe(403);
+    expect(replay.body.error.code).toBe('permission_denied');
+    expect(replay.headers['idempotent-replayed']).toBeUndefined();
+    expect(JSON.stringify(replay.body)).not.toContain(created.body.data.api_key);
+    expect((await t.http().get('/v1/api-keys').set(owner.auth)).body.pagination.total_items).toBe(before.body.pagination.total_items);
+
+    // The key that sent it first still gets its answer replayed.
+    const retried = await t.http().post('/v1/api-keys').set({ ...owner.auth, 'Idempotency-Key': 'new-key-1' }).send(request).expect(201);
+    expect(retried.headers['idempotent-replayed']).toBe('true');
+    expect(retried.body.data.api_key).toBe(created.body.data.api_key);
+  });
+
   it('an elevated key may create and revoke keys within its own scopes, elevated ones included', async () => {
     const keeper = await createKey(t.app, owner, ['read', 'share'], true);
     const created = await t.http().post('/v1/api-keys').set(keeper.auth).send({ name: 'sharer', scopes: ['share'], elevated: true });

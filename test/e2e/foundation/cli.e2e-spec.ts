@@ -5,6 +5,9 @@ import { bearer } from '../../support/accounts.js';
 import { runNode, startServerProcess } from '../../support/processes.js';
 import { createTestEnvironment, type TestEnvironment } from '../../support/test-app.js';
 import request from 'supertest';
+import { DataSource } from 'typeorm';
+import { ApiKeyEntity } from '../../../src/modules/accounts/api-key.entity.js';
+import { startOperatorContext } from '../../support/operator-context.js';
 
 describe('command line (dist/cli.js)', () => {
   let environment: TestEnvironment;
@@ -82,6 +85,26 @@ describe('command line (dist/cli.js)', () => {
       }
     } finally {
       await fresh.dispose();
+    }
+  });
+
+  it('refuses a key name the API refuses too (empty, only spaces, over 200 characters), creating no key', async () => {
+    const owner = JSON.parse((await runNode('cli.js', ['accounts', 'create', '--name', 'Names', '--plan', 'free'], environment.env)).stdout);
+    const context = await startOperatorContext(environment.env);
+    try {
+      const keysOfOwner = () => context.get(DataSource).getRepository(ApiKeyEntity).countBy({ accountId: owner.account_id });
+      const before = await keysOfOwner();
+      for (const name of ['', '   ', 'k'.repeat(201)]) {
+        const result = await runNode('cli.js', ['keys', 'create', '--account', owner.account_id, '--scopes', 'read', '--name', name], environment.env);
+        expect(result.code, `--name ${JSON.stringify(name)}: ${result.stdout}`).toBe(1);
+        expect(result.stdout).toBe('');
+        expect(JSON.parse(result.stderr.trim().split('\n').pop()!).error).toEqual({ code: 'invalid_request', message: expect.stringContaining('--name') });
+      }
+      expect(await keysOfOwner()).toBe(before);
+      const longest = await runNode('cli.js', ['keys', 'create', '--account', owner.account_id, '--scopes', 'read', '--name', 'k'.repeat(200)], environment.env);
+      expect(longest.code, longest.stderr).toBe(0);
+    } finally {
+      await context.close();
     }
   });
 

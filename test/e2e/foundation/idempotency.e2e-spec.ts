@@ -7,11 +7,15 @@ import type { Redis } from 'ioredis';
 import { idempotencyRecordKey } from '../../../src/common/idempotency/idempotency.interceptor.js';
 import { loadConfig } from '../../../src/config/app-config.js';
 import { REDIS } from '../../../src/infra/redis/redis.module.js';
+import { SealedBox } from '../../../src/common/sealed-box.js';
 import { createAccount, type TestAccount } from '../../support/accounts.js';
 import { freePort, type ServerProcess, startServerProcess } from '../../support/processes.js';
-import { createTestEnvironment, type TestEnvironment } from '../../support/test-app.js';
+import { createTestEnvironment, type TestApp, type TestEnvironment } from '../../support/test-app.js';
+import { useTestApp } from '../../support/app-fixture.js';
+import { startWebhookReceiver } from '../../support/webhook-receiver.js';
 import { storageOf } from '../../support/files.js';
 import { openSqlite } from '../../support/sqlite.js';
+import { rawExchange } from '../../support/raw-http.js';
 import { eventually, sleep } from '../../support/time.js';
 import { rawUpload, upload } from '../../support/uploads.js';
 import { startOperatorContext } from '../../support/operator-context.js';
@@ -87,7 +91,7 @@ describe('Idempotency-Key on POST, across two server processes', () => {
     const replayed = await request(second.baseUrl).post('/v1/api-keys').set(withKey(key)).send({ name: 'ci', scopes: ['read'] }).expect(201);
     expect(replayed.headers['idempotent-replayed']).toBe('true');
     expect(replayed.body.data.api_key).toBe(secret);
-    const stored = await context.get<Redis>(REDIS).get(idempotencyRecordKey(loadConfig(environment.env).redisKeyPrefix, owner.accountId, key));
+    const stored = await context.get<Redis>(REDIS).get(idempotencyRecordKey(loadConfig(environment.env).redisKeyPrefix, owner, key));
     expect(stored).toContain('"complete"');
     expect(stored).not.toContain(secret);
     expect(stored).not.toContain(created.body.data.id);
@@ -103,12 +107,22 @@ describe('Idempotency-Key on POST, across two server processes', () => {
     expect(folders.body.data.map((f: { name: string }) => f.name)).not.toContain('Other');
   });
 
-  it('refuses a bad key with 400: empty, longer than 255 characters, or with a control character', async () => {
+  it('refuses a bad key with 400: empty, longer than 255 characters, with a control character, or sent twice', async () => {
     for (const key of ['', 'k'.repeat(256), 'tab\there']) {
       const res = await request(first.baseUrl).post('/v1/folders').set(withKey(key)).send({ name: `bad-${key.length}` }).expect(400);
       expect(res.body.error.code).toBe('invalid_request');
       expect(res.body.error.details.fields[0].field).toBe('Idempotency-Key');
     }
+    // Two Idempotency-Key headers (a proxy adding its own): Node would join them into one key, "one, two".
+    const host = new URL(first.baseUrl).host;
+    const body = JSON.stringify({ name: 'bad-two-keys' });
+    const twice = await rawExchange(
+      first.baseUrl,
+      `POST /v1/folders HTTP/1.1\r\nHost: ${host}\r\nAuthorization: ${owner.auth.Authorization}\r\nIdempotency-Key: one\r\nIdempotency-Key: two\r\n` +
+        `Content-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`,
+    );
+    expect(twice.split('\r\n')[0]).toBe('HTTP/1.1 400 Bad Request');
+    expect(twice).toContain('"field":"Idempotency-Key"');
     await request(first.baseUrl).post('/v1/folders').set(withKey('k'.repeat(255))).send({ name: 'longest key' }).expect(201);
     const folders = await request(first.baseUrl).get('/v1/folders?per_page=100').set(owner.auth).expect(200);
     expect(folders.body.data.map((f: { name: string }) => f.name).filter((n: string) => n.startsWith('bad-'))).toEqual([]);
@@ -138,7 +152,7 @@ describe('Idempotency-Key on POST, across two server processes', () => {
   it('stores the answer of a request whose client went away while it ran: the retry replays it, and it acts once', async () => {
     const key = 'folder-dropped';
     const redis = context.get<Redis>(REDIS);
-    const record = idempotencyRecordKey(loadConfig(environment.env).redisKeyPrefix, owner.accountId, key);
+    const record = idempotencyRecordKey(loadConfig(environment.env).redisKeyPrefix, owner, key);
     const release = await holdWritesToFolders();
     try {
       const sent = httpRequest(`${first.baseUrl}/v1/folders`, { method: 'POST', headers: { ...withKey(key), 'Content-Type': 'application/json' } });
@@ -162,7 +176,7 @@ describe('Idempotency-Key on POST, across two server processes', () => {
   it('frees the key of an upload whose client went away mid-body: the retry uploads, and nothing was stored twice', async () => {
     const key = 'upload-cut-short';
     const redis = context.get<Redis>(REDIS);
-    const record = idempotencyRecordKey(loadConfig(environment.env).redisKeyPrefix, owner.accountId, key);
+    const record = idempotencyRecordKey(loadConfig(environment.env).redisKeyPrefix, owner, key);
     // Chunked both times (the same request), the first one cut off once it holds the key.
     let hangUp: () => void = () => undefined;
     const cut = rawUpload(first, withKey(key), { fileSize: 4 * MiB, holdAfter: MiB, filename: 'cut.bin', onHold: (hang) => (hangUp = hang) });
@@ -178,7 +192,7 @@ describe('Idempotency-Key on POST, across two server processes', () => {
   it('frees the key and the quota of a tus creation whose first bytes were cut off: the retry creates the upload afresh', async () => {
     const key = 'tus-create-cut';
     const redis = context.get<Redis>(REDIS);
-    const record = idempotencyRecordKey(loadConfig(environment.env).redisKeyPrefix, owner.accountId, key);
+    const record = idempotencyRecordKey(loadConfig(environment.env).redisKeyPrefix, owner, key);
     const content = Buffer.alloc(3 * MiB, 7);
     const headers = {
       ...withKey(key),
@@ -230,7 +244,7 @@ describe('Idempotency-Key on POST, across two server processes', () => {
     // Only once the first process holds the key is the retry a retry: sent earlier (as on a loaded machine), it
     // would take the key itself and upload.
     const redis = context.get<Redis>(REDIS);
-    const record = idempotencyRecordKey(loadConfig(environment.env).redisKeyPrefix, owner.accountId, key);
+    const record = idempotencyRecordKey(loadConfig(environment.env).redisKeyPrefix, owner, key);
     await eventually(async () => (await redis.get(record))?.includes('"running"'), 30_000, 'the first upload to hold the key');
     // The same request again on the other process (same multipart length), answered before its body is read.
     const retry = await rawUpload(second, withKey(key), { fileSize: 4 * MiB, declaredLength: 4 * MiB + 400, filename: 'slow.bin' });
@@ -247,4 +261,80 @@ describe('Idempotency-Key on POST, across two server processes', () => {
     first = await startServerProcess(environment.env, await freePort());
     // Hang guard: its two waits and a restart of the killed process add up to more than the default 60 s on a loaded machine.
   }, 180_000);
+});
+
+describe('Idempotency-Key in one server process', () => {
+  let t: TestApp;
+  let owner: TestAccount;
+
+  useTestApp((started) => ({ t, owner } = started));
+
+  it('keeps the key on a route that is no tus upload even when X-HTTP-Method-Override is sent: the retry is replayed', async () => {
+    const create = () => t.http().post('/v1/folders').set({ ...owner.auth, 'Idempotency-Key': 'override-folder', 'X-HTTP-Method-Override': 'PATCH' }).send({ name: 'Overridden' });
+    const first = await create().expect(201);
+    const retried = await create().expect(201);
+    expect(retried.headers['idempotent-replayed']).toBe('true');
+    expect(retried.body.data.id).toBe(first.body.data.id);
+    const folders = await t.http().get('/v1/folders?per_page=100').set(owner.auth).expect(200);
+    expect(folders.body.data.filter((f: { name: string }) => f.name.startsWith('Overridden')).map((f: { id: string }) => f.id)).toEqual([first.body.data.id]);
+
+    // On an upload's URL the header makes the POST a tus HEAD or PATCH, which the key does not apply to.
+    const tus = { ...owner.auth, 'Tus-Resumable': '1.0.0', 'Idempotency-Key': 'override-tus' };
+    const created = await fetch(`${t.baseUrl}/v1/uploads`, { method: 'POST', headers: { ...owner.auth, 'Tus-Resumable': '1.0.0', 'Upload-Length': '3', 'Upload-Metadata': `filename ${Buffer.from('abc.txt').toString('base64')}` } });
+    expect(created.status, await created.clone().text()).toBe(201);
+    const location = new URL(created.headers.get('location')!, t.baseUrl).toString();
+    const head = await fetch(location, { method: 'POST', headers: { ...tus, 'X-HTTP-Method-Override': 'HEAD' } });
+    expect(head.status).toBe(200);
+    const patch = await fetch(location, {
+      method: 'POST',
+      headers: { ...tus, 'X-HTTP-Method-Override': 'PATCH', 'Upload-Offset': '0', 'Content-Type': 'application/offset+octet-stream' },
+      body: 'abc',
+    });
+    expect(patch.status).toBe(204);
+    expect(patch.headers.get('upload-offset')).toBe('3');
+  });
+
+  it('answers a retry whose stored answer can no longer be opened (SECRETS_ENCRYPTION_KEY changed) with 422, not 503 for a day', async () => {
+    const create = () => t.http().post('/v1/folders').set({ ...owner.auth, 'Idempotency-Key': 'sealed-elsewhere' }).send({ name: 'Sealed' });
+    await create().expect(201);
+    const redis = t.app.get<Redis>(REDIS);
+    const record = idempotencyRecordKey(t.config.redisKeyPrefix, owner, 'sealed-elsewhere');
+    const stored = JSON.parse((await redis.get(record))!) as { sealed: string };
+    // The answer as a server with another SECRETS_ENCRYPTION_KEY sealed it.
+    const foreign = new SealedBox('another secrets encryption key', 'idempotent-answers').seal(JSON.stringify({ status: 201, headers: {}, body: {} }));
+    await redis.set(record, JSON.stringify({ ...stored, sealed: foreign }), 'KEEPTTL');
+    const retried = await create();
+    expect(retried.status).toBe(422);
+    expect(retried.body.error).toMatchObject({ code: 'idempotency_key_reused', message: expect.stringContaining('new Idempotency-Key') });
+    const folders = await t.http().get('/v1/folders?per_page=100').set(owner.auth).expect(200);
+    expect(folders.body.data.filter((f: { name: string }) => f.name.startsWith('Sealed'))).toHaveLength(1);
+  });
+
+  it('does not keep a 409 conflict: the retry with the same key, once the conflict is over, acts', async () => {
+    // The receiver holds the test delivery's answer for a moment, so the delivery is still pending.
+    const receiver = await startWebhookReceiver(() => ({ status: 200, delayMs: 1500 }));
+    try {
+      const webhook = (await t.http().post('/v1/webhooks').set(owner.auth).send({ url: `${receiver.url}/hook`, events: ['file.uploaded'] }).expect(201)).body.data;
+      const delivery = (await t.http().post(`/v1/webhooks/${webhook.id}/test`).set(owner.auth).send({}).expect(202)).body.data;
+      const redeliver = () => t.http().post(`/v1/webhooks/${webhook.id}/deliveries/${delivery.id}/redeliver`).set({ ...owner.auth, 'Idempotency-Key': 'redeliver-once' });
+      const early = await redeliver();
+      expect(early.status).toBe(409);
+      expect(early.body.error.code).toBe('conflict');
+
+      await eventually(async () => {
+        const log = await t.http().get(`/v1/webhooks/${webhook.id}/deliveries`).set(owner.auth).expect(200);
+        return log.body.data.find((d: { id: string }) => d.id === delivery.id)?.status === 'succeeded';
+      }, 20_000, 'the first delivery to succeed');
+      const retried = await redeliver();
+      expect(retried.headers['idempotent-replayed']).toBeUndefined();
+      expect(retried.status).toBe(202);
+      expect(retried.body.data).toMatchObject({ id: delivery.id, status: 'pending' });
+      // Now that it acted, its answer is kept and replayed.
+      const replayed = await redeliver().expect(202);
+      expect(replayed.headers['idempotent-replayed']).toBe('true');
+      await receiver.waitFor((received) => received.length === 2, 20_000, 'the redelivery');
+    } finally {
+      await receiver.close();
+    }
+  });
 });

@@ -23,6 +23,14 @@ describe('while Redis is down', () => {
     expect(health.status).toBe(503);
     expect(health.body.error.details).toMatchObject({ redis: { status: 'down' } });
 
+    // An Idempotency-Key cannot be honoured without Redis: refused at once, rather than run and possibly run twice.
+    const keyed = await t.http().post('/v1/folders').set({ ...account.auth, 'Idempotency-Key': 'during-outage' }).send({ name: 'During outage' }).timeout(15_000);
+    expect(keyed.status).toBe(503);
+    expect(keyed.body.error.code).toBe('service_unavailable');
+    expect(Number(keyed.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    const folders = await t.http().get('/v1/folders').set(account.auth).timeout(15_000).expect(200);
+    expect(folders.body.data.map((f: { name: string }) => f.name)).not.toContain('During outage');
+
     await t.redis.restart();
     // Counting resumes: a request is counted against the plan's 60 again.
     await eventually(async () => Number((await t.http().get('/v1/user/info').set(account.auth)).headers['x-ratelimit-remaining']) < 60, 15_000, 'rate limiting to resume');

@@ -40,6 +40,23 @@ describe('hostile JSON bodies, and repeated DELETEs', () => {
     expect(res.body.data.name).toBe(`${'['.repeat(100)}{`);
   });
 
+  it.each([
+    ["a form (curl -d's default Content-Type)", 'application/x-www-form-urlencoded'],
+    ["text (fetch's default for a string body)", 'text/plain;charset=UTF-8'],
+    ['no Content-Type at all', undefined],
+    ['a JSON-like type the service does not read', 'application/vnd.api+json'],
+  ])('refuses a JSON body sent as %s with 415 naming application/json, creating nothing', async (_label, contentType) => {
+    const name = `typed ${contentType ?? 'none'}`;
+    const body = JSON.stringify({ name });
+    const headers: Record<string, string> = { ...owner.auth, 'Content-Length': String(Buffer.byteLength(body)), ...(contentType ? { 'Content-Type': contentType } : {}) };
+    const res = await fetch(`${t.baseUrl}/v1/folders`, { method: 'POST', headers, body: Buffer.from(body) });
+    expect(res.status).toBe(415);
+    const answer = (await res.json()) as { error: unknown };
+    expect(answer.error).toEqual({ code: 'invalid_request', message: expect.stringContaining('Content-Type: application/json'), details: { supported: ['application/json'] } });
+    const folders = await t.http().get('/v1/folders?per_page=100').set(owner.auth).expect(200);
+    expect(folders.body.data.map((f: { name: string }) => f.name)).not.toContain(name);
+  });
+
   it('names malformed JSON as such', async () => {
     const res = await postRaw('/v1/folders', '{"name": ');
     expect(res.status).toBe(400);

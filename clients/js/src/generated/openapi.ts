@@ -676,7 +676,10 @@ export interface components {
             used: number;
             /** @example 10737418240 */
             limit: number;
-            /** @example 10736369664 */
+            /**
+             * @description Bytes an upload can still take: limit − used − bytes reserved by uploads in progress (resumable uploads reserve their Upload-Length).
+             * @example 10736369664
+             */
             available: number;
             /**
              * @description used / limit × 100, rounded down.
@@ -1889,7 +1892,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first complete answer (any status below 500) is stored per account and key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
+                /** @description Makes a retry safe: the first complete answer (any status below 500 except 408, 409 conflict, 423, 425 and 429, which ask for a retry later) is stored per API key and Idempotency-Key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -1996,7 +1999,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope413"];
                 };
             };
-            /** @description invalid_request: the body is in a charset or content encoding the service cannot read. */
+            /** @description invalid_request: the body is in a charset or content encoding the service cannot read, or not sent as Content-Type: application/json (`details.supported`). */
             415: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2006,7 +2009,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDoc"];
                 };
             };
-            /** @description idempotency_key_reused: the Idempotency-Key was used for a different request. */
+            /** @description idempotency_key_reused: the Idempotency-Key was used for a different request, or the answer kept for it can no longer be read (SECRETS_ENCRYPTION_KEY changed). */
             422: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2332,7 +2335,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first complete answer (any status below 500) is stored per account and key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
+                /** @description Makes a retry safe: the first complete answer (any status below 500 except 408, 409 conflict, 423, 425 and 429, which ask for a retry later) is stored per API key and Idempotency-Key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -2453,7 +2456,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope413"];
                 };
             };
-            /** @description idempotency_key_reused: the Idempotency-Key was used for a different request. */
+            /** @description idempotency_key_reused: the Idempotency-Key was used for a different request, or the answer kept for it can no longer be read (SECRETS_ENCRYPTION_KEY changed). */
             422: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2515,7 +2518,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first complete answer (any status below 500) is stored per account and key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
+                /** @description Makes a retry safe: the first complete answer (any status below 500 except 408, 409 conflict, 423, 425 and 429, which ask for a retry later) is stored per API key and Idempotency-Key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -2618,7 +2621,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope413"];
                 };
             };
-            /** @description invalid_request: the body is in a charset or content encoding the service cannot read. */
+            /** @description invalid_request: the body is in a charset or content encoding the service cannot read, or not sent as Content-Type: application/json (`details.supported`). */
             415: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2628,7 +2631,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDoc"];
                 };
             };
-            /** @description idempotency_key_reused: the Idempotency-Key was used for a different request. */
+            /** @description idempotency_key_reused: the Idempotency-Key was used for a different request, or the answer kept for it can no longer be read (SECRETS_ENCRYPTION_KEY changed). */
             422: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3047,7 +3050,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope413"];
                 };
             };
-            /** @description invalid_request: the body is in a charset or content encoding the service cannot read. */
+            /** @description invalid_request: the body is in a charset or content encoding the service cannot read, or not sent as Content-Type: application/json (`details.supported`). */
             415: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3104,7 +3107,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first complete answer (any status below 500) is stored per account and key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
+                /** @description Makes a retry safe: the first complete answer (any status below 500 except 408, 409 conflict, 423, 425 and 429, which ask for a retry later) is stored per API key and Idempotency-Key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -3209,7 +3212,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope409"];
                 };
             };
-            /** @description idempotency_key_reused: the Idempotency-Key was used for a different request. */
+            /** @description idempotency_key_reused: the Idempotency-Key was used for a different request, or the answer kept for it can no longer be read (SECRETS_ENCRYPTION_KEY changed). */
             422: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3776,7 +3779,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first complete answer (any status below 500) is stored per account and key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
+                /** @description Makes a retry safe: the first complete answer (any status below 500 except 408, 409 conflict, 423, 425 and 429, which ask for a retry later) is stored per API key and Idempotency-Key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -3897,7 +3900,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope413"];
                 };
             };
-            /** @description invalid_request: the body is in a charset or content encoding the service cannot read. */
+            /** @description invalid_request: the body is in a charset or content encoding the service cannot read, or not sent as Content-Type: application/json (`details.supported`). */
             415: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3907,7 +3910,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDoc"];
                 };
             };
-            /** @description idempotency_key_reused: the Idempotency-Key was used for a different request. */
+            /** @description idempotency_key_reused: the Idempotency-Key was used for a different request, or the answer kept for it can no longer be read (SECRETS_ENCRYPTION_KEY changed). */
             422: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4319,7 +4322,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope413"];
                 };
             };
-            /** @description invalid_request: the body is in a charset or content encoding the service cannot read. */
+            /** @description invalid_request: the body is in a charset or content encoding the service cannot read, or not sent as Content-Type: application/json (`details.supported`). */
             415: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4728,7 +4731,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first complete answer (any status below 500) is stored per account and key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
+                /** @description Makes a retry safe: the first complete answer (any status below 500 except 408, 409 conflict, 423, 425 and 429, which ask for a retry later) is stored per API key and Idempotency-Key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -4849,7 +4852,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope413"];
                 };
             };
-            /** @description invalid_request: the body is in a charset or content encoding the service cannot read. */
+            /** @description invalid_request: the body is in a charset or content encoding the service cannot read, or not sent as Content-Type: application/json (`details.supported`). */
             415: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4859,7 +4862,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDoc"];
                 };
             };
-            /** @description idempotency_key_reused: the Idempotency-Key was used for a different request. */
+            /** @description idempotency_key_reused: the Idempotency-Key was used for a different request, or the answer kept for it can no longer be read (SECRETS_ENCRYPTION_KEY changed). */
             422: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5538,7 +5541,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope413"];
                 };
             };
-            /** @description invalid_request: the body is in a charset or content encoding the service cannot read. */
+            /** @description invalid_request: the body is in a charset or content encoding the service cannot read, or not sent as Content-Type: application/json (`details.supported`). */
             415: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5725,7 +5728,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first complete answer (any status below 500) is stored per account and key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
+                /** @description Makes a retry safe: the first complete answer (any status below 500 except 408, 409 conflict, 423, 425 and 429, which ask for a retry later) is stored per API key and Idempotency-Key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -5824,7 +5827,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope413"];
                 };
             };
-            /** @description invalid_request: the body is in a charset or content encoding the service cannot read. */
+            /** @description invalid_request: the body is in a charset or content encoding the service cannot read, or not sent as Content-Type: application/json (`details.supported`). */
             415: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5834,7 +5837,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDoc"];
                 };
             };
-            /** @description idempotency_key_reused: the Idempotency-Key was used for a different request. */
+            /** @description idempotency_key_reused: the Idempotency-Key was used for a different request, or the answer kept for it can no longer be read (SECRETS_ENCRYPTION_KEY changed). */
             422: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6239,7 +6242,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope413"];
                 };
             };
-            /** @description invalid_request: the body is in a charset or content encoding the service cannot read. */
+            /** @description invalid_request: the body is in a charset or content encoding the service cannot read, or not sent as Content-Type: application/json (`details.supported`). */
             415: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6297,7 +6300,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first complete answer (any status below 500) is stored per account and key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
+                /** @description Makes a retry safe: the first complete answer (any status below 500 except 408, 409 conflict, 423, 425 and 429, which ask for a retry later) is stored per API key and Idempotency-Key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -6394,7 +6397,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope409"];
                 };
             };
-            /** @description idempotency_key_reused: the Idempotency-Key was used for a different request. */
+            /** @description idempotency_key_reused: the Idempotency-Key was used for a different request, or the answer kept for it can no longer be read (SECRETS_ENCRYPTION_KEY changed). */
             422: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6456,7 +6459,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first complete answer (any status below 500) is stored per account and key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
+                /** @description Makes a retry safe: the first complete answer (any status below 500 except 408, 409 conflict, 423, 425 and 429, which ask for a retry later) is stored per API key and Idempotency-Key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -6571,7 +6574,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope413"];
                 };
             };
-            /** @description invalid_request: the body is in a charset or content encoding the service cannot read. */
+            /** @description invalid_request: the body is in a charset or content encoding the service cannot read, or not sent as Content-Type: application/json (`details.supported`). */
             415: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6581,7 +6584,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDoc"];
                 };
             };
-            /** @description idempotency_key_reused: the Idempotency-Key was used for a different request. */
+            /** @description idempotency_key_reused: the Idempotency-Key was used for a different request, or the answer kept for it can no longer be read (SECRETS_ENCRYPTION_KEY changed). */
             422: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6903,7 +6906,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first complete answer (any status below 500) is stored per account and key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
+                /** @description Makes a retry safe: the first complete answer (any status below 500 except 408, 409 conflict, 423, 425 and 429, which ask for a retry later) is stored per API key and Idempotency-Key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -7005,7 +7008,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope409"];
                 };
             };
-            /** @description idempotency_key_reused: the Idempotency-Key was used for a different request. */
+            /** @description idempotency_key_reused: the Idempotency-Key was used for a different request, or the answer kept for it can no longer be read (SECRETS_ENCRYPTION_KEY changed). */
             422: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -7067,7 +7070,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first complete answer (any status below 500) is stored per account and key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
+                /** @description Makes a retry safe: the first complete answer (any status below 500 except 408, 409 conflict, 423, 425 and 429, which ask for a retry later) is stored per API key and Idempotency-Key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -7182,7 +7185,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope413"];
                 };
             };
-            /** @description invalid_request: the body is in a charset or content encoding the service cannot read. */
+            /** @description invalid_request: the body is in a charset or content encoding the service cannot read, or not sent as Content-Type: application/json (`details.supported`). */
             415: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -7192,7 +7195,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDoc"];
                 };
             };
-            /** @description idempotency_key_reused: the Idempotency-Key was used for a different request. */
+            /** @description idempotency_key_reused: the Idempotency-Key was used for a different request, or the answer kept for it can no longer be read (SECRETS_ENCRYPTION_KEY changed). */
             422: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -7264,7 +7267,7 @@ export interface operations {
                 "Upload-Length"?: string;
                 /** @description The protocol version: `1.0.0`. */
                 "Tus-Resumable": string;
-                /** @description Makes a retry safe: the first complete answer (any status below 500) is stored per account and key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
+                /** @description Makes a retry safe: the first complete answer (any status below 500 except 408, 409 conflict, 423, 425 and 429, which ask for a retry later) is stored per API key and Idempotency-Key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -7393,7 +7396,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope413"];
                 };
             };
-            /** @description idempotency_key_reused: the Idempotency-Key was used for a different request. */
+            /** @description idempotency_key_reused: the Idempotency-Key was used for a different request, or the answer kept for it can no longer be read (SECRETS_ENCRYPTION_KEY changed). */
             422: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];

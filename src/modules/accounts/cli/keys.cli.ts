@@ -2,6 +2,7 @@ import { CommandBus } from '@nestjs/cqrs';
 import { Command, CommandRunner, Option, SubCommand } from 'nest-commander';
 import { fail, printJson } from '../../../cli/cli-output.js';
 import { isScope, type Scope } from '../../../common/auth/scopes.js';
+import { apiKeyNameProblem } from '../api-key-name.js';
 import { CreateApiKeyCommand } from '../commands/create-api-key.command.js';
 
 interface CreateKeyOptions {
@@ -19,10 +20,13 @@ export class KeysCreateCli extends CommandRunner {
 
   async run(_: string[], options: CreateKeyOptions): Promise<void> {
     if (!options.account) fail('--account is required');
+    const name = options.name ?? 'CLI key';
+    const nameProblem = apiKeyNameProblem(name);
+    if (nameProblem) fail(`--name ${nameProblem}`);
     const scopes = (options.scopes ?? '').split(',').map((s) => s.trim()).filter(Boolean);
     if (scopes.length === 0 || !scopes.every(isScope)) fail('--scopes must be a comma-separated list of read, write, delete, share');
     const { key, secret } = await this.commands.execute(
-      new CreateApiKeyCommand(options.account, null, options.name ?? 'CLI key', [...new Set(scopes)] as Scope[], options.elevated ?? false),
+      new CreateApiKeyCommand(options.account, null, name, [...new Set(scopes)] as Scope[], options.elevated ?? false),
     );
     printJson({ id: key.id, api_key: secret, scopes: key.scopes, elevated: key.elevated });
   }

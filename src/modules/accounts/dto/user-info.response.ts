@@ -6,7 +6,7 @@ import type { Scanning } from '../../media/scanning/virus-scanner.js';
 export class StorageUsage {
   @ApiProperty({ type: 'integer', example: 1048576, description: 'Bytes held by active and trashed files.' }) used: number;
   @ApiProperty({ type: 'integer', example: 10737418240 }) limit: number;
-  @ApiProperty({ type: 'integer', example: 10736369664 }) available: number;
+  @ApiProperty({ type: 'integer', example: 10736369664, description: 'Bytes an upload can still take: limit − used − bytes reserved by uploads in progress (resumable uploads reserve their Upload-Length).' }) available: number;
   @ApiProperty({ example: 0, description: 'used / limit × 100, rounded down.' }) percentage: number;
 }
 

@@ -40,7 +40,8 @@ export class GetUserInfoHandler implements IQueryHandler<GetUserInfoQuery> {
       storage: {
         used,
         limit,
-        available: Math.max(0, limit - used),
+        // What an upload can still take: the quota check counts bytes reserved by uploads in progress too.
+        available: Math.max(0, limit - used - account.storageReserved),
         // In integers, as storage.warning computes it: (used / limit) * 100 in floating point gives 28 for 29 of 100 bytes.
         percentage: limit > 0 ? Math.floor((used * 100) / limit) : 100,
       },
