@@ -27,9 +27,10 @@ const REPLAYED_HEADERS = ['content-type', 'location', 'www-authenticate', 'retry
 const FINGERPRINT_HEADERS = ['upload-length', 'upload-defer-length', 'upload-metadata', 'upload-concat'];
 /**
  * Answers that ask the client to try again later are not kept, like a 5xx: a 409 conflict (a concurrent change, a
- * delivery still being attempted), 408, 423 locked, 425 and 429. Kept, the retry would be replayed the conflict.
+ * delivery still being attempted), 408, 423 locked, 425 and 429; and 413, whose storage_exceeded holds only until the
+ * account frees space. Kept, the retry would be replayed the refusal.
  */
-const RETRY_LATER_STATUSES = new Set([408, 409, 423, 425, 429]);
+const RETRY_LATER_STATUSES = new Set([408, 409, 413, 423, 425, 429]);
 /** A body written other than through `response.json` (a tus answer) is stored up to this size. */
 const MAX_RAW_BODY_BYTES = 64 * 1024;
 

@@ -337,4 +337,19 @@ describe('Idempotency-Key in one server process', () => {
       await receiver.close();
     }
   });
+
+  it('does not keep a 413 storage_exceeded: once space is freed, the retry with the same key uploads', async () => {
+    const small = await createAccount(t.app, { storageLimit: 100 });
+    const keyed = { ...small.auth, 'Idempotency-Key': 'upload-when-there-is-room' };
+    const first = await upload(t, small.auth, 'x'.repeat(60), { name: 'first.txt' });
+    expect(first.status).toBe(200);
+    const refused = await upload(t, keyed, 'y'.repeat(60), { name: 'second.txt' });
+    expect(refused.status).toBe(413);
+    expect(refused.body.error.code).toBe('storage_exceeded');
+    await t.http().delete(`/v1/files/${first.body.data.id}?permanent=true`).set(small.auth).expect(200);
+    const retried = await upload(t, keyed, 'y'.repeat(60), { name: 'second.txt' });
+    expect(retried.headers.get('idempotent-replayed')).toBeNull();
+    expect(retried.status).toBe(200);
+    expect(retried.body.data).toMatchObject({ name: 'second.txt', size: 60 });
+  });
 });

@@ -1892,7 +1892,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first complete answer (any status below 500 except 408, 409 conflict, 423, 425 and 429, which ask for a retry later) is stored per API key and Idempotency-Key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
+                /** @description Makes a retry safe: the first complete answer (any status below 500 except 408, 409 conflict, 413, 423, 425 and 429, which ask for a retry later) is stored per API key and Idempotency-Key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -2335,7 +2335,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first complete answer (any status below 500 except 408, 409 conflict, 423, 425 and 429, which ask for a retry later) is stored per API key and Idempotency-Key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
+                /** @description Makes a retry safe: the first complete answer (any status below 500 except 408, 409 conflict, 413, 423, 425 and 429, which ask for a retry later) is stored per API key and Idempotency-Key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -2518,7 +2518,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first complete answer (any status below 500 except 408, 409 conflict, 423, 425 and 429, which ask for a retry later) is stored per API key and Idempotency-Key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
+                /** @description Makes a retry safe: the first complete answer (any status below 500 except 408, 409 conflict, 413, 423, 425 and 429, which ask for a retry later) is stored per API key and Idempotency-Key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -3107,7 +3107,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first complete answer (any status below 500 except 408, 409 conflict, 423, 425 and 429, which ask for a retry later) is stored per API key and Idempotency-Key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
+                /** @description Makes a retry safe: the first complete answer (any status below 500 except 408, 409 conflict, 413, 423, 425 and 429, which ask for a retry later) is stored per API key and Idempotency-Key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -3779,7 +3779,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first complete answer (any status below 500 except 408, 409 conflict, 423, 425 and 429, which ask for a retry later) is stored per API key and Idempotency-Key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
+                /** @description Makes a retry safe: the first complete answer (any status below 500 except 408, 409 conflict, 413, 423, 425 and 429, which ask for a retry later) is stored per API key and Idempotency-Key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -4731,7 +4731,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first complete answer (any status below 500 except 408, 409 conflict, 423, 425 and 429, which ask for a retry later) is stored per API key and Idempotency-Key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
+                /** @description Makes a retry safe: the first complete answer (any status below 500 except 408, 409 conflict, 413, 423, 425 and 429, which ask for a retry later) is stored per API key and Idempotency-Key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -5728,7 +5728,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first complete answer (any status below 500 except 408, 409 conflict, 423, 425 and 429, which ask for a retry later) is stored per API key and Idempotency-Key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
+                /** @description Makes a retry safe: the first complete answer (any status below 500 except 408, 409 conflict, 413, 423, 425 and 429, which ask for a retry later) is stored per API key and Idempotency-Key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -6300,7 +6300,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first complete answer (any status below 500 except 408, 409 conflict, 423, 425 and 429, which ask for a retry later) is stored per API key and Idempotency-Key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
+                /** @description Makes a retry safe: the first complete answer (any status below 500 except 408, 409 conflict, 413, 423, 425 and 429, which ask for a retry later) is stored per API key and Idempotency-Key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -6459,7 +6459,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first complete answer (any status below 500 except 408, 409 conflict, 423, 425 and 429, which ask for a retry later) is stored per API key and Idempotency-Key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
+                /** @description Makes a retry safe: the first complete answer (any status below 500 except 408, 409 conflict, 413, 423, 425 and 429, which ask for a retry later) is stored per API key and Idempotency-Key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -6906,7 +6906,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first complete answer (any status below 500 except 408, 409 conflict, 423, 425 and 429, which ask for a retry later) is stored per API key and Idempotency-Key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
+                /** @description Makes a retry safe: the first complete answer (any status below 500 except 408, 409 conflict, 413, 423, 425 and 429, which ask for a retry later) is stored per API key and Idempotency-Key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -7070,7 +7070,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first complete answer (any status below 500 except 408, 409 conflict, 423, 425 and 429, which ask for a retry later) is stored per API key and Idempotency-Key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
+                /** @description Makes a retry safe: the first complete answer (any status below 500 except 408, 409 conflict, 413, 423, 425 and 429, which ask for a retry later) is stored per API key and Idempotency-Key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -7267,7 +7267,7 @@ export interface operations {
                 "Upload-Length"?: string;
                 /** @description The protocol version: `1.0.0`. */
                 "Tus-Resumable": string;
-                /** @description Makes a retry safe: the first complete answer (any status below 500 except 408, 409 conflict, 423, 425 and 429, which ask for a retry later) is stored per API key and Idempotency-Key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
+                /** @description Makes a retry safe: the first complete answer (any status below 500 except 408, 409 conflict, 413, 423, 425 and 429, which ask for a retry later) is stored per API key and Idempotency-Key for 24 hours and replayed, with `Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID. */
                 "Idempotency-Key"?: string;
             };
             path?: never;
