@@ -1,5 +1,6 @@
 import { createHmac } from 'node:crypto';
 import { verify } from '@octokit/webhooks-methods';
+import { Webhook } from 'standardwebhooks';
 import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getQueueToken } from '@nestjs/bullmq';
@@ -314,6 +315,53 @@ describe('webhook delivery with a slow receiver', () => {
     await fast.waitFor((r) => r.length === 6, 25_000, 'all six deliveries at the fast receiver');
     expect(slow.received.length).toBeGreaterThanOrEqual(1);
     expect(slow.received.length).toBeLessThan(6);
+  });
+});
+
+describe('first attempts waiting for a slot of a slow receiver', () => {
+  let t: TestApp;
+  let receiver: WebhookReceiver;
+
+  beforeAll(async () => {
+    // Two slots, one of them for one webhook: while a delivery is in flight, the next ones wait in the process.
+    t = await startTestApp({ WEBHOOK_DELIVERY_CONCURRENCY: '2' });
+    receiver = await startWebhookReceiver(() => ({ status: 200, delayMs: 1_500 }));
+  });
+  afterAll(async () => {
+    await receiver.close();
+    await t.close();
+  });
+
+  const at = (path: string) => (received: ReceivedDelivery[]) => received.filter((d) => d.path === `/hooks/${path}`);
+  async function threeEventsOneInFlight(owner: TestAccount, path: string) {
+    const created = await t.http().post('/v1/webhooks').set(owner.auth).send({ url: `${receiver.url}/${path}`, events: ['folder.created'] }).expect(201);
+    for (let i = 0; i < 3; i++) {
+      await recordEvent(t.app, 'folder.created', owner.accountId, { folder: { id: `fld_${path}${i}`, name: `F${i}`, parent_id: null, created_by: owner.userId } });
+    }
+    await receiver.waitFor((r) => at(path)(r).length === 1, 10_000, `the first delivery at ${path}`);
+    return created.body.data as { id: string; secret: string };
+  }
+
+  it('sends nothing more once the webhook is deleted', async () => {
+    const owner = await createAccount(t.app);
+    const webhook = await threeEventsOneInFlight(owner, 'deleted');
+    await t.http().delete(`/v1/webhooks/${webhook.id}`).set(owner.auth).expect(200);
+    // The attempt under way is answered after 1.5 s; the two that waited behind it would follow within 3 s more.
+    await new Promise((resolve) => setTimeout(resolve, 5_000));
+    expect(at('deleted')(receiver.received)).toHaveLength(1);
+  });
+
+  it('signs what waited with the secret as it is when the attempt starts: a leaked secret rotated out at once signs nothing more', async () => {
+    const owner = await createAccount(t.app);
+    const webhook = await threeEventsOneInFlight(owner, 'rotated');
+    const rotated = await t.http().post(`/v1/webhooks/${webhook.id}/rotate-secret`).set(owner.auth).send({ expires_in: 0 }).expect(200);
+    const fresh: string = rotated.body.data.secret;
+    const [, ...waited] = await receiver.waitFor((r) => at('rotated')(r).length === 3, 10_000, 'the two deliveries that waited').then(at('rotated'));
+    for (const delivery of waited) {
+      expect(delivery.headers['x-service-signature']).toBe('sha256=' + createHmac('sha256', fresh).update(delivery.rawBody).digest('hex'));
+      expect(String(delivery.headers['webhook-signature']).split(' ')).toHaveLength(1);
+      expect(new Webhook(fresh).verify(delivery.rawBody, delivery.headers as Record<string, string>)).toEqual(delivery.body);
+    }
   });
 });
 
