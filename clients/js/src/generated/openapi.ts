@@ -1256,7 +1256,7 @@ export interface components {
             since: string;
             /**
              * Format: date-time
-             * @description End of the window (exclusive); now when omitted. Format: an RFC 3339 date-time with a time zone, such as 2026-11-21T10:00:00.000Z or 2026-11-21T11:00:00+01:00.
+             * @description End of the window (exclusive); now when omitted or later than now (a replay sends what has happened). Format: an RFC 3339 date-time with a time zone, such as 2026-11-21T10:00:00.000Z or 2026-11-21T11:00:00+01:00.
              * @example 2026-11-21T11:00:00.000Z
              */
             until?: string;

@@ -42,12 +42,17 @@ export class ReplayEventsHandler implements ICommandHandler<ReplayEventsCommand>
     if (!webhook) throw new NotFound('webhook', webhookId);
     // Both validated by @IsTimestamp, so neither parses to null here.
     const since = parseTimestamp(request.since)!;
-    const until = request.until === undefined ? this.clock.now() : parseTimestamp(request.until)!;
+    const now = this.clock.now();
+    const requestedUntil = request.until === undefined ? null : parseTimestamp(request.until)!;
+    // A replay sends what has happened: a later until is now, or the job (which may run long after this answer) would
+    // replay events that happen meanwhile, which their own deliveries send anyway, beyond the count answered here.
+    const open = requestedUntil === null || requestedUntil.getTime() > now.getTime();
+    const until = open ? now : requestedUntil;
     if (!(since.getTime() < until.getTime())) throw InvalidRequest.fields([{ field: 'since', message: 'must be before until (or before now)' }]);
 
     // The same window while its job has not finished: that job queues these events; nothing new here.
-    // An open window (no until) is keyed as open, not by this request's now, so a retry finds its job.
-    const jobId = `replay-${webhook.id}-${since.getTime()}-${request.until === undefined ? 'open' : until.getTime()}`;
+    // An open window (no until, or a later one) is keyed as open, not by this request's now, so a retry finds its job.
+    const jobId = `replay-${webhook.id}-${since.getTime()}-${open ? 'open' : until.getTime()}`;
     const running = await this.queue.getJob(jobId);
     if (running && !(await running.isCompleted()) && !(await running.isFailed())) return { queued: 0 };
 
