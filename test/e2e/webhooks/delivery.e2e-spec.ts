@@ -1,4 +1,6 @@
 import { createHmac } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { verify } from '@octokit/webhooks-methods';
 import { Webhook } from 'standardwebhooks';
 import { DataSource } from 'typeorm';
@@ -315,6 +317,47 @@ describe('webhook delivery with a slow receiver', () => {
     await fast.waitFor((r) => r.length === 6, 25_000, 'all six deliveries at the fast receiver');
     expect(slow.received.length).toBeGreaterThanOrEqual(1);
     expect(slow.received.length).toBeLessThan(6);
+  });
+});
+
+describe('a receiver whose answer has a status but a body that does not end', () => {
+  let t: TestApp;
+  let owner: TestAccount;
+  let server: Server;
+  const requests: string[] = [];
+
+  beforeAll(async () => {
+    t = await startTestApp();
+    owner = await createAccount(t.app);
+    // Answers 200 at once, then streams its body for ever (or a very large one over a slow link).
+    server = createServer((request, response) => {
+      request.resume();
+      request.on('end', () => {
+        requests.push(String(request.headers['x-service-delivery-id']));
+        response.writeHead(200, { 'Content-Type': 'text/plain' });
+        const trickle = setInterval(() => response.write('.'), 100);
+        response.on('close', () => clearInterval(trickle));
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  });
+  afterAll(async () => {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    await t.close();
+  });
+
+  it('has succeeded at its status line: one attempt, logged with the 200, not a timeout followed by retries', async () => {
+    const { port } = server.address() as AddressInfo;
+    const webhook = (await t.http().post('/v1/webhooks').set(owner.auth).send({ url: `http://127.0.0.1:${port}/endless`, events: ['file.uploaded'] }).expect(201)).body.data;
+    const sent = (await t.http().post(`/v1/webhooks/${webhook.id}/test`).set(owner.auth).expect(202)).body.data;
+    const delivery = await eventually(async () => {
+      const current = (await t.http().get(`/v1/webhooks/${webhook.id}/deliveries/${sent.id}`).set(owner.auth).expect(200)).body.data;
+      return current.status === 'pending' ? undefined : current;
+    }, 10_000, 'the delivery settled');
+    expect(delivery).toMatchObject({ status: 'succeeded', attempts: 1, response_status: 200, error: null });
+    expect(delivery.attempt_log[0].duration_ms).toBeLessThan(5_000);
+    expect(requests).toEqual([sent.id]);
   });
 });
 
