@@ -1,6 +1,7 @@
-import { CommandBus } from '@nestjs/cqrs';
+import { CommandBus, QueryBus } from '@nestjs/cqrs';
 import { DataSource } from 'typeorm';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
+import { AuthenticateApiKeyQuery } from '../../../src/modules/accounts/queries/authenticate-api-key.query.js';
 import { TrimEventsCommand } from '../../../src/modules/events/commands/trim-events.command.js';
 import { ListEventsHandler } from '../../../src/modules/events/queries/list-events.query.js';
 import { createAccount, createKey, type TestAccount } from '../../support/accounts.js';
@@ -195,6 +196,31 @@ describe('event feed: GET /v1/events', () => {
     abort.abort();
     expect(await waiting).toBe('aborted');
     await eventually(async () => wakeups.waiters === before, 10_000, 'the wait cleaned up');
+  });
+
+  it('stops waiting when the client went away before its request got to wait (while its key was being checked)', async () => {
+    const account = await createAccount(t.app);
+    const wakeups = t.app.get(FeedWakeups);
+    const queries = t.app.get(QueryBus);
+    const execute = queries.execute.bind(queries);
+    // Key checks answer after half a second, as on a loaded server.
+    const slow = vi.spyOn(queries, 'execute').mockImplementation(async (query) => {
+      if (query instanceof AuthenticateApiKeyQuery) await sleep(500);
+      return execute(query);
+    });
+    try {
+      const before = wakeups.waiters;
+      const abort = new AbortController();
+      const waiting = readFeed(t.baseUrl, account.auth, { wait: 25 }, abort.signal).catch(() => 'aborted');
+      await sleep(100);
+      abort.abort();
+      expect(await waiting).toBe('aborted');
+      // Well after the key check: the request reached the feed with nobody to answer, and must not wait 25 s.
+      await sleep(1_500);
+      expect(wakeups.waiters).toBe(before);
+    } finally {
+      slow.mockRestore();
+    }
   });
 });
 
