@@ -1,11 +1,12 @@
 import { DataSource, IsNull } from 'typeorm';
 import { getQueueToken } from '@nestjs/bullmq';
 import type { Queue } from 'bullmq';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Transactions } from '../../../src/infra/database/transactions.js';
 import { QUEUES } from '../../../src/infra/queue/queue-names.js';
 import { OutboxEventEntity } from '../../../src/infra/outbox/outbox-event.entity.js';
 import { domainEvent, Outbox } from '../../../src/infra/outbox/outbox.js';
+import { WebhookDeliveryRepository } from '../../../src/modules/webhooks/delivery/webhook-delivery.repository.js';
 import { WebhookDeliveryEntity } from '../../../src/modules/webhooks/webhook-delivery.entity.js';
 import { createAccount, createKey, type TestAccount } from '../../support/accounts.js';
 import { useTestApp } from '../../support/app-fixture.js';
@@ -156,6 +157,25 @@ describe('webhook replay: POST /v1/webhooks/{id}/replay', () => {
       expect(rows.map((r) => [r.eventId, r.origin]).sort()).toEqual([[before, 'replay'], [later, 'event']].sort());
     } finally {
       await replays.resume();
+    }
+  }, 60_000);
+
+  it('carries on after a failure of the database during the replay, rather than dropping the rest of the window', async () => {
+    const account = await createAccount(t.app);
+    const since = new Date(Date.now() - 60_000);
+    for (let i = 1; i <= 3; i++) await recordEvent(t.app, 'file.uploaded', account.accountId, uploaded(i), new Date(since.getTime() + i * 1000));
+    await relayed(t, account.accountId);
+    const path = `/hiccup-${account.accountId}`;
+    const webhook = (await t.http().post('/v1/webhooks').set(account.auth).send({ url: `${receiver.url}${path}`, events: ['file.uploaded'] }).expect(201)).body.data;
+    const repository = t.app.get(WebhookDeliveryRepository);
+    // The job's first statement fails once, as on a dropped connection or a failover.
+    const hiccup = vi.spyOn(repository, 'pendingReplays').mockRejectedValueOnce(new Error('Connection terminated unexpectedly'));
+    try {
+      expect((await t.http().post(`/v1/webhooks/${webhook.id}/replay`).set(account.auth).send({ since: since.toISOString() }).expect(202)).body.data).toEqual({ queued: 3 });
+      await receiver.waitFor((r) => r.filter((d) => d.path === `/hooks${path}`).length === 3, 30_000, 'the three replayed events');
+      expect(hiccup).toHaveBeenCalled();
+    } finally {
+      hiccup.mockRestore();
     }
   }, 60_000);
 

@@ -12,6 +12,9 @@ import { replayWindowSql } from '../delivery/replay-window.js';
 import type { ReplayQueuedResponse, ReplayWebhookRequest } from '../dto/replay-webhook.request.js';
 import { WebhookEntity } from '../webhook.entity.js';
 
+/** Runs of a replay job at most: the 1 s exponential backoff between them adds up to about 8.5 minutes. */
+const REPLAY_JOB_ATTEMPTS = 10;
+
 /**
  * Replays a window of retained events to a webhook: a new delivery (new delivery id, same event id, the
  * usual schedule and attempt log) of every event in [since, until) that the webhook subscribes to. The
@@ -63,7 +66,12 @@ export class ReplayEventsHandler implements ICommandHandler<ReplayEventsCommand>
     );
     const queued = Number(count);
     if (queued === 0) return { queued };
-    await this.queue.add('replay', { webhookId: webhook.id, since: since.toISOString(), until: until.toISOString() }, { jobId, removeOnComplete: true, removeOnFail: true });
+    // A failed run (the database away for a moment) is tried again from the last batch it saved, for about 8 minutes.
+    await this.queue.add(
+      'replay',
+      { webhookId: webhook.id, since: since.toISOString(), until: until.toISOString() },
+      { jobId, removeOnComplete: true, removeOnFail: true, attempts: REPLAY_JOB_ATTEMPTS, backoff: { type: 'exponential', delay: 1_000 } },
+    );
     return { queued };
   }
 }
