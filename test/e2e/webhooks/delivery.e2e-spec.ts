@@ -4,13 +4,14 @@ import type { AddressInfo } from 'node:net';
 import { verify } from '@octokit/webhooks-methods';
 import { Webhook } from 'standardwebhooks';
 import { DataSource } from 'typeorm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { getQueueToken } from '@nestjs/bullmq';
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { QUEUES } from '../../../src/infra/queue/queue-names.js';
 import { REDIS } from '../../../src/infra/redis/redis.module.js';
 import { DeliveryQueuer } from '../../../src/modules/webhooks/delivery/delivery-queuer.js';
+import { DeliveryReader } from '../../../src/modules/webhooks/delivery/delivery-reader.js';
 import { RETRY_DELAYS_MS } from '../../../src/modules/webhooks/delivery/delivery-schedule.js';
 import { DeliverySignal } from '../../../src/modules/webhooks/delivery/delivery-signal.js';
 import { WebhookDeliveryEntity } from '../../../src/modules/webhooks/webhook-delivery.entity.js';
@@ -135,6 +136,27 @@ describe('webhook delivery', () => {
     await receiver.waitFor((r) => at('readable')(r).length === 1);
     expect(at('unreadable')(receiver.received)).toHaveLength(0);
     expect(await deliveries(owner, unreadable.id)).toEqual([]);
+  });
+
+  it('does not use up a delivery\'s attempts on database errors: its job waits for the database and then delivers', async () => {
+    const webhook = await createWebhook(owner, 'database-away', { events: ['file.deleted'] });
+    const reader = t.app.get(DeliveryReader);
+    // The delivery job cannot read its delivery three times in a row, as while the database fails over.
+    const away = vi.spyOn(reader, 'read');
+    for (let i = 0; i < 3; i++) away.mockRejectedValueOnce(new Error('Connection terminated unexpectedly'));
+    try {
+      // A test event's delivery goes through its queue job.
+      const sent = (await t.http().post(`/v1/webhooks/${webhook.id}/test`).set(owner.auth).expect(202)).body.data;
+      await receiver.waitFor((r) => at('database-away')(r).length === 1, 15_000, 'the delivery once the database is back');
+      expect(away).toHaveBeenCalledTimes(4);
+      const delivered = await eventually(async () => {
+        const current = (await t.http().get(`/v1/webhooks/${webhook.id}/deliveries/${sent.id}`).set(owner.auth).expect(200)).body.data;
+        return current.status === 'succeeded' ? current : undefined;
+      }, 10_000, 'the delivery logged');
+      expect(delivered.attempts).toBe(1);
+    } finally {
+      away.mockRestore();
+    }
   });
 
   it('retries 5 s and then 25 s after failures with the same id and bytes, gives up after 3 attempts, and can redeliver', async () => {
