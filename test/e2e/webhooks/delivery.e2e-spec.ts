@@ -138,6 +138,24 @@ describe('webhook delivery', () => {
     expect(await deliveries(owner, unreadable.id)).toEqual([]);
   });
 
+  it('answers a test event or a replay to a webhook whose secret can no longer be decrypted with 409 naming the cause, and a rotation mends it', async () => {
+    const unreadable = await createWebhook(owner, 'undecryptable', { events: ['storage.warning'] });
+    await t.app.get(DataSource).getRepository(WebhookEntity).update({ id: unreadable.id }, { secretSealed: 'v1.AAAAAAAAAAAAAAAA.AAAAAAAAAAAAAAAAAAAAAA.AAAA' });
+    await recordEvent(t.app, 'storage.warning', owner.accountId, { storage: { used: 91, limit: 100, percentage: 91, threshold: '90%' } }, new Date(Date.now() - 1000));
+
+    const test = await t.http().post(`/v1/webhooks/${unreadable.id}/test`).set(owner.auth);
+    expect([test.status, test.body.error?.code]).toEqual([409, 'conflict']);
+    expect(test.body.error.message).toMatch(/secret of webhook .* cannot be decrypted.*rotate its secret/i);
+    const replay = await t.http().post(`/v1/webhooks/${unreadable.id}/replay`).set(owner.auth).send({ since: new Date(Date.now() - 60_000).toISOString() });
+    expect([replay.status, replay.body.error?.code]).toEqual([409, 'conflict']);
+    expect(await deliveries(owner, unreadable.id)).toEqual([]);
+
+    // A new secret, sealed with the current key: the webhook works again.
+    await t.http().post(`/v1/webhooks/${unreadable.id}/rotate-secret`).set(owner.auth).send({ expires_in: 0 }).expect(200);
+    await t.http().post(`/v1/webhooks/${unreadable.id}/test`).set(owner.auth).expect(202);
+    await receiver.waitFor((r) => at('undecryptable')(r).length === 1, 10_000, 'the test event after the rotation');
+  });
+
   it('does not use up a delivery\'s attempts on database errors: its job waits for the database and then delivers', async () => {
     const webhook = await createWebhook(owner, 'database-away', { events: ['file.deleted'] });
     const reader = t.app.get(DeliveryReader);

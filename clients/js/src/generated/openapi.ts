@@ -6296,7 +6296,11 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope404"];
                 };
             };
-            /** @description idempotency_key_in_use: a request with this Idempotency-Key is still running; retry after Retry-After. */
+            /**
+             * @description conflict: the webhook's secret cannot be decrypted (SECRETS_ENCRYPTION_KEY changed); rotate its secret.
+             *
+             *     idempotency_key_in_use: a request with this Idempotency-Key is still running; retry after Retry-After.
+             */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -7070,7 +7074,11 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope404"];
                 };
             };
-            /** @description idempotency_key_in_use: a request with this Idempotency-Key is still running; retry after Retry-After. */
+            /**
+             * @description conflict: the webhook's secret cannot be decrypted (SECRETS_ENCRYPTION_KEY changed); rotate its secret.
+             *
+             *     idempotency_key_in_use: a request with this Idempotency-Key is still running; retry after Retry-After.
+             */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];

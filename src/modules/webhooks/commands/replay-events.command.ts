@@ -10,6 +10,7 @@ import { QUEUES } from '../../../infra/queue/queue-names.js';
 import type { ReplayJob } from '../delivery/replay-events.processor.js';
 import { replayWindowSql } from '../delivery/replay-window.js';
 import type { ReplayQueuedResponse, ReplayWebhookRequest } from '../dto/replay-webhook.request.js';
+import { WebhookSecretBox } from '../webhook-secret-box.js';
 import { WebhookEntity } from '../webhook.entity.js';
 
 /** Runs of a replay job at most: the 1 s exponential backoff between them adds up to about 8.5 minutes. */
@@ -37,12 +38,15 @@ export class ReplayEventsHandler implements ICommandHandler<ReplayEventsCommand>
   constructor(
     private readonly transactions: Transactions,
     private readonly clock: Clock,
+    private readonly secrets: WebhookSecretBox,
     @InjectQueue(QUEUES.webhookReplays) private readonly queue: Queue<ReplayJob>,
   ) {}
 
   async execute({ actor, webhookId, request }: ReplayEventsCommand): Promise<ReplayQueuedResponse> {
     const webhook = await this.transactions.dataSource.getRepository(WebhookEntity).findOneBy({ id: webhookId, accountId: actor.accountId });
     if (!webhook) throw new NotFound('webhook', webhookId);
+    // The job signs every replayed event with it: refused now rather than answering a count and sending nothing.
+    this.secrets.signingSecretOf(webhook);
     // Both validated by @IsTimestamp, so neither parses to null here.
     const since = parseTimestamp(request.since)!;
     const now = this.clock.now();
