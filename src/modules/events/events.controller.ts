@@ -42,7 +42,7 @@ export class EventsController {
   })
   @ApiErrors(
     [400, 'invalid_request: a malformed, altered or foreign cursor, an unknown event name in `types`, or limit/wait out of range.'],
-    [410, 'cursor_expired: events after this cursor were trimmed (older than the retention); start again without `after`.'],
+    [410, 'cursor_expired: events after this cursor were trimmed (older than the retention), or it points past the end of the feed (the database was restored from an earlier copy); start again without `after`.'],
   )
   list(@CurrentActor() actor: Actor, @Query() request: ListEventsRequest, @Res({ passthrough: true }) response: Response): Promise<CursorPage<EventResponse>> {
     const gone = new AbortController();

@@ -7,7 +7,7 @@ import { ListEventsHandler } from '../../../src/modules/events/queries/list-even
 import { createAccount, createKey, type TestAccount } from '../../support/accounts.js';
 import { useTestApp } from '../../support/app-fixture.js';
 import { drainFeed, feedSettled, readFeed } from '../../support/events.js';
-import type { TestApp } from '../../support/test-app.js';
+import { TEST_DB, type TestApp } from '../../support/test-app.js';
 import { uploadOk } from '../../support/uploads.js';
 import { eventually, sleep } from '../../support/time.js';
 import { recordEvent } from '../../support/webhook-receiver.js';
@@ -257,6 +257,28 @@ describe('event feed retention', () => {
     // A current cursor survives later trims that remove nothing after it.
     await t.app.get(CommandBus).execute(new TrimEventsCommand(new Date(Date.now() + 31 * DAY)));
     expect((await readFeed(t.baseUrl, owner.auth, { after: restart.nextCursor })).status).toBe(200);
+  });
+
+  it('answers 410 cursor_expired for a cursor past the end of the feed (the database restored from an earlier copy), never a silent skip', async () => {
+    const db = t.app.get(DataSource);
+    const account = await createAccount(t.app);
+    const lost = [await recordEvent(t.app, 'file.uploaded', account.accountId, uploaded(1)), await recordEvent(t.app, 'file.uploaded', account.accountId, uploaded(2))];
+    await feedSettled(t.app);
+    const { cursor } = await drainFeed(t.baseUrl, account.auth);
+
+    // The database goes back to a copy taken before both events: their positions will be handed out again.
+    const placeholders = TEST_DB === 'postgres' ? '$1, $2' : '?, ?';
+    await db.query(`DELETE FROM outbox_events WHERE id IN (${placeholders})`, lost);
+    await db.query('UPDATE event_feed_sequence SET last_position = last_position - 2 WHERE id = 1');
+    const next = await recordEvent(t.app, 'file.uploaded', account.accountId, uploaded(3));
+    await feedSettled(t.app);
+
+    const answer = await readFeed(t.baseUrl, account.auth, { after: cursor });
+    expect(answer.status).toBe(410);
+    expect(answer.body.error.code).toBe('cursor_expired');
+    expect(answer.body.error.message).toMatch(/past the end of the feed/);
+    // Starting again finds the event the old cursor would have skipped.
+    expect((await drainFeed(t.baseUrl, account.auth)).events.map((e) => e.id)).toContain(next);
   });
 
   it('never trims an event not yet relayed to webhooks, nor anything after it', async () => {

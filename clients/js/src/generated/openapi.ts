@@ -8222,7 +8222,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope403"];
                 };
             };
-            /** @description cursor_expired: events after this cursor were trimmed (older than the retention); start again without `after`. */
+            /** @description cursor_expired: events after this cursor were trimmed (older than the retention), or it points past the end of the feed (the database was restored from an earlier copy); start again without `after`. */
             410: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
