@@ -14,6 +14,16 @@ export class WebhookSecretBox extends SealedBox {
     super(config.secretsEncryptionKey, 'webhook-secrets');
   }
 
+  /** Whether a sealed secret opens under the current key (one sealed under an earlier SECRETS_ENCRYPTION_KEY does not). */
+  opens(sealed: string): boolean {
+    try {
+      this.open(sealed);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
   /**
    * The webhook's secret, for a request that signs with it now (test event, replay). One sealed under another
    * SECRETS_ENCRYPTION_KEY cannot sign: 409 saying so and how to mend it, rather than a 500 or a replay that sends nothing.

@@ -138,7 +138,7 @@ describe('webhook delivery', () => {
     expect(await deliveries(owner, unreadable.id)).toEqual([]);
   });
 
-  it('answers a test event or a replay to a webhook whose secret can no longer be decrypted with 409 naming the cause, and a rotation mends it', async () => {
+  it('answers a test event or a replay to a webhook whose secret can no longer be decrypted with 409 naming the cause, and a rotation (without a grace period for the old secret) mends it', async () => {
     const unreadable = await createWebhook(owner, 'undecryptable', { events: ['storage.warning'] });
     await t.app.get(DataSource).getRepository(WebhookEntity).update({ id: unreadable.id }, { secretSealed: 'v1.AAAAAAAAAAAAAAAA.AAAAAAAAAAAAAAAAAAAAAA.AAAA' });
     await recordEvent(t.app, 'storage.warning', owner.accountId, { storage: { used: 91, limit: 100, percentage: 91, threshold: '90%' } }, new Date(Date.now() - 1000));
@@ -150,10 +150,13 @@ describe('webhook delivery', () => {
     expect([replay.status, replay.body.error?.code]).toEqual([409, 'conflict']);
     expect(await deliveries(owner, unreadable.id)).toEqual([]);
 
-    // A new secret, sealed with the current key: the webhook works again.
-    await t.http().post(`/v1/webhooks/${unreadable.id}/rotate-secret`).set(owner.auth).send({ expires_in: 0 }).expect(200);
+    // A new secret, sealed with the current key: the webhook works again. The old one cannot sign, so it gets no grace period.
+    const rotated = await t.http().post(`/v1/webhooks/${unreadable.id}/rotate-secret`).set(owner.auth).send({}).expect(200);
+    expect(rotated.body.data.previous_secret_expires_at).toBeNull();
+    expect((await t.http().get(`/v1/webhooks/${unreadable.id}`).set(owner.auth).expect(200)).body.data.previous_secret_expires_at).toBeNull();
     await t.http().post(`/v1/webhooks/${unreadable.id}/test`).set(owner.auth).expect(202);
-    await receiver.waitFor((r) => at('undecryptable')(r).length === 1, 10_000, 'the test event after the rotation');
+    const [delivered] = await receiver.waitFor((r) => at('undecryptable')(r).length === 1, 10_000, 'the test event after the rotation').then(at('undecryptable'));
+    expect(new Webhook(rotated.body.data.secret).verify(delivered.rawBody, delivered.headers as Record<string, string>)).toEqual(delivered.body);
   });
 
   it('does not use up a delivery\'s attempts on database errors: its job waits for the database and then delivers', async () => {
