@@ -42,12 +42,15 @@ export class EventsController {
   })
   @ApiErrors(
     [400, 'invalid_request: a malformed, altered or foreign cursor, an unknown event name in `types`, or limit/wait out of range.'],
-    [410, 'cursor_expired: events after this cursor were trimmed (older than the retention); start again without `after`.'],
+    [410, 'cursor_expired: events after this cursor were trimmed (older than the retention), or it points past the end of the feed (the database was restored from an earlier copy); start again without `after`.'],
   )
   list(@CurrentActor() actor: Actor, @Query() request: ListEventsRequest, @Res({ passthrough: true }) response: Response): Promise<CursorPage<EventResponse>> {
     const gone = new AbortController();
-    // Fires when the answer is sent or the client hangs up; either way a pending long poll can stop.
-    response.once('close', () => gone.abort());
+    // Fires when the answer is sent or the client hangs up; either way a pending long poll can stop. A client that hung up
+    // before the request got here (while its key was checked) has had its close event already. (The request stream is
+    // no sign: it is destroyed too once a body sent with it has been read.)
+    if (response.destroyed) gone.abort();
+    else response.once('close', () => gone.abort());
     return this.queries.execute(new ListEventsQuery(actor, request, gone.signal));
   }
 }

@@ -25,6 +25,7 @@ import { ListDeliveriesQuery } from './queries/list-deliveries.query.js';
 import { ListWebhooksQuery } from './queries/list-webhooks.query.js';
 
 const NOT_FOUND: [number, string] = [404, 'not_found: no such webhook in this account.'];
+const UNREADABLE_SECRET: [number, string] = [409, 'conflict: the webhook\'s secret cannot be decrypted (SECRETS_ENCRYPTION_KEY changed); rotate its secret.'];
 
 @ApiTags('Webhooks')
 @Controller('v1/webhooks')
@@ -91,7 +92,7 @@ export class WebhooksController {
     description: 'Queues a `webhook.test` event with `data: {message}` to this webhook (also when it is inactive) and answers the delivery record.',
   })
   @ApiEnvelope(DeliveryResponse, { status: 202 })
-  @ApiErrors(NOT_FOUND)
+  @ApiErrors(NOT_FOUND, UNREADABLE_SECRET)
   test(@CurrentActor() actor: Actor, @Param('webhook_id') webhookId: string): Promise<DeliveryResponse> {
     return this.commands.execute(new SendTestEventCommand(actor, webhookId));
   }
@@ -156,7 +157,7 @@ export class WebhooksController {
       'earlier replay to this webhook are not queued (or counted) again.',
   })
   @ApiEnvelope(ReplayQueuedResponse, { status: 202 })
-  @ApiErrors([400, 'invalid_request: since or until not an RFC 3339 date-time with a time zone (details.fields names which), or since not before until.'], NOT_FOUND)
+  @ApiErrors([400, 'invalid_request: since or until not an RFC 3339 date-time with a time zone (details.fields names which), or since not before until.'], NOT_FOUND, UNREADABLE_SECRET)
   replay(@CurrentActor() actor: Actor, @Param('webhook_id') webhookId: string, @Body() body: ReplayWebhookRequest): Promise<ReplayQueuedResponse> {
     return this.commands.execute(new ReplayEventsCommand(actor, webhookId, body));
   }

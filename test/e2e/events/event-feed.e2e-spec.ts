@@ -1,12 +1,13 @@
-import { CommandBus } from '@nestjs/cqrs';
+import { CommandBus, QueryBus } from '@nestjs/cqrs';
 import { DataSource } from 'typeorm';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
+import { AuthenticateApiKeyQuery } from '../../../src/modules/accounts/queries/authenticate-api-key.query.js';
 import { TrimEventsCommand } from '../../../src/modules/events/commands/trim-events.command.js';
 import { ListEventsHandler } from '../../../src/modules/events/queries/list-events.query.js';
 import { createAccount, createKey, type TestAccount } from '../../support/accounts.js';
 import { useTestApp } from '../../support/app-fixture.js';
 import { drainFeed, feedSettled, readFeed } from '../../support/events.js';
-import type { TestApp } from '../../support/test-app.js';
+import { TEST_DB, type TestApp } from '../../support/test-app.js';
 import { uploadOk } from '../../support/uploads.js';
 import { eventually, sleep } from '../../support/time.js';
 import { recordEvent } from '../../support/webhook-receiver.js';
@@ -196,6 +197,31 @@ describe('event feed: GET /v1/events', () => {
     expect(await waiting).toBe('aborted');
     await eventually(async () => wakeups.waiters === before, 10_000, 'the wait cleaned up');
   });
+
+  it('stops waiting when the client went away before its request got to wait (while its key was being checked)', async () => {
+    const account = await createAccount(t.app);
+    const wakeups = t.app.get(FeedWakeups);
+    const queries = t.app.get(QueryBus);
+    const execute = queries.execute.bind(queries);
+    // Key checks answer after half a second, as on a loaded server.
+    const slow = vi.spyOn(queries, 'execute').mockImplementation(async (query) => {
+      if (query instanceof AuthenticateApiKeyQuery) await sleep(500);
+      return execute(query);
+    });
+    try {
+      const before = wakeups.waiters;
+      const abort = new AbortController();
+      const waiting = readFeed(t.baseUrl, account.auth, { wait: 25 }, abort.signal).catch(() => 'aborted');
+      await sleep(100);
+      abort.abort();
+      expect(await waiting).toBe('aborted');
+      // Well after the key check: the request reached the feed with nobody to answer, and must not wait 25 s.
+      await sleep(1_500);
+      expect(wakeups.waiters).toBe(before);
+    } finally {
+      slow.mockRestore();
+    }
+  });
 });
 
 describe('event feed retention', () => {
@@ -231,6 +257,28 @@ describe('event feed retention', () => {
     // A current cursor survives later trims that remove nothing after it.
     await t.app.get(CommandBus).execute(new TrimEventsCommand(new Date(Date.now() + 31 * DAY)));
     expect((await readFeed(t.baseUrl, owner.auth, { after: restart.nextCursor })).status).toBe(200);
+  });
+
+  it('answers 410 cursor_expired for a cursor past the end of the feed (the database restored from an earlier copy), never a silent skip', async () => {
+    const db = t.app.get(DataSource);
+    const account = await createAccount(t.app);
+    const lost = [await recordEvent(t.app, 'file.uploaded', account.accountId, uploaded(1)), await recordEvent(t.app, 'file.uploaded', account.accountId, uploaded(2))];
+    await feedSettled(t.app);
+    const { cursor } = await drainFeed(t.baseUrl, account.auth);
+
+    // The database goes back to a copy taken before both events: their positions will be handed out again.
+    const placeholders = TEST_DB === 'postgres' ? '$1, $2' : '?, ?';
+    await db.query(`DELETE FROM outbox_events WHERE id IN (${placeholders})`, lost);
+    await db.query('UPDATE event_feed_sequence SET last_position = last_position - 2 WHERE id = 1');
+    const next = await recordEvent(t.app, 'file.uploaded', account.accountId, uploaded(3));
+    await feedSettled(t.app);
+
+    const answer = await readFeed(t.baseUrl, account.auth, { after: cursor });
+    expect(answer.status).toBe(410);
+    expect(answer.body.error.code).toBe('cursor_expired');
+    expect(answer.body.error.message).toMatch(/past the end of the feed/);
+    // Starting again finds the event the old cursor would have skipped.
+    expect((await drainFeed(t.baseUrl, account.auth)).events.map((e) => e.id)).toContain(next);
   });
 
   it('never trims an event not yet relayed to webhooks, nor anything after it', async () => {

@@ -1,13 +1,17 @@
 import { createHmac } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { verify } from '@octokit/webhooks-methods';
+import { Webhook } from 'standardwebhooks';
 import { DataSource } from 'typeorm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { getQueueToken } from '@nestjs/bullmq';
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { QUEUES } from '../../../src/infra/queue/queue-names.js';
 import { REDIS } from '../../../src/infra/redis/redis.module.js';
 import { DeliveryQueuer } from '../../../src/modules/webhooks/delivery/delivery-queuer.js';
+import { DeliveryReader } from '../../../src/modules/webhooks/delivery/delivery-reader.js';
 import { RETRY_DELAYS_MS } from '../../../src/modules/webhooks/delivery/delivery-schedule.js';
 import { DeliverySignal } from '../../../src/modules/webhooks/delivery/delivery-signal.js';
 import { WebhookDeliveryEntity } from '../../../src/modules/webhooks/webhook-delivery.entity.js';
@@ -132,6 +136,48 @@ describe('webhook delivery', () => {
     await receiver.waitFor((r) => at('readable')(r).length === 1);
     expect(at('unreadable')(receiver.received)).toHaveLength(0);
     expect(await deliveries(owner, unreadable.id)).toEqual([]);
+  });
+
+  it('answers a test event or a replay to a webhook whose secret can no longer be decrypted with 409 naming the cause, and a rotation (without a grace period for the old secret) mends it', async () => {
+    const unreadable = await createWebhook(owner, 'undecryptable', { events: ['storage.warning'] });
+    await t.app.get(DataSource).getRepository(WebhookEntity).update({ id: unreadable.id }, { secretSealed: 'v1.AAAAAAAAAAAAAAAA.AAAAAAAAAAAAAAAAAAAAAA.AAAA' });
+    await recordEvent(t.app, 'storage.warning', owner.accountId, { storage: { used: 91, limit: 100, percentage: 91, threshold: '90%' } }, new Date(Date.now() - 1000));
+
+    const test = await t.http().post(`/v1/webhooks/${unreadable.id}/test`).set(owner.auth);
+    expect([test.status, test.body.error?.code]).toEqual([409, 'conflict']);
+    expect(test.body.error.message).toMatch(/secret of webhook .* cannot be decrypted.*rotate its secret/i);
+    const replay = await t.http().post(`/v1/webhooks/${unreadable.id}/replay`).set(owner.auth).send({ since: new Date(Date.now() - 60_000).toISOString() });
+    expect([replay.status, replay.body.error?.code]).toEqual([409, 'conflict']);
+    expect(await deliveries(owner, unreadable.id)).toEqual([]);
+
+    // A new secret, sealed with the current key: the webhook works again. The old one cannot sign, so it gets no grace period.
+    const rotated = await t.http().post(`/v1/webhooks/${unreadable.id}/rotate-secret`).set(owner.auth).send({}).expect(200);
+    expect(rotated.body.data.previous_secret_expires_at).toBeNull();
+    expect((await t.http().get(`/v1/webhooks/${unreadable.id}`).set(owner.auth).expect(200)).body.data.previous_secret_expires_at).toBeNull();
+    await t.http().post(`/v1/webhooks/${unreadable.id}/test`).set(owner.auth).expect(202);
+    const [delivered] = await receiver.waitFor((r) => at('undecryptable')(r).length === 1, 10_000, 'the test event after the rotation').then(at('undecryptable'));
+    expect(new Webhook(rotated.body.data.secret).verify(delivered.rawBody, delivered.headers as Record<string, string>)).toEqual(delivered.body);
+  });
+
+  it('does not use up a delivery\'s attempts on database errors: its job waits for the database and then delivers', async () => {
+    const webhook = await createWebhook(owner, 'database-away', { events: ['file.deleted'] });
+    const reader = t.app.get(DeliveryReader);
+    // The delivery job cannot read its delivery three times in a row, as while the database fails over.
+    const away = vi.spyOn(reader, 'read');
+    for (let i = 0; i < 3; i++) away.mockRejectedValueOnce(new Error('Connection terminated unexpectedly'));
+    try {
+      // A test event's delivery goes through its queue job.
+      const sent = (await t.http().post(`/v1/webhooks/${webhook.id}/test`).set(owner.auth).expect(202)).body.data;
+      await receiver.waitFor((r) => at('database-away')(r).length === 1, 15_000, 'the delivery once the database is back');
+      expect(away).toHaveBeenCalledTimes(4);
+      const delivered = await eventually(async () => {
+        const current = (await t.http().get(`/v1/webhooks/${webhook.id}/deliveries/${sent.id}`).set(owner.auth).expect(200)).body.data;
+        return current.status === 'succeeded' ? current : undefined;
+      }, 10_000, 'the delivery logged');
+      expect(delivered.attempts).toBe(1);
+    } finally {
+      away.mockRestore();
+    }
   });
 
   it('retries 5 s and then 25 s after failures with the same id and bytes, gives up after 3 attempts, and can redeliver', async () => {
@@ -314,6 +360,94 @@ describe('webhook delivery with a slow receiver', () => {
     await fast.waitFor((r) => r.length === 6, 25_000, 'all six deliveries at the fast receiver');
     expect(slow.received.length).toBeGreaterThanOrEqual(1);
     expect(slow.received.length).toBeLessThan(6);
+  });
+});
+
+describe('a receiver whose answer has a status but a body that does not end', () => {
+  let t: TestApp;
+  let owner: TestAccount;
+  let server: Server;
+  const requests: string[] = [];
+
+  beforeAll(async () => {
+    t = await startTestApp();
+    owner = await createAccount(t.app);
+    // Answers 200 at once, then streams its body for ever (or a very large one over a slow link).
+    server = createServer((request, response) => {
+      request.resume();
+      request.on('end', () => {
+        requests.push(String(request.headers['x-service-delivery-id']));
+        response.writeHead(200, { 'Content-Type': 'text/plain' });
+        const trickle = setInterval(() => response.write('.'), 100);
+        response.on('close', () => clearInterval(trickle));
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  });
+  afterAll(async () => {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    await t.close();
+  });
+
+  it('has succeeded at its status line: one attempt, logged with the 200, not a timeout followed by retries', async () => {
+    const { port } = server.address() as AddressInfo;
+    const webhook = (await t.http().post('/v1/webhooks').set(owner.auth).send({ url: `http://127.0.0.1:${port}/endless`, events: ['file.uploaded'] }).expect(201)).body.data;
+    const sent = (await t.http().post(`/v1/webhooks/${webhook.id}/test`).set(owner.auth).expect(202)).body.data;
+    const delivery = await eventually(async () => {
+      const current = (await t.http().get(`/v1/webhooks/${webhook.id}/deliveries/${sent.id}`).set(owner.auth).expect(200)).body.data;
+      return current.status === 'pending' ? undefined : current;
+    }, 10_000, 'the delivery settled');
+    expect(delivery).toMatchObject({ status: 'succeeded', attempts: 1, response_status: 200, error: null });
+    expect(delivery.attempt_log[0].duration_ms).toBeLessThan(5_000);
+    expect(requests).toEqual([sent.id]);
+  });
+});
+
+describe('first attempts waiting for a slot of a slow receiver', () => {
+  let t: TestApp;
+  let receiver: WebhookReceiver;
+
+  beforeAll(async () => {
+    // Two slots, one of them for one webhook: while a delivery is in flight, the next ones wait in the process.
+    t = await startTestApp({ WEBHOOK_DELIVERY_CONCURRENCY: '2' });
+    receiver = await startWebhookReceiver(() => ({ status: 200, delayMs: 1_500 }));
+  });
+  afterAll(async () => {
+    await receiver.close();
+    await t.close();
+  });
+
+  const at = (path: string) => (received: ReceivedDelivery[]) => received.filter((d) => d.path === `/hooks/${path}`);
+  async function threeEventsOneInFlight(owner: TestAccount, path: string) {
+    const created = await t.http().post('/v1/webhooks').set(owner.auth).send({ url: `${receiver.url}/${path}`, events: ['folder.created'] }).expect(201);
+    for (let i = 0; i < 3; i++) {
+      await recordEvent(t.app, 'folder.created', owner.accountId, { folder: { id: `fld_${path}${i}`, name: `F${i}`, parent_id: null, created_by: owner.userId } });
+    }
+    await receiver.waitFor((r) => at(path)(r).length === 1, 10_000, `the first delivery at ${path}`);
+    return created.body.data as { id: string; secret: string };
+  }
+
+  it('sends nothing more once the webhook is deleted', async () => {
+    const owner = await createAccount(t.app);
+    const webhook = await threeEventsOneInFlight(owner, 'deleted');
+    await t.http().delete(`/v1/webhooks/${webhook.id}`).set(owner.auth).expect(200);
+    // The attempt under way is answered after 1.5 s; the two that waited behind it would follow within 3 s more.
+    await new Promise((resolve) => setTimeout(resolve, 5_000));
+    expect(at('deleted')(receiver.received)).toHaveLength(1);
+  });
+
+  it('signs what waited with the secret as it is when the attempt starts: a leaked secret rotated out at once signs nothing more', async () => {
+    const owner = await createAccount(t.app);
+    const webhook = await threeEventsOneInFlight(owner, 'rotated');
+    const rotated = await t.http().post(`/v1/webhooks/${webhook.id}/rotate-secret`).set(owner.auth).send({ expires_in: 0 }).expect(200);
+    const fresh: string = rotated.body.data.secret;
+    const [, ...waited] = await receiver.waitFor((r) => at('rotated')(r).length === 3, 10_000, 'the two deliveries that waited').then(at('rotated'));
+    for (const delivery of waited) {
+      expect(delivery.headers['x-service-signature']).toBe('sha256=' + createHmac('sha256', fresh).update(delivery.rawBody).digest('hex'));
+      expect(String(delivery.headers['webhook-signature']).split(' ')).toHaveLength(1);
+      expect(new Webhook(fresh).verify(delivery.rawBody, delivery.headers as Record<string, string>)).toEqual(delivery.body);
+    }
   });
 });
 

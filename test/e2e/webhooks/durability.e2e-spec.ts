@@ -74,6 +74,27 @@ describe('webhook events survive a Redis outage', () => {
     const [delivered] = forUploads(await receiver.waitFor((r) => forUploads(r).length > 0, 30_000, 'the file.uploaded delivery'));
     expect(delivered.body).toMatchObject({ event: 'file.uploaded', data: { file: { id: file.id, name: 'outage.txt', size: 'written during the outage'.length, uploaded_by: owner.userId } } });
   }, 45_000);
+
+  it('answers a replay asked for while Redis is down at once with 503 and Retry-After, and replays once it is back', async () => {
+    const owner = await createAccount(t.app);
+    const since = new Date(Date.now() - 60_000).toISOString();
+    await recordEvent(t.app, 'file.uploaded', owner.accountId, uploaded(7));
+    await eventually(async () => (await t.app.get(DataSource).query('SELECT id FROM outbox_events WHERE relayed_at IS NULL')).length === 0, 20_000, 'the event relayed');
+    const webhook = (await t.http().post('/v1/webhooks').set(owner.auth).send({ url: `${receiver.url}/replayed`, events: ['file.uploaded'] }).expect(201)).body.data;
+    const replay = () => t.http().post(`/v1/webhooks/${webhook.id}/replay`).set(owner.auth).send({ since }).timeout(10_000);
+    await redis.stop();
+    try {
+      const started = Date.now();
+      const refused = await replay();
+      expect([refused.status, refused.body.error?.code, refused.headers['retry-after']]).toEqual([503, 'service_unavailable', '5']);
+      expect(Date.now() - started).toBeLessThan(5_000);
+    } finally {
+      await redis.restart();
+    }
+    await eventually(async () => ((await replay()).status === 202 ? true : undefined), 20_000, 'the replay accepted once Redis is back');
+    const replayed = (r: ReceivedDelivery[]) => r.filter((d) => d.path === '/hooks/replayed');
+    await receiver.waitFor((r) => replayed(r).length === 1, 20_000, 'the replayed event');
+  }, 60_000);
 });
 
 describe('webhook events survive the server being killed mid-delivery', () => {

@@ -1,8 +1,12 @@
 import { DataSource, IsNull } from 'typeorm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { getQueueToken } from '@nestjs/bullmq';
+import type { Queue } from 'bullmq';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Transactions } from '../../../src/infra/database/transactions.js';
+import { QUEUES } from '../../../src/infra/queue/queue-names.js';
 import { OutboxEventEntity } from '../../../src/infra/outbox/outbox-event.entity.js';
 import { domainEvent, Outbox } from '../../../src/infra/outbox/outbox.js';
+import { WebhookDeliveryRepository } from '../../../src/modules/webhooks/delivery/webhook-delivery.repository.js';
 import { WebhookDeliveryEntity } from '../../../src/modules/webhooks/webhook-delivery.entity.js';
 import { createAccount, createKey, type TestAccount } from '../../support/accounts.js';
 import { useTestApp } from '../../support/app-fixture.js';
@@ -127,6 +131,53 @@ describe('webhook replay: POST /v1/webhooks/{id}/replay', () => {
     const plain = await createKey(t.app, account, ['read', 'write', 'delete', 'share'], false);
     await t.http().post(`/v1/webhooks/${webhook.id}/replay`).set(plain.auth).send(window).expect(403);
   });
+
+  it('replays nothing that happened after the request: an until in the future is now', async () => {
+    const account = await createAccount(t.app);
+    const since = new Date(Date.now() - 60_000);
+    const before = await recordEvent(t.app, 'file.uploaded', account.accountId, uploaded(1), new Date(since.getTime() + 1000));
+    await relayed(t, account.accountId);
+    const path = `/future-${account.accountId}`;
+    const webhook = (await t.http().post('/v1/webhooks').set(account.auth).send({ url: `${receiver.url}${path}`, events: ['file.uploaded'] }).expect(201)).body.data;
+    const replays = t.app.get<Queue>(getQueueToken(QUEUES.webhookReplays));
+    // The replay's job runs after an event that happens once the request was answered (as in a large window).
+    await replays.pause();
+    try {
+      const until = new Date(Date.now() + 3_600_000).toISOString();
+      const answer = await t.http().post(`/v1/webhooks/${webhook.id}/replay`).set(account.auth).send({ since: since.toISOString(), until }).expect(202);
+      expect(answer.body.data).toEqual({ queued: 1 });
+      const later = await recordEvent(t.app, 'file.uploaded', account.accountId, uploaded(2));
+      const deliveries = t.app.get(DataSource).getRepository(WebhookDeliveryEntity);
+      await eventually(async () => (await deliveries.countBy({ webhookId: webhook.id, eventId: later, status: 'succeeded' })) === 1, 30_000, 'the later event delivered');
+      await replays.resume();
+      await eventually(async () => (await deliveries.countBy({ webhookId: webhook.id, eventId: before, status: 'succeeded' })) === 1, 30_000, 'the replay delivered');
+      await eventually(async () => (await replays.getJobCounts('active', 'waiting', 'delayed')).active === 0, 10_000, 'the replay job done');
+      // The later event was delivered once, as it happened, and not replayed as well.
+      const rows = await deliveries.findBy({ webhookId: webhook.id });
+      expect(rows.map((r) => [r.eventId, r.origin]).sort()).toEqual([[before, 'replay'], [later, 'event']].sort());
+    } finally {
+      await replays.resume();
+    }
+  }, 60_000);
+
+  it('carries on after a failure of the database during the replay, rather than dropping the rest of the window', async () => {
+    const account = await createAccount(t.app);
+    const since = new Date(Date.now() - 60_000);
+    for (let i = 1; i <= 3; i++) await recordEvent(t.app, 'file.uploaded', account.accountId, uploaded(i), new Date(since.getTime() + i * 1000));
+    await relayed(t, account.accountId);
+    const path = `/hiccup-${account.accountId}`;
+    const webhook = (await t.http().post('/v1/webhooks').set(account.auth).send({ url: `${receiver.url}${path}`, events: ['file.uploaded'] }).expect(201)).body.data;
+    const repository = t.app.get(WebhookDeliveryRepository);
+    // The job's first statement fails once, as on a dropped connection or a failover.
+    const hiccup = vi.spyOn(repository, 'pendingReplays').mockRejectedValueOnce(new Error('Connection terminated unexpectedly'));
+    try {
+      expect((await t.http().post(`/v1/webhooks/${webhook.id}/replay`).set(account.auth).send({ since: since.toISOString() }).expect(202)).body.data).toEqual({ queued: 3 });
+      await receiver.waitFor((r) => r.filter((d) => d.path === `/hooks${path}`).length === 3, 30_000, 'the three replayed events');
+      expect(hiccup).toHaveBeenCalled();
+    } finally {
+      hiccup.mockRestore();
+    }
+  }, 60_000);
 
   it('takes since and until only as RFC 3339 date-times, offsets and fractions exactly, and names the field and the form for anything else', async () => {
     const account = await createAccount(t.app);

@@ -1341,7 +1341,7 @@ export interface components {
             since: string;
             /**
              * Format: date-time
-             * @description End of the window (exclusive); now when omitted. Format: an RFC 3339 date-time with a time zone, such as 2026-11-21T10:00:00.000Z or 2026-11-21T11:00:00+01:00.
+             * @description End of the window (exclusive); now when omitted or later than now (a replay sends what has happened). Format: an RFC 3339 date-time with a time zone, such as 2026-11-21T10:00:00.000Z or 2026-11-21T11:00:00+01:00.
              * @example 2026-11-21T11:00:00.000Z
              */
             until?: string;
@@ -6382,7 +6382,11 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope404"];
                 };
             };
-            /** @description idempotency_key_in_use: a request with this Idempotency-Key is still running; retry after Retry-After. */
+            /**
+             * @description conflict: the webhook's secret cannot be decrypted (SECRETS_ENCRYPTION_KEY changed); rotate its secret.
+             *
+             *     idempotency_key_in_use: a request with this Idempotency-Key is still running; retry after Retry-After.
+             */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -7156,7 +7160,11 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope404"];
                 };
             };
-            /** @description idempotency_key_in_use: a request with this Idempotency-Key is still running; retry after Retry-After. */
+            /**
+             * @description conflict: the webhook's secret cannot be decrypted (SECRETS_ENCRYPTION_KEY changed); rotate its secret.
+             *
+             *     idempotency_key_in_use: a request with this Idempotency-Key is still running; retry after Retry-After.
+             */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -8300,7 +8308,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope403"];
                 };
             };
-            /** @description cursor_expired: events after this cursor were trimmed (older than the retention); start again without `after`. */
+            /** @description cursor_expired: events after this cursor were trimmed (older than the retention), or it points past the end of the feed (the database was restored from an earlier copy); start again without `after`. */
             410: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];

@@ -1,6 +1,7 @@
+import { HttpStatus } from '@nestjs/common';
 import { IQueryHandler, Query, QueryBus, QueryHandler } from '@nestjs/cqrs';
 import type { Actor } from '../../../common/auth/actor.js';
-import { CursorExpired, InvalidRequest } from '../../../common/errors/api-error.js';
+import { ApiError, CursorExpired, InvalidRequest } from '../../../common/errors/api-error.js';
 import { CursorPage } from '../../../common/http/envelope.js';
 import { AppConfig } from '../../../config/app-config.js';
 import { Transactions } from '../../../infra/database/transactions.js';
@@ -102,6 +103,9 @@ export class ListEventsHandler implements IQueryHandler<ListEventsQuery> {
       'SELECT last_position, trimmed_through FROM event_feed_sequence WHERE id = 1',
     );
     const stampedThrough = Number(before.last_position);
+    // Positions only grow, so a cursor past the last one is not of this feed's history (the database was restored from
+    // an earlier copy): the positions it passes will be given to new events, which it would skip unseen.
+    if (after !== null && after > stampedThrough) throw cursorPastTheEnd(this.config.eventRetentionDays);
     const from = after ?? Number(before.trimmed_through);
     const params = dialect.parameters();
     // Placeholders in the order they appear: SQLite's are positional.
@@ -131,4 +135,13 @@ function parseTypes(types: string | undefined): string[] | null {
     throw InvalidRequest.fields([{ field: 'types', message: `unknown event name(s): ${unknown.map((n) => JSON.stringify(n)).join(', ')}; use ${EVENT_NAMES.join(', ')}` }]);
   }
   return [...new Set(names)];
+}
+
+function cursorPastTheEnd(retentionDays: number): ApiError {
+  return new ApiError(
+    HttpStatus.GONE,
+    'cursor_expired',
+    'This cursor points past the end of the feed (was the database restored from an earlier copy?); start again without `after` and resynchronise.',
+    { retention_days: retentionDays },
+  );
 }

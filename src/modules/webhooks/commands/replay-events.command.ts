@@ -3,14 +3,22 @@ import { Command, CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
 import type { Queue } from 'bullmq';
 import type { Actor } from '../../../common/auth/actor.js';
 import { Clock } from '../../../common/clock.js';
-import { InvalidRequest, NotFound } from '../../../common/errors/api-error.js';
+import { InvalidRequest, NotFound, ServiceUnavailable } from '../../../common/errors/api-error.js';
 import { parseTimestamp } from '../../../common/http/timestamp.js';
 import { Transactions } from '../../../infra/database/transactions.js';
 import { QUEUES } from '../../../infra/queue/queue-names.js';
+import { DeliveryQueuer, withTimeout } from '../delivery/delivery-queuer.js';
 import type { ReplayJob } from '../delivery/replay-events.processor.js';
 import { replayWindowSql } from '../delivery/replay-window.js';
 import type { ReplayQueuedResponse, ReplayWebhookRequest } from '../dto/replay-webhook.request.js';
+import { WebhookSecretBox } from '../webhook-secret-box.js';
 import { WebhookEntity } from '../webhook.entity.js';
+
+/** How long the request waits for Redis to take or find the replay's job. */
+const REDIS_TIMEOUT_MS = 5_000;
+
+/** Runs of a replay job at most: the 1 s exponential backoff between them adds up to about 8.5 minutes. */
+const REPLAY_JOB_ATTEMPTS = 10;
 
 /**
  * Replays a window of retained events to a webhook: a new delivery (new delivery id, same event id, the
@@ -34,21 +42,34 @@ export class ReplayEventsHandler implements ICommandHandler<ReplayEventsCommand>
   constructor(
     private readonly transactions: Transactions,
     private readonly clock: Clock,
+    private readonly secrets: WebhookSecretBox,
+    private readonly queuer: DeliveryQueuer,
     @InjectQueue(QUEUES.webhookReplays) private readonly queue: Queue<ReplayJob>,
   ) {}
 
   async execute({ actor, webhookId, request }: ReplayEventsCommand): Promise<ReplayQueuedResponse> {
     const webhook = await this.transactions.dataSource.getRepository(WebhookEntity).findOneBy({ id: webhookId, accountId: actor.accountId });
     if (!webhook) throw new NotFound('webhook', webhookId);
+    // The job signs every replayed event with it: refused now rather than answering a count and sending nothing.
+    this.secrets.signingSecretOf(webhook);
     // Both validated by @IsTimestamp, so neither parses to null here.
     const since = parseTimestamp(request.since)!;
-    const until = request.until === undefined ? this.clock.now() : parseTimestamp(request.until)!;
+    const now = this.clock.now();
+    const requestedUntil = request.until === undefined ? null : parseTimestamp(request.until)!;
+    // A replay sends what has happened: a later until is now, or the job (which may run long after this answer) would
+    // replay events that happen meanwhile, which their own deliveries send anyway, beyond the count answered here.
+    const open = requestedUntil === null || requestedUntil.getTime() > now.getTime();
+    const until = open ? now : requestedUntil;
     if (!(since.getTime() < until.getTime())) throw InvalidRequest.fields([{ field: 'since', message: 'must be before until (or before now)' }]);
 
     // The same window while its job has not finished: that job queues these events; nothing new here.
-    // An open window (no until) is keyed as open, not by this request's now, so a retry finds its job.
-    const jobId = `replay-${webhook.id}-${since.getTime()}-${request.until === undefined ? 'open' : until.getTime()}`;
-    const running = await this.queue.getJob(jobId);
+    // An open window (no until, or a later one) is keyed as open, not by this request's now, so a retry finds its job.
+    const jobId = `replay-${webhook.id}-${since.getTime()}-${open ? 'open' : until.getTime()}`;
+    // The job lives in Redis: while it is away the request is refused at once rather than held until it is back.
+    if (!(await this.queuer.redisReady())) throw replayUnavailable();
+    const running = await withTimeout(this.queue.getJob(jobId), REDIS_TIMEOUT_MS, 'looking up the replay job').catch(() => {
+      throw replayUnavailable();
+    });
     if (running && !(await running.isCompleted()) && !(await running.isFailed())) return { queued: 0 };
 
     const window = replayWindowSql(this.transactions.dialect, webhook, since, until);
@@ -58,7 +79,19 @@ export class ReplayEventsHandler implements ICommandHandler<ReplayEventsCommand>
     );
     const queued = Number(count);
     if (queued === 0) return { queued };
-    await this.queue.add('replay', { webhookId: webhook.id, since: since.toISOString(), until: until.toISOString() }, { jobId, removeOnComplete: true, removeOnFail: true });
+    // A failed run (the database away for a moment) is tried again from the last batch it saved, for about 8 minutes.
+    const job = this.queue.add(
+      'replay',
+      { webhookId: webhook.id, since: since.toISOString(), until: until.toISOString() },
+      { jobId, removeOnComplete: true, removeOnFail: true, attempts: REPLAY_JOB_ATTEMPTS, backoff: { type: 'exponential', delay: 1_000 } },
+    );
+    await withTimeout(job, REDIS_TIMEOUT_MS, 'queueing the replay job').catch(() => {
+      throw replayUnavailable();
+    });
     return { queued };
   }
+}
+
+function replayUnavailable(): ServiceUnavailable {
+  return new ServiceUnavailable('Replays are queued in Redis, which cannot be reached right now; try again shortly.');
 }

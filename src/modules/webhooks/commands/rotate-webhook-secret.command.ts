@@ -38,7 +38,9 @@ export class RotateWebhookSecretHandler implements ICommandHandler<RotateWebhook
       const webhook = await repository.findOne({ where: { id: webhookId, accountId: actor.accountId }, ...this.transactions.dialect.lockForUpdate<WebhookEntity>() });
       if (!webhook) throw new NotFound('webhook', webhookId);
       const now = this.clock.now();
-      webhook.rotateSecret(this.secrets.seal(secret), now, request.expires_in ?? DEFAULT_SECRET_GRACE_SECONDS);
+      // A secret that cannot be decrypted any more cannot sign beside the new one: no grace period for it.
+      const grace = this.secrets.opens(webhook.secretSealed) ? (request.expires_in ?? DEFAULT_SECRET_GRACE_SECONDS) : 0;
+      webhook.rotateSecret(this.secrets.seal(secret), now, grace);
       await repository.save(webhook);
       return RotatedWebhookSecretResponse.of(webhook, secret, now);
     });

@@ -44,7 +44,7 @@ export class SendTestEventHandler implements ICommandHandler<SendTestEventComman
         occurredAt: now,
         data: { message: `Test event for webhook ${webhook.id}. If you can read this, deliveries reach your endpoint.` },
       };
-      const created = tx.getRepository(WebhookDeliveryEntity).create(newDelivery(webhook, this.secrets.open(webhook.secretSealed), event, now));
+      const created = tx.getRepository(WebhookDeliveryEntity).create(newDelivery(webhook, this.secrets.signingSecretOf(webhook), event, now));
       await tx.getRepository(WebhookDeliveryEntity).insert(created);
       return created;
     });

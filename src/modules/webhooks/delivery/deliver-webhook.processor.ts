@@ -5,7 +5,7 @@ import { AppConfig } from '../../../config/app-config.js';
 import { QUEUES } from '../../../infra/queue/queue-names.js';
 import { DELIVERY_BACKOFF, retryDelayMs } from './delivery-schedule.js';
 import { DeliveryAttempts } from './delivery-attempts.js';
-import { DeliveryReader } from './delivery-reader.js';
+import { DeliveryReader, type DeliveryToAttempt } from './delivery-reader.js';
 import { FirstAttempts } from './first-attempts.js';
 import { succeeded } from './webhook-sender.js';
 import { WebhookSlots } from './webhook-slots.js';
@@ -14,6 +14,8 @@ import { WebhookSlots } from './webhook-slots.js';
 const EARLY_TOLERANCE_MS = 50;
 /** How long a job waits when this process is making an attempt at its delivery already. */
 const BUSY_DELAY_MS = 1_000;
+/** How long a job waits when its delivery could not be read or its attempt logged. */
+const DATABASE_RETRY_MS = 1_000;
 
 export interface DeliveryJob {
   deliveryId: string;
@@ -56,6 +58,7 @@ class AttemptFailed extends Error {
 export class DeliverWebhookProcessor extends WorkerHost implements OnApplicationBootstrap {
   private readonly logger = new Logger('WebhookDelivery');
   private lastRedisWarning = 0;
+  private lastDatabaseWarning = 0;
 
   constructor(
     private readonly config: AppConfig,
@@ -74,7 +77,12 @@ export class DeliverWebhookProcessor extends WorkerHost implements OnApplication
   async process(job: Job<DeliveryJob>, token?: string): Promise<string> {
     const { deliveryId, series } = job.data;
     if (this.firstAttempts.isAttempting(deliveryId)) return this.postpone(job, Date.now() + BUSY_DELAY_MS, token);
-    const delivery = await this.reader.read(deliveryId);
+    let delivery: DeliveryToAttempt | null;
+    try {
+      delivery = await this.reader.read(deliveryId);
+    } catch (error) {
+      return this.databaseAway(job, error, token);
+    }
     if (!delivery || delivery.series !== series || delivery.status !== 'pending') return 'skipped';
     // Queued by the sweep after a failed first attempt (Redis did not take its retry job): wait for the retry's time.
     const due = delivery.nextAttemptAt?.getTime() ?? 0;
@@ -95,13 +103,32 @@ export class DeliverWebhookProcessor extends WorkerHost implements OnApplication
     // Counted from the row, not from the job: a job queued again mid-series (Redis lost the first) carries on with the series.
     const attemptsBefore = delivery.attemptsBeforeSeries ?? job.data.attemptsBefore;
     const attemptInSeries = attemptsBefore === undefined ? job.attemptsMade + 1 : delivery.attempts - attemptsBefore + 1;
-    const recorded = await this.attempts.record(delivery, attemptInSeries, result);
+    let recorded;
+    try {
+      recorded = await this.attempts.record(delivery, attemptInSeries, result);
+    } catch (error) {
+      // Not logged, so not counted: made again once the database is back (at least once).
+      return this.databaseAway(job, error, token);
+    }
     if (!recorded.recorded) return 'superseded';
     if (succeeded(result)) return 'succeeded';
     const error = result.error ?? 'delivery failed';
     // Failing the job lets BullMQ schedule the next attempt with the webhook backoff; after the last it gives up.
     if (recorded.status !== 'pending') throw new UnrecoverableError(error);
     throw new AttemptFailed(error, attemptInSeries);
+  }
+
+  /**
+   * The database could not be read or written: the job waits for it rather than failing, which would use up one of
+   * the three attempts BullMQ gives the job, and after three the job would be gone while its delivery stays pending
+   * (the safety net cannot queue a job id that BullMQ still keeps as failed).
+   */
+  private databaseAway(job: Job<DeliveryJob>, error: unknown, token?: string): Promise<never> {
+    if (Date.now() - this.lastDatabaseWarning > 60_000) {
+      this.lastDatabaseWarning = Date.now();
+      this.logger.warn({ err: error, deliveryId: job.data.deliveryId }, 'Webhook delivery cannot reach the database; its job waits');
+    }
+    return this.postpone(job, Date.now() + DATABASE_RETRY_MS, token);
   }
 
   /** Puts the job back until `at`, not counted as an attempt. */

@@ -94,7 +94,8 @@ export class DeliveryQueuer {
   }
 }
 
-function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+/** `promise`, or an error naming `what` after `ms`: a BullMQ command waits for Redis for as long as it is away. */
+export function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout;
   return Promise.race([
     promise,

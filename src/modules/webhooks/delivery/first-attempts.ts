@@ -5,7 +5,7 @@ import { InstanceHeartbeat } from '../../../infra/instances/instance-heartbeat.j
 import { ServerInstance } from '../../../infra/instances/server-instance.js';
 import { DeliveryAttempts } from './delivery-attempts.js';
 import { DeliveryQueuer } from './delivery-queuer.js';
-import type { DeliveryToAttempt } from './delivery-reader.js';
+import { DeliveryReader, type DeliveryToAttempt } from './delivery-reader.js';
 import { retryDelayMs } from './delivery-schedule.js';
 import type { WebhookDeliveryEntity } from '../webhook-delivery.entity.js';
 import { WebhookDeliveryRepository } from './webhook-delivery.repository.js';
@@ -19,6 +19,8 @@ const MAX_HELD_PER_WEBHOOK = (MAX_HELD * 3) / 4;
 interface Held {
   delivery: DeliveryToAttempt;
   done: () => void;
+  /** Set when it had to wait for a slot: its webhook may have been deleted or its secret rotated meanwhile. */
+  waited: boolean;
 }
 
 /**
@@ -62,6 +64,7 @@ export class FirstAttempts implements BeforeApplicationShutdown {
     private readonly attempts: DeliveryAttempts,
     private readonly queuer: DeliveryQueuer,
     private readonly deliveries: WebhookDeliveryRepository,
+    private readonly reader: DeliveryReader,
   ) {
     slots.onRelease(() => this.startWaiting());
   }
@@ -112,11 +115,13 @@ export class FirstAttempts implements BeforeApplicationShutdown {
       this.held.set(delivery.id, new Promise<void>((resolve) => (done = resolve)));
       this.heldPerWebhook.set(delivery.webhookId, (this.heldPerWebhook.get(delivery.webhookId) ?? 0) + 1);
       const queue = this.waiting.get(delivery.webhookId);
-      const held = { delivery, done };
+      const held = { delivery, done, waited: false };
       if (queue) queue.push(held);
       else this.waiting.set(delivery.webhookId, [held]);
     }
     this.startWaiting();
+    // Those not started just now wait for a slot, as long as a slow receiver takes.
+    for (const queue of this.waiting.values()) for (const held of queue) held.waited = true;
   }
 
   /**
@@ -172,10 +177,17 @@ export class FirstAttempts implements BeforeApplicationShutdown {
   }
 
   private async attempt(entry: Held): Promise<void> {
-    const { delivery } = entry;
+    let delivery = entry.delivery;
     try {
       let result;
       try {
+        if (entry.waited) {
+          // Read again, as a queue job would: a deleted webhook gets nothing more, a rotated secret signs at once.
+          const current = await this.reader.read(delivery.id);
+          // Gone, or attempted meanwhile (a process that took this one for dead took its row back): not ours any more.
+          if (!current || current.series !== delivery.series || current.status !== 'pending' || current.attempts !== delivery.attempts) return;
+          delivery = current;
+        }
         result = await this.attempts.send(delivery);
       } finally {
         this.slots.release(delivery.webhookId);

@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AppConfig } from '../../../config/app-config.js';
@@ -16,12 +16,27 @@ describe('webhook sender', () => {
       hits.push(request.url ?? '');
       headersSeen.push(request.headers);
       if (request.url === '/redirect') response.writeHead(302, { Location: 'http://127.0.0.1/elsewhere' }).end();
+      else if (request.url === '/flood') flood(response);
       else response.writeHead(204).end();
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     port = (server.address() as AddressInfo).port;
   });
   afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+  /** An answer of 200 whose body never ends, written as fast as the connection takes it. */
+  let floodedBytes = 0;
+  let floodClosed: Promise<void> = Promise.resolve();
+  function flood(response: ServerResponse): void {
+    response.writeHead(200);
+    const chunk = Buffer.alloc(64 * 1024, 120);
+    const write = () => {
+      while (!response.destroyed && response.write(chunk)) floodedBytes += chunk.length;
+      if (!response.destroyed) response.once('drain', write);
+    };
+    floodClosed = new Promise((resolve) => response.on('close', resolve));
+    write();
+  }
 
   const delivery = (url: string) => ({ url, secrets: ['s'], deliveryId: 'dlv_1', eventId: 'evt_1', webhookId: 'wh_1', event: 'file.uploaded', body: '{}' });
   const sender = (allowPrivate: boolean) => new WebhookSender({ webhookAllowPrivateUrls: allowPrivate } as AppConfig);
@@ -73,6 +88,18 @@ describe('webhook sender', () => {
           standardSignature(standardWebhooksKey('whsec_old'), 'evt_42', timestamp, body),
         ].join(' '),
       });
+    } finally {
+      lenient.onApplicationShutdown();
+    }
+  });
+
+  it('takes the status line as the answer and drops a connection whose body goes on and on', async () => {
+    const lenient = sender(true);
+    try {
+      const result = await lenient.send(delivery(`http://127.0.0.1:${port}/flood`));
+      expect(result).toMatchObject({ responseStatus: 200, error: null });
+      await Promise.race([floodClosed, new Promise((_, reject) => setTimeout(() => reject(new Error('the flooding answer was not cut off')), 5_000))]);
+      expect(floodedBytes).toBeLessThan(64 * 1024 * 1024);
     } finally {
       lenient.onApplicationShutdown();
     }

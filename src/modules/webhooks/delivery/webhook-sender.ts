@@ -8,6 +8,9 @@ import { publicOnlyLookup, refusedConnection } from '../webhook-url-policy.js';
 
 export const DELIVERY_TIMEOUT_MS = 30_000;
 export const USER_AGENT = 'Service-Webhook/1.0';
+/** An answer's body is read this far, and this long, to reuse the connection; beyond either the connection is dropped. */
+const MAX_ANSWER_DRAINED_BYTES = 64 * 1024;
+const ANSWER_DRAIN_MS = 5_000;
 
 export interface DeliveryRequest {
   url: string;
@@ -33,7 +36,7 @@ export function succeeded(result: AttemptResult): boolean {
 }
 
 /**
- * Sends one delivery attempt. Redirects are never followed and a request gets 30 seconds in all. Unless
+ * Sends one delivery attempt. Redirects are never followed and a request gets 30 seconds to be answered (its status line). Unless
  * WEBHOOK_ALLOW_PRIVATE_URLS is on, a delivery connects only to addresses the webhook url policy allows
  * (the same policy as at creation), checked on the addresses resolved for this very connection (so a DNS
  * answer that changed since the webhook was created is caught too).
@@ -111,14 +114,21 @@ export class WebhookSender implements OnApplicationShutdown {
         },
       });
       const timer = setTimeout(() => {
-        request.destroy(new Error(`no complete answer within ${DELIVERY_TIMEOUT_MS / 1000} s`));
+        request.destroy(new Error(`no answer within ${DELIVERY_TIMEOUT_MS / 1000} s`));
       }, DELIVERY_TIMEOUT_MS);
       request.on('response', (response) => {
         const status = response.statusCode ?? 0;
-        // The answer's body is not used; draining it lets the connection be reused.
-        response.resume();
-        response.on('end', () => settle(finish(status, describeStatus(status, response.headers.location))));
-        response.on('error', () => settle(finish(status, describeStatus(status, response.headers.location))));
+        // The status line is the answer: a body that streams on (or is huge) must not turn a 200 into a timeout and
+        // retries. The body is not used; one that ends soon and small is drained so the connection can be reused.
+        settle(finish(status, describeStatus(status, response.headers.location)));
+        let bytes = 0;
+        const drop = setTimeout(() => request.destroy(), ANSWER_DRAIN_MS);
+        response.on('data', (chunk: Buffer) => {
+          bytes += chunk.length;
+          if (bytes > MAX_ANSWER_DRAINED_BYTES) request.destroy();
+        });
+        response.on('close', () => clearTimeout(drop));
+        response.on('error', () => undefined);
       });
       request.on('error', (error) => settle(finish(null, error.message.slice(0, 480))));
       request.end(body);

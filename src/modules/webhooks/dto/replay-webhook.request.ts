@@ -7,7 +7,7 @@ export class ReplayWebhookRequest {
   @IsTimestamp()
   since: string;
 
-  @ApiPropertyOptional({ format: 'date-time', example: '2026-11-21T11:00:00.000Z', description: `End of the window (exclusive); now when omitted. Format: ${TIMESTAMP_FORMAT}.` })
+  @ApiPropertyOptional({ format: 'date-time', example: '2026-11-21T11:00:00.000Z', description: `End of the window (exclusive); now when omitted or later than now (a replay sends what has happened). Format: ${TIMESTAMP_FORMAT}.` })
   @IsOptional() @IsTimestamp()
   until?: string;
 }
