@@ -102,7 +102,7 @@ export class FilesController {
 
   @Patch(':file_id')
   @RequireScope('write')
-  @ApiOperation({ operationId: 'updateFile', summary: 'Rename and/or move a file', description: '`folder_id: null` moves it to the root. A name taken in the target folder gets a numbered suffix. modified_at is updated.' })
+  @ApiOperation({ operationId: 'updateFile', summary: 'Rename and/or move a file', description: '`folder_id: null` moves it to the root. A name taken in the target folder gets a numbered suffix. modified_at is updated; a PATCH that changes nothing (an empty body, the same name and folder) answers the file as it is.' })
   @ApiEnvelope(FileResponse)
   @ApiErrors([400, 'invalid_request: an illegal name.'], [404, 'not_found: no such active file or target folder.'], NAME_CONFLICT)
   update(@CurrentActor() actor: Actor, @Param('file_id') fileId: string, @Body() body: UpdateFileRequest): Promise<FileResponse> {

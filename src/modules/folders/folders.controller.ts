@@ -49,7 +49,7 @@ export class FoldersController {
 
   @Patch(':folder_id')
   @RequireScope('write')
-  @ApiOperation({ operationId: 'updateFolder', summary: 'Rename and/or move a folder', description: '`parent_id: null` moves it to the root. A folder cannot move into itself or a descendant.' })
+  @ApiOperation({ operationId: 'updateFolder', summary: 'Rename and/or move a folder', description: '`parent_id: null` moves it to the root. A folder cannot move into itself or a descendant. modified_at is updated; a PATCH that changes nothing (an empty body, the same name and parent) answers the folder as it is.' })
   @ApiEnvelope(FolderResponse)
   @ApiErrors([400, 'invalid_request: an illegal name, or a move into itself or a descendant.'], [404, 'not_found: no such active folder or parent.'], NAME_CONFLICT)
   update(@CurrentActor() actor: Actor, @Param('folder_id') folderId: string, @Body() body: UpdateFolderRequest): Promise<FolderResponse> {

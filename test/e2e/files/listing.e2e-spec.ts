@@ -193,6 +193,21 @@ describe('listing, reading and changing files', () => {
     expect((await t.http().patch(`/v1/files/${a.id}`).set(owner.auth).send({ size: 5 })).status).toBe(400);
   });
 
+  it('leaves a file as it was on a PATCH that changes nothing: an empty body, its own name, its own folder', async () => {
+    const file = await uploadOk(t, owner.auth, 'same', { name: 'Unchanged.txt', folderId });
+    await sleep(5);
+    for (const body of [{}, { name: 'Unchanged.txt' }, { folder_id: folderId }, { name: 'Unchanged.txt', folder_id: folderId }]) {
+      const res = await t.http().patch(`/v1/files/${file.id}`).set(owner.auth).send(body);
+      expect(res.status, JSON.stringify(body)).toBe(200);
+      expect(res.body.data, JSON.stringify(body)).toMatchObject({ name: 'Unchanged.txt', folder_id: folderId, modified_at: file.modified_at });
+    }
+    expect((await t.http().get(`/v1/files/${file.id}`).set(owner.auth)).body.data.modified_at).toBe(file.modified_at);
+    // Still a change: another case, or back to the root.
+    const recased = await t.http().patch(`/v1/files/${file.id}`).set(owner.auth).send({ name: 'unchanged.txt' });
+    expect(recased.body.data.modified_at > file.modified_at).toBe(true);
+    expect((await t.http().patch(`/v1/files/${file.id}`).set(owner.auth).send({ name: 'unchanged.txt', folder_id: 'fld_nope' })).status).toBe(404);
+  });
+
   it('checks scopes: read for listing and GET, write for PATCH', async () => {
     const writer = await createKey(t.app, owner, ['write']);
     const reader = await createKey(t.app, owner, ['read']);

@@ -8,6 +8,7 @@ import { ShareEntity } from '../../../src/modules/shares/share.entity.js';
 import { createAccount, createKey, type TestAccount } from '../../support/accounts.js';
 import type { TestApp } from '../../support/test-app.js';
 import { useTestApp } from '../../support/app-fixture.js';
+import { sleep } from '../../support/time.js';
 import { upload, uploadOk } from '../../support/uploads.js';
 
 describe('folders', () => {
@@ -163,6 +164,21 @@ describe('folders', () => {
     const other = await createAccount(t.app);
     expect((await t.http().patch(`/v1/folders/${a.id}`).set(other.auth).send({ name: 'x' })).status).toBe(404);
     expect((await t.http().patch(`/v1/folders/${b.id}`).set(owner.auth).send({ parent_id: 'fld_nope' })).status).toBe(404);
+  });
+
+  it('leaves a folder as it was on a PATCH that changes nothing: an empty body, its own name, its own parent', async () => {
+    const parent = (await create({ name: 'Still parent' })).body.data;
+    const folder = (await create({ name: 'Still', parent_id: parent.id })).body.data;
+    await sleep(5);
+    for (const body of [{}, { name: 'Still' }, { parent_id: parent.id }, { name: 'Still', parent_id: parent.id }]) {
+      const res = await t.http().patch(`/v1/folders/${folder.id}`).set(owner.auth).send(body);
+      expect(res.status, JSON.stringify(body)).toBe(200);
+      expect(res.body.data, JSON.stringify(body)).toEqual(folder);
+    }
+    expect((await t.http().get(`/v1/folders/${folder.id}`).set(owner.auth)).body.data).toEqual(folder);
+    const recased = await t.http().patch(`/v1/folders/${folder.id}`).set(owner.auth).send({ name: 'STILL' });
+    expect(recased.body.data.modified_at > folder.modified_at).toBe(true);
+    expect((await t.http().patch(`/v1/folders/${folder.id}`).set(owner.auth).send({ parent_id: folder.id })).status).toBe(400);
   });
 
   it('never makes a cycle of moves that run at the same time: of A into B, B into C and C into A, one is refused', async () => {

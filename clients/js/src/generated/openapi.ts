@@ -171,7 +171,7 @@ export interface paths {
         head?: never;
         /**
          * Rename and/or move a file
-         * @description `folder_id: null` moves it to the root. A name taken in the target folder gets a numbered suffix. modified_at is updated.
+         * @description `folder_id: null` moves it to the root. A name taken in the target folder gets a numbered suffix. modified_at is updated; a PATCH that changes nothing (an empty body, the same name and folder) answers the file as it is.
          */
         patch: operations["updateFile"];
         trace?: never;
@@ -283,7 +283,7 @@ export interface paths {
         head?: never;
         /**
          * Rename and/or move a folder
-         * @description `parent_id: null` moves it to the root. A folder cannot move into itself or a descendant.
+         * @description `parent_id: null` moves it to the root. A folder cannot move into itself or a descendant. modified_at is updated; a PATCH that changes nothing (an empty body, the same name and parent) answers the folder as it is.
          */
         patch: operations["updateFolder"];
         trace?: never;

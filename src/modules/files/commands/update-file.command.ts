@@ -1,4 +1,5 @@
 import { Command, CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
+import type { EntityManager } from 'typeorm';
 import type { Actor } from '../../../common/auth/actor.js';
 import { Clock } from '../../../common/clock.js';
 import { NotFound } from '../../../common/errors/api-error.js';
@@ -23,7 +24,7 @@ export class UpdateFileCommand extends Command<FileResponse> {
   }
 }
 
-/** Renames and/or moves a file; a name taken in the target folder gets a numbered suffix. */
+/** Renames and/or moves a file; a name taken in the target folder gets a numbered suffix. A PATCH that changes nothing writes nothing. */
 @CommandHandler(UpdateFileCommand)
 export class UpdateFileHandler implements ICommandHandler<UpdateFileCommand> {
   constructor(
@@ -47,12 +48,18 @@ export class UpdateFileHandler implements ICommandHandler<UpdateFileCommand> {
         const targetFolderId = folderId === undefined ? file.folderId : folderId;
         const targetKey = targetFolderId ?? '';
         const wanted = name ?? file.name;
+        // Nothing to change: modified_at (the downloads' Last-Modified) and the listings' order stay as they were.
+        if (wanted === file.name && targetFolderId === file.folderId) return this.answer(tx, file, now);
         const finalName = await freeFileName(tx, actor.accountId, targetKey, wanted, file.id);
         Object.assign(file, { name: finalName, nameKey: nameKeyOf(finalName), folderId: targetFolderId, folderKey: targetKey, modifiedAt: now });
         await files.update({ id: file.id }, { name: file.name, nameKey: file.nameKey, folderId: file.folderId, folderKey: file.folderKey, modifiedAt: now });
-        const shared = await sharedFileIds(tx, [file.id], now);
-        return FileResponse.from(file, this.signer, now, { isShared: shared.has(file.id) });
+        return this.answer(tx, file, now);
       }),
     );
+  }
+
+  private async answer(tx: EntityManager, file: FileEntity, now: Date): Promise<FileResponse> {
+    const shared = await sharedFileIds(tx, [file.id], now);
+    return FileResponse.from(file, this.signer, now, { isShared: shared.has(file.id) });
   }
 }

@@ -22,7 +22,7 @@ export class UpdateFolderCommand extends Command<FolderResponse> {
   }
 }
 
-/** Renames and/or moves a folder; it can never move into itself or one of its descendants. */
+/** Renames and/or moves a folder; it can never move into itself or one of its descendants. A PATCH that changes nothing writes nothing. */
 @CommandHandler(UpdateFolderCommand)
 export class UpdateFolderHandler implements ICommandHandler<UpdateFolderCommand> {
   constructor(
@@ -51,6 +51,8 @@ export class UpdateFolderHandler implements ICommandHandler<UpdateFolderCommand>
           }
         }
         const targetParent = parentId === undefined ? folder.parentId : parentId;
+        // Nothing to change: modified_at and the listings' order stay as they were.
+        if ((name ?? folder.name) === folder.name && targetParent === folder.parentId) return FolderResponse.from(folder);
         const finalName = await freeFolderName(tx, actor.accountId, targetParent ?? '', name ?? folder.name, folder.id);
         const now = this.clock.now();
         Object.assign(folder, { name: finalName, nameKey: nameKeyOf(finalName), parentId: targetParent, parentKey: targetParent ?? '', modifiedAt: now });
