@@ -4,9 +4,10 @@ import { newId } from '../../../src/common/ids.js';
 import { FileEntity } from '../../../src/modules/files/file.entity.js';
 import { ShareEntity } from '../../../src/modules/shares/share.entity.js';
 import { createAccount, createKey, type TestAccount } from '../../support/accounts.js';
-import type { TestApp } from '../../support/test-app.js';
+import { TEST_DB, type TestApp } from '../../support/test-app.js';
 import { useTestApp } from '../../support/app-fixture.js';
 import { scanSettled } from '../../support/files.js';
+import { queueBehindRowLock } from '../../support/row-lock.js';
 import { uploadOk } from '../../support/uploads.js';
 import { sleep } from '../../support/time.js';
 
@@ -206,6 +207,20 @@ describe('listing, reading and changing files', () => {
     const recased = await t.http().patch(`/v1/files/${file.id}`).set(owner.auth).send({ name: 'unchanged.txt' });
     expect(recased.body.data.modified_at > file.modified_at).toBe(true);
     expect((await t.http().patch(`/v1/files/${file.id}`).set(owner.auth).send({ name: 'unchanged.txt', folder_id: 'fld_nope' })).status).toBe(404);
+  });
+
+  it('answers 404 to a rename that read the file before a deletion committed, and leaves the trashed file as deleted', async (ctx) => {
+    if (TEST_DB !== 'postgres') ctx.skip('needs a row lock to interleave the two; SQLite transactions take turns');
+    const file = await uploadOk(t, owner.auth, 'r', { name: 'racing.txt' });
+    const [deleted, renamed] = await queueBehindRowLock(t.app, 'files', file.id, [
+      () => t.http().delete(`/v1/files/${file.id}`).set(owner.auth).then((res) => res),
+      () => t.http().patch(`/v1/files/${file.id}`).set(owner.auth).send({ name: 'renamed too late.txt', folder_id: folderId }).then((res) => res),
+    ]);
+    expect(deleted.status).toBe(200);
+    expect(renamed.status).toBe(404);
+    expect(renamed.body.error.code).toBe('not_found');
+    const trashed = (await t.http().get('/v1/trash?per_page=100').set(owner.auth)).body.data.find((f: { id: string }) => f.id === file.id);
+    expect(trashed).toMatchObject({ name: 'racing.txt', folder_id: null });
   });
 
   it('checks scopes: read for listing and GET, write for PATCH', async () => {

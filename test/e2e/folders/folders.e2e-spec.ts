@@ -6,8 +6,9 @@ import { FolderRings1764380000000 } from '../../../src/infra/database/migrations
 import { FolderEntity } from '../../../src/modules/folders/folder.entity.js';
 import { ShareEntity } from '../../../src/modules/shares/share.entity.js';
 import { createAccount, createKey, type TestAccount } from '../../support/accounts.js';
-import type { TestApp } from '../../support/test-app.js';
+import { TEST_DB, type TestApp } from '../../support/test-app.js';
 import { useTestApp } from '../../support/app-fixture.js';
+import { queueBehindRowLock } from '../../support/row-lock.js';
 import { sleep } from '../../support/time.js';
 import { upload, uploadOk } from '../../support/uploads.js';
 
@@ -273,6 +274,19 @@ describe('folders', () => {
         folders_deleted: 2 + (created.status === 201 ? 1 : 0) + (createdDeeper.status === 201 ? 1 : 0),
       });
     }
+  });
+
+  it('answers 404 to a rename that read the folder before its deletion committed', async (ctx) => {
+    if (TEST_DB !== 'postgres') ctx.skip('needs a row lock to interleave the two; SQLite transactions take turns');
+    const folder = (await create({ name: 'Renamed while deleted' })).body.data;
+    const [deleted, renamed] = await queueBehindRowLock(t.app, 'folders', folder.id, [
+      () => t.http().delete(`/v1/folders/${folder.id}`).set(owner.auth).then((res) => res),
+      () => t.http().patch(`/v1/folders/${folder.id}`).set(owner.auth).send({ name: 'Too late' }).then((res) => res),
+    ]);
+    expect(deleted.status).toBe(200);
+    expect(renamed.status).toBe(404);
+    expect(renamed.body.error.code).toBe('not_found');
+    expect((await t.app.get(DataSource).getRepository(FolderEntity).findOneByOrFail({ id: folder.id })).name).toBe('Renamed while deleted');
   });
 
   it('deletes a folder with everything in it, recursively, to the trash', async () => {

@@ -52,7 +52,9 @@ export class UpdateFileHandler implements ICommandHandler<UpdateFileCommand> {
         if (wanted === file.name && targetFolderId === file.folderId) return this.answer(tx, file, now);
         const finalName = await freeFileName(tx, actor.accountId, targetKey, wanted, file.id);
         Object.assign(file, { name: finalName, nameKey: nameKeyOf(finalName), folderId: targetFolderId, folderKey: targetKey, modifiedAt: now });
-        await files.update({ id: file.id }, { name: file.name, nameKey: file.nameKey, folderId: file.folderId, folderKey: file.folderKey, modifiedAt: now });
+        // Only while still active: a deletion that committed after our read leaves the trashed file as it deleted it.
+        const changed = await files.update({ id: file.id, state: 'active' }, { name: file.name, nameKey: file.nameKey, folderId: file.folderId, folderKey: file.folderKey, modifiedAt: now });
+        if (!changed.affected) throw new NotFound('file', fileId);
         return this.answer(tx, file, now);
       }),
     );

@@ -56,7 +56,9 @@ export class UpdateFolderHandler implements ICommandHandler<UpdateFolderCommand>
         const finalName = await freeFolderName(tx, actor.accountId, targetParent ?? '', name ?? folder.name, folder.id);
         const now = this.clock.now();
         Object.assign(folder, { name: finalName, nameKey: nameKeyOf(finalName), parentId: targetParent, parentKey: targetParent ?? '', modifiedAt: now });
-        await folders.update({ id: folder.id }, { name: folder.name, nameKey: folder.nameKey, parentId: folder.parentId, parentKey: folder.parentKey, modifiedAt: now });
+        // Only while still active: a deletion that committed after our read leaves the trashed folder as it deleted it.
+        const changed = await folders.update({ id: folder.id, state: 'active' }, { name: folder.name, nameKey: folder.nameKey, parentId: folder.parentId, parentKey: folder.parentKey, modifiedAt: now });
+        if (!changed.affected) throw new NotFound('folder', folderId);
         return FolderResponse.from(folder);
       }),
     );
