@@ -74,11 +74,35 @@ describe('file naming', () => {
     expect(nameKeyOf('Report.PDF')).toBe('report.pdf');
     expect(nameKeyOf('ΣΊΣΥΦΟΣ')).toBe('σίσυφοσ');
     const dotted = 'İ'.repeat(255);
-    expect(nameKeyOf(dotted)).toBe(dotted);
+    expect(nameKeyOf(dotted)).toBe('i'.repeat(255));
     for (const name of [dotted, '😀'.repeat(255), 'ǅ'.repeat(255), 'ẞ'.repeat(255), 'Ω'.repeat(255)]) {
       expect([...nameKeyOf(name)].length, name.slice(0, 2)).toBe([...name].length);
     }
     expect(nameKeyOf('Cafe\u0301.txt')).toBe(nameKeyOf('CAF\u00c9.TXT'));
+  });
+
+  it('gives every case form of a name one key: final sigma, dotted and dotless i, micro sign, long s, titlecase digraphs', () => {
+    const sameKey = [
+      ['ΟΔΟΣ.txt', 'οδος.txt', 'Οδοσ.txt'],
+      ['İZMİR', 'İzmir', 'izmir', 'IZMIR'],
+      ['ILIK', 'ılık', 'ilik'],
+      ['µm', 'μm', 'ΜM'],
+      ['ſtraſſe', 'STRASSE', 'strasse'],
+      ['Ǆungla', 'ǅungla', 'ǆungla'],
+      ['STRAẞE', 'straße'],
+    ];
+    for (const names of sameKey) expect(new Set(names.map(nameKeyOf)), names.join(' ')).toEqual(new Set([nameKeyOf(names[0]!)]));
+    // A one-character case form that is longer is not used: ß is not SS.
+    expect(nameKeyOf('straße')).not.toBe(nameKeyOf('STRASSE'));
+  });
+
+  it('keys every character as one character, and a key is its own key', () => {
+    for (let codePoint = 0; codePoint <= 0x10ffff; codePoint++) {
+      if (codePoint >= 0xd800 && codePoint <= 0xdfff) continue;
+      const name = String.fromCodePoint(codePoint).normalize('NFC');
+      const key = nameKeyOf(name);
+      if ([...key].length !== [...name].length || nameKeyOf(key) !== key) expect({ codePoint: codePoint.toString(16), key }).toBeNull();
+    }
   });
 
   it('accepts names in NFC, checking the length after composing', () => {

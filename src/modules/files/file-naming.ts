@@ -30,17 +30,23 @@ export function acceptedName(name: unknown, field = 'name'): string {
 }
 
 /**
- * Names collide and sort case-insensitively: this is the key they are compared by. Lower-cased one
- * code point at a time, and a character whose lower case is longer (`İ` becomes `i̇`) is kept as it
+ * Names collide, sort and are searched case-insensitively: this is the key they are compared by. Each
+ * character is taken to its lower case through its upper case, so that every case form of a letter meets
+ * (`ς`, `σ` and `Σ`; `ı`, `I` and `i`; `µ` and `μ`; `ſ`, `S` and `s`), and `İ` is keyed as `i`. A character whose
+ * upper or lower case is longer (`ß` and `SS`; `İ` lower-cases to `i̇`) is kept as it is lowered alone, or as it
  * is, so the key has exactly as many characters as the name and always fits the name's column.
  */
 export function nameKeyOf(name: string): string {
   let key = '';
-  for (const character of name.normalize('NFC')) {
-    const lower = character.toLowerCase();
-    key += lower.length === character.length ? lower : character;
-  }
+  for (const character of name.normalize('NFC')) key += keyCharacter(character);
   return key;
+}
+
+function keyCharacter(character: string): string {
+  if (character === 'İ') return 'i';
+  const upper = character.toUpperCase();
+  const lower = upper.length === character.length ? upper.toLowerCase() : character.toLowerCase();
+  return lower.length === character.length ? lower : character;
 }
 
 /** `report.pdf` -> base `report`, extension `.pdf`; a leading dot (`.env`) is part of the base. */

@@ -1,6 +1,7 @@
 import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { UnicodeNames1764000000000 } from '../../../src/infra/database/migrations/1764000000000-unicode-names.js';
+import { CaseFoldedNameKeys1764425000000 } from '../../../src/infra/database/migrations/1764425000000-case-folded-name-keys.js';
 import { FileEntity } from '../../../src/modules/files/file.entity.js';
 import { createAccount, type TestAccount } from '../../support/accounts.js';
 import { seedFile, storageOf } from '../../support/files.js';
@@ -156,6 +157,44 @@ describe('names in any Unicode form', () => {
     // The name already in NFC keeps it; the one that had to change yields and takes the suffix.
     expect(byId.get(second.id)).toMatchObject({ name: 'CAF\u00c9.TXT', nameKey: 'caf\u00e9.txt' });
     expect(byId.get(first.id)).toMatchObject({ name: 'Caf\u00e9 (1).txt', nameKey: 'caf\u00e9 (1).txt' });
-    expect(byId.get(dotted.id)).toMatchObject({ name: 'İstanbul.txt', nameKey: 'İstanbul.txt' });
+    expect(byId.get(dotted.id)).toMatchObject({ name: 'İstanbul.txt', nameKey: 'istanbul.txt' });
+  });
+
+  it('finds a name by any case form of it, and numbers a sibling name that is another case form of a taken one', async () => {
+    const folderId = (await t.http().post('/v1/folders').set(owner.auth).send({ name: 'case forms' })).body.data.id;
+    const names: string[] = [];
+    for (const name of ['ΟΔΟΣ.txt', 'οδος.txt', 'İzmir.txt', 'IZMİR.txt', 'ılık.txt', 'ILIK.txt']) names.push((await uploadOk(t, owner.auth, name, { name, folderId })).name);
+    expect(names).toEqual(['ΟΔΟΣ.txt', 'οδος (1).txt', 'İzmir.txt', 'IZMİR (1).txt', 'ılık.txt', 'ILIK (1).txt']);
+    const found = async (search: string) =>
+      (await t.http().get('/v1/files').query({ folder_id: folderId, search, sort: 'created_asc' }).set(owner.auth)).body.data.map((f: { name: string }) => f.name);
+    expect(await found('οδος')).toEqual(['ΟΔΟΣ.txt', 'οδος (1).txt']);
+    expect(await found('İZMİR')).toEqual(['İzmir.txt', 'IZMİR (1).txt']);
+    expect(await found('izmir')).toEqual(['İzmir.txt', 'IZMİR (1).txt']);
+    expect(await found('ılık')).toEqual(['ılık.txt', 'ILIK (1).txt']);
+    const folders = [];
+    for (const name of ['ΟΔΟΣ', 'οδος']) folders.push((await t.http().post('/v1/folders').set(owner.auth).send({ name, parent_id: folderId })).body.data.name);
+    expect(folders).toEqual(['ΟΔΟΣ', 'οδος (1)']);
+  });
+
+  it('rekeys existing names on migration, numbering a sibling that becomes another case form of a taken name', async () => {
+    const account = await createAccount(t.app);
+    const dataSource = t.app.get(DataSource);
+    const files = dataSource.getRepository(FileEntity);
+    // Keys as the previous rule made them: each character lower-cased alone.
+    const upper = await seedFile(t.app, account, { name: 'ΟΔΟΣ.txt' });
+    const lower = await seedFile(t.app, account, { name: 'οδος.txt' });
+    const dotted = await seedFile(t.app, account, { name: 'İzmir.txt' });
+    await files.update({ id: dotted.id }, { nameKey: 'İzmir.txt' });
+    const queryRunner = dataSource.createQueryRunner();
+    try {
+      await new CaseFoldedNameKeys1764425000000().up(queryRunner);
+    } finally {
+      await queryRunner.release();
+    }
+    expect(await files.findOneByOrFail({ id: upper.id })).toMatchObject({ name: 'ΟΔΟΣ.txt', nameKey: 'οδοσ.txt' });
+    expect(await files.findOneByOrFail({ id: lower.id })).toMatchObject({ name: 'οδος (1).txt', nameKey: 'οδοσ (1).txt' });
+    expect(await files.findOneByOrFail({ id: dotted.id })).toMatchObject({ name: 'İzmir.txt', nameKey: 'izmir.txt' });
+    const found = await t.http().get('/v1/files').query({ search: 'izmir' }).set(account.auth);
+    expect(found.body.data.map((f: { name: string }) => f.name)).toEqual(['İzmir.txt']);
   });
 });

@@ -19,6 +19,7 @@ import { FolderRings1764380000000 } from './1764380000000-folder-rings.js';
 import { DeliverySeriesStart1764390000000 } from './1764390000000-delivery-series-start.js';
 import { PartialStateIndexes1764400000000 } from './1764400000000-partial-state-indexes.js';
 import { BlobDeletions1764410000000 } from './1764410000000-blob-deletions.js';
+import { CaseFoldedNameKeys1764425000000 } from './1764425000000-case-folded-name-keys.js';
 
 /** Every migration, oldest first. */
 export const MIGRATIONS = [
@@ -43,4 +44,5 @@ export const MIGRATIONS = [
   DeliverySeriesStart1764390000000,
   PartialStateIndexes1764400000000,
   BlobDeletions1764410000000,
+  CaseFoldedNameKeys1764425000000,
 ];
