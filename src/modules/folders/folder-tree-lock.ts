@@ -12,7 +12,7 @@ export function lockFolderTree(tx: EntityManager, accountId: string): Promise<vo
 }
 
 /**
- * The active folder `folderId` of the account, to put a file or folder into: kept from being deleted until the
+ * The active folder `folderId` of the account, to put a file or folder into (or move a file out of): kept from being deleted until the
  * transaction ends. A deletion locks the folders of its subtree for update while it walks it, so either it waits for
  * this transaction and then finds the new row, or this one waits for it and finds the folder gone (null).
  */

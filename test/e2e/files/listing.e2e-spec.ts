@@ -212,6 +212,7 @@ describe('listing, reading and changing files', () => {
   it('answers 404 to a rename that read the file before a deletion committed, and leaves the trashed file as deleted', async (ctx) => {
     if (TEST_DB !== 'postgres') ctx.skip('needs a row lock to interleave the two; SQLite transactions take turns');
     const file = await uploadOk(t, owner.auth, 'r', { name: 'racing.txt' });
+    await scanSettled(t.app, file.id); // so the scan's own update of the row does not queue behind the lock
     const [deleted, renamed] = await queueBehindRowLock(t.app, 'files', file.id, [
       () => t.http().delete(`/v1/files/${file.id}`).set(owner.auth).then((res) => res),
       () => t.http().patch(`/v1/files/${file.id}`).set(owner.auth).send({ name: 'renamed too late.txt', folder_id: folderId }).then((res) => res),
@@ -221,6 +222,22 @@ describe('listing, reading and changing files', () => {
     expect(renamed.body.error.code).toBe('not_found');
     const trashed = (await t.http().get('/v1/trash?per_page=100').set(owner.auth)).body.data.find((f: { id: string }) => f.id === file.id);
     expect(trashed).toMatchObject({ name: 'racing.txt', folder_id: null });
+  });
+
+  it('never trashes a file with its folder when a move out of that folder came first', async (ctx) => {
+    if (TEST_DB !== 'postgres') ctx.skip('needs a row lock to interleave the two; SQLite transactions take turns');
+    const leaving = (await t.http().post('/v1/folders').set(owner.auth).send({ name: 'Left in time' })).body.data;
+    const file = await uploadOk(t, owner.auth, 'l', { name: 'leaving.txt', folderId: leaving.id });
+    await scanSettled(t.app, file.id); // so the scan's own update of the row does not queue behind the lock
+    const [moved, deleted] = await queueBehindRowLock(t.app, 'files', file.id, [
+      () => t.http().patch(`/v1/files/${file.id}`).set(owner.auth).send({ folder_id: null }).then((res) => res),
+      () => t.http().delete(`/v1/folders/${leaving.id}`).set(owner.auth).then((res) => res),
+    ]);
+    expect(moved.status).toBe(200);
+    expect(moved.body.data.folder_id).toBeNull();
+    expect(deleted.status).toBe(200);
+    expect(deleted.body.data.files_deleted).toBe(0);
+    expect((await t.http().get(`/v1/files/${file.id}`).set(owner.auth)).body.data).toMatchObject({ id: file.id, folder_id: null });
   });
 
   it('checks scopes: read for listing and GET, write for PATCH', async () => {

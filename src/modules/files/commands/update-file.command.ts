@@ -41,6 +41,8 @@ export class UpdateFileHandler implements ICommandHandler<UpdateFileCommand> {
         const files = tx.getRepository(FileEntity);
         const file = await files.findOneBy({ id: fileId, accountId: actor.accountId, state: 'active' });
         if (!file || file.scanStatus === 'infected') throw new NotFound('file', fileId);
+        // Leaving a folder holds it too: a deletion of it then waits for the move, and does not trash the file that left.
+        if (folderId !== undefined && folderId !== file.folderId && file.folderId !== null) await findFolderToFill(tx, actor.accountId, file.folderId);
         if (folderId) {
           const folder = await findFolderToFill(tx, actor.accountId, folderId);
           if (!folder) throw new NotFound('folder', folderId);
