@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { UnicodeNames1764000000000 } from '../../../src/infra/database/migrations/1764000000000-unicode-names.js';
 import { CaseFoldedNameKeys1764425000000 } from '../../../src/infra/database/migrations/1764425000000-case-folded-name-keys.js';
 import { FileEntity } from '../../../src/modules/files/file.entity.js';
+import { FolderEntity } from '../../../src/modules/folders/folder.entity.js';
 import { createAccount, type TestAccount } from '../../support/accounts.js';
 import { seedFile, storageOf } from '../../support/files.js';
 import { startTestApp, type TestApp } from '../../support/test-app.js';
@@ -185,6 +186,10 @@ describe('names in any Unicode form', () => {
     const lower = await seedFile(t.app, account, { name: 'οδος.txt' });
     const dotted = await seedFile(t.app, account, { name: 'İzmir.txt' });
     await files.update({ id: dotted.id }, { nameKey: 'İzmir.txt' });
+    const folders = dataSource.getRepository(FolderEntity);
+    const upperFolder = (await t.http().post('/v1/folders').set(account.auth).send({ name: 'ΟΔΟΣ' })).body.data;
+    const lowerFolder = (await t.http().post('/v1/folders').set(account.auth).send({ name: 'other' })).body.data;
+    await folders.update({ id: lowerFolder.id }, { name: 'οδος', nameKey: 'οδος' });
     const queryRunner = dataSource.createQueryRunner();
     try {
       await new CaseFoldedNameKeys1764425000000().up(queryRunner);
@@ -194,6 +199,8 @@ describe('names in any Unicode form', () => {
     expect(await files.findOneByOrFail({ id: upper.id })).toMatchObject({ name: 'ΟΔΟΣ.txt', nameKey: 'οδοσ.txt' });
     expect(await files.findOneByOrFail({ id: lower.id })).toMatchObject({ name: 'οδος (1).txt', nameKey: 'οδοσ (1).txt' });
     expect(await files.findOneByOrFail({ id: dotted.id })).toMatchObject({ name: 'İzmir.txt', nameKey: 'izmir.txt' });
+    expect(await folders.findOneByOrFail({ id: upperFolder.id })).toMatchObject({ name: 'ΟΔΟΣ', nameKey: 'οδοσ' });
+    expect(await folders.findOneByOrFail({ id: lowerFolder.id })).toMatchObject({ name: 'οδος (1)', nameKey: 'οδοσ (1)' });
     const found = await t.http().get('/v1/files').query({ search: 'izmir' }).set(account.auth);
     expect(found.body.data.map((f: { name: string }) => f.name)).toEqual(['İzmir.txt']);
   });
