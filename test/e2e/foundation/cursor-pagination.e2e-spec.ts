@@ -82,6 +82,17 @@ describe('keyset cursors on every listing', () => {
       expect(rest.body.pagination).toEqual({ page: 1, per_page: 100, total_items: 19, total_pages: 1, next_cursor: null });
     });
 
+    it('takes back its own cursor after the longest name there is: 255 characters that JSON writes as six each', async () => {
+      const folder = (await t.http().post('/v1/folders').set(owner.auth).send({ name: 'Longest cursor' })).body.data.id;
+      const names = ['\u0001'.repeat(255), '\u0002'.repeat(255)];
+      for (const name of names) {
+        const file = await seedFile(t.app, owner, { folderId: folder });
+        await t.http().patch(`/v1/files/${file.id}`).set(owner.auth).send({ name }).expect(200);
+      }
+      const { items } = await walk(`/v1/files?folder_id=${folder}&sort=name_asc`, owner.auth, 1);
+      expect(items.map((item) => (item as unknown as { name: string }).name)).toEqual(names);
+    });
+
     it('refuses a cursor that was altered, belongs to another query or account, or comes with page', async () => {
       const base = `/v1/files?folder_id=${folderId}&sort=size_desc&per_page=3`;
       const cursor: string = (await t.http().get(base).set(owner.auth).expect(200)).body.pagination.next_cursor;
