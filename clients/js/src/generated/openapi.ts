@@ -1201,7 +1201,7 @@ export interface components {
              *     ]
              */
             events: ("file.uploaded" | "file.deleted" | "file.shared" | "share.accessed" | "folder.created" | "storage.warning" | "user.quota_exceeded")[];
-            /** @description Signing secret; generated when omitted. Returned only in the creation answer. */
+            /** @description Signing secret, taken exactly as written; not only whitespace. Generated when omitted. Returned only in the creation answer. */
             secret?: string;
             /** @default true */
             active: boolean;
