@@ -35,15 +35,26 @@ export class SqlDialect {
   }
 
   /**
-   * INSERT of the rows of a JSON array parameter, skipping rows that would break a unique constraint.
-   * `WHERE true` is SQLite's: without it, ON CONFLICT after INSERT ... SELECT is read as a join clause.
+   * INSERT of the rows of a JSON array parameter (`v`) for which `where` holds, skipping rows that would break a unique
+   * constraint. A WHERE clause is needed on SQLite: without it, ON CONFLICT after INSERT ... SELECT is read as a join clause.
    */
-  insertJsonRowsIgnoringConflicts(table: string, placeholder: string, columns: Record<string, JsonColumnType>): string {
+  insertJsonRowsIgnoringConflicts(table: string, placeholder: string, columns: Record<string, JsonColumnType>, where = 'true'): string {
     const names = Object.keys(columns);
     return (
       `INSERT INTO ${table} (${names.join(', ')}) ` +
-      `SELECT ${names.map((name) => `v.${name}`).join(', ')} FROM ${this.jsonRows(placeholder, columns)} WHERE true ON CONFLICT DO NOTHING`
+      `SELECT ${names.map((name) => `v.${name}`).join(', ')} FROM ${this.jsonRows(placeholder, columns)} WHERE ${where} ON CONFLICT DO NOTHING`
     );
+  }
+
+  /**
+   * A sub-SELECT of those ids (a JSON array parameter) that are the primary keys of rows of `table` now, which no other
+   * transaction can then delete until this one ends: for an INSERT of rows referencing them, so a row whose DELETE
+   * commits first is left out, rather than breaking the foreign key and failing the whole statement. PostgreSQL:
+   * FOR KEY SHARE, the lock the foreign key check takes anyway, taken first; a row whose DELETE commits while it waits is
+   * skipped. SQLite: a plain look-up, its write transactions taking turns.
+   */
+  existingKeysHeld(table: string, idsPlaceholder: string): string {
+    return `SELECT id FROM ${table} WHERE id IN (SELECT value FROM ${this.jsonValues(idsPlaceholder)})${this.sqlite ? '' : ' FOR KEY SHARE'}`;
   }
 
   /**

@@ -1,4 +1,5 @@
 import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
+import { ApiError } from '../../common/errors/api-error.js';
 import { TIMESTAMP_COLUMN } from '../../infra/database/columns.js';
 import type { EventName } from '../../infra/outbox/domain-event.js';
 
@@ -26,6 +27,20 @@ export class WebhookEntity {
   /** When the previous secret stops signing; null when only the current one signs. */
   previousSecretGraceEnd(now: Date): Date | null {
     return previousSecretSigns(this.previousSecretSealed, this.previousSecretExpiresAt, now) ? this.previousSecretExpiresAt : null;
+  }
+
+  /**
+   * An inactive webhook is sent nothing new, as Stripe and Svix do with a disabled endpoint: no event (the relay takes
+   * active webhooks only), no replay, no redelivery. Only a test event, which checks a receiver before it is switched on.
+   */
+  refuseUnlessActive(what: 'replay' | 'redeliver'): void {
+    if (this.active) return;
+    throw new ApiError(
+      409,
+      'conflict',
+      `Webhook ${this.id} is inactive${this.disabledReason === 'deliveries_failing' ? ' (turned off after 24 hours of failing deliveries)' : ''}, so nothing is sent to it; ` +
+        `activate it (PATCH /v1/webhooks/${this.id} with {"active": true}) and ${what} again.`,
+    );
   }
 
   subscribesTo(event: string): boolean {

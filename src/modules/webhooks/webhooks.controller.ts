@@ -135,12 +135,13 @@ export class WebhooksController {
     summary: 'Redeliver',
     description:
       'Starts a new series of up to three attempts for a delivery that succeeded or failed, with the same delivery id and body. ' +
-      'A replay delivery cannot be redelivered while another replay delivery of its event to this webhook is pending.',
+      'A replay delivery cannot be redelivered while another replay delivery of its event to this webhook is pending. ' +
+      'An inactive webhook is sent nothing: activate it first.',
   })
   @ApiEnvelope(DeliveryResponse, { status: 202 })
   @ApiErrors(
     [404, 'not_found: no such webhook or delivery in this account.'],
-    [409, 'conflict: the delivery is still being attempted, or it is a replay delivery and another replay delivery of its event to this webhook is.'],
+    [409, 'conflict: the webhook is inactive (activate it first), the delivery is still being attempted, or it is a replay delivery and another replay delivery of its event to this webhook is.'],
   )
   redeliver(@CurrentActor() actor: Actor, @Param('webhook_id') webhookId: string, @Param('delivery_id') deliveryId: string): Promise<DeliveryResponse> {
     return this.commands.execute(new RedeliverCommand(actor, webhookId, deliveryId));
@@ -154,10 +155,15 @@ export class WebhooksController {
     description:
       'Queues a new delivery (new delivery id, same event id, the usual attempts and log) of every retained event in [since, until) ' +
       'that this webhook subscribes to, and answers how many. Large windows are queued in the background. Events still waiting in an ' +
-      'earlier replay to this webhook are not queued (or counted) again.',
+      'earlier replay to this webhook are not queued (or counted) again. An inactive webhook is sent nothing: a replay to one is refused ' +
+      '(activate it first), and a replay under way stops making deliveries once its webhook is switched off.',
   })
   @ApiEnvelope(ReplayQueuedResponse, { status: 202 })
-  @ApiErrors([400, 'invalid_request: since or until not an RFC 3339 date-time with a time zone (details.fields names which), or since not before until.'], NOT_FOUND, UNREADABLE_SECRET)
+  @ApiErrors(
+    [400, 'invalid_request: since or until not an RFC 3339 date-time with a time zone (details.fields names which), or since not before until.'],
+    NOT_FOUND,
+    [409, `${UNREADABLE_SECRET[1]} Or the webhook is inactive: activate it first.`],
+  )
   replay(@CurrentActor() actor: Actor, @Param('webhook_id') webhookId: string, @Body() body: ReplayWebhookRequest): Promise<ReplayQueuedResponse> {
     return this.commands.execute(new ReplayEventsCommand(actor, webhookId, body));
   }

@@ -17,7 +17,10 @@ import { DeliverySignal } from '../../../src/modules/webhooks/delivery/delivery-
 import { WebhookDeliveryEntity } from '../../../src/modules/webhooks/webhook-delivery.entity.js';
 import { WebhookEntity } from '../../../src/modules/webhooks/webhook.entity.js';
 import { createAccount, type TestAccount } from '../../support/accounts.js';
-import { startTestApp, type TestApp } from '../../support/test-app.js';
+import pg from 'pg';
+import { Logger } from '@nestjs/common';
+import { domainEvent } from '../../../src/infra/outbox/outbox.js';
+import { startTestApp, TEST_DB, type TestApp } from '../../support/test-app.js';
 import { recordEvent, type ReceivedDelivery, startWebhookReceiver, type WebhookReceiver } from '../../support/webhook-receiver.js';
 import { eventually } from '../../support/time.js';
 
@@ -125,6 +128,49 @@ describe('webhook delivery', () => {
     expect(await deliveries(owner, second.id)).toHaveLength(1);
     const [row] = await t.app.get(DataSource).getRepository('OutboxEventEntity').findBy({ id: eventId });
     expect(row.relayedAt).toBeInstanceOf(Date);
+  });
+
+  // PostgreSQL only: there the relay's statement can be held between its read of the webhooks and its insert by a row
+  // lock on the event. SQLite's write transactions take turns, so the same race is covered by the same statement.
+  it.skipIf(TEST_DB !== 'postgres')('relays at once to the other webhooks, and nothing to a webhook deleted between the relay\'s read and its insert', async () => {
+    const account = await createAccount(t.app);
+    const deleted = await createWebhook(account, 'deleted-mid-relay', { events: ['folder.created'] });
+    await createWebhook(account, 'kept-mid-relay', { events: ['folder.created'] });
+    const warnings = vi.spyOn(Logger.prototype, 'warn');
+    const holder = new pg.Client({ connectionString: t.environment.env.DATABASE_URL });
+    await holder.connect();
+    try {
+      // Recorded without the commit signal, so the relay finds it at its next poll, after the row lock is taken.
+      const event = domainEvent('folder.created', account.accountId, new Date(), { folder: { id: 'fld_midrelay' } });
+      await holder.query('INSERT INTO outbox_events (id, account_id, event, payload, occurred_at) VALUES ($1, $2, $3, $4, $5)', [
+        event.id, account.accountId, event.name, JSON.stringify(event.data), event.occurredAt.toISOString(),
+      ]);
+      await holder.query('BEGIN');
+      const [locked] = (await holder.query('SELECT relayed_at FROM outbox_events WHERE id = $1 FOR UPDATE', [event.id])).rows;
+      expect(locked.relayed_at).toBeNull();
+      // The relay has read the event and the webhooks, and waits to claim the event.
+      await eventually(
+        async () => (await holder.query('SELECT pg_stat_clear_snapshot()')) && (await holder.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'WITH claimed AS (UPDATE outbox_events%'`)).rows.length === 1,
+        10_000,
+        'the relay waiting to claim the event',
+      );
+      await t.http().delete(`/v1/webhooks/${deleted.id}`).set(account.auth).expect(200);
+      warnings.mockClear();
+      await holder.query('COMMIT');
+      const released = Date.now();
+
+      const [kept] = await receiver.waitFor((r) => at('kept-mid-relay')(r).length === 1, 10_000, 'the event at the kept webhook').then(at('kept-mid-relay'));
+      expect(kept.headers['webhook-id']).toBe(event.id);
+      // Not a failed relay pass, made again after its one-second pause.
+      expect(warnings.mock.calls.map((call) => String(call[1]))).not.toContain('Could not relay webhook events; retrying');
+      expect(kept.receivedAt - released).toBeLessThan(1000);
+      const [{ count }] = (await holder.query('SELECT COUNT(*)::int AS count FROM webhook_deliveries WHERE webhook_id = $1', [deleted.id])).rows;
+      expect(count).toBe(0);
+      expect(at('deleted-mid-relay')(receiver.received)).toEqual([]);
+    } finally {
+      warnings.mockRestore();
+      await holder.end();
+    }
   });
 
   it('keeps delivering to other webhooks when one secret can no longer be decrypted', async () => {

@@ -114,6 +114,44 @@ describe('webhook replay: POST /v1/webhooks/{id}/replay', () => {
     await receiver.waitFor(() => mine().filter((d) => d.headers['x-service-delivery-id'] === first.id).length === 2, 30_000, 'the redelivery');
   }, 60_000);
 
+  it('sends an inactive webhook nothing: replay and redeliver answer 409 saying to activate it, a replay job finding it switched off makes no deliveries, and once active again both work', async () => {
+    const account = await createAccount(t.app);
+    const since = new Date(Date.now() - 60_000);
+    await recordEvent(t.app, 'file.uploaded', account.accountId, uploaded(1), new Date(since.getTime() + 1000));
+    await relayed(t, account.accountId);
+    const path = `/inactive-${account.accountId}`;
+    const webhook = (await t.http().post('/v1/webhooks').set(account.auth).send({ url: `${receiver.url}${path}`, events: ['file.uploaded'] }).expect(201)).body.data;
+    const mine = () => receiver.received.filter((d) => d.path === `/hooks${path}`);
+    const deliveries = t.app.get(DataSource).getRepository(WebhookDeliveryEntity);
+    const replay = () => t.http().post(`/v1/webhooks/${webhook.id}/replay`).set(account.auth).send({ since: since.toISOString() });
+    const setActive = (active: boolean) => t.http().patch(`/v1/webhooks/${webhook.id}`).set(account.auth).send({ active }).expect(200);
+
+    expect((await replay().expect(202)).body.data).toEqual({ queued: 1 });
+    await eventually(async () => (await deliveries.countBy({ webhookId: webhook.id, status: 'succeeded' })) === 1, 30_000, 'the replay delivered');
+    const [delivered] = await deliveries.findBy({ webhookId: webhook.id });
+
+    await setActive(false);
+    for (const refused of [await replay().expect(409), await t.http().post(`/v1/webhooks/${webhook.id}/deliveries/${delivered.id}/redeliver`).set(account.auth).expect(409)]) {
+      expect(refused.body.error).toMatchObject({ code: 'conflict', message: expect.stringContaining('inactive') });
+      expect(refused.body.error.message).toContain('"active": true');
+    }
+    // A replay asked for while it was active, whose job runs after it was switched off.
+    const replays = t.app.get<Queue>(getQueueToken(QUEUES.webhookReplays));
+    const job = await replays.add('replay', { webhookId: webhook.id, since: since.toISOString(), until: new Date().toISOString() }, { jobId: `inactive-${webhook.id}` });
+    await eventually(async () => (await job.getState()) === 'completed' || (await job.getState()) === 'unknown', 30_000, 'the replay job done');
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(await deliveries.countBy({ webhookId: webhook.id })).toBe(1);
+    expect((await t.http().get(`/v1/webhooks/${webhook.id}/deliveries/${delivered.id}`).set(account.auth).expect(200)).body.data).toMatchObject({ status: 'succeeded', attempts: 1 });
+    expect(mine()).toHaveLength(1);
+
+    await setActive(true);
+    expect((await t.http().post(`/v1/webhooks/${webhook.id}/deliveries/${delivered.id}/redeliver`).set(account.auth).expect(202)).body.data).toMatchObject({ status: 'pending' });
+    await receiver.waitFor(() => mine().length === 2, 30_000, 'the redelivery once active');
+    await eventually(async () => (await deliveries.countBy({ webhookId: webhook.id, status: 'succeeded' })) === 1, 30_000, 'the redelivery logged');
+    expect((await replay().expect(202)).body.data).toEqual({ queued: 1 });
+    await receiver.waitFor(() => mine().length === 3, 30_000, 'the replay once active');
+  }, 60_000);
+
   it('takes until (exclusive), and refuses a bad window, another account\'s webhook and a key that is not elevated', async () => {
     const account = await createAccount(t.app);
     const base = new Date(Date.now() - 60_000);

@@ -63,6 +63,20 @@ describe('webhook configuration API', () => {
     expect(created.body.data).toMatchObject({ secret: 'my-own-secret', active: false, events: [...EVENT_NAMES] });
   });
 
+  it('refuses a secret of its own made only of whitespace, or empty, naming the field and creating nothing', async () => {
+    const account = await createAccount(t.app);
+    for (const secret of ['   ', '\t\n ', '\u00a0\u2003', '']) {
+      const refused = await create(account, { url: 'https://hooks.example.com/blank-secret', events: ['file.uploaded'], secret }).expect(400);
+      expect(refused.body.error, JSON.stringify(secret)).toMatchObject({ code: 'invalid_request', message: expect.stringContaining('secret: must') });
+      expect(refused.body.error.details.fields.map((f: { field: string }) => f.field)).toEqual(expect.arrayContaining(['secret']));
+      if (secret) expect(refused.body.error.details.fields).toEqual([{ field: 'secret', message: 'must contain a character other than whitespace' }]);
+    }
+    expect((await t.http().get('/v1/webhooks').set(account.auth).expect(200)).body.data).toEqual([]);
+    // Spaces beside other characters are part of a secret, taken exactly as written.
+    const created = await create(account, { url: 'https://hooks.example.com/blank-secret', events: ['file.uploaded'], secret: ' my own secret ' }).expect(201);
+    expect(created.body.data.secret).toBe(' my own secret ');
+  });
+
   it('keeps a given secret of 256 characters, multi-byte ones too, and rotates it out', async () => {
     // Sealed, each is longer than the 300 characters the secret columns once held on PostgreSQL.
     for (const secret of ['s'.repeat(193), 's'.repeat(256), '€'.repeat(256), '🔑'.repeat(256)]) {

@@ -537,7 +537,7 @@ export interface paths {
         put?: never;
         /**
          * Redeliver
-         * @description Starts a new series of up to three attempts for a delivery that succeeded or failed, with the same delivery id and body. A replay delivery cannot be redelivered while another replay delivery of its event to this webhook is pending.
+         * @description Starts a new series of up to three attempts for a delivery that succeeded or failed, with the same delivery id and body. A replay delivery cannot be redelivered while another replay delivery of its event to this webhook is pending. An inactive webhook is sent nothing: activate it first.
          */
         post: operations["redeliverWebhookDelivery"];
         delete?: never;
@@ -557,7 +557,7 @@ export interface paths {
         put?: never;
         /**
          * Replay events
-         * @description Queues a new delivery (new delivery id, same event id, the usual attempts and log) of every retained event in [since, until) that this webhook subscribes to, and answers how many. Large windows are queued in the background. Events still waiting in an earlier replay to this webhook are not queued (or counted) again.
+         * @description Queues a new delivery (new delivery id, same event id, the usual attempts and log) of every retained event in [since, until) that this webhook subscribes to, and answers how many. Large windows are queued in the background. Events still waiting in an earlier replay to this webhook are not queued (or counted) again. An inactive webhook is sent nothing: a replay to one is refused (activate it first), and a replay under way stops making deliveries once its webhook is switched off.
          */
         post: operations["replayWebhook"];
         delete?: never;
@@ -1201,7 +1201,7 @@ export interface components {
              *     ]
              */
             events: ("file.uploaded" | "file.deleted" | "file.shared" | "share.accessed" | "folder.created" | "storage.warning" | "user.quota_exceeded")[];
-            /** @description Signing secret; generated when omitted. Returned only in the creation answer. */
+            /** @description Signing secret, taken exactly as written; not only whitespace. Generated when omitted. Returned only in the creation answer. */
             secret?: string;
             /** @default true */
             active: boolean;
@@ -6994,7 +6994,7 @@ export interface operations {
                 };
             };
             /**
-             * @description conflict: the delivery is still being attempted, or it is a replay delivery and another replay delivery of its event to this webhook is.
+             * @description conflict: the webhook is inactive (activate it first), the delivery is still being attempted, or it is a replay delivery and another replay delivery of its event to this webhook is.
              *
              *     idempotency_key_in_use: a request with this Idempotency-Key is still running; retry after Retry-After.
              */
@@ -7161,7 +7161,7 @@ export interface operations {
                 };
             };
             /**
-             * @description conflict: the webhook's secret cannot be decrypted (SECRETS_ENCRYPTION_KEY changed); rotate its secret.
+             * @description conflict: the webhook's secret cannot be decrypted (SECRETS_ENCRYPTION_KEY changed); rotate its secret. Or the webhook is inactive: activate it first.
              *
              *     idempotency_key_in_use: a request with this Idempotency-Key is still running; retry after Retry-After.
              */

@@ -35,6 +35,7 @@ export class RedeliverHandler implements ICommandHandler<RedeliverCommand> {
       .run(async (tx) => {
         const webhook = await tx.getRepository(WebhookEntity).findOneBy({ id: webhookId, accountId: actor.accountId });
         if (!webhook) throw new NotFound('webhook', webhookId);
+        webhook.refuseUnlessActive('redeliver');
         const repository = tx.getRepository(WebhookDeliveryEntity);
         const found = await repository.findOneBy({ id: deliveryId, webhookId });
         if (!found) throw new NotFound('delivery', deliveryId);

@@ -50,6 +50,7 @@ export class ReplayEventsHandler implements ICommandHandler<ReplayEventsCommand>
   async execute({ actor, webhookId, request }: ReplayEventsCommand): Promise<ReplayQueuedResponse> {
     const webhook = await this.transactions.dataSource.getRepository(WebhookEntity).findOneBy({ id: webhookId, accountId: actor.accountId });
     if (!webhook) throw new NotFound('webhook', webhookId);
+    webhook.refuseUnlessActive('replay');
     // The job signs every replayed event with it: refused now rather than answering a count and sending nothing.
     this.secrets.signingSecretOf(webhook);
     // Both validated by @IsTimestamp, so neither parses to null here.

@@ -39,7 +39,9 @@ const NOTHING: RelayPass = { relayed: 0, deliveries: [] };
  * short transaction taken ahead of waiting requests (`runFirst`): claim the rows (an UPDATE answering the
  * ids it changed), then insert the deliveries of the claimed rows only. A row read but claimed meanwhile by
  * another process (or, on SQLite, read from a transaction still open that then rolled back) is thus never
- * delivered; (event, webhook) is unique as well, and only deliveries actually inserted are answered. After
+ * delivered; (event, webhook) is unique as well, and only deliveries actually inserted are answered. A webhook
+ * deleted since it was read gets none (WebhookDeliveryRepository: the insert takes only webhooks that still exist, and
+ * holds them until its commit), rather than its foreign key failing the whole batch. After
  * the commit, OutboxRelayedEvent lets other modules act on the batch.
  */
 @Injectable()

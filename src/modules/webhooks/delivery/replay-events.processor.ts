@@ -74,8 +74,10 @@ export class ReplayEventsProcessor extends WorkerHost {
       const started = performance.now();
       const batch = await this.transactions.run(async (tx) => {
         const webhook = await tx.getRepository(WebhookEntity).findOneBy({ id: job.data.webhookId });
-        const secret = webhook && this.targets.secretOf(webhook);
-        if (!webhook || !secret) return null;
+        // Switched off (or deleted) since the request: no more of the window, as the relay makes nothing for it either.
+        if (!webhook?.active) return null;
+        const secret = this.targets.secretOf(webhook);
+        if (!secret) return null;
         const dialect = this.transactions.dialect;
         const params = dialect.parameters();
         const after = `(outbox_events.occurred_at > ${params.add(position.occurredAt)} OR (outbox_events.occurred_at = ${params.add(position.occurredAt)} AND outbox_events.id > ${params.add(position.id)}))`;

@@ -49,7 +49,7 @@ export class WebhookDeliveryRepository {
 
   /**
    * Inserts new deliveries; one whose (event, webhook) already has its delivery (or, for a replay, a pending
-   * replay) is skipped. Answers the ids of those inserted.
+   * replay), or whose webhook has been deleted, is skipped. Answers the ids of those inserted.
    */
   async insertNew(tx: EntityManager, deliveries: Array<Partial<WebhookDeliveryEntity>>): Promise<Set<string>> {
     if (deliveries.length === 0) return new Set();
@@ -57,20 +57,31 @@ export class WebhookDeliveryRepository {
     const columns = entityJsonColumns(tx, WebhookDeliveryEntity, [...NEW_DELIVERY_COLUMNS]);
     const params = dialect.parameters();
     const rows = params.add(JSON.stringify(deliveries.map(columns.row)));
-    const inserted: Array<{ id: string }> = await tx.query(`${dialect.insertJsonRowsIgnoringConflicts('webhook_deliveries', rows, columns.types)} RETURNING id`, params.values);
+    const inserted: Array<{ id: string }> = await tx.query(
+      `${dialect.insertJsonRowsIgnoringConflicts('webhook_deliveries', rows, columns.types, this.ofExistingWebhooks(deliveries, params))} RETURNING id`,
+      params.values,
+    );
     return new Set(inserted.map((row) => row.id));
   }
 
   /**
+   * Only deliveries to webhooks that exist when they are inserted, and then stay until the commit: a webhook whose DELETE
+   * has answered gets none, and one deleted while its deliveries are inserted waits and takes them with it (ON DELETE
+   * CASCADE). Nothing else is held up: its updates (active, secrets) go on, as do other webhooks' deliveries.
+   */
+  private ofExistingWebhooks(deliveries: Array<Partial<WebhookDeliveryEntity>>, params: SqlParameters): string {
+    const webhookIds = params.add(JSON.stringify([...new Set(deliveries.map((delivery) => delivery.webhookId))]));
+    return `v.webhook_id IN (${this.transactions.dialect.existingKeysHeld('webhooks', webhookIds)})`;
+  }
+
+  /**
    * PostgreSQL: the INSERT of insertNew as a statement to put in a WITH clause (RETURNING left to the caller),
-   * taking only the rows `where` (over `v`) holds; its parameters are added to `params`.
+   * taking only the rows `where` (over `v`) holds, of webhooks not deleted; its parameters are added to `params`.
    */
   insertNewStatement(manager: EntityManager, deliveries: Array<Partial<WebhookDeliveryEntity>>, params: SqlParameters, where: string): string {
     const columns = entityJsonColumns(manager, WebhookDeliveryEntity, [...NEW_DELIVERY_COLUMNS]);
     const rows = params.add(JSON.stringify(deliveries.map(columns.row)));
-    const names = Object.keys(columns.types);
-    return `INSERT INTO webhook_deliveries (${names.join(', ')})
-      SELECT ${names.map((name) => `v.${name}`).join(', ')} FROM ${this.transactions.dialect.jsonRows(rows, columns.types)} WHERE ${where} ON CONFLICT DO NOTHING`;
+    return this.transactions.dialect.insertJsonRowsIgnoringConflicts('webhook_deliveries', rows, columns.types, `${where} AND ${this.ofExistingWebhooks(deliveries, params)}`);
   }
 
   /**

@@ -1,5 +1,5 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { ArrayMaxSize, ArrayMinSize, ArrayUnique, IsArray, IsBoolean, IsIn, IsOptional, IsString, Length, MaxLength } from 'class-validator';
+import { ArrayMaxSize, ArrayMinSize, ArrayUnique, IsArray, IsBoolean, IsIn, IsOptional, IsString, Length, Matches, MaxLength } from 'class-validator';
 import { EVENT_NAMES, type EventName } from '../../../infra/outbox/domain-event.js';
 
 export class CreateWebhookRequest {
@@ -11,8 +11,14 @@ export class CreateWebhookRequest {
   @IsArray() @ArrayMinSize(1) @ArrayMaxSize(EVENT_NAMES.length) @ArrayUnique() @IsIn(EVENT_NAMES, { each: true })
   events: EventName[];
 
-  @ApiPropertyOptional({ minLength: 1, maxLength: 256, description: 'Signing secret; generated when omitted. Returned only in the creation answer.' })
-  @IsOptional() @IsString() @Length(1, 256)
+  @ApiPropertyOptional({
+    minLength: 1,
+    maxLength: 256,
+    pattern: '\\S',
+    description: 'Signing secret, taken exactly as written; not only whitespace. Generated when omitted. Returned only in the creation answer.',
+  })
+  // Blank signs like a known key: anyone could forge its deliveries.
+  @IsOptional() @IsString() @Length(1, 256) @Matches(/\S/u, { message: 'secret must contain a character other than whitespace' })
   secret?: string;
 
   @ApiPropertyOptional({ default: true })
