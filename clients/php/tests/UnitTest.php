@@ -350,6 +350,24 @@ test('resumeUpload takes an absolute upload URL as it is', function () {
     same([300_000, $md5], [$file['size'], $file['md5_hash']], 'the stored file');
 });
 
+test('an aborted resumable upload gives its reserved quota back and cannot be resumed', function () {
+    $client = live();
+    [$path] = randomFile(3 * Client::MIB);
+    $available = fn () => $client->user->info()['storage']['available'];
+    $before = $available();
+    $location = $client->files->startResumableUpload($path);
+    same($before - 3 * Client::MIB, $available(), 'storage available while the upload is open');
+    $client->files->abortUpload($location);
+    same($before, $available(), 'storage available once it is aborted');
+    try {
+        $client->files->resumeUpload($location, $path);
+        throw new RuntimeException('resuming an aborted upload went through');
+    } catch (NotFoundException) {
+    } finally {
+        unlink($path);
+    }
+});
+
 test('a resumable upload locked by an earlier PATCH that went silent waits for the lock and completes (423), even with maxRetries 0', function () {
     // Waiting for a lock is no retry: another request on the upload still runs.
     $client = live(maxRetries: 0, resumableChunk: 256 * 1024);

@@ -80,6 +80,12 @@ final class Files
         return $this->get(Tus::resume($this->http, $location, UploadSource::open($path), $this->resumableChunk, $onProgress));
     }
 
+    /** Gives up a resumable upload: deletes it with the bytes sent so far, and its reserved quota is given back. */
+    public function abortUpload(string $location): void
+    {
+        Tus::terminate($this->http, $location);
+    }
+
     /**
      * One page of the files of a folder (the root by default): page, per_page, folder_id, sort, type, search.
      *

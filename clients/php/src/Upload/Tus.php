@@ -124,6 +124,12 @@ final class Tus
         usleep((int) ($wait * 1e6));
     }
 
+    /** Deletes the upload and the bytes sent so far (tus termination); the server gives its reserved quota back. */
+    public static function terminate(HttpClient $http, string $location): void
+    {
+        $http->send('DELETE', $location, ['headers' => ['Tus-Resumable' => self::VERSION]]);
+    }
+
     /**
      * tus Upload-Metadata: comma-separated `key base64(value)` pairs; missing values are left out.
      *

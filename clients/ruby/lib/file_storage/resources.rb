@@ -60,6 +60,9 @@ module FileStorage
       get(Tus.resume(@http, location, UploadSource.open(path), chunk_bytes: @resumable_chunk, on_progress: on_progress))
     end
 
+    # Gives up a resumable upload: deletes it with the bytes sent so far, and its reserved quota is given back.
+    def abort_upload(location) = Tus.terminate(@http, location)
+
     # One page of the files of a folder (the root by default): page:, per_page:, folder_id:, sort:, type:, search:.
     def list(**query) = fetch_page('/v1/files', query)
 
@@ -71,7 +74,7 @@ module FileStorage
 
     def get(file_id) = @http.data(:get, Paths.build('v1', 'files', file_id))
 
-    # Renames and/or moves a file (`folder_id: nil` with `move_to_root: true` moves it to the root).
+    # Renames and/or moves a file (`folder_id: nil` moves it to the root).
     def update(file_id, name: nil, folder_id: :unchanged)
       changes = {}
       changes['name'] = name unless name.nil?

@@ -95,6 +95,12 @@ module FileStorage
       retry
     end
 
+    # Deletes the upload and the bytes sent so far (tus termination); the server gives its reserved quota back.
+    def terminate(http, location)
+      http.send_request(:delete, location, headers: { 'Tus-Resumable' => VERSION })
+      nil
+    end
+
     # tus Upload-Metadata: comma-separated `key base64(value)` pairs.
     def encode_metadata(values)
       values.reject { |_, value| value.nil? }.map { |key, value| "#{key} #{[value.encode('UTF-8')].pack('m0')}" }.join(',')
