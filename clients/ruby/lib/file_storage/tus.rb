@@ -103,7 +103,11 @@ module FileStorage
 
     # tus Upload-Metadata: comma-separated `key base64(value)` pairs.
     def encode_metadata(values)
-      values.reject { |_, value| value.nil? }.map { |key, value| "#{key} #{[value.encode('UTF-8')].pack('m0')}" }.join(',')
+      values.reject { |_, value| value.nil? }.map { |key, value| "#{key} #{[utf8_bytes(value)].pack('m0')}" }.join(',')
     end
+
+    # A binary string's bytes are sent as they are, as the multipart upload sends them: under the C locale Ruby tags
+    # paths from ARGV, ENV and Dir binary, and converting their UTF-8 bytes would raise.
+    def utf8_bytes(value) = value.encoding == Encoding::BINARY ? value : value.encode('UTF-8')
   end
 end
