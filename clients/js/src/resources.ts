@@ -370,6 +370,11 @@ export class Shares {
     });
     return this.http.body(response, 'The download of the shared file', options.signal);
   }
+
+  /** Writes the shared file's content to a path (Node), streamed; a refused or failed download leaves no file behind. */
+  async downloadTo(urlOrToken: string, destination: string, options: ShareAccessOptions = {}): Promise<void> {
+    await writeToPath(() => this.download(urlOrToken, options), destination, options);
+  }
 }
 
 function shareToken(urlOrToken: string): string {

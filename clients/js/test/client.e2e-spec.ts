@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -164,6 +164,12 @@ describe('the JavaScript client against a live server', () => {
     await expect(client.shares.open(share.url)).rejects.toMatchObject({ status: 401, code: 'password_required' });
     expect((await client.shares.open(share.url, { password: 'hunter22' })).file).toMatchObject({ name: 'shared.txt' });
     expect((await readAll(await client.shares.download(share.url, { password: 'hunter22' }))).toString()).toBe('shared secret');
+    const copy = join(dir, 'shared-copy.txt');
+    await client.shares.downloadTo(share.url, copy, { password: 'hunter22' });
+    expect(readFileSync(copy, 'utf8')).toBe('shared secret');
+    const refused = join(dir, 'shared-refused.txt');
+    await expect(client.shares.downloadTo(share.url, refused, { password: 'wrong' })).rejects.toMatchObject({ status: 401, code: 'password_required' });
+    expect(existsSync(refused)).toBe(false);
   });
 
   it('receives a test delivery whose signature verifyWebhookSignature accepts', async () => {
