@@ -199,6 +199,8 @@ export interface ResumableUploadOptions extends CallOptions {
   overwrite?: boolean;
   /** Overrides the client's `resumableChunkBytes` for this upload. */
   chunkBytes?: number;
+  /** Sent again (a restarted process), the announcement answers the same upload instead of a new one. */
+  idempotencyKey?: string;
 }
 
 /**

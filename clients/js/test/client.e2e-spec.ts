@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -66,6 +66,18 @@ describe('the JavaScript client against a live server', () => {
     const target = join(dir, 'downloaded.bin');
     await client.files.downloadTo(file.id, target);
     expect(md5(readFileSync(target))).toBe(md5(bytes));
+  });
+
+  it('an upload sent again with its idempotencyKey (a restarted process) stores the file once, in one request or resumable', async () => {
+    const bytes = randomBytes(300_000);
+    for (const resumableThresholdBytes of [Number.MAX_SAFE_INTEGER, 1]) {
+      const folder = await client.folders.create({ name: `idempotent upload ${resumableThresholdBytes}` });
+      const options = { name: 'once.bin', folderId: folder.id, idempotencyKey: randomUUID(), resumableThresholdBytes };
+      const first = await client.files.upload(bytes, options);
+      const again = await client.files.upload(bytes, options);
+      expect(again.id).toBe(first.id);
+      expect((await client.files.list({ folder_id: folder.id })).data.map((file) => file.name)).toEqual(['once.bin']);
+    }
   });
 
   it("downloads an image's thumbnail once it is made, and raises NotFoundError for a file without one", async () => {

@@ -350,6 +350,23 @@ test('resumeUpload takes an absolute upload URL as it is', function () {
     same([300_000, $md5], [$file['size'], $file['md5_hash']], 'the stored file');
 });
 
+test('an upload sent again with its idempotencyKey (a restarted process) stores the file once, in one request or resumable', function () {
+    $client = live();
+    [$path] = randomFile(300_000);
+    try {
+        foreach ([PHP_INT_MAX, 1] as $threshold) {
+            $folder = $client->folders->create('idempotent upload ' . bin2hex(random_bytes(4)));
+            $options = ['name' => 'once.bin', 'folderId' => $folder['id'], 'idempotencyKey' => bin2hex(random_bytes(16)), 'resumableThreshold' => $threshold];
+            $first = $client->files->upload($path, $options);
+            $again = $client->files->upload($path, $options);
+            same($first['id'], $again['id'], "the file uploaded again, resumableThreshold $threshold");
+            same(['once.bin'], array_map(fn ($file) => $file['name'], $client->files->list(['folder_id' => $folder['id']])->data), 'the files of the folder');
+        }
+    } finally {
+        unlink($path);
+    }
+});
+
 test('an aborted resumable upload gives its reserved quota back and cannot be resumed', function () {
     $client = live();
     [$path] = randomFile(3 * Client::MIB);

@@ -13,6 +13,7 @@ import time
 import unittest
 import uuid
 import zlib
+from typing import Any
 from urllib.parse import urlsplit
 
 from conformance.support import ReceivedDelivery, TestProxy, WebhookReceiver
@@ -64,6 +65,17 @@ class AgainstTheServer(unittest.TestCase):
         self.assertEqual(progress[-1], len(content))
         # It continued from the server's offset instead of starting again: less than twice the file went through.
         self.assertLess(proxy.forwarded, 2 * len(content))
+
+    def test_an_upload_sent_again_with_its_idempotency_key_stores_the_file_once_in_one_request_or_resumable(self) -> None:
+        content = os.urandom(300 * KiB)
+        for threshold in (2**62, 1):
+            with self.subTest(resumable_threshold=threshold):
+                folder = self.client.folders.create(f"idempotent upload {uuid.uuid4().hex}")
+                options: dict[str, Any] = {"name": "once.bin", "folder_id": folder["id"], "idempotency_key": str(uuid.uuid4())}
+                first = self.client.files.upload(content, resumable_threshold=threshold, **options)
+                again = self.client.files.upload(content, resumable_threshold=threshold, **options)  # a restarted process
+                self.assertEqual(again["id"], first["id"])
+                self.assertEqual([file["name"] for file in self.client.files.list(folder_id=folder["id"]).data], ["once.bin"])
 
     def test_an_upload_retried_while_its_first_attempt_still_runs_waits_for_it_and_answers_the_same_file(self) -> None:
         content = os.urandom(64 * KiB)

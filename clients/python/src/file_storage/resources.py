@@ -146,6 +146,7 @@ class Files:
                 chunk_size=self._chunk_size,
                 get_file=self.get,
                 lock_timeout=self._upload_lock_timeout,
+                idempotency_key=idempotency_key,
             )
             return upload.send(on_progress)
         fields = {"folder_id": folder_id, "name": name, "overwrite": None if overwrite is None else str(overwrite).lower()}
@@ -232,8 +233,12 @@ class Uploads:
         folder_id: str | None = None,
         overwrite: bool | None = None,
         chunk_size: int | None = None,
+        idempotency_key: str | None = None,
     ) -> ResumableUpload:
-        """Announces an upload of the source (its size must be known); ``send()`` on the answer uploads the bytes."""
+        """
+        Announces an upload of the source (its size must be known); ``send()`` on the answer uploads the bytes. Announced
+        again with the same ``idempotency_key``, it answers the same upload, at the server's offset.
+        """
         opened = open_source(source)
         filename = name or opened.name
         if not filename:
@@ -248,6 +253,7 @@ class Uploads:
             chunk_size=chunk_size or self._chunk_size,
             get_file=self._files.get,
             lock_timeout=self._upload_lock_timeout,
+            idempotency_key=idempotency_key,
         )
 
     def resume(self, url: str, source: UploadSource, *, chunk_size: int | None = None) -> ResumableUpload:

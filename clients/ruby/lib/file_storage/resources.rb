@@ -39,7 +39,7 @@ module FileStorage
 
       if opened.replayable? && opened.size.positive? && opened.size >= resumable_threshold
         location = Tus.create(@http, opened.size, filename: filename, name: name, folder_id: folder_id,
-                                                  overwrite: overwrite)
+                                                  overwrite: overwrite, idempotency_key: idempotency_key)
         return get(Tus.resume(@http, location, opened, chunk_bytes: @resumable_chunk, on_progress: on_progress))
       end
       fields = { 'folder_id' => folder_id, 'name' => name, 'overwrite' => overwrite.nil? ? nil : overwrite.to_s }
@@ -49,10 +49,10 @@ module FileStorage
 
     # Starts a resumable upload of a path and answers its location, to be sent with `resume_upload`, even from
     # another process after this one stopped.
-    def start_resumable_upload(path, name: nil, folder_id: nil, overwrite: nil)
+    def start_resumable_upload(path, name: nil, folder_id: nil, overwrite: nil, idempotency_key: nil)
       opened = UploadSource.open(path)
       Tus.create(@http, opened.size, filename: name || opened.name, name: name, folder_id: folder_id,
-                                     overwrite: overwrite)
+                                     overwrite: overwrite, idempotency_key: idempotency_key)
     end
 
     # Sends what the server has not got yet of a resumable upload, from its offset; answers the stored file.

@@ -44,13 +44,14 @@ module FileStorage
 
     module_function
 
-    # Creates the upload; answers its location (/v1/uploads/{id}), which `resume` takes to continue it later.
-    def create(http, size, filename:, name: nil, folder_id: nil, overwrite: nil)
+    # Creates the upload; answers its location (/v1/uploads/{id}), which `resume` takes to continue it later. Created
+    # again with the same `idempotency_key` (a restarted process), it answers the same upload.
+    def create(http, size, filename:, name: nil, folder_id: nil, overwrite: nil, idempotency_key: nil)
       metadata = encode_metadata('filename' => filename, 'name' => name, 'folder_id' => folder_id,
                                  'overwrite' => overwrite.nil? ? nil : overwrite.to_s)
-      created = http.send_request(:post, '/v1/uploads',
-                                  headers: { 'Tus-Resumable' => VERSION, 'Upload-Length' => size.to_s,
-                                             'Upload-Metadata' => metadata })
+      headers = { 'Tus-Resumable' => VERSION, 'Upload-Length' => size.to_s, 'Upload-Metadata' => metadata }
+      headers['Idempotency-Key'] = idempotency_key if idempotency_key
+      created = http.send_request(:post, '/v1/uploads', headers: headers)
       created.headers['location'] or
         raise InvalidResponseError.new(code: 'invalid_response', message: 'The tus endpoint answered without a Location.',
                                        status: created.status, headers: created.headers)
