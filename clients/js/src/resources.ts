@@ -384,7 +384,9 @@ function shareToken(urlOrToken: string): string {
 }
 
 function passwordHeader(options: ShareAccessOptions): Record<string, string> {
-  return options.password === undefined ? {} : { 'X-Share-Password': options.password };
+  if (options.password === undefined) return {};
+  // The header carries the password's UTF-8 bytes, as the server reads it: fetch refuses characters beyond Latin-1.
+  return { 'X-Share-Password': String.fromCharCode(...new TextEncoder().encode(options.password)) };
 }
 
 export class Webhooks {

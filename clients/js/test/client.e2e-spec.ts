@@ -184,6 +184,15 @@ describe('the JavaScript client against a live server', () => {
     expect(existsSync(refused)).toBe(false);
   });
 
+  it('opens and downloads a share whose password goes beyond Latin-1', async () => {
+    const file = await client.files.upload(Buffer.from('behind a password'), { name: 'guarded.txt' });
+    for (const password of ['pässwörd', 'пароль 密码 😀']) {
+      const share = await client.shares.create({ file_id: file.id, password });
+      expect((await client.shares.open(share.url, { password })).file.name).toBe('guarded.txt');
+      expect((await readAll(await client.shares.download(share.url, { password }))).toString()).toBe('behind a password');
+    }
+  });
+
   it('receives a test delivery whose signature verifyWebhookSignature accepts', async () => {
     const webhook = await client.webhooks.create({ url: receiver.url, events: ['file.uploaded'], secret: 'a-long-webhook-secret' });
     const delivery = await client.webhooks.test(webhook.id);

@@ -205,6 +205,16 @@ class AgainstTheServer(unittest.TestCase):
         with self.assertRaises(AuthenticationError):
             reader.user.info()
 
+    def test_a_share_password_beyond_latin_1_opens_and_downloads_the_link(self) -> None:
+        uploaded = self.client.files.upload(b"behind a password", name="guarded.txt")
+        for password in ("pässwörd", "пароль 密码 😀"):
+            with self.subTest(password=password):
+                share = self.client.shares.create(uploaded["id"], password=password)
+                self.assertEqual(self.client.shares.open(share["url"], password=password)["file"]["name"], uploaded["name"])
+                copy = io.BytesIO()
+                self.client.shares.download_to(share["url"], copy, password=password)
+                self.assertEqual(copy.getvalue(), b"behind a password")
+
     def test_folders_shares_webhooks_and_trash_round_trip(self) -> None:
         folder = self.client.folders.create("Round trip")
         renamed = self.client.folders.update(folder["id"], name="Renamed")

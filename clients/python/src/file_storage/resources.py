@@ -312,7 +312,8 @@ def _share_token(url_or_token: str) -> str:
 
 
 def _password_header(password: str | None) -> dict[str, str]:
-    return {} if password is None else {"X-Share-Password": password}
+    # The header carries the password's UTF-8 bytes, as the server reads it: http.client sends str values as Latin-1.
+    return {} if password is None else {"X-Share-Password": password.encode("utf-8").decode("latin-1")}
 
 
 class Shares:
