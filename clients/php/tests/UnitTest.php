@@ -367,6 +367,14 @@ test('an upload sent again with its idempotencyKey (a restarted process) stores 
     }
 });
 
+test('an update with no changes answers the folder or file as it is, as in the other libraries', function () {
+    $client = live();
+    $folder = $client->folders->create('unchanged ' . bin2hex(random_bytes(4)));
+    same($folder['name'], $client->folders->update($folder['id'], [])['name'], 'the folder');
+    $file = $client->files->upload(fopen('data://text/plain,same', 'r'), ['name' => 'same.txt', 'folderId' => $folder['id']]);
+    same($file['name'], $client->files->update($file['id'], [])['name'], 'the file');
+});
+
 test('an aborted resumable upload gives its reserved quota back and cannot be resumed', function () {
     $client = live();
     [$path] = randomFile(3 * Client::MIB);
