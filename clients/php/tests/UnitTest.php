@@ -165,6 +165,18 @@ test('an answer without an envelope to a locked upload (423) is a ConflictExcept
     same([ConflictException::class, 'conflict', 423], [$error::class, $error->getErrorCode(), $error->getStatus()]);
 });
 
+test('a base URL that is not http(s) is refused when the client is made, not guessed to be http', function () {
+    foreach (['127.0.0.1:8080', 'files.example.com', 'ftp://files.example.com'] as $baseUrl) {
+        try {
+            new Client('key', $baseUrl);
+            throw new RuntimeException("$baseUrl was taken");
+        } catch (InvalidArgumentException $error) {
+            same(true, str_contains($error->getMessage(), 'https://files.example.com'), "the message for $baseUrl");
+        }
+    }
+    same('HTTPS://files.example.com/storage', (new HttpClient('key', 'HTTPS://files.example.com/storage/'))->baseUrl, 'an https base URL');
+});
+
 test('an absolute URL is taken as it is, a path is put under the base URL and its path', function () {
     $http = new HttpClient('key', 'http://127.0.0.1:1/');
     same('https://files.example.com/v1/uploads/up_1', $http->url('https://files.example.com/v1/uploads/up_1'));

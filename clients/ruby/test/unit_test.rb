@@ -190,3 +190,15 @@ class StandardWebhooksTest < Minitest::Test
     assert FileStorage::Webhook.verify_standard(BODY, headers(signature, old), SECRET, tolerance: 600)
   end
 end
+
+class BaseUrlCheckTest < Minitest::Test
+  # Without a scheme the first request failed with URI::InvalidURIError or "not an HTTP URI"; refused at once instead.
+  def test_a_base_url_that_is_not_http_or_https_is_refused_when_the_client_is_made
+    ['127.0.0.1:8080', 'files.example.com', 'ftp://files.example.com'].each do |base_url|
+      error = assert_raises(ArgumentError) { FileStorage::Client.new(api_key: 'key', base_url: base_url) }
+      assert_includes error.message, 'https://files.example.com'
+    end
+    http = FileStorage::HttpClient.new(api_key: 'key', base_url: 'HTTPS://files.example.com/storage/')
+    assert_equal 'HTTPS://files.example.com/storage', http.base_url
+  end
+end

@@ -31,6 +31,10 @@ final class HttpClient
         if ($baseUrl === '') {
             throw new \InvalidArgumentException('FileStorage needs a baseUrl.');
         }
+        // curl would take a URL without a scheme for http://, sending the API key unencrypted.
+        if (preg_match('#^https?://[^/?\#]+#i', $baseUrl) !== 1) {
+            throw new \InvalidArgumentException("baseUrl must be an http(s) URL such as https://files.example.com, not '$baseUrl'.");
+        }
         $this->baseUrl = rtrim($baseUrl, '/');
     }
 
