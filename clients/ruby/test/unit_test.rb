@@ -202,3 +202,12 @@ class BaseUrlCheckTest < Minitest::Test
     assert_equal 'HTTPS://files.example.com/storage', http.base_url
   end
 end
+
+class ReplayTimeTest < Minitest::Test
+  # Time#utc converts its receiver in place: the caller's own Time used to come back in UTC after a replay.
+  def test_a_replay_window_is_written_in_utc_and_the_callers_time_keeps_its_offset
+    since = Time.new(2026, 11, 24, 12, 0, 0, '+02:00')
+    assert_equal '2026-11-24T10:00:00.000Z', FileStorage::Webhooks.new(nil).iso8601(since)
+    assert_equal 7200, since.utc_offset
+  end
+end

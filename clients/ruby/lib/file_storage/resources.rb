@@ -278,7 +278,8 @@ module FileStorage
       block_given? ? items.each(&) : items
     end
 
-    def iso8601(time) = time.respond_to?(:utc) ? time.utc.strftime('%Y-%m-%dT%H:%M:%S.%LZ') : time.to_s
+    # getutc, not utc: Time#utc would convert the caller's own Time in place.
+    def iso8601(time) = time.respond_to?(:getutc) ? time.getutc.strftime('%Y-%m-%dT%H:%M:%S.%LZ') : time.to_s
 
     def delivery(webhook_id, delivery_id)
       @http.data(:get, Paths.build('v1', 'webhooks', webhook_id, 'deliveries', delivery_id))
