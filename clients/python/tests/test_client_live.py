@@ -205,6 +205,17 @@ class AgainstTheServer(unittest.TestCase):
         with self.assertRaises(AuthenticationError):
             reader.user.info()
 
+    def test_a_name_with_an_unpaired_surrogate_is_refused_as_invalid_request_as_the_server_would(self) -> None:
+        # os.listdir gives such names for file names that are not UTF-8 (surrogateescape).
+        for name in ("caf\udce9.txt", "a\ud800b.txt"):
+            for threshold in (2**62, 1):
+                with self.subTest(name=repr(name), resumable_threshold=threshold):
+                    with self.assertRaises(InvalidRequestError) as raised:
+                        self.client.files.upload(io.BytesIO(b"x" * 10), name=name, resumable_threshold=threshold)
+                    self.assertEqual(raised.exception.details["fields"][0]["field"], "name")
+        with self.assertRaises(InvalidRequestError):
+            self.client.uploads.create(b"x" * 10, name="caf\udce9.txt")
+
     def test_a_share_password_beyond_latin_1_opens_and_downloads_the_link(self) -> None:
         uploaded = self.client.files.upload(b"behind a password", name="guarded.txt")
         for password in ("pässwörd", "пароль 密码 😀"):

@@ -12,7 +12,7 @@ from urllib.parse import quote, urlsplit
 from ._http import HttpClient, Response
 from ._source import ProgressCallback, UploadSource, multipart_body, open_source
 from ._tus import ResumableUpload, create_upload, resume_upload
-from .errors import NotFoundError
+from .errors import InvalidRequestError, NotFoundError
 from .types import (
     ApiKey,
     BulkDeleteResult,
@@ -46,6 +46,16 @@ Destination = Union[str, "os.PathLike[str]", IO[bytes]]
 
 def _path(template: str, *ids: str) -> str:
     return template.format(*(quote(value, safe="") for value in ids))
+
+
+def _assert_well_formed(name: str, field: str) -> None:
+    """
+    The server refuses a name with a surrogate code point (it cannot be stored as UTF-8; os.listdir gives such names
+    for file names that are not UTF-8): refused here the same way, before sending, instead of a UnicodeEncodeError.
+    """
+    if any("\ud800" <= char <= "\udfff" for char in name):
+        problem = "must be well-formed Unicode (no surrogate, U+D800 to U+DFFF)"
+        raise InvalidRequestError(f"Request validation failed: {field}: {problem}", code="invalid_request", details={"fields": [{"field": field, "message": problem}]})
 
 
 def _fetch_page(http: HttpClient, path: str, query: Mapping[str, Any]) -> Page[Any]:
@@ -134,6 +144,7 @@ class Files:
         filename = name or opened.name
         if not filename:
             raise ValueError("upload() needs name= when the source is bytes or a file object without a name.")
+        _assert_well_formed(filename, "name" if name else "filename")
         threshold = self._resumable_threshold if resumable_threshold is None else resumable_threshold
         if opened.replayable and opened.size is not None and opened.size > 0 and opened.size >= threshold:
             upload = create_upload(
@@ -243,6 +254,7 @@ class Uploads:
         filename = name or opened.name
         if not filename:
             raise ValueError("create() needs name= when the source is bytes or a file object without a name.")
+        _assert_well_formed(filename, "name" if name else "filename")
         return create_upload(
             self._http,
             opened,
