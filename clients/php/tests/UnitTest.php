@@ -326,6 +326,31 @@ test('iterator_to_array over a listing of one item per page keeps every item', f
     same($folder['id'], $client->folders->get($subfolders[0])['parent_id'], 'the parent of a subfolder');
 });
 
+test('iterate reads the feed in batches of $limit events, as the other libraries can', function () {
+    $client = live();
+    $feed = $client->events->iterate(stopWhenIdle: true);
+    foreach ($feed as $_) {
+    }
+    $after = $feed->getReturn();
+    $names = [];
+    for ($i = 0; $i < 3; $i++) {
+        $names[] = $client->folders->create("batch $i " . bin2hex(random_bytes(4)))['name'];
+    }
+    // The feed shows an event once it is stamped, a moment after its request.
+    $deadline = microtime(true) + 20;
+    while (count(iterator_to_array($client->events->iterate(after: $after, types: ['folder.created'], stopWhenIdle: true), false)) < 3 && microtime(true) < $deadline) {
+        usleep(200_000);
+    }
+    $proxy = TestProxy::start((string) getenv('FILE_STORAGE_BASE_URL'));
+    try {
+        $events = live(baseUrl: $proxy->url)->events->iterate(after: $after, types: ['folder.created'], stopWhenIdle: true, limit: 1);
+        same($names, array_map(fn ($event) => $event['data']['folder']['name'], iterator_to_array($events, false)), 'the events');
+        same(4, $proxy->count('#^GET /v1/events\?\S*limit=1\b#'), 'one event per batch, then an empty one');
+    } finally {
+        $proxy->close();
+    }
+});
+
 test('iterator_to_array over the event feed keeps the events of every batch', function () {
     $client = live();
     $feed = $client->events->iterate(stopWhenIdle: true);

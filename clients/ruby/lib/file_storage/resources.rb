@@ -347,14 +347,17 @@ module FileStorage
       @http.envelope(:get, '/v1/events', query: { after: after, limit: limit, types: types, wait: wait })
     end
 
-    # Every event from `after` on, tailing the feed with long polls; never ends unless `stop_when_idle: true`, in
-    # which case it stops at the first empty batch. Yields each event; answers the cursor to continue from.
-    def each(after: nil, types: nil, wait: 30, stop_when_idle: false)
-      return enum_for(:each, after: after, types: types, wait: wait, stop_when_idle: stop_when_idle) unless block_given?
+    # Every event from `after` on, tailing the feed with long polls, in batches of up to `limit` events (the server's
+    # default: 100); never ends unless `stop_when_idle: true`, in which case it stops at the first empty batch. Yields
+    # each event; answers the cursor to continue from.
+    def each(after: nil, types: nil, limit: nil, wait: 30, stop_when_idle: false)
+      unless block_given?
+        return enum_for(:each, after: after, types: types, limit: limit, wait: wait, stop_when_idle: stop_when_idle)
+      end
 
       cursor = after
       loop do
-        batch = list(after: cursor, types: types, wait: stop_when_idle ? 0 : wait)
+        batch = list(after: cursor, types: types, limit: limit, wait: stop_when_idle ? 0 : wait)
         batch['data'].each { |event| yield event }
         cursor = batch['next_cursor']
         return cursor if stop_when_idle && batch['data'].empty?
