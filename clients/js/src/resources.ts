@@ -199,6 +199,8 @@ export interface ResumableUploadOptions extends CallOptions {
   overwrite?: boolean;
   /** Overrides the client's `resumableChunkBytes` for this upload. */
   chunkBytes?: number;
+  /** Sent again (a restarted process), the announcement answers the same upload instead of a new one. */
+  idempotencyKey?: string;
 }
 
 /**
@@ -370,6 +372,11 @@ export class Shares {
     });
     return this.http.body(response, 'The download of the shared file', options.signal);
   }
+
+  /** Writes the shared file's content to a path (Node), streamed; a refused or failed download leaves no file behind. */
+  async downloadTo(urlOrToken: string, destination: string, options: ShareAccessOptions = {}): Promise<void> {
+    await writeToPath(() => this.download(urlOrToken, options), destination, options);
+  }
 }
 
 function shareToken(urlOrToken: string): string {
@@ -377,7 +384,9 @@ function shareToken(urlOrToken: string): string {
 }
 
 function passwordHeader(options: ShareAccessOptions): Record<string, string> {
-  return options.password === undefined ? {} : { 'X-Share-Password': options.password };
+  if (options.password === undefined) return {};
+  // The header carries the password's UTF-8 bytes, as the server reads it: fetch refuses characters beyond Latin-1.
+  return { 'X-Share-Password': String.fromCharCode(...new TextEncoder().encode(options.password)) };
 }
 
 export class Webhooks {

@@ -11,6 +11,8 @@ export interface UploadAnnouncement extends CallOptions {
   name?: string;
   folderId?: string;
   overwrite?: boolean;
+  /** Sent again (a restarted process), the creation answers the same upload, which then resumes or is complete. */
+  idempotencyKey?: string;
 }
 
 export interface ChunkOptions extends CallOptions {
@@ -32,6 +34,7 @@ export async function createUpload(http: HttpClient, size: number, announcement:
       'Tus-Resumable': TUS_VERSION,
       'Upload-Length': String(size),
       'Upload-Metadata': encodeMetadata({ filename: announcement.filename, name: announcement.name, folder_id: announcement.folderId, overwrite: announcement.overwrite?.toString() }),
+      ...(announcement.idempotencyKey ? { 'Idempotency-Key': announcement.idempotencyKey } : {}),
     },
     signal: announcement.signal,
   });

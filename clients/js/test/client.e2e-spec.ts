@@ -1,5 +1,5 @@
-import { createHash, randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -66,6 +66,18 @@ describe('the JavaScript client against a live server', () => {
     const target = join(dir, 'downloaded.bin');
     await client.files.downloadTo(file.id, target);
     expect(md5(readFileSync(target))).toBe(md5(bytes));
+  });
+
+  it('an upload sent again with its idempotencyKey (a restarted process) stores the file once, in one request or resumable', async () => {
+    const bytes = randomBytes(300_000);
+    for (const resumableThresholdBytes of [Number.MAX_SAFE_INTEGER, 1]) {
+      const folder = await client.folders.create({ name: `idempotent upload ${resumableThresholdBytes}` });
+      const options = { name: 'once.bin', folderId: folder.id, idempotencyKey: randomUUID(), resumableThresholdBytes };
+      const first = await client.files.upload(bytes, options);
+      const again = await client.files.upload(bytes, options);
+      expect(again.id).toBe(first.id);
+      expect((await client.files.list({ folder_id: folder.id })).data.map((file) => file.name)).toEqual(['once.bin']);
+    }
   });
 
   it("downloads an image's thumbnail once it is made, and raises NotFoundError for a file without one", async () => {
@@ -164,6 +176,21 @@ describe('the JavaScript client against a live server', () => {
     await expect(client.shares.open(share.url)).rejects.toMatchObject({ status: 401, code: 'password_required' });
     expect((await client.shares.open(share.url, { password: 'hunter22' })).file).toMatchObject({ name: 'shared.txt' });
     expect((await readAll(await client.shares.download(share.url, { password: 'hunter22' }))).toString()).toBe('shared secret');
+    const copy = join(dir, 'shared-copy.txt');
+    await client.shares.downloadTo(share.url, copy, { password: 'hunter22' });
+    expect(readFileSync(copy, 'utf8')).toBe('shared secret');
+    const refused = join(dir, 'shared-refused.txt');
+    await expect(client.shares.downloadTo(share.url, refused, { password: 'wrong' })).rejects.toMatchObject({ status: 401, code: 'password_required' });
+    expect(existsSync(refused)).toBe(false);
+  });
+
+  it('opens and downloads a share whose password goes beyond Latin-1', async () => {
+    const file = await client.files.upload(Buffer.from('behind a password'), { name: 'guarded.txt' });
+    for (const password of ['pässwörd', 'пароль 密码 😀']) {
+      const share = await client.shares.create({ file_id: file.id, password });
+      expect((await client.shares.open(share.url, { password })).file.name).toBe('guarded.txt');
+      expect((await readAll(await client.shares.download(share.url, { password }))).toString()).toBe('behind a password');
+    }
   });
 
   it('receives a test delivery whose signature verifyWebhookSignature accepts', async () => {

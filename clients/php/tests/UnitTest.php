@@ -165,6 +165,18 @@ test('an answer without an envelope to a locked upload (423) is a ConflictExcept
     same([ConflictException::class, 'conflict', 423], [$error::class, $error->getErrorCode(), $error->getStatus()]);
 });
 
+test('a base URL that is not http(s) is refused when the client is made, not guessed to be http', function () {
+    foreach (['127.0.0.1:8080', 'files.example.com', 'ftp://files.example.com'] as $baseUrl) {
+        try {
+            new Client('key', $baseUrl);
+            throw new RuntimeException("$baseUrl was taken");
+        } catch (InvalidArgumentException $error) {
+            same(true, str_contains($error->getMessage(), 'https://files.example.com'), "the message for $baseUrl");
+        }
+    }
+    same('HTTPS://files.example.com/storage', (new HttpClient('key', 'HTTPS://files.example.com/storage/'))->baseUrl, 'an https base URL');
+});
+
 test('an absolute URL is taken as it is, a path is put under the base URL and its path', function () {
     $http = new HttpClient('key', 'http://127.0.0.1:1/');
     same('https://files.example.com/v1/uploads/up_1', $http->url('https://files.example.com/v1/uploads/up_1'));
@@ -314,6 +326,31 @@ test('iterator_to_array over a listing of one item per page keeps every item', f
     same($folder['id'], $client->folders->get($subfolders[0])['parent_id'], 'the parent of a subfolder');
 });
 
+test('iterate reads the feed in batches of $limit events, as the other libraries can', function () {
+    $client = live();
+    $feed = $client->events->iterate(stopWhenIdle: true);
+    foreach ($feed as $_) {
+    }
+    $after = $feed->getReturn();
+    $names = [];
+    for ($i = 0; $i < 3; $i++) {
+        $names[] = $client->folders->create("batch $i " . bin2hex(random_bytes(4)))['name'];
+    }
+    // The feed shows an event once it is stamped, a moment after its request.
+    $deadline = microtime(true) + 20;
+    while (count(iterator_to_array($client->events->iterate(after: $after, types: ['folder.created'], stopWhenIdle: true), false)) < 3 && microtime(true) < $deadline) {
+        usleep(200_000);
+    }
+    $proxy = TestProxy::start((string) getenv('FILE_STORAGE_BASE_URL'));
+    try {
+        $events = live(baseUrl: $proxy->url)->events->iterate(after: $after, types: ['folder.created'], stopWhenIdle: true, limit: 1);
+        same($names, array_map(fn ($event) => $event['data']['folder']['name'], iterator_to_array($events, false)), 'the events');
+        same(4, $proxy->count('#^GET /v1/events\?\S*limit=1\b#'), 'one event per batch, then an empty one');
+    } finally {
+        $proxy->close();
+    }
+});
+
 test('iterator_to_array over the event feed keeps the events of every batch', function () {
     $client = live();
     $feed = $client->events->iterate(stopWhenIdle: true);
@@ -348,6 +385,49 @@ test('resumeUpload takes an absolute upload URL as it is', function () {
     $file = $client->files->resumeUpload($absolute, $path);
     unlink($path);
     same([300_000, $md5], [$file['size'], $file['md5_hash']], 'the stored file');
+});
+
+test('an upload sent again with its idempotencyKey (a restarted process) stores the file once, in one request or resumable', function () {
+    $client = live();
+    [$path] = randomFile(300_000);
+    try {
+        foreach ([PHP_INT_MAX, 1] as $threshold) {
+            $folder = $client->folders->create('idempotent upload ' . bin2hex(random_bytes(4)));
+            $options = ['name' => 'once.bin', 'folderId' => $folder['id'], 'idempotencyKey' => bin2hex(random_bytes(16)), 'resumableThreshold' => $threshold];
+            $first = $client->files->upload($path, $options);
+            $again = $client->files->upload($path, $options);
+            same($first['id'], $again['id'], "the file uploaded again, resumableThreshold $threshold");
+            same(['once.bin'], array_map(fn ($file) => $file['name'], $client->files->list(['folder_id' => $folder['id']])->data), 'the files of the folder');
+        }
+    } finally {
+        unlink($path);
+    }
+});
+
+test('an update with no changes answers the folder or file as it is, as in the other libraries', function () {
+    $client = live();
+    $folder = $client->folders->create('unchanged ' . bin2hex(random_bytes(4)));
+    same($folder['name'], $client->folders->update($folder['id'], [])['name'], 'the folder');
+    $file = $client->files->upload(fopen('data://text/plain,same', 'r'), ['name' => 'same.txt', 'folderId' => $folder['id']]);
+    same($file['name'], $client->files->update($file['id'], [])['name'], 'the file');
+});
+
+test('an aborted resumable upload gives its reserved quota back and cannot be resumed', function () {
+    $client = live();
+    [$path] = randomFile(3 * Client::MIB);
+    $available = fn () => $client->user->info()['storage']['available'];
+    $before = $available();
+    $location = $client->files->startResumableUpload($path);
+    same($before - 3 * Client::MIB, $available(), 'storage available while the upload is open');
+    $client->files->abortUpload($location);
+    same($before, $available(), 'storage available once it is aborted');
+    try {
+        $client->files->resumeUpload($location, $path);
+        throw new RuntimeException('resuming an aborted upload went through');
+    } catch (NotFoundException) {
+    } finally {
+        unlink($path);
+    }
 });
 
 test('a resumable upload locked by an earlier PATCH that went silent waits for the lock and completes (423), even with maxRetries 0', function () {

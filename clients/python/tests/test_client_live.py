@@ -13,6 +13,7 @@ import time
 import unittest
 import uuid
 import zlib
+from typing import Any
 from urllib.parse import urlsplit
 
 from conformance.support import ReceivedDelivery, TestProxy, WebhookReceiver
@@ -64,6 +65,17 @@ class AgainstTheServer(unittest.TestCase):
         self.assertEqual(progress[-1], len(content))
         # It continued from the server's offset instead of starting again: less than twice the file went through.
         self.assertLess(proxy.forwarded, 2 * len(content))
+
+    def test_an_upload_sent_again_with_its_idempotency_key_stores_the_file_once_in_one_request_or_resumable(self) -> None:
+        content = os.urandom(300 * KiB)
+        for threshold in (2**62, 1):
+            with self.subTest(resumable_threshold=threshold):
+                folder = self.client.folders.create(f"idempotent upload {uuid.uuid4().hex}")
+                options: dict[str, Any] = {"name": "once.bin", "folder_id": folder["id"], "idempotency_key": str(uuid.uuid4())}
+                first = self.client.files.upload(content, resumable_threshold=threshold, **options)
+                again = self.client.files.upload(content, resumable_threshold=threshold, **options)  # a restarted process
+                self.assertEqual(again["id"], first["id"])
+                self.assertEqual([file["name"] for file in self.client.files.list(folder_id=folder["id"]).data], ["once.bin"])
 
     def test_an_upload_retried_while_its_first_attempt_still_runs_waits_for_it_and_answers_the_same_file(self) -> None:
         content = os.urandom(64 * KiB)
@@ -192,6 +204,27 @@ class AgainstTheServer(unittest.TestCase):
         self.client.api_keys.revoke(created["id"])
         with self.assertRaises(AuthenticationError):
             reader.user.info()
+
+    def test_a_name_with_an_unpaired_surrogate_is_refused_as_invalid_request_as_the_server_would(self) -> None:
+        # os.listdir gives such names for file names that are not UTF-8 (surrogateescape).
+        for name in ("caf\udce9.txt", "a\ud800b.txt"):
+            for threshold in (2**62, 1):
+                with self.subTest(name=repr(name), resumable_threshold=threshold):
+                    with self.assertRaises(InvalidRequestError) as raised:
+                        self.client.files.upload(io.BytesIO(b"x" * 10), name=name, resumable_threshold=threshold)
+                    self.assertEqual(raised.exception.details["fields"][0]["field"], "name")
+        with self.assertRaises(InvalidRequestError):
+            self.client.uploads.create(b"x" * 10, name="caf\udce9.txt")
+
+    def test_a_share_password_beyond_latin_1_opens_and_downloads_the_link(self) -> None:
+        uploaded = self.client.files.upload(b"behind a password", name="guarded.txt")
+        for password in ("pässwörd", "пароль 密码 😀"):
+            with self.subTest(password=password):
+                share = self.client.shares.create(uploaded["id"], password=password)
+                self.assertEqual(self.client.shares.open(share["url"], password=password)["file"]["name"], uploaded["name"])
+                copy = io.BytesIO()
+                self.client.shares.download_to(share["url"], copy, password=password)
+                self.assertEqual(copy.getvalue(), b"behind a password")
 
     def test_folders_shares_webhooks_and_trash_round_trip(self) -> None:
         folder = self.client.folders.create("Round trip")

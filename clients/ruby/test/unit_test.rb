@@ -190,3 +190,24 @@ class StandardWebhooksTest < Minitest::Test
     assert FileStorage::Webhook.verify_standard(BODY, headers(signature, old), SECRET, tolerance: 600)
   end
 end
+
+class BaseUrlCheckTest < Minitest::Test
+  # Without a scheme the first request failed with URI::InvalidURIError or "not an HTTP URI"; refused at once instead.
+  def test_a_base_url_that_is_not_http_or_https_is_refused_when_the_client_is_made
+    ['127.0.0.1:8080', 'files.example.com', 'ftp://files.example.com'].each do |base_url|
+      error = assert_raises(ArgumentError) { FileStorage::Client.new(api_key: 'key', base_url: base_url) }
+      assert_includes error.message, 'https://files.example.com'
+    end
+    http = FileStorage::HttpClient.new(api_key: 'key', base_url: 'HTTPS://files.example.com/storage/')
+    assert_equal 'HTTPS://files.example.com/storage', http.base_url
+  end
+end
+
+class ReplayTimeTest < Minitest::Test
+  # Time#utc converts its receiver in place: the caller's own Time used to come back in UTC after a replay.
+  def test_a_replay_window_is_written_in_utc_and_the_callers_time_keeps_its_offset
+    since = Time.new(2026, 11, 24, 12, 0, 0, '+02:00')
+    assert_equal '2026-11-24T10:00:00.000Z', FileStorage::Webhooks.new(nil).iso8601(since)
+    assert_equal 7200, since.utc_offset
+  end
+end

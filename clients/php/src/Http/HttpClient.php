@@ -31,6 +31,10 @@ final class HttpClient
         if ($baseUrl === '') {
             throw new \InvalidArgumentException('FileStorage needs a baseUrl.');
         }
+        // curl would take a URL without a scheme for http://, sending the API key unencrypted.
+        if (preg_match('#^https?://[^/?\#]+#i', $baseUrl) !== 1) {
+            throw new \InvalidArgumentException("baseUrl must be an http(s) URL such as https://files.example.com, not '$baseUrl'.");
+        }
         $this->baseUrl = rtrim($baseUrl, '/');
     }
 
@@ -190,7 +194,9 @@ final class HttpClient
             $curlOptions[CURLOPT_NOBODY] = true;
         }
         if (array_key_exists('json', $options)) {
-            $curlOptions[CURLOPT_POSTFIELDS] = json_encode($options['json'], JSON_THROW_ON_ERROR | JSON_UNESCAPED_SLASHES);
+            // An empty PHP array is an empty JSON object here: every JSON body of the API is an object, never a list.
+            $json = $options['json'] === [] ? new \stdClass() : $options['json'];
+            $curlOptions[CURLOPT_POSTFIELDS] = json_encode($json, JSON_THROW_ON_ERROR | JSON_UNESCAPED_SLASHES);
         } elseif (($options['body'] ?? null) instanceof RequestBody) {
             $body = $options['body'];
             $reader = $body->open();

@@ -29,17 +29,18 @@ final class Events
     }
 
     /**
-     * Every event from $after on, tailing the feed with long polls. With $stopWhenIdle it ends at the first empty
-     * batch, and the generator's return value is the cursor to continue from.
+     * Every event from $after on, tailing the feed with long polls, in batches of up to $limit events (the server's
+     * default: 100). With $stopWhenIdle it ends at the first empty batch, and the generator's return value is the
+     * cursor to continue from.
      *
      * @param list<string>|null $types
      * @return \Generator<int, array<string, mixed>, mixed, ?string>
      */
-    public function iterate(?string $after = null, ?array $types = null, int $wait = 30, bool $stopWhenIdle = false): \Generator
+    public function iterate(?string $after = null, ?array $types = null, int $wait = 30, bool $stopWhenIdle = false, ?int $limit = null): \Generator
     {
         $cursor = $after;
         while (true) {
-            $batch = $this->list(['after' => $cursor, 'types' => $types, 'wait' => $stopWhenIdle ? 0 : $wait]);
+            $batch = $this->list(['after' => $cursor, 'types' => $types, 'limit' => $limit, 'wait' => $stopWhenIdle ? 0 : $wait]);
             // Not `yield from`: it would give every batch the keys 0, 1…, and iterator_to_array() would keep the last.
             foreach ($batch['data'] as $event) {
                 yield $event;

@@ -45,7 +45,7 @@ final class Files
         if ($opened->replayable() && $opened->size > 0 && $opened->size >= $threshold) {
             $location = Tus::create($this->http, (int) $opened->size, [
                 'filename' => $filename, 'name' => $options['name'] ?? null, 'folder_id' => $options['folderId'] ?? null, 'overwrite' => $overwrite,
-            ]);
+            ], $options['idempotencyKey'] ?? null);
             return $this->get(Tus::resume($this->http, $location, $opened, $this->resumableChunk, $options['onProgress'] ?? null));
         }
         $fields = ['folder_id' => $options['folderId'] ?? null, 'name' => $options['name'] ?? null, 'overwrite' => $overwrite];
@@ -56,7 +56,7 @@ final class Files
     /**
      * Starts a resumable upload of a path and answers its location, for resumeUpload(), even from another process.
      *
-     * @param array<string, mixed> $options name, folderId, overwrite
+     * @param array<string, mixed> $options name, folderId, overwrite, idempotencyKey (started again with it, the same upload)
      */
     public function startResumableUpload(string $path, array $options = []): string
     {
@@ -66,7 +66,7 @@ final class Files
             'name' => $options['name'] ?? null,
             'folder_id' => $options['folderId'] ?? null,
             'overwrite' => isset($options['overwrite']) ? ($options['overwrite'] ? 'true' : 'false') : null,
-        ]);
+        ], $options['idempotencyKey'] ?? null);
     }
 
     /**
@@ -78,6 +78,12 @@ final class Files
     public function resumeUpload(string $location, string $path, ?callable $onProgress = null): array
     {
         return $this->get(Tus::resume($this->http, $location, UploadSource::open($path), $this->resumableChunk, $onProgress));
+    }
+
+    /** Gives up a resumable upload: deletes it with the bytes sent so far, and its reserved quota is given back. */
+    public function abortUpload(string $location): void
+    {
+        Tus::terminate($this->http, $location);
     }
 
     /**

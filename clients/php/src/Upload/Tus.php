@@ -29,17 +29,18 @@ final class Tus
     private const RESUMABLE_STATUSES = [409, ...self::RETRYABLE_STATUSES];
 
     /**
-     * Creates the upload; answers its location (/v1/uploads/{id}), which resume() takes to continue it later.
+     * Creates the upload; answers its location (/v1/uploads/{id}), which resume() takes to continue it later. Created
+     * again with the same $idempotencyKey (a restarted process), it answers the same upload.
      *
      * @param array<string, string|null> $metadata filename (required), name, folder_id, overwrite
      */
-    public static function create(HttpClient $http, int $size, array $metadata): string
+    public static function create(HttpClient $http, int $size, array $metadata, ?string $idempotencyKey = null): string
     {
         $created = $http->send('POST', '/v1/uploads', ['headers' => [
             'Tus-Resumable' => self::VERSION,
             'Upload-Length' => (string) $size,
             'Upload-Metadata' => self::encodeMetadata($metadata),
-        ]]);
+        ] + ($idempotencyKey === null ? [] : ['Idempotency-Key' => $idempotencyKey])]);
         $location = $created->header('location');
         if ($location === null) {
             throw new InvalidResponseException('invalid_response', 'The tus endpoint answered without a Location.', $created->status, headers: $created->headers);
@@ -122,6 +123,12 @@ final class Tus
             throw $error;
         }
         usleep((int) ($wait * 1e6));
+    }
+
+    /** Deletes the upload and the bytes sent so far (tus termination); the server gives its reserved quota back. */
+    public static function terminate(HttpClient $http, string $location): void
+    {
+        $http->send('DELETE', $location, ['headers' => ['Tus-Resumable' => self::VERSION]]);
     }
 
     /**

@@ -154,18 +154,24 @@ def create_upload(
     chunk_size: int,
     get_file: Callable[[str], FileObject],
     lock_timeout: float = LOCKED_TIMEOUT_SECONDS,
+    idempotency_key: str | None = None,
 ) -> ResumableUpload:
     if source.size is None:
         raise ValueError("A resumable upload needs a source of known size (a path, bytes or a seekable file).")
     metadata = encode_metadata(
         {"filename": filename, "name": name, "folder_id": folder_id, "overwrite": None if overwrite is None else str(overwrite).lower()}
     )
-    created = http.send("POST", "/v1/uploads", headers={"Tus-Resumable": TUS_VERSION, "Upload-Length": str(source.size), "Upload-Metadata": metadata})
+    # Sent again with its key (a restarted process), the creation answers the same upload, to resume or already complete.
+    headers = {"Tus-Resumable": TUS_VERSION, "Upload-Length": str(source.size), "Upload-Metadata": metadata}
+    created = http.send("POST", "/v1/uploads", headers=headers, idempotency_key=idempotency_key)
     created.close()
     location = created.headers.get("location")
     if not location:
         raise InvalidResponseError("The tus endpoint answered without a Location.", code="invalid_response", status=created.status, headers=created.headers)
-    return ResumableUpload(http, source, location, int(created.headers.get("upload-offset") or 0), chunk_size, get_file, lock_timeout)
+    upload = ResumableUpload(http, source, location, int(created.headers.get("upload-offset") or 0), chunk_size, get_file, lock_timeout)
+    if created.headers.get("idempotent-replayed") == "true":
+        upload.refresh()  # an upload announced before: where it stands now, or its file when complete
+    return upload
 
 
 def resume_upload(

@@ -12,7 +12,7 @@ from urllib.parse import quote, urlsplit
 from ._http import HttpClient, Response
 from ._source import ProgressCallback, UploadSource, multipart_body, open_source
 from ._tus import ResumableUpload, create_upload, resume_upload
-from .errors import NotFoundError
+from .errors import InvalidRequestError, NotFoundError
 from .types import (
     ApiKey,
     BulkDeleteResult,
@@ -46,6 +46,16 @@ Destination = Union[str, "os.PathLike[str]", IO[bytes]]
 
 def _path(template: str, *ids: str) -> str:
     return template.format(*(quote(value, safe="") for value in ids))
+
+
+def _assert_well_formed(name: str, field: str) -> None:
+    """
+    The server refuses a name with a surrogate code point (it cannot be stored as UTF-8; os.listdir gives such names
+    for file names that are not UTF-8): refused here the same way, before sending, instead of a UnicodeEncodeError.
+    """
+    if any("\ud800" <= char <= "\udfff" for char in name):
+        problem = "must be well-formed Unicode (no surrogate, U+D800 to U+DFFF)"
+        raise InvalidRequestError(f"Request validation failed: {field}: {problem}", code="invalid_request", details={"fields": [{"field": field, "message": problem}]})
 
 
 def _fetch_page(http: HttpClient, path: str, query: Mapping[str, Any]) -> Page[Any]:
@@ -134,6 +144,7 @@ class Files:
         filename = name or opened.name
         if not filename:
             raise ValueError("upload() needs name= when the source is bytes or a file object without a name.")
+        _assert_well_formed(filename, "name" if name else "filename")
         threshold = self._resumable_threshold if resumable_threshold is None else resumable_threshold
         if opened.replayable and opened.size is not None and opened.size > 0 and opened.size >= threshold:
             upload = create_upload(
@@ -146,6 +157,7 @@ class Files:
                 chunk_size=self._chunk_size,
                 get_file=self.get,
                 lock_timeout=self._upload_lock_timeout,
+                idempotency_key=idempotency_key,
             )
             return upload.send(on_progress)
         fields = {"folder_id": folder_id, "name": name, "overwrite": None if overwrite is None else str(overwrite).lower()}
@@ -232,12 +244,17 @@ class Uploads:
         folder_id: str | None = None,
         overwrite: bool | None = None,
         chunk_size: int | None = None,
+        idempotency_key: str | None = None,
     ) -> ResumableUpload:
-        """Announces an upload of the source (its size must be known); ``send()`` on the answer uploads the bytes."""
+        """
+        Announces an upload of the source (its size must be known); ``send()`` on the answer uploads the bytes. Announced
+        again with the same ``idempotency_key``, it answers the same upload, at the server's offset.
+        """
         opened = open_source(source)
         filename = name or opened.name
         if not filename:
             raise ValueError("create() needs name= when the source is bytes or a file object without a name.")
+        _assert_well_formed(filename, "name" if name else "filename")
         return create_upload(
             self._http,
             opened,
@@ -248,6 +265,7 @@ class Uploads:
             chunk_size=chunk_size or self._chunk_size,
             get_file=self._files.get,
             lock_timeout=self._upload_lock_timeout,
+            idempotency_key=idempotency_key,
         )
 
     def resume(self, url: str, source: UploadSource, *, chunk_size: int | None = None) -> ResumableUpload:
@@ -306,7 +324,8 @@ def _share_token(url_or_token: str) -> str:
 
 
 def _password_header(password: str | None) -> dict[str, str]:
-    return {} if password is None else {"X-Share-Password": password}
+    # The header carries the password's UTF-8 bytes, as the server reads it: http.client sends str values as Latin-1.
+    return {} if password is None else {"X-Share-Password": password.encode("utf-8").decode("latin-1")}
 
 
 class Shares:

@@ -91,6 +91,9 @@ module FileStorage
     def initialize(api_key:, base_url:, timeout: 60, max_retries: 2)
       raise ArgumentError, 'FileStorage needs an api_key.' if api_key.nil? || api_key.empty?
       raise ArgumentError, 'FileStorage needs a base_url.' if base_url.nil? || base_url.empty?
+      unless base_url.match?(%r{\Ahttps?://[^/?#]+}i)
+        raise ArgumentError, "base_url must be an http(s) URL such as https://files.example.com, not #{base_url.inspect}."
+      end
 
       @api_key = api_key
       @base_url = base_url.sub(%r{/+\z}, '')

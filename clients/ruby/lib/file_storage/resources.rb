@@ -39,7 +39,7 @@ module FileStorage
 
       if opened.replayable? && opened.size.positive? && opened.size >= resumable_threshold
         location = Tus.create(@http, opened.size, filename: filename, name: name, folder_id: folder_id,
-                                                  overwrite: overwrite)
+                                                  overwrite: overwrite, idempotency_key: idempotency_key)
         return get(Tus.resume(@http, location, opened, chunk_bytes: @resumable_chunk, on_progress: on_progress))
       end
       fields = { 'folder_id' => folder_id, 'name' => name, 'overwrite' => overwrite.nil? ? nil : overwrite.to_s }
@@ -49,16 +49,19 @@ module FileStorage
 
     # Starts a resumable upload of a path and answers its location, to be sent with `resume_upload`, even from
     # another process after this one stopped.
-    def start_resumable_upload(path, name: nil, folder_id: nil, overwrite: nil)
+    def start_resumable_upload(path, name: nil, folder_id: nil, overwrite: nil, idempotency_key: nil)
       opened = UploadSource.open(path)
       Tus.create(@http, opened.size, filename: name || opened.name, name: name, folder_id: folder_id,
-                                     overwrite: overwrite)
+                                     overwrite: overwrite, idempotency_key: idempotency_key)
     end
 
     # Sends what the server has not got yet of a resumable upload, from its offset; answers the stored file.
     def resume_upload(location, path, on_progress: nil)
       get(Tus.resume(@http, location, UploadSource.open(path), chunk_bytes: @resumable_chunk, on_progress: on_progress))
     end
+
+    # Gives up a resumable upload: deletes it with the bytes sent so far, and its reserved quota is given back.
+    def abort_upload(location) = Tus.terminate(@http, location)
 
     # One page of the files of a folder (the root by default): page:, per_page:, folder_id:, sort:, type:, search:.
     def list(**query) = fetch_page('/v1/files', query)
@@ -71,7 +74,7 @@ module FileStorage
 
     def get(file_id) = @http.data(:get, Paths.build('v1', 'files', file_id))
 
-    # Renames and/or moves a file (`folder_id: nil` with `move_to_root: true` moves it to the root).
+    # Renames and/or moves a file (`folder_id: nil` moves it to the root).
     def update(file_id, name: nil, folder_id: :unchanged)
       changes = {}
       changes['name'] = name unless name.nil?
@@ -275,7 +278,8 @@ module FileStorage
       block_given? ? items.each(&) : items
     end
 
-    def iso8601(time) = time.respond_to?(:utc) ? time.utc.strftime('%Y-%m-%dT%H:%M:%S.%LZ') : time.to_s
+    # getutc, not utc: Time#utc would convert the caller's own Time in place.
+    def iso8601(time) = time.respond_to?(:getutc) ? time.getutc.strftime('%Y-%m-%dT%H:%M:%S.%LZ') : time.to_s
 
     def delivery(webhook_id, delivery_id)
       @http.data(:get, Paths.build('v1', 'webhooks', webhook_id, 'deliveries', delivery_id))
@@ -343,14 +347,17 @@ module FileStorage
       @http.envelope(:get, '/v1/events', query: { after: after, limit: limit, types: types, wait: wait })
     end
 
-    # Every event from `after` on, tailing the feed with long polls; never ends unless `stop_when_idle: true`, in
-    # which case it stops at the first empty batch. Yields each event; answers the cursor to continue from.
-    def each(after: nil, types: nil, wait: 30, stop_when_idle: false)
-      return enum_for(:each, after: after, types: types, wait: wait, stop_when_idle: stop_when_idle) unless block_given?
+    # Every event from `after` on, tailing the feed with long polls, in batches of up to `limit` events (the server's
+    # default: 100); never ends unless `stop_when_idle: true`, in which case it stops at the first empty batch. Yields
+    # each event; answers the cursor to continue from.
+    def each(after: nil, types: nil, limit: nil, wait: 30, stop_when_idle: false)
+      unless block_given?
+        return enum_for(:each, after: after, types: types, limit: limit, wait: wait, stop_when_idle: stop_when_idle)
+      end
 
       cursor = after
       loop do
-        batch = list(after: cursor, types: types, wait: stop_when_idle ? 0 : wait)
+        batch = list(after: cursor, types: types, limit: limit, wait: stop_when_idle ? 0 : wait)
         batch['data'].each { |event| yield event }
         cursor = batch['next_cursor']
         return cursor if stop_when_idle && batch['data'].empty?

@@ -44,13 +44,14 @@ module FileStorage
 
     module_function
 
-    # Creates the upload; answers its location (/v1/uploads/{id}), which `resume` takes to continue it later.
-    def create(http, size, filename:, name: nil, folder_id: nil, overwrite: nil)
+    # Creates the upload; answers its location (/v1/uploads/{id}), which `resume` takes to continue it later. Created
+    # again with the same `idempotency_key` (a restarted process), it answers the same upload.
+    def create(http, size, filename:, name: nil, folder_id: nil, overwrite: nil, idempotency_key: nil)
       metadata = encode_metadata('filename' => filename, 'name' => name, 'folder_id' => folder_id,
                                  'overwrite' => overwrite.nil? ? nil : overwrite.to_s)
-      created = http.send_request(:post, '/v1/uploads',
-                                  headers: { 'Tus-Resumable' => VERSION, 'Upload-Length' => size.to_s,
-                                             'Upload-Metadata' => metadata })
+      headers = { 'Tus-Resumable' => VERSION, 'Upload-Length' => size.to_s, 'Upload-Metadata' => metadata }
+      headers['Idempotency-Key'] = idempotency_key if idempotency_key
+      created = http.send_request(:post, '/v1/uploads', headers: headers)
       created.headers['location'] or
         raise InvalidResponseError.new(code: 'invalid_response', message: 'The tus endpoint answered without a Location.',
                                        status: created.status, headers: created.headers)
@@ -95,9 +96,19 @@ module FileStorage
       retry
     end
 
+    # Deletes the upload and the bytes sent so far (tus termination); the server gives its reserved quota back.
+    def terminate(http, location)
+      http.send_request(:delete, location, headers: { 'Tus-Resumable' => VERSION })
+      nil
+    end
+
     # tus Upload-Metadata: comma-separated `key base64(value)` pairs.
     def encode_metadata(values)
-      values.reject { |_, value| value.nil? }.map { |key, value| "#{key} #{[value.encode('UTF-8')].pack('m0')}" }.join(',')
+      values.reject { |_, value| value.nil? }.map { |key, value| "#{key} #{[utf8_bytes(value)].pack('m0')}" }.join(',')
     end
+
+    # A binary string's bytes are sent as they are, as the multipart upload sends them: under the C locale Ruby tags
+    # paths from ARGV, ENV and Dir binary, and converting their UTF-8 bytes would raise.
+    def utf8_bytes(value) = value.encoding == Encoding::BINARY ? value : value.encode('UTF-8')
   end
 end
