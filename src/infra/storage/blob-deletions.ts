@@ -11,8 +11,8 @@ const KEYS_PER_STATEMENT = 500;
 const DELETES_IN_FLIGHT = 16;
 /** A record this old is no longer its own transaction's to delete: the deletion after that commit failed, or never ran. */
 const RETRY_AFTER_MS = 60_000;
-/** Records retried per pass. */
-const RETRIES_PER_PASS = 1_000;
+/** Records read and retried at a time; a pass goes on until none is left. */
+const RETRIES_PER_BATCH = 1_000;
 
 /**
  * Blobs whose file rows are gone. Their keys are recorded in the transaction that removes the rows (`record`), and
@@ -55,24 +55,35 @@ export class BlobDeletions {
 
   /** Deletes the blobs of records older than a minute (their deletion failed or never ran); answers how many went. */
   async retryPending(now: Date): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const { found, deleted } = await this.retryBatch(now);
+      total += deleted;
+      // A short batch was the last. A store still failing throws out of the pass (its records wait for the next sweep).
+      if (found < RETRIES_PER_BATCH) break;
+    }
+    if (total > 0) this.logger.warn({ blobs: total }, 'Deleted blobs whose deletion had failed');
+    return total;
+  }
+
+  private async retryBatch(now: Date): Promise<{ found: number; deleted: number }> {
     const params = this.transactions.dialect.parameters();
     const before = params.add(new Date(now.getTime() - RETRY_AFTER_MS).toISOString());
     const pending: Array<{ blob_key: string }> = await this.transactions.dataSource.query(
-      `SELECT blob_key FROM blob_deletions WHERE recorded_at < ${before} ORDER BY recorded_at LIMIT ${RETRIES_PER_PASS}`,
+      `SELECT blob_key FROM blob_deletions WHERE recorded_at < ${before} ORDER BY recorded_at LIMIT ${RETRIES_PER_BATCH}`,
       params.values,
     );
     const deleted: string[] = [];
     try {
-      // A blob already gone counts as deleted (adapters ignore a missing key); a store still failing ends the pass.
+      // A blob already gone counts as deleted (adapters ignore a missing key); a store still failing ends the batch.
       for (const { blob_key: key } of pending) {
         await this.storage.delete(key);
         deleted.push(key);
       }
     } finally {
       await this.forget(deleted);
-      if (deleted.length > 0) this.logger.warn({ blobs: deleted.length }, 'Deleted blobs whose deletion had failed');
     }
-    return deleted.length;
+    return { found: pending.length, deleted: deleted.length };
   }
 
   private async forget(keys: string[]): Promise<void> {

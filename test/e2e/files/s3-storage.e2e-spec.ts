@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { Transactions } from '../../../src/infra/database/transactions.js';
 import { BlobDeletions } from '../../../src/infra/storage/blob-deletions.js';
 import { BlobStorage, blobKeys } from '../../../src/infra/storage/blob-storage.js';
 import { S3BlobStorage } from '../../../src/infra/storage/s3-blob-storage.js';
@@ -250,6 +251,15 @@ describe('S3 blob storage while the bucket cannot be reached', () => {
     expect([...(await objectsOf(deleted.id)), ...(await objectsOf(trashed.id))]).toEqual([]);
     expect(await deletions.retryPending(new Date(Date.now() + 2 * 60_000))).toBe(0);
   }, 90_000);
+
+  it('retries every recorded deletion in one pass, past a batch of a thousand', async () => {
+    const deletions = t.app.get(BlobDeletions);
+    const keys = Array.from({ length: 1_234 }, (_, i) => blobKeys.temp(`gone_${String(i).padStart(5, '0')}`));
+    await t.app.get(Transactions).run((tx) => BlobDeletions.record(tx, keys, new Date(Date.now() - 5 * 60_000)));
+    // Objects already gone count as deleted; nothing is left for the next sweep.
+    expect(await deletions.retryPending(new Date())).toBe(1_234);
+    expect(await deletions.retryPending(new Date())).toBe(0);
+  }, 60_000);
 
   it('answers a download 503 in well under a minute, not never, while the bucket takes requests but does not answer', async () => {
     const file = await uploadOk(t, owner.auth, 'behind a stalled bucket', { name: 'stalled.txt' });
