@@ -1,4 +1,4 @@
-import { ConnectionError, FileStorageError, InvalidResponseError, TimeoutError, errorFromResponse } from './errors.js';
+import { ConnectionError, FileStorageError, InvalidRequestError, InvalidResponseError, TimeoutError, errorFromResponse } from './errors.js';
 
 export interface FileStorageOptions {
   /** An API key of the account (`Authorization: Bearer <key>`). */
@@ -142,6 +142,7 @@ export class HttpClient {
     if (spec.body?.contentType) headers['Content-Type'] = spec.body.contentType;
     const url = this.url(spec.path, spec.query);
     const request = requestLabel(spec.method, spec.path);
+    refuseUnsendableHeaders(headers, request);
     const maxRetries = spec.retry === false || (spec.body && !spec.body.replayable) ? 0 : this.maxRetries;
 
     for (let attempt = 0; ; attempt++) {
@@ -188,6 +189,21 @@ export class HttpClient {
 
 const ABSOLUTE_URL = /^https?:\/\//i;
 const BODY_EXCERPT_CHARS = 200;
+
+/**
+ * fetch refuses a header value that is not ISO-8859-1 text without NUL or line breaks with a TypeError before anything is
+ * sent, which would otherwise be taken for a failed connection and retried; such a request is refused here, naming
+ * the header (its value may be a secret, so it is not quoted).
+ */
+function refuseUnsendableHeaders(headers: Record<string, string>, request: string): void {
+  for (const [name, value] of Object.entries(headers)) {
+    if (!/[^\x01-\x09\x0b\x0c\x0e-\xff]/.test(value)) continue;
+    throw new InvalidRequestError({
+      code: 'invalid_request',
+      message: `${request} not sent: the ${name} header's value has characters HTTP headers cannot carry (only ISO-8859-1 text without NUL or line breaks).`,
+    });
+  }
+}
 
 /** A request as error messages name it: method and path, the query left out (a signed download link's signature). */
 function requestLabel(method: string, pathOrUrl: string): string {

@@ -9,7 +9,7 @@ import { startTestApp, type TestApp } from '../../../test/support/test-app.js';
 import { pngImage } from '../../../test/support/media.js';
 import { eventually, sleep } from '../../../test/support/time.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../../../test/support/webhook-receiver.js';
-import { AuthenticationError, FileStorage, FileTooLargeError, NotFoundError, RateLimitError, verifyStandardWebhook, verifyWebhookSignature } from '../src/index.js';
+import { AuthenticationError, FileStorage, FileTooLargeError, InvalidRequestError, NotFoundError, RateLimitError, verifyStandardWebhook, verifyWebhookSignature } from '../src/index.js';
 
 const md5 = (bytes: Uint8Array) => createHash('md5').update(bytes).digest('hex');
 
@@ -259,6 +259,17 @@ describe('the JavaScript client against a live server', () => {
     expect(tooLarge).toBeInstanceOf(FileTooLargeError);
     expect(tooLarge).toMatchObject({ status: 413, maxSize: 100 * 1024 * 1024, plan: 'free' });
     await expect(new FileStorage({ apiKey: 'wrong', baseUrl: t.baseUrl }).user.info()).rejects.toBeInstanceOf(AuthenticationError);
+  });
+
+  it('refuses a header value HTTP cannot carry before sending, without retrying it as a connection error', async () => {
+    const started = Date.now();
+    const refused = await client.folders.create({ name: 'Never made' }, { idempotencyKey: 'clé 😀' }).catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(InvalidRequestError);
+    expect((refused as InvalidRequestError).message).toContain('Idempotency-Key');
+    // Refused at once: no backoff of retries.
+    expect(Date.now() - started).toBeLessThan(200);
+    const folders = await client.folders.list({ per_page: 100 });
+    expect(folders.data.map((folder) => folder.name)).not.toContain('Never made');
   });
 
   it('cancels a call through its AbortSignal', async () => {
