@@ -3,10 +3,24 @@ import { DECORATORS } from '@nestjs/swagger';
 import { getMetadataStorage } from 'class-validator';
 import { FieldProblem, InvalidRequest } from '../errors/api-error.js';
 
+/** Constraints on a value's type, checked in this order: once one fails, the value's other constraints say nothing useful. */
+const TYPE_CONSTRAINTS = ['isArray', 'isObject', 'isString', 'isInt', 'isNumber', 'isBoolean'];
+
+/**
+ * What to tell the client about one field: that it is missing, or that it has the wrong type, or, only when its
+ * type is right, every rule it breaks. Without this, `{}` for a required list listed five rules of its items and size.
+ */
+function relevantMessages(error: ValidationError): string[] {
+  const constraints = error.constraints ?? {};
+  if (error.value === undefined && Object.keys(constraints).length > 0) return ['is required'];
+  const failedType = TYPE_CONSTRAINTS.find((name) => constraints[name] !== undefined);
+  return failedType ? [constraints[failedType]!] : Object.values(constraints);
+}
+
 function flatten(errors: ValidationError[], parent = ''): FieldProblem[] {
   return errors.flatMap((error) => {
     const field = parent ? `${parent}.${error.property}` : error.property;
-    const own = Object.values(error.constraints ?? {}).map((message) => ({
+    const own = relevantMessages(error).map((message) => ({
       field,
       // class-validator names the property itself; with forbidNonWhitelisted it says "property x should not exist".
       message: message.startsWith('property ') ? 'is not allowed' : message.replace(new RegExp(`^${error.property} `), ''),

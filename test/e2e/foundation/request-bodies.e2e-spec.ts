@@ -113,6 +113,27 @@ describe('hostile JSON bodies, and repeated DELETEs', () => {
     await t.http().delete(`/v1/webhooks/${webhook.id}`).set(owner.auth).expect(200);
   });
 
+  it.each([
+    ['a missing required field', '/v1/files/bulk-delete', {}, [{ field: 'file_ids', message: 'is required' }]],
+    ['a field of the wrong type', '/v1/files/bulk-delete', { file_ids: 'file_1' }, [{ field: 'file_ids', message: 'must be an array' }]],
+    ['items of the wrong type', '/v1/files/bulk-delete', { file_ids: [1, 2] }, [{ field: 'file_ids', message: 'each value in file_ids must be a string' }]],
+    ['a number where a string goes', '/v1/folders', { name: 5 }, [{ field: 'name', message: 'must be a string' }]],
+    [
+      'two missing fields',
+      '/v1/webhooks',
+      {},
+      [
+        { field: 'url', message: 'is required' },
+        { field: 'events', message: 'is required' },
+      ],
+    ],
+  ])('names %s once, not with every rule of the value it would have had', async (_label, path, body, fields) => {
+    const res = await t.http().post(path).set(owner.auth).send(body);
+    expect(res.status).toBe(400);
+    expect(res.body.error.code).toBe('invalid_request');
+    expect(res.body.error.details.fields).toEqual(fields);
+  });
+
   it('keeps null meaning "the root" where it is documented: moving a file or folder, creating a folder', async () => {
     const parent = (await t.http().post('/v1/folders').set(owner.auth).send({ name: 'parent', parent_id: null }).expect(201)).body.data;
     expect(parent.parent_id).toBeNull();
