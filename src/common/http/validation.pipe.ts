@@ -57,6 +57,8 @@ export class ApiValidationPipe extends ValidationPipe {
     const reserved = findReservedKeys(value, path);
     if (reserved.length > 0) throw InvalidRequest.fields(reserved.map((field) => ({ field, message: 'is not allowed' })));
     if (metadata.type === 'body' && metadata.metatype) {
+      // Every JSON body of this API is one object; class-transformer would read a list as a list of them.
+      if (Array.isArray(value)) throw new InvalidRequest('The request body must be a JSON object.');
       const nulls = findForbiddenNulls(value, metadata.metatype, '');
       if (nulls.length > 0) throw InvalidRequest.fields(nulls.map((field) => ({ field, message: 'must not be null' })));
     }

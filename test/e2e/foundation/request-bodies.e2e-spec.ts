@@ -63,6 +63,14 @@ describe('hostile JSON bodies, and repeated DELETEs', () => {
     expect(res.body.error).toEqual({ code: 'invalid_request', message: 'The request body is not valid JSON.' });
   });
 
+  it('names a JSON list where an object goes as such, and creates nothing', async () => {
+    const res = await postRaw('/v1/folders', JSON.stringify([{ name: 'listed-folder' }]));
+    expect(res.status).toBe(400);
+    expect(res.body.error).toEqual({ code: 'invalid_request', message: 'The request body must be a JSON object.' });
+    const folders = await t.http().get('/v1/folders?per_page=100').set(owner.auth).expect(200);
+    expect(folders.body.data.map((f: { name: string }) => f.name)).not.toContain('listed-folder');
+  });
+
   it('reads a gzip or deflate body, names one that does not decompress, and refuses an encoding it does not know with 415', async () => {
     const send = async (encoding: string, body: Buffer) => {
       const answer = await fetch(`${t.baseUrl}/v1/folders`, { method: 'POST', headers: { ...owner.auth, 'Content-Type': 'application/json', 'Content-Encoding': encoding }, body });
