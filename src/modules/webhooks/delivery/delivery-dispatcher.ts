@@ -1,5 +1,6 @@
 import { Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { AppConfig } from '../../../config/app-config.js';
+import { Transactions } from '../../../infra/database/transactions.js';
 import { OutboxSignal } from '../../../infra/outbox/outbox-signal.js';
 import { DeliveryQueuer, type SeriesToQueue } from './delivery-queuer.js';
 import { DeliverySignal } from './delivery-signal.js';
@@ -9,6 +10,14 @@ import { OutboxRelay, type RelayPass } from './outbox-relay.js';
 const BATCH = 500;
 /** Only a safety net (a signal lost while Redis was away, rows written by hand): every commit wakes the relay. */
 const POLL_MS = 1_000;
+/**
+ * SQLite only: while events keep coming, a pass starts at least this long after the last pass that relayed some, so a
+ * burst's commits go in one pass rather than one pass each (a pass and the media work on its batch cost about a dozen
+ * statements and two write transactions on the one connection, whatever the batch's size). The first event after a
+ * quiet spell is relayed at once. PostgreSQL's passes batch by themselves: commits go on while a pass waits for its
+ * answers.
+ */
+const GATHER_MS = 15;
 /** How often the safety net (DeliveryQueuer.requeueStale) looks for deliveries that lost their job. */
 const STALE_CHECK_EVERY_MS = 30_000;
 
@@ -44,6 +53,9 @@ export class DeliveryDispatcher implements OnApplicationBootstrap, OnApplication
   private lastProblemLog = 0;
   private lastStaleCheck = 0;
   private lastHeldCheck = 0;
+  /** When the last pass that relayed events ended (performance.now()). */
+  private lastRelayedAt = -Infinity;
+  private readonly gatherMs: number;
 
   constructor(
     private readonly relay: OutboxRelay,
@@ -52,7 +64,10 @@ export class DeliveryDispatcher implements OnApplicationBootstrap, OnApplication
     private readonly signal: DeliverySignal,
     private readonly outboxSignal: OutboxSignal,
     private readonly config: AppConfig,
-  ) {}
+    transactions: Transactions,
+  ) {
+    this.gatherMs = transactions.dialect.concurrentTransactions ? 0 : GATHER_MS;
+  }
 
   onApplicationBootstrap(): void {
     const unsubscribeDeliveries = this.signal.subscribe(() => {
@@ -87,7 +102,10 @@ export class DeliveryDispatcher implements OnApplicationBootstrap, OnApplication
       this.nudged = false;
       let more = false;
       try {
+        const sinceLastBatch = performance.now() - this.lastRelayedAt;
+        if (sinceLastBatch < this.gatherMs) await new Promise((resolve) => setTimeout(resolve, this.gatherMs - sinceLastBatch));
         const pass = await this.relay.relay(BATCH);
+        if (pass.relayed > 0) this.lastRelayedAt = performance.now();
         this.handOver(pass);
         if (this.sweep) {
           this.sweep = false;
