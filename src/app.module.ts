@@ -9,7 +9,7 @@ import { ScopeGuard } from './common/auth/scope.guard.js';
 import { ApiExceptionFilter } from './common/http/api-exception.filter.js';
 import { EnvelopeInterceptor } from './common/http/envelope.interceptor.js';
 import { IdempotencyInterceptor } from './common/idempotency/idempotency.interceptor.js';
-import { JsonBodyInterceptor } from './common/http/json-body.interceptor.js';
+import { BodyMediaTypeInterceptor } from './common/http/body-media-type.interceptor.js';
 import { ApiValidationPipe } from './common/http/validation.pipe.js';
 import { PlanRateLimitGuard } from './common/rate-limit/plan-rate-limit.guard.js';
 import { RedisThrottlerStorage } from './common/rate-limit/redis-throttler.storage.js';
@@ -98,7 +98,7 @@ export class AppModule {
         { provide: APP_GUARD, useClass: PlanRateLimitGuard },
         { provide: APP_GUARD, useClass: ScopeGuard },
         { provide: APP_PIPE, useClass: ApiValidationPipe },
-        { provide: APP_INTERCEPTOR, useClass: JsonBodyInterceptor },
+        { provide: APP_INTERCEPTOR, useClass: BodyMediaTypeInterceptor },
         { provide: APP_INTERCEPTOR, useClass: IdempotencyInterceptor },
         { provide: APP_INTERCEPTOR, useClass: EnvelopeInterceptor },
         { provide: APP_FILTER, useClass: ApiExceptionFilter },

@@ -68,6 +68,7 @@ export class FilesController {
     [400, 'invalid_request: no file part, a bad name or field.'],
     [404, 'not_found: folder_id names no active folder.'],
     [413, 'file_too_large (details file_size, max_size, plan) or storage_exceeded (details current_usage, storage_limit, required_space).'],
+    [415, 'invalid_request: the body was not sent as Content-Type: multipart/form-data (`details.supported`).'],
     NAME_CONFLICT,
   )
   upload(@CurrentActor() actor: Actor, @Req() request: Request, @Body() body: UploadFileRequest): Promise<FileResponse> {

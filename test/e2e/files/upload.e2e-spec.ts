@@ -180,7 +180,7 @@ describe('uploading files', () => {
     expect((await uploadOk(t, owner.auth, 'x', { filename: 'résumé 履歴書.txt' })).name).toBe('résumé 履歴書.txt');
   });
 
-  it('refuses a request without a file part, with the file in another field or with an unknown field, with 400 and stores nothing', async () => {
+  it('refuses a request without a file part, with the file in another field, as a text field or with an unknown field, with 400, and one not in multipart/form-data with 415, and stores nothing', async () => {
     const before = [(await account(owner.accountId)).storageUsed, (await t.http().get('/v1/files').set(owner.auth)).body.pagination.total_items];
     const form = new FormData();
     form.append('name', 'x.txt');
@@ -188,8 +188,17 @@ describe('uploading files', () => {
     expect(noFile.status).toBe(400);
     expect(((await noFile.json()) as any).error.code).toBe('invalid_request');
 
-    const json = await t.http().post('/v1/files/upload').set(owner.auth).send({ name: 'x' });
-    expect(json.status).toBe(400);
+    const json = await t.http().post('/v1/files/upload').set(owner.auth).send({ name: 'x', file: 'abc' });
+    expect(json.status).toBe(415);
+    expect(json.body.error).toMatchObject({ code: 'invalid_request', details: { supported: ['multipart/form-data'] } });
+    expect(json.body.error.message).toContain('send it with Content-Type: multipart/form-data');
+
+    // A part named "file" without a filename is a text field, not a file.
+    const textFile = new FormData();
+    textFile.append('file', 'abc');
+    const asText = await fetch(`${t.baseUrl}/v1/files/upload`, { method: 'POST', headers: owner.auth, body: textFile });
+    expect(asText.status).toBe(400);
+    expect(((await asText.json()) as any).error.details.fields).toEqual([{ field: 'file', message: 'must be a file part, with a filename in its Content-Disposition' }]);
 
     const wrongField = new FormData();
     wrongField.append('document', new Blob(['abc']), 'a.txt');

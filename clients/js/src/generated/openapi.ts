@@ -1505,6 +1505,20 @@ export interface components {
                 };
             };
         };
+        /** @description The error envelope; `code` is one of invalid_request. */
+        ErrorEnvelope415: {
+            /** @enum {boolean} */
+            success: false;
+            error: {
+                /** @enum {string} */
+                code: "invalid_request";
+                message: string;
+                /** @description Machine-readable specifics, e.g. `fields` (list of {field, message}) for validation failures. */
+                details?: {
+                    [key: string]: unknown;
+                };
+            };
+        };
         /** @description The error envelope; `code` is one of conflict, invalid_request. */
         ErrorEnvelope412: {
             /** @enum {boolean} */
@@ -2454,6 +2468,20 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorEnvelope413"];
+                };
+            };
+            /** @description invalid_request: the body was not sent as Content-Type: multipart/form-data (`details.supported`). */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope415"];
                 };
             };
             /** @description idempotency_key_reused: the Idempotency-Key was used for a different request, or the answer kept for it can no longer be read (SECRETS_ENCRYPTION_KEY changed). */

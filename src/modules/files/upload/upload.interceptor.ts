@@ -104,6 +104,10 @@ export class UploadInterceptor implements NestInterceptor {
       multer({ storage: engine, limits: LIMITS, defParamCharset: 'utf8' } as multer.Options).single('file')(request, response, (error: unknown) => {
         if (!error) {
           if (request.file) request.upload = request.file as unknown as ReceivedUpload & { originalname: string };
+          // A part named "file" without a filename is a form field to multer, which validation would call unknown.
+          if (!request.file && typeof (request.body as Record<string, unknown> | undefined)?.file === 'string') {
+            return reject(InvalidRequest.fields([{ field: 'file', message: 'must be a file part, with a filename in its Content-Disposition' }]));
+          }
           return resolve();
         }
         reject(error);
