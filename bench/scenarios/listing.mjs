@@ -24,6 +24,8 @@ export const LISTING_VARIANTS = {
   size_desc: `per_page=${PER_PAGE}&sort=size_desc`,
   search: `per_page=${PER_PAGE}&search=report`,
   search_rare: `per_page=${PER_PAGE}&search=${RARE_WORD}`,
+  // Two characters no trigram index serves, in no name: the whole listing's sort index is walked (docs/files.md, Search).
+  search_short: `per_page=${PER_PAGE}&search=zq`,
 };
 const DEEP_VARIANTS = Object.fromEntries(JUDGED_SORTS.map((sort) => [`page ${DEEP_PAGE} ${sort}`, `per_page=${PER_PAGE}&sort=${sort}&page=${DEEP_PAGE}`]));
 

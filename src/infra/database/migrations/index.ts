@@ -20,6 +20,7 @@ import { DeliverySeriesStart1764390000000 } from './1764390000000-delivery-serie
 import { PartialStateIndexes1764400000000 } from './1764400000000-partial-state-indexes.js';
 import { BlobDeletions1764410000000 } from './1764410000000-blob-deletions.js';
 import { CaseFoldedNameKeys1764425000000 } from './1764425000000-case-folded-name-keys.js';
+import { ListingIndexesCarryNameKey1764430000000 } from './1764430000000-listing-indexes-carry-name-key.js';
 
 /** Every migration, oldest first. */
 export const MIGRATIONS = [
@@ -45,4 +46,5 @@ export const MIGRATIONS = [
   PartialStateIndexes1764400000000,
   BlobDeletions1764410000000,
   CaseFoldedNameKeys1764425000000,
+  ListingIndexesCarryNameKey1764430000000,
 ];
