@@ -6,8 +6,11 @@ import { IsInt, IsOptional, IsString, Matches, Max, Min, ValidateBy } from 'clas
 export const MAX_PER_PAGE = 100;
 export const MAX_PAGE = 1_000_000_000;
 
-/** Plain decimal digits only: `0x10`, `1e2`, ` 1` and `1.0` stay strings and fail `@IsInt()`. */
-const toInteger = ({ value }: { value: unknown }) => (typeof value === 'string' && /^[0-9]{1,12}$/.test(value) ? Number(value) : value);
+/**
+ * An integer query parameter: plain decimal digits, with a minus sign if any, become a number, so `-1` is refused by the
+ * field's minimum with its own message; `0x10`, `1e2`, ` 1` and `1.0` stay strings and fail `@IsInt()`.
+ */
+export const toQueryInteger = ({ value }: { value: unknown }) => (typeof value === 'string' && /^-?[0-9]{1,12}$/.test(value) ? Number(value) : value);
 export const DEFAULT_PER_PAGE = 50;
 
 /**
@@ -23,7 +26,7 @@ const PageNumber = (options: { documentDefault: boolean }) =>
       ...(options.documentDefault ? { default: 1, description: 'Page number, from 1.' } : { description: 'Page number, from 1; 1 when omitted. Not together with `cursor`.' }),
     }),
     IsOptional(),
-    Transform(toInteger),
+    Transform(toQueryInteger),
     IsInt(),
     Min(1),
     Max(MAX_PAGE),
@@ -33,7 +36,7 @@ const PerPage = () =>
   applyDecorators(
     ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: MAX_PER_PAGE, default: DEFAULT_PER_PAGE, description: 'Items per page, 1 to 100.' }),
     IsOptional(),
-    Transform(toInteger),
+    Transform(toQueryInteger),
     IsInt(),
     Min(1),
     Max(MAX_PER_PAGE),

@@ -98,6 +98,16 @@ describe('event feed: GET /v1/events', () => {
     }
   });
 
+  it.each([
+    ['wait=-1', { field: 'wait', message: 'must not be less than 0' }],
+    ['limit=-1', { field: 'limit', message: 'must not be less than 1' }],
+    ['wait=1.5', { field: 'wait', message: 'must be an integer number' }],
+  ])('says what is wrong with %s', async (query, problem) => {
+    const res = await t.http().get(`/v1/events?${query}`).set(owner.auth);
+    expect(res.status).toBe(400);
+    expect(res.body.error.details.fields).toEqual([problem]);
+  });
+
   it('needs the read scope', async () => {
     const writeOnly = await createKey(t.app, owner, ['write']);
     expect((await readFeed(t.baseUrl, writeOnly.auth)).status).toBe(403);

@@ -107,6 +107,17 @@ describe('listing, reading and changing files', () => {
     expect(res.body.error.details.fields.map((f: any) => f.field)).toContain(field);
   });
 
+  it.each([
+    ['page=-1', { field: 'page', message: 'must not be less than 1' }],
+    ['per_page=-5', { field: 'per_page', message: 'must not be less than 1' }],
+    ['page=1.5', { field: 'page', message: 'must be an integer number' }],
+    ['per_page=1e2', { field: 'per_page', message: 'must be an integer number' }],
+  ])('says what is wrong with %s', async (query, problem) => {
+    const res = await t.http().get(`/v1/files?${query}`).set(owner.auth);
+    expect(res.status).toBe(400);
+    expect(res.body.error.details.fields).toEqual([problem]);
+  });
+
   it('answers 404 for an unknown, trashed or foreign folder', async () => {
     expect((await t.http().get('/v1/files?folder_id=fld_nope').set(owner.auth)).status).toBe(404);
     const trashed = await t.http().post('/v1/folders').set(owner.auth).send({ name: 'to be trashed' });

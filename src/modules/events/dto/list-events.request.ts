@@ -1,8 +1,7 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { IsInt, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
-
-const toInteger = ({ value }: { value: unknown }) => (typeof value === 'string' && /^[0-9]{1,12}$/.test(value) ? Number(value) : value);
+import { toQueryInteger } from '../../../common/http/pagination.request.js';
 
 export const MAX_EVENTS_PER_PAGE = 1000;
 export const MAX_WAIT_SECONDS = 30;
@@ -13,7 +12,7 @@ export class ListEventsRequest {
   after?: string;
 
   @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: MAX_EVENTS_PER_PAGE, default: 100, description: 'Events per answer, 1 to 1000.' })
-  @IsOptional() @Transform(toInteger) @IsInt() @Min(1) @Max(MAX_EVENTS_PER_PAGE)
+  @IsOptional() @Transform(toQueryInteger) @IsInt() @Min(1) @Max(MAX_EVENTS_PER_PAGE)
   limit: number = 100;
 
   // No `example`: Swagger UI's "Try it out" would fill it in and filter the feed unasked.
@@ -28,6 +27,6 @@ export class ListEventsRequest {
     default: 0,
     description: 'Long poll: when no event is there yet, wait up to this many seconds for one; the answer comes as soon as one arrives, or empty at the deadline.',
   })
-  @IsOptional() @Transform(toInteger) @IsInt() @Min(0) @Max(MAX_WAIT_SECONDS)
+  @IsOptional() @Transform(toQueryInteger) @IsInt() @Min(0) @Max(MAX_WAIT_SECONDS)
   wait: number = 0;
 }
