@@ -322,6 +322,29 @@ describe('delete, restore and the trash', () => {
     await db().getRepository(FileEntity).update({ id: file.id }, { recoverableUntil: new Date(Date.now() - 1000) });
     expect((await t.http().post(`/v1/files/${file.id}/restore`).set(owner.auth)).status).toBe(404);
   });
+
+  it('ends the recovery window on the dot: a file past it leaves the listing, its totals and search before the purge runs', async () => {
+    const acct = await createAccount(t.app);
+    const expired = await uploadOk(t, acct.auth, 'old', { name: 'lapsed-notes.txt' });
+    const kept = await uploadOk(t, acct.auth, 'new', { name: 'kept-notes.txt' });
+    for (const f of [expired, kept]) await t.http().delete(`/v1/files/${f.id}`).set(acct.auth).expect(200);
+    await db().getRepository(FileEntity).update({ id: expired.id }, { recoverableUntil: new Date(Date.now() - 1000) });
+
+    const listed = await t.http().get('/v1/trash').set(acct.auth);
+    expect(listed.body.data.map((f: { id: string }) => f.id)).toEqual([kept.id]);
+    expect(listed.body.pagination).toMatchObject({ total_items: 1, total_pages: 1 });
+    // Both ways a search is answered: the trigram index (three characters or more) and the listing's own range.
+    for (const search of ['notes', 'la']) {
+      const found = await t.http().get(`/v1/trash?search=${search}`).set(acct.auth);
+      expect(found.body.data.map((f: { id: string }) => f.id)).toEqual(search === 'la' ? [] : [kept.id]);
+      expect(found.body.pagination.total_items).toBe(search === 'la' ? 0 : 1);
+    }
+    const restore = await t.http().post(`/v1/files/${expired.id}/restore`).set(acct.auth);
+    expect(restore.status).toBe(404);
+    expect(restore.body.error.code).toBe('not_found');
+    // Still there for the purge to take (and free its storage) when it runs.
+    expect((await db().getRepository(FileEntity).findOneByOrFail({ id: expired.id })).state).toBe('trashed');
+  });
 });
 
 describe('the purge', () => {

@@ -297,7 +297,7 @@ export interface paths {
         };
         /**
          * List the trash
-         * @description Trashed files, sorted by deleted_desc (default) or deleted_asc, ties broken by id; `search` matches names case-insensitively.
+         * @description Trashed files still within their recovery window (one whose recoverable_until has passed is gone, even before the purge removes it), sorted by deleted_desc (default) or deleted_asc, ties broken by id; `search` matches names case-insensitively.
          */
         get: operations["listTrash"];
         put?: never;
