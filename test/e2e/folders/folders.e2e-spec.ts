@@ -1,6 +1,7 @@
 import { DataSource } from 'typeorm';
 import { describe, expect, it } from 'vitest';
 import { newId } from '../../../src/common/ids.js';
+import { insertRows } from '../../../src/infra/database/insert-rows.js';
 import { OutboxEventEntity } from '../../../src/infra/outbox/outbox-event.entity.js';
 import { FolderRings1764380000000 } from '../../../src/infra/database/migrations/1764380000000-folder-rings.js';
 import { FolderEntity } from '../../../src/modules/folders/folder.entity.js';
@@ -317,6 +318,40 @@ describe('folders', () => {
     expect(restored.body.data).toMatchObject({ id: files[2].id, folder_id: null, name: 'three.txt' });
     expect((await t.http().delete(`/v1/folders/${top.id}`).set(owner.auth)).status).toBe(404);
   });
+
+  it('deletes a tree wider than one statement can name and 1,000 levels deep: 70,000 subfolders, a file at the bottom', async () => {
+    // 70,000 ids are more bound parameters than SQLite (32,766) or PostgreSQL (65,535) take in one statement.
+    const acct = await createAccount(t.app);
+    const top = (await create({ name: 'Wide and deep' }, acct.auth)).body.data;
+    const now = new Date().toISOString();
+    const folderRow = (id: string, parentId: string, name: string) => ({
+      id, account_id: acct.accountId, parent_id: parentId, parent_key: parentId, name, name_key: name.toLowerCase(), state: 'active',
+      created_by: acct.userId, created_at: now, modified_at: now, deleted_at: null,
+    });
+    const rows = Array.from({ length: 70_000 }, (_, i) => folderRow(newId('fld'), top.id, `Wide ${i}`));
+    let parent = top.id;
+    for (let depth = 0; depth < 1_000; depth++) {
+      rows.push(folderRow(newId('fld'), parent, `Level ${depth}`));
+      parent = rows[rows.length - 1].id;
+    }
+    await t.app.get(DataSource).transaction(async (tx) => {
+      for (let i = 0; i < rows.length; i += 1_000) await insertRows(tx, 'folders', rows.slice(i, i + 1_000));
+    });
+    const bottom = parent;
+    // As autovacuum would soon: the statistics of a table that was all but empty would steer lookups by id off its primary key.
+    if (TEST_DB === 'postgres') await t.app.get(DataSource).query('ANALYZE folders');
+    const file = await uploadOk(t, acct.auth, 'deep down', { name: 'deep.txt', folderId: bottom });
+    const outside = (await create({ name: 'Outside' }, acct.auth)).body.data;
+    expect((await t.http().patch(`/v1/folders/${outside.id}`).set(acct.auth).send({ parent_id: bottom })).status).toBe(200);
+    expect((await t.http().patch(`/v1/folders/${top.id}`).set(acct.auth).send({ parent_id: bottom })).status).toBe(400);
+
+    const res = await t.http().delete(`/v1/folders/${top.id}`).set(acct.auth);
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body.data).toMatchObject({ folders_deleted: 1 + 70_000 + 1_000 + 1, files_deleted: 1 });
+    expect(await t.app.get(DataSource).getRepository(FolderEntity).countBy({ accountId: acct.accountId, state: 'active' })).toBe(0);
+    const restored = await t.http().post(`/v1/files/${file.id}/restore`).set(acct.auth);
+    expect(restored.body.data).toMatchObject({ id: file.id, folder_id: null });
+  }, 120_000);
 
   it('refuses an empty or malformed parent_id when listing with 400 naming it, rather than a folder not found', async () => {
     for (const query of ['parent_id=', 'parent_id=a%20b']) {
