@@ -361,6 +361,29 @@ describe('folders', () => {
     }
   });
 
+  it('refuses a parameter or body field a folder route does not take, and changes nothing, rather than ignoring it', async () => {
+    const acct = await createAccount(t.app);
+    const folder = (await create({ name: 'Kept' }, acct.auth)).body.data;
+    const target = (await create({ name: 'Target' }, acct.auth)).body.data;
+    const refused = async (res: { status: number; body: any }, field: string) => {
+      expect(res.status).toBe(400);
+      expect(res.body.error.details.fields).toEqual([{ field, message: 'is not allowed' }]);
+    };
+    // A permanent folder deletion does not exist: `?permanent=true`, as files take it, would only have moved it to the trash.
+    await refused(await t.http().delete(`/v1/folders/${folder.id}?permanent=true`).set(acct.auth), 'permanent');
+    await refused(await t.http().delete(`/v1/folders/${folder.id}`).set(acct.auth).send({ recursive: false }), 'recursive');
+    // parent_id in the query would have created the folder in the root, and moved nothing.
+    await refused(await t.http().post(`/v1/folders?parent_id=${target.id}`).set(acct.auth).send({ name: 'Misplaced' }), 'parent_id');
+    await refused(await t.http().patch(`/v1/folders/${folder.id}?parent_id=${target.id}`).set(acct.auth).send({ name: 'Renamed' }), 'parent_id');
+    await refused(await t.http().get(`/v1/folders/${folder.id}?include=children`).set(acct.auth), 'include');
+    const root = await t.http().get('/v1/folders').set(acct.auth);
+    expect(root.body.data.map((f: { id: string; name: string; parent_id: string | null }) => [f.id, f.name, f.parent_id])).toEqual([
+      [folder.id, 'Kept', null],
+      [target.id, 'Target', null],
+    ]);
+    expect((await t.http().delete(`/v1/folders/${folder.id}`).set(acct.auth).send({})).status).toBe(200);
+  });
+
   it('checks scopes: write to create and change, read to list and get, delete to delete', async () => {
     const reader = await createKey(t.app, owner, ['read']);
     const writer = await createKey(t.app, owner, ['write']);

@@ -3810,7 +3810,7 @@ export interface operations {
                 };
             };
             /**
-             * @description invalid_request: an illegal name.
+             * @description invalid_request: an illegal name, or any query parameter (parent_id goes in the body).
              *
              *     invalid_request: malformed input; `details.fields` lists each problem.
              */
@@ -3996,7 +3996,11 @@ export interface operations {
                     };
                 };
             };
-            /** @description invalid_request: malformed input; `details.fields` lists each problem. */
+            /**
+             * @description invalid_request: any query parameter (this route takes none).
+             *
+             *     invalid_request: malformed input; `details.fields` lists each problem.
+             */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4117,7 +4121,11 @@ export interface operations {
                     };
                 };
             };
-            /** @description invalid_request: malformed input; `details.fields` lists each problem. */
+            /**
+             * @description invalid_request: any query parameter or body field (this route takes none: there is no permanent folder deletion).
+             *
+             *     invalid_request: malformed input; `details.fields` lists each problem.
+             */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4243,7 +4251,7 @@ export interface operations {
                 };
             };
             /**
-             * @description invalid_request: an illegal name, or a move into itself or a descendant.
+             * @description invalid_request: an illegal name, a move into itself or a descendant, or any query parameter (name and parent_id go in the body).
              *
              *     invalid_request: malformed input; `details.fields` lists each problem.
              */
