@@ -2,6 +2,7 @@ import { DataSource } from 'typeorm';
 import { describe, expect, it } from 'vitest';
 import { newId } from '../../../src/common/ids.js';
 import { insertRows } from '../../../src/infra/database/insert-rows.js';
+import { databaseCounts } from '../../../src/infra/database/statement-counter.js';
 import { OutboxEventEntity } from '../../../src/infra/outbox/outbox-event.entity.js';
 import { FolderRings1764380000000 } from '../../../src/infra/database/migrations/1764380000000-folder-rings.js';
 import { FolderEntity } from '../../../src/modules/folders/folder.entity.js';
@@ -359,6 +360,37 @@ describe('folders', () => {
       expect(res.status, query).toBe(400);
       expect(res.body.error.details.fields.map((f: { field: string }) => f.field)).toEqual(['parent_id']);
     }
+  });
+
+  it('checks a move into a folder 5,000 levels deep in a few statements, not one per level', async () => {
+    // Each level a statement, with the account's folder tree locked (and on SQLite every write waiting), made such a
+    // move cost seconds: a tree anyone can build slowed every writer down.
+    const acct = await createAccount(t.app);
+    const top = (await create({ name: 'Deep' }, acct.auth)).body.data;
+    const now = new Date().toISOString();
+    const rows: Array<Record<string, unknown>> = [];
+    let parent = top.id;
+    for (let depth = 0; depth < 5_000; depth++) {
+      const id = newId('fld');
+      rows.push({
+        id, account_id: acct.accountId, parent_id: parent, parent_key: parent, name: `Level ${depth}`, name_key: `level ${depth}`, state: 'active',
+        created_by: acct.userId, created_at: now, modified_at: now, deleted_at: null,
+      });
+      parent = id;
+    }
+    await t.app.get(DataSource).transaction(async (tx) => {
+      for (let i = 0; i < rows.length; i += 1_000) await insertRows(tx, 'folders', rows.slice(i, i + 1_000));
+    });
+    if (TEST_DB === 'postgres') await t.app.get(DataSource).query('ANALYZE folders');
+    const outside = (await create({ name: 'Outside' }, acct.auth)).body.data;
+    const statements = async (request: () => Promise<{ status: number }>, status: number) => {
+      const before = databaseCounts.statements;
+      expect((await request()).status).toBe(status);
+      return databaseCounts.statements - before;
+    };
+    expect(await statements(() => t.http().patch(`/v1/folders/${outside.id}`).set(acct.auth).send({ parent_id: parent }), 200)).toBeLessThan(50);
+    expect(await statements(() => t.http().patch(`/v1/folders/${top.id}`).set(acct.auth).send({ parent_id: parent }), 400)).toBeLessThan(50);
+    expect((await t.http().get(`/v1/folders?parent_id=${parent}`).set(acct.auth)).body.data.map((f: { id: string }) => f.id)).toEqual([outside.id]);
   });
 
   it('refuses a parameter or body field a folder route does not take, and changes nothing, rather than ignoring it', async () => {

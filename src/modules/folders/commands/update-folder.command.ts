@@ -5,6 +5,7 @@ import { InvalidRequest, NotFound } from '../../../common/errors/api-error.js';
 import { Transactions } from '../../../infra/database/transactions.js';
 import { acceptedName, nameKeyOf } from '../../files/file-naming.js';
 import { retryOnNameCollision } from '../../files/name-collisions.js';
+import { activeAncestry } from '../folder-ancestry.js';
 import { freeFolderName } from '../folder-naming.js';
 import { FolderResponse } from '../dto/folder.dto.js';
 import { FolderEntity } from '../folder.entity.js';
@@ -41,13 +42,13 @@ export class UpdateFolderHandler implements ICommandHandler<UpdateFolderCommand>
         if (parentId) {
           // Walk up from the new parent: meeting the folder itself means a cycle. A ring of other folders (which
           // moves made before folder-tree-lock.ts could leave behind) ends the walk when it comes round.
+          const ancestry = await activeAncestry(tx, actor.accountId, parentId);
           const passed = new Set<string>();
           for (let cursor: string | null = parentId; cursor !== null && !passed.has(cursor); ) {
             if (cursor === folder.id) throw InvalidRequest.fields([{ field: 'parent_id', message: 'a folder cannot move into itself or one of its descendants' }]);
+            if (!ancestry.has(cursor)) throw new NotFound('folder', cursor);
             passed.add(cursor);
-            const ancestor: FolderEntity | null = await folders.findOneBy({ id: cursor, accountId: actor.accountId, state: 'active' });
-            if (!ancestor) throw new NotFound('folder', cursor);
-            cursor = ancestor.parentId;
+            cursor = ancestry.get(cursor)!;
           }
         }
         const targetParent = parentId === undefined ? folder.parentId : parentId;
