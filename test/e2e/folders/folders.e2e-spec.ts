@@ -291,6 +291,20 @@ describe('folders', () => {
     expect((await t.app.get(DataSource).getRepository(FolderEntity).findOneByOrFail({ id: folder.id })).name).toBe('Renamed while deleted');
   });
 
+  it('never undoes a move with a rename that read the folder before the move committed, nor the other way round', async (ctx) => {
+    if (TEST_DB !== 'postgres') ctx.skip('needs a row lock to interleave the two; SQLite transactions take turns');
+    for (const renameFirst of [false, true]) {
+      const [from, to] = await Promise.all(['From', 'To'].map(async (name) => (await create({ name: `${name} ${renameFirst}` })).body.data));
+      const folder = (await create({ name: 'Both at once', parent_id: from.id })).body.data;
+      const move = () => t.http().patch(`/v1/folders/${folder.id}`).set(owner.auth).send({ parent_id: to.id }).then((res) => res);
+      const rename = () => t.http().patch(`/v1/folders/${folder.id}`).set(owner.auth).send({ name: 'Renamed' }).then((res) => res);
+      const answers = await queueBehindRowLock(t.app, 'folders', folder.id, renameFirst ? [rename, move] : [move, rename]);
+      expect(answers.map((res) => res.status)).toEqual([200, 200]);
+      // Each wrote the folder as it found it after the other: the rename kept the move, the move kept the rename.
+      expect((await t.http().get(`/v1/folders/${folder.id}`).set(owner.auth)).body.data).toMatchObject({ name: 'Renamed', parent_id: to.id });
+    }
+  });
+
   it('deletes a folder with everything in it, recursively, to the trash', async () => {
     const top = (await create({ name: 'Doomed' })).body.data;
     const mid = (await create({ name: 'Mid', parent_id: top.id })).body.data;
