@@ -14,6 +14,7 @@ import { createAccount, createKey, type TestAccount } from '../../support/accoun
 import { seedFile } from '../../support/files.js';
 import { startHoldableProxy, type HoldableProxy } from '../../support/holdable-proxy.js';
 import { runNode } from '../../support/processes.js';
+import { queueBehindRowLock } from '../../support/row-lock.js';
 import { startS3, type TestS3 } from '../../support/s3.js';
 import { startTestApp, TEST_DB, type TestApp } from '../../support/test-app.js';
 import { useTestApp } from '../../support/app-fixture.js';
@@ -266,6 +267,26 @@ describe('delete, restore and the trash', () => {
     }
     expect((await t.http().get('/v1/trash').set(acct.auth)).body.data).toEqual([]);
     expect((await account(acct.accountId)).storageUsed).toBe(0);
+  });
+
+  it('empties the trash while a restore of the same file runs: one of them wins, and the counts say which', async (ctx) => {
+    if (TEST_DB !== 'postgres') ctx.skip('needs a row lock to interleave the two; SQLite transactions take turns');
+    for (const restoreFirst of [false, true]) {
+      const acct = await createAccount(t.app);
+      const file = await uploadOk(t, acct.auth, 'contested', { name: 'contested.txt' });
+      await t.http().delete(`/v1/files/${file.id}`).set(acct.auth).expect(200);
+      const empty = () => t.http().delete('/v1/trash').set(acct.auth).then((res) => res);
+      const restore = () => t.http().post(`/v1/files/${file.id}/restore`).set(acct.auth).then((res) => res);
+      const [first, second] = await queueBehindRowLock(t.app, 'files', file.id, restoreFirst ? [restore, empty] : [empty, restore]);
+      const [emptied, restored] = restoreFirst ? [second, first] : [first, second];
+      // Whichever wrote the row first wins (usually the one queued first); never both, never neither.
+      const restoreWon = restored.status === 200;
+      expect([emptied.status, restored.status]).toEqual([200, restoreWon ? 200 : 404]);
+      expect(emptied.body.data).toEqual(restoreWon ? { deleted_count: 0, freed_bytes: 0 } : { deleted_count: 1, freed_bytes: 9 });
+      expect((await t.http().get(`/v1/files/${file.id}`).set(acct.auth)).status).toBe(restoreWon ? 200 : 404);
+      expect((await account(acct.accountId)).storageUsed).toBe(restoreWon ? 9 : 0);
+      expect((await t.http().get('/v1/trash').set(acct.auth)).body.data).toEqual([]);
+    }
   });
 
   it('purges a trash larger than one batch across accounts: each account freed by exactly its own files', async () => {
