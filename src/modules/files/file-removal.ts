@@ -3,6 +3,7 @@ import { sqlDialect } from '../../infra/database/sql-dialect.js';
 import { Outbox } from '../../infra/outbox/outbox.js';
 import { BlobDeletions } from '../../infra/storage/blob-deletions.js';
 import { ShareEntity } from '../shares/share.entity.js';
+import { expiredSql } from '../trash/trash-window.js';
 import { fileDeleted } from './events/file-events.js';
 import { FileEntity } from './file.entity.js';
 import { changeStorageUsage } from './storage-usage.js';
@@ -82,7 +83,7 @@ export async function deleteFilesPermanently(
     // The conditions check the rows found by id: SQLite must not walk idx_files_purge (every trashed row) instead.
     const column = (name: string) => sqlDialect(tx).notIndexed(name);
     if (condition.state !== 'any') query.andWhere(`${column('state')} = :state`, { state: condition.state });
-    if (condition.expiredBy) query.andWhere(`${column('recoverable_until')} <= :expiredBy`, { expiredBy: condition.expiredBy.toISOString() });
+    if (condition.expiredBy) query.andWhere(expiredSql(column('recoverable_until'), ':expiredBy'), { expiredBy: condition.expiredBy.toISOString() });
     for (const row of await writeReturning<DeletedRow>(tx, query, 'id, size, name, blob_key, thumbnail_key')) gone.set(row.id, row);
   }
   // What an active file holds may have changed since the caller read it (an overwrite, a rename): the row as deleted says.

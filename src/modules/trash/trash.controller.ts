@@ -20,7 +20,7 @@ export class TrashController {
 
   @Get()
   @RequireScope('read')
-  @ApiOperation({ operationId: 'listTrash', summary: 'List the trash', description: 'Trashed files, sorted by deleted_desc (default) or deleted_asc, ties broken by id; `search` matches names case-insensitively.' })
+  @ApiOperation({ operationId: 'listTrash', summary: 'List the trash', description: 'Trashed files still within their recovery window (one whose recoverable_until has passed is gone, even before the purge removes it), sorted by deleted_desc (default) or deleted_asc, ties broken by id; `search` matches names case-insensitively.' })
   @ApiEnvelope(TrashedFileResponse, { list: 'cursor' })
   @ApiErrors([400, 'invalid_request: bad page, per_page, sort or a repeated parameter; a cursor together with page, altered, or made for another query.'])
   list(@CurrentActor() actor: Actor, @Query() request: ListTrashRequest) {

@@ -1,6 +1,8 @@
 import { DataSource } from 'typeorm';
 import { describe, expect, it } from 'vitest';
 import { newId } from '../../../src/common/ids.js';
+import { insertRows } from '../../../src/infra/database/insert-rows.js';
+import { databaseCounts } from '../../../src/infra/database/statement-counter.js';
 import { OutboxEventEntity } from '../../../src/infra/outbox/outbox-event.entity.js';
 import { FolderRings1764380000000 } from '../../../src/infra/database/migrations/1764380000000-folder-rings.js';
 import { FolderEntity } from '../../../src/modules/folders/folder.entity.js';
@@ -289,6 +291,20 @@ describe('folders', () => {
     expect((await t.app.get(DataSource).getRepository(FolderEntity).findOneByOrFail({ id: folder.id })).name).toBe('Renamed while deleted');
   });
 
+  it('never undoes a move with a rename that read the folder before the move committed, nor the other way round', async (ctx) => {
+    if (TEST_DB !== 'postgres') ctx.skip('needs a row lock to interleave the two; SQLite transactions take turns');
+    for (const renameFirst of [false, true]) {
+      const [from, to] = await Promise.all(['From', 'To'].map(async (name) => (await create({ name: `${name} ${renameFirst}` })).body.data));
+      const folder = (await create({ name: 'Both at once', parent_id: from.id })).body.data;
+      const move = () => t.http().patch(`/v1/folders/${folder.id}`).set(owner.auth).send({ parent_id: to.id }).then((res) => res);
+      const rename = () => t.http().patch(`/v1/folders/${folder.id}`).set(owner.auth).send({ name: 'Renamed' }).then((res) => res);
+      const answers = await queueBehindRowLock(t.app, 'folders', folder.id, renameFirst ? [rename, move] : [move, rename]);
+      expect(answers.map((res) => res.status)).toEqual([200, 200]);
+      // Each wrote the folder as it found it after the other: the rename kept the move, the move kept the rename.
+      expect((await t.http().get(`/v1/folders/${folder.id}`).set(owner.auth)).body.data).toMatchObject({ name: 'Renamed', parent_id: to.id });
+    }
+  });
+
   it('deletes a folder with everything in it, recursively, to the trash', async () => {
     const top = (await create({ name: 'Doomed' })).body.data;
     const mid = (await create({ name: 'Mid', parent_id: top.id })).body.data;
@@ -318,12 +334,100 @@ describe('folders', () => {
     expect((await t.http().delete(`/v1/folders/${top.id}`).set(owner.auth)).status).toBe(404);
   });
 
+  it('deletes a tree wider than one statement can name and 1,000 levels deep: 70,000 subfolders, a file at the bottom', async () => {
+    // 70,000 ids are more bound parameters than SQLite (32,766) or PostgreSQL (65,535) take in one statement.
+    const acct = await createAccount(t.app);
+    const top = (await create({ name: 'Wide and deep' }, acct.auth)).body.data;
+    const now = new Date().toISOString();
+    const folderRow = (id: string, parentId: string, name: string) => ({
+      id, account_id: acct.accountId, parent_id: parentId, parent_key: parentId, name, name_key: name.toLowerCase(), state: 'active',
+      created_by: acct.userId, created_at: now, modified_at: now, deleted_at: null,
+    });
+    const rows = Array.from({ length: 70_000 }, (_, i) => folderRow(newId('fld'), top.id, `Wide ${i}`));
+    let parent = top.id;
+    for (let depth = 0; depth < 1_000; depth++) {
+      rows.push(folderRow(newId('fld'), parent, `Level ${depth}`));
+      parent = rows[rows.length - 1].id;
+    }
+    await t.app.get(DataSource).transaction(async (tx) => {
+      for (let i = 0; i < rows.length; i += 1_000) await insertRows(tx, 'folders', rows.slice(i, i + 1_000));
+    });
+    const bottom = parent;
+    // As autovacuum would soon: the statistics of a table that was all but empty would steer lookups by id off its primary key.
+    if (TEST_DB === 'postgres') await t.app.get(DataSource).query('ANALYZE folders');
+    const file = await uploadOk(t, acct.auth, 'deep down', { name: 'deep.txt', folderId: bottom });
+    const outside = (await create({ name: 'Outside' }, acct.auth)).body.data;
+    expect((await t.http().patch(`/v1/folders/${outside.id}`).set(acct.auth).send({ parent_id: bottom })).status).toBe(200);
+    expect((await t.http().patch(`/v1/folders/${top.id}`).set(acct.auth).send({ parent_id: bottom })).status).toBe(400);
+
+    const res = await t.http().delete(`/v1/folders/${top.id}`).set(acct.auth);
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body.data).toMatchObject({ folders_deleted: 1 + 70_000 + 1_000 + 1, files_deleted: 1 });
+    expect(await t.app.get(DataSource).getRepository(FolderEntity).countBy({ accountId: acct.accountId, state: 'active' })).toBe(0);
+    const restored = await t.http().post(`/v1/files/${file.id}/restore`).set(acct.auth);
+    expect(restored.body.data).toMatchObject({ id: file.id, folder_id: null });
+  }, 120_000);
+
   it('refuses an empty or malformed parent_id when listing with 400 naming it, rather than a folder not found', async () => {
     for (const query of ['parent_id=', 'parent_id=a%20b']) {
       const res = await t.http().get(`/v1/folders?${query}`).set(owner.auth);
       expect(res.status, query).toBe(400);
       expect(res.body.error.details.fields.map((f: { field: string }) => f.field)).toEqual(['parent_id']);
     }
+  });
+
+  it('checks a move into a folder 5,000 levels deep in a few statements, not one per level', async () => {
+    // Each level a statement, with the account's folder tree locked (and on SQLite every write waiting), made such a
+    // move cost seconds: a tree anyone can build slowed every writer down.
+    const acct = await createAccount(t.app);
+    const top = (await create({ name: 'Deep' }, acct.auth)).body.data;
+    const now = new Date().toISOString();
+    const rows: Array<Record<string, unknown>> = [];
+    let parent = top.id;
+    for (let depth = 0; depth < 5_000; depth++) {
+      const id = newId('fld');
+      rows.push({
+        id, account_id: acct.accountId, parent_id: parent, parent_key: parent, name: `Level ${depth}`, name_key: `level ${depth}`, state: 'active',
+        created_by: acct.userId, created_at: now, modified_at: now, deleted_at: null,
+      });
+      parent = id;
+    }
+    await t.app.get(DataSource).transaction(async (tx) => {
+      for (let i = 0; i < rows.length; i += 1_000) await insertRows(tx, 'folders', rows.slice(i, i + 1_000));
+    });
+    if (TEST_DB === 'postgres') await t.app.get(DataSource).query('ANALYZE folders');
+    const outside = (await create({ name: 'Outside' }, acct.auth)).body.data;
+    const statements = async (request: () => Promise<{ status: number }>, status: number) => {
+      const before = databaseCounts.statements;
+      expect((await request()).status).toBe(status);
+      return databaseCounts.statements - before;
+    };
+    expect(await statements(() => t.http().patch(`/v1/folders/${outside.id}`).set(acct.auth).send({ parent_id: parent }), 200)).toBeLessThan(50);
+    expect(await statements(() => t.http().patch(`/v1/folders/${top.id}`).set(acct.auth).send({ parent_id: parent }), 400)).toBeLessThan(50);
+    expect((await t.http().get(`/v1/folders?parent_id=${parent}`).set(acct.auth)).body.data.map((f: { id: string }) => f.id)).toEqual([outside.id]);
+  });
+
+  it('refuses a parameter or body field a folder route does not take, and changes nothing, rather than ignoring it', async () => {
+    const acct = await createAccount(t.app);
+    const folder = (await create({ name: 'Kept' }, acct.auth)).body.data;
+    const target = (await create({ name: 'Target' }, acct.auth)).body.data;
+    const refused = async (res: { status: number; body: any }, field: string) => {
+      expect(res.status).toBe(400);
+      expect(res.body.error.details.fields).toEqual([{ field, message: 'is not allowed' }]);
+    };
+    // A permanent folder deletion does not exist: `?permanent=true`, as files take it, would only have moved it to the trash.
+    await refused(await t.http().delete(`/v1/folders/${folder.id}?permanent=true`).set(acct.auth), 'permanent');
+    await refused(await t.http().delete(`/v1/folders/${folder.id}`).set(acct.auth).send({ recursive: false }), 'recursive');
+    // parent_id in the query would have created the folder in the root, and moved nothing.
+    await refused(await t.http().post(`/v1/folders?parent_id=${target.id}`).set(acct.auth).send({ name: 'Misplaced' }), 'parent_id');
+    await refused(await t.http().patch(`/v1/folders/${folder.id}?parent_id=${target.id}`).set(acct.auth).send({ name: 'Renamed' }), 'parent_id');
+    await refused(await t.http().get(`/v1/folders/${folder.id}?include=children`).set(acct.auth), 'include');
+    const root = await t.http().get('/v1/folders').set(acct.auth);
+    expect(root.body.data.map((f: { id: string; name: string; parent_id: string | null }) => [f.id, f.name, f.parent_id])).toEqual([
+      [folder.id, 'Kept', null],
+      [target.id, 'Target', null],
+    ]);
+    expect((await t.http().delete(`/v1/folders/${folder.id}`).set(acct.auth).send({})).status).toBe(200);
   });
 
   it('checks scopes: write to create and change, read to list and get, delete to delete', async () => {

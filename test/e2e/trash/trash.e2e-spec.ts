@@ -14,6 +14,7 @@ import { createAccount, createKey, type TestAccount } from '../../support/accoun
 import { seedFile } from '../../support/files.js';
 import { startHoldableProxy, type HoldableProxy } from '../../support/holdable-proxy.js';
 import { runNode } from '../../support/processes.js';
+import { queueBehindRowLock } from '../../support/row-lock.js';
 import { startS3, type TestS3 } from '../../support/s3.js';
 import { startTestApp, TEST_DB, type TestApp } from '../../support/test-app.js';
 import { useTestApp } from '../../support/app-fixture.js';
@@ -268,6 +269,26 @@ describe('delete, restore and the trash', () => {
     expect((await account(acct.accountId)).storageUsed).toBe(0);
   });
 
+  it('empties the trash while a restore of the same file runs: one of them wins, and the counts say which', async (ctx) => {
+    if (TEST_DB !== 'postgres') ctx.skip('needs a row lock to interleave the two; SQLite transactions take turns');
+    for (const restoreFirst of [false, true]) {
+      const acct = await createAccount(t.app);
+      const file = await uploadOk(t, acct.auth, 'contested', { name: 'contested.txt' });
+      await t.http().delete(`/v1/files/${file.id}`).set(acct.auth).expect(200);
+      const empty = () => t.http().delete('/v1/trash').set(acct.auth).then((res) => res);
+      const restore = () => t.http().post(`/v1/files/${file.id}/restore`).set(acct.auth).then((res) => res);
+      const [first, second] = await queueBehindRowLock(t.app, 'files', file.id, restoreFirst ? [restore, empty] : [empty, restore]);
+      const [emptied, restored] = restoreFirst ? [second, first] : [first, second];
+      // Whichever wrote the row first wins (usually the one queued first); never both, never neither.
+      const restoreWon = restored.status === 200;
+      expect([emptied.status, restored.status]).toEqual([200, restoreWon ? 200 : 404]);
+      expect(emptied.body.data).toEqual(restoreWon ? { deleted_count: 0, freed_bytes: 0 } : { deleted_count: 1, freed_bytes: 9 });
+      expect((await t.http().get(`/v1/files/${file.id}`).set(acct.auth)).status).toBe(restoreWon ? 200 : 404);
+      expect((await account(acct.accountId)).storageUsed).toBe(restoreWon ? 9 : 0);
+      expect((await t.http().get('/v1/trash').set(acct.auth)).body.data).toEqual([]);
+    }
+  });
+
   it('purges a trash larger than one batch across accounts: each account freed by exactly its own files', async () => {
     const accounts = [await createAccount(t.app), await createAccount(t.app)];
     const expired: { accountId: string; ids: string[]; kept: { id: string; size: number } }[] = [];
@@ -321,6 +342,29 @@ describe('delete, restore and the trash', () => {
     await t.http().delete(`/v1/files/${file.id}`).set(owner.auth);
     await db().getRepository(FileEntity).update({ id: file.id }, { recoverableUntil: new Date(Date.now() - 1000) });
     expect((await t.http().post(`/v1/files/${file.id}/restore`).set(owner.auth)).status).toBe(404);
+  });
+
+  it('ends the recovery window on the dot: a file past it leaves the listing, its totals and search before the purge runs', async () => {
+    const acct = await createAccount(t.app);
+    const expired = await uploadOk(t, acct.auth, 'old', { name: 'lapsed-notes.txt' });
+    const kept = await uploadOk(t, acct.auth, 'new', { name: 'kept-notes.txt' });
+    for (const f of [expired, kept]) await t.http().delete(`/v1/files/${f.id}`).set(acct.auth).expect(200);
+    await db().getRepository(FileEntity).update({ id: expired.id }, { recoverableUntil: new Date(Date.now() - 1000) });
+
+    const listed = await t.http().get('/v1/trash').set(acct.auth);
+    expect(listed.body.data.map((f: { id: string }) => f.id)).toEqual([kept.id]);
+    expect(listed.body.pagination).toMatchObject({ total_items: 1, total_pages: 1 });
+    // Both ways a search is answered: the trigram index (three characters or more) and the listing's own range.
+    for (const search of ['notes', 'la']) {
+      const found = await t.http().get(`/v1/trash?search=${search}`).set(acct.auth);
+      expect(found.body.data.map((f: { id: string }) => f.id)).toEqual(search === 'la' ? [] : [kept.id]);
+      expect(found.body.pagination.total_items).toBe(search === 'la' ? 0 : 1);
+    }
+    const restore = await t.http().post(`/v1/files/${expired.id}/restore`).set(acct.auth);
+    expect(restore.status).toBe(404);
+    expect(restore.body.error.code).toBe('not_found');
+    // Still there for the purge to take (and free its storage) when it runs.
+    expect((await db().getRepository(FileEntity).findOneByOrFail({ id: expired.id })).state).toBe('trashed');
   });
 });
 

@@ -297,7 +297,7 @@ export interface paths {
         };
         /**
          * List the trash
-         * @description Trashed files, sorted by deleted_desc (default) or deleted_asc, ties broken by id; `search` matches names case-insensitively.
+         * @description Trashed files still within their recovery window (one whose recoverable_until has passed is gone, even before the purge removes it), sorted by deleted_desc (default) or deleted_asc, ties broken by id; `search` matches names case-insensitively.
          */
         get: operations["listTrash"];
         put?: never;
@@ -3838,7 +3838,7 @@ export interface operations {
                 };
             };
             /**
-             * @description invalid_request: an illegal name.
+             * @description invalid_request: an illegal name, or any query parameter (parent_id goes in the body).
              *
              *     invalid_request: malformed input; `details.fields` lists each problem.
              */
@@ -4024,7 +4024,11 @@ export interface operations {
                     };
                 };
             };
-            /** @description invalid_request: malformed input; `details.fields` lists each problem. */
+            /**
+             * @description invalid_request: any query parameter (this route takes none).
+             *
+             *     invalid_request: malformed input; `details.fields` lists each problem.
+             */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4145,7 +4149,11 @@ export interface operations {
                     };
                 };
             };
-            /** @description invalid_request: malformed input; `details.fields` lists each problem. */
+            /**
+             * @description invalid_request: any query parameter or body field (this route takes none: there is no permanent folder deletion).
+             *
+             *     invalid_request: malformed input; `details.fields` lists each problem.
+             */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4271,7 +4279,7 @@ export interface operations {
                 };
             };
             /**
-             * @description invalid_request: an illegal name, or a move into itself or a descendant.
+             * @description invalid_request: an illegal name, a move into itself or a descendant, or any query parameter (name and parent_id go in the body).
              *
              *     invalid_request: malformed input; `details.fields` lists each problem.
              */

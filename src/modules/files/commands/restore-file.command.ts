@@ -4,6 +4,7 @@ import { Clock } from '../../../common/clock.js';
 import { NotFound } from '../../../common/errors/api-error.js';
 import { Transactions } from '../../../infra/database/transactions.js';
 import { findFolderToFill } from '../../folders/folder-tree-lock.js';
+import { isRecoverable, stillRecoverableSql } from '../../trash/trash-window.js';
 import { RestoredFileResponse } from '../dto/file-removal.responses.js';
 import { FileStoredEvent } from '../events/file-stored.event.js';
 import { FileEntity } from '../file.entity.js';
@@ -40,7 +41,7 @@ export class RestoreFileHandler implements ICommandHandler<RestoreFileCommand> {
         const now = this.clock.now();
         const files = tx.getRepository(FileEntity);
         const file = await files.findOneBy({ id: fileId, accountId: actor.accountId, state: 'trashed' });
-        if (!file || !file.recoverableUntil || file.recoverableUntil <= now) throw new NotFound('file in trash', fileId);
+        if (!file || !isRecoverable(file, now)) throw new NotFound('file in trash', fileId);
         const folder = file.folderId
           ? await findFolderToFill(tx, actor.accountId, file.folderId)
           : null;
@@ -50,7 +51,7 @@ export class RestoreFileHandler implements ICommandHandler<RestoreFileCommand> {
           .createQueryBuilder()
           .update(FileEntity)
           .set({ state: 'active', name, nameKey: nameKeyOf(name), folderId, folderKey: folderId ?? '', deletedAt: null, deletedBy: null, recoverableUntil: null })
-          .where("id = :id AND state = 'trashed' AND recoverable_until > :now", { id: file.id, now: now.toISOString() })
+          .where(`id = :id AND state = 'trashed' AND ${stillRecoverableSql('recoverable_until', ':now')}`, { id: file.id, now: now.toISOString() })
           .execute();
         if (!result.affected) throw new NotFound('file in trash', fileId);
         Object.assign(file, { name, folderId });

@@ -11,6 +11,11 @@ import { DeletedFolderResponse } from '../dto/folder.dto.js';
 import { FolderEntity } from '../folder.entity.js';
 import { lockFolderTree } from '../folder-tree-lock.js';
 
+/** Ids per statement: well below the bound-parameter limits of SQLite (32,766) and PostgreSQL (65,535). */
+const IDS_PER_STATEMENT = 500;
+/** Files trashed per batch. */
+const FILES_PER_BATCH = 1_000;
+
 export class DeleteFolderCommand extends Command<DeletedFolderResponse> {
   constructor(
     readonly actor: Actor,
@@ -44,18 +49,32 @@ export class DeleteFolderHandler implements ICommandHandler<DeleteFolderCommand>
       const ids = [root.id];
       const seen = new Set(ids);
       for (let frontier = [root.id]; frontier.length > 0; ) {
-        const children = await folders.find({ select: { id: true }, where: { accountId: actor.accountId, state: 'active', parentId: In(frontier) }, ...lock });
-        // Never round a cycle (which moves made before folder-tree-lock.ts could leave behind) for ever.
-        frontier = children.map((c) => c.id).filter((id) => !seen.has(id));
-        for (const id of frontier) seen.add(id);
-        ids.push(...frontier);
+        const next: string[] = [];
+        // By parent_key, the key of idx_folders_list, a chunk at a time: a level of the tree may be any width.
+        for (let i = 0; i < frontier.length; i += IDS_PER_STATEMENT) {
+          const chunk = frontier.slice(i, i + IDS_PER_STATEMENT);
+          const children = await folders.find({ select: { id: true }, where: { accountId: actor.accountId, state: 'active', parentKey: In(chunk) }, ...lock });
+          // Never round a cycle (which moves made before folder-tree-lock.ts could leave behind) for ever.
+          for (const { id } of children) {
+            if (seen.has(id)) continue;
+            seen.add(id);
+            next.push(id);
+          }
+        }
+        ids.push(...next);
+        frontier = next;
       }
       const now = this.clock.now();
       let filesDeleted = 0;
-      for (let i = 0; i < ids.length; i += 500) {
-        const chunk = ids.slice(i, i + 500);
-        const files = await tx.getRepository(FileEntity).findBy({ accountId: actor.accountId, state: 'active', folderId: In(chunk) });
-        filesDeleted += (await moveFilesToTrash(tx, files, actor.userId, now, this.config.trashRetentionDays)).length;
+      for (let i = 0; i < ids.length; i += IDS_PER_STATEMENT) {
+        const chunk = ids.slice(i, i + IDS_PER_STATEMENT);
+        // A batch at a time, never a whole folder of millions of files in memory; each batch leaves the active files.
+        for (;;) {
+          const files = await tx.getRepository(FileEntity).find({ where: { accountId: actor.accountId, state: 'active', folderKey: In(chunk) }, take: FILES_PER_BATCH });
+          const moved = await moveFilesToTrash(tx, files, actor.userId, now, this.config.trashRetentionDays);
+          filesDeleted += moved.length;
+          if (files.length < FILES_PER_BATCH || moved.length === 0) break;
+        }
         await folders.update({ id: In(chunk), state: 'active' }, { state: 'trashed', deletedAt: now, modifiedAt: now });
       }
       return Object.assign(new DeletedFolderResponse(), {

@@ -1,6 +1,7 @@
 import { Command, CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
 import type { Actor } from '../../../common/auth/actor.js';
 import { Clock } from '../../../common/clock.js';
+import { keysetAfter, keysetOrderByCondition, type KeysetOrder, type KeysetPosition } from '../../../infra/database/keyset.js';
 import { Transactions } from '../../../infra/database/transactions.js';
 import { BlobDeletions } from '../../../infra/storage/blob-deletions.js';
 import { FileEntity } from '../../files/file.entity.js';
@@ -29,18 +30,23 @@ export class EmptyTrashHandler implements ICommandHandler<EmptyTrashCommand> {
   async execute({ actor }: EmptyTrashCommand): Promise<EmptiedTrashResponse> {
     let deletedCount = 0;
     let freedBytes = 0;
-    let after = '';
+    // In the order of idx_files_trash (account, state, deleted_at, id), so each batch is a short range of it: ordered by
+    // id alone, every batch sorted the account's whole trash again, and a trash of 200,000 files took minutes.
+    const order: KeysetOrder = { column: 'f.deleted_at', id: 'f.id', descending: false };
+    let after: KeysetPosition | null = null;
     for (;;) {
       const result = await this.transactions.run(async (tx) => {
-        const batch = await tx
+        const query = tx
           .getRepository(FileEntity)
           .createQueryBuilder('f')
-          .where("f.account_id = :accountId AND f.state = 'trashed' AND f.id > :after", { accountId: actor.accountId, after })
-          .orderBy('f.id', 'ASC')
-          .limit(PURGE_BATCH)
-          .getMany();
+          .where("f.account_id = :accountId AND f.state = 'trashed'", { accountId: actor.accountId })
+          .orderBy(keysetOrderByCondition(order))
+          .limit(PURGE_BATCH);
+        if (after) query.andWhere(keysetAfter(order, [':afterDeletedAt', ':afterId']), { afterDeletedAt: after[0], afterId: after[1] });
+        const batch = await query.getMany();
         if (batch.length === 0) return null;
-        return { last: batch[batch.length - 1].id, deleted: await deleteFilesPermanently(tx, batch, actor.userId, this.clock.now(), { state: 'trashed' }) };
+        const last = batch[batch.length - 1];
+        return { last: [last.deletedAt!.toISOString(), last.id] as const, deleted: await deleteFilesPermanently(tx, batch, actor.userId, this.clock.now(), { state: 'trashed' }) };
       });
       if (result === null) break;
       // Only once committed: a transaction retried (a deadlock, a busy database) starts again from the same place.

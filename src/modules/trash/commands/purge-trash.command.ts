@@ -7,6 +7,7 @@ import { Transactions } from '../../../infra/database/transactions.js';
 import { BlobDeletions } from '../../../infra/storage/blob-deletions.js';
 import { FileEntity } from '../../files/file.entity.js';
 import { blobsOf, deleteFilesPermanently } from '../../files/file-removal.js';
+import { expiredSql } from '../trash-window.js';
 
 /** Files removed per transaction, by the purge and by emptying the trash. Defined here, not beside the trash's response DTOs, so `trash purge` on the command line never loads their OpenAPI decorators. */
 export const PURGE_BATCH = 200;
@@ -53,7 +54,7 @@ export class PurgeTrashHandler implements ICommandHandler<PurgeTrashCommand> {
             .getRepository(FileEntity)
             .createQueryBuilder('f')
             .select(['f.id', 'f.accountId', 'f.name', 'f.size', 'f.blobKey', 'f.thumbnailKey'])
-            .where("f.state = 'trashed' AND f.recoverable_until <= :now", { now: now.toISOString() })
+            .where(`f.state = 'trashed' AND ${expiredSql('f.recoverable_until', ':now')}`, { now: now.toISOString() })
             // In the order of idx_files_purge, so each batch is a short index range, whatever the backlog.
             .orderBy('f.recoverable_until', 'ASC')
             .limit(PURGE_BATCH)

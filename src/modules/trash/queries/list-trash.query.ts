@@ -2,6 +2,7 @@ import { Query, QueryHandler, type IQueryHandler } from '@nestjs/cqrs';
 import { InjectRepository } from '@nestjs/typeorm';
 import { In, Repository } from 'typeorm';
 import type { Actor } from '../../../common/auth/actor.js';
+import { Clock } from '../../../common/clock.js';
 import type { Page } from '../../../common/http/envelope.js';
 import { type CursorScope, ListCursors } from '../../../common/http/list-cursor.js';
 import { keysetAfterParameters, keysetOrderBy, type KeysetOrder } from '../../../infra/database/keyset.js';
@@ -9,6 +10,7 @@ import { type SqlDialect, sqlDialect, type SqlParameters } from '../../../infra/
 import { FileEntity } from '../../files/file.entity.js';
 import { nameSearchPlan } from '../../files/name-search.js';
 import { type ListTrashRequest, TrashedFileResponse } from '../dto/trash.dto.js';
+import { isRecoverable, stillRecoverableSql } from '../trash-window.js';
 
 export class ListTrashQuery extends Query<Page<TrashedFileResponse>> {
   constructor(
@@ -20,7 +22,8 @@ export class ListTrashQuery extends Query<Page<TrashedFileResponse>> {
 }
 
 /**
- * The account's trashed files, newest deletion first by default, ties broken by id. The search uses
+ * The account's trashed files still within their recovery window (trash-window.ts: one whose window has just
+ * passed is gone, although the purge has not removed it yet), newest deletion first by default, ties broken by id. The search uses
  * the same name index as file listings (nameSearchPlan); a page's ids come from idx_files_trash alone,
  * its rows are read after (a deferred join).
  */
@@ -31,6 +34,7 @@ export class ListTrashHandler implements IQueryHandler<ListTrashQuery> {
   constructor(
     @InjectRepository(FileEntity) private readonly files: Repository<FileEntity>,
     private readonly cursors: ListCursors,
+    private readonly clock: Clock,
   ) {
     this.dialect = sqlDialect(files.manager);
   }
@@ -40,7 +44,10 @@ export class ListTrashHandler implements IQueryHandler<ListTrashQuery> {
     const window = this.cursors.open(request, scope);
     const order: KeysetOrder = { column: 'f.deleted_at', id: 'f.id', descending: request.sort !== 'deleted_asc' };
     const search = await nameSearchPlan(this.files.manager, this.dialect, 'files', 'f', request.search);
-    const filter = (params: SqlParameters) => `${search.condition(params)}f.account_id = ${params.add(actor.accountId)} AND f.state = 'trashed'`;
+    const now = this.clock.now();
+    // Not through idx_files_purge (every account's trash): the account's range of idx_files_trash, its rows checked.
+    const open = (params: SqlParameters) => stillRecoverableSql(this.dialect.notIndexed('f.recoverable_until'), params.add(now.toISOString()));
+    const filter = (params: SqlParameters) => `${search.condition(params)}f.account_id = ${params.add(actor.accountId)} AND f.state = 'trashed' AND ${open(params)}`;
     const countParams = this.dialect.parameters();
     const counted: { count: string | number }[] = await this.files.query(`SELECT COUNT(*) AS count FROM ${search.from} WHERE ${filter(countParams)}`, countParams.values);
     const params = this.dialect.parameters();
@@ -50,8 +57,8 @@ export class ListTrashHandler implements IQueryHandler<ListTrashQuery> {
       params.values,
     );
     const byId = new Map((ids.length ? await this.files.findBy({ id: In(ids.map((row) => row.id)) }) : []).map((file) => [file.id, file]));
-    // A file purged between the two reads leaves the page one shorter, as if listed a moment later.
-    const files = ids.map((row) => byId.get(row.id)).filter((file) => file !== undefined && file.state === 'trashed') as FileEntity[];
+    // A file purged or restored between the two reads leaves the page one shorter, as if listed a moment later.
+    const files = ids.map((row) => byId.get(row.id)).filter((file) => file !== undefined && isRecoverable(file, now)) as FileEntity[];
     return this.cursors.page(window, scope, files, Number(counted[0]?.count ?? 0), (file) => [file.deletedAt!.toISOString(), file.id], TrashedFileResponse.from);
   }
 }

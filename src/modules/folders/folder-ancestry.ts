@@ -1,0 +1,21 @@
+import type { EntityManager } from 'typeorm';
+import { sqlDialect } from '../../infra/database/sql-dialect.js';
+
+/**
+ * The active folder `folderId` of the account and every active folder above it, each with its parent_id, in one
+ * statement however deep the tree (a recursive query; neither database limits its depth). UNION, not UNION ALL: a ring
+ * of folders (which moves made before folder-tree-lock.ts could leave behind) yields each row once and ends. Empty
+ * when `folderId` names no active folder of the account.
+ */
+export async function activeAncestry(tx: EntityManager, accountId: string, folderId: string): Promise<Map<string, string | null>> {
+  const params = sqlDialect(tx).parameters();
+  const rows: { id: string; parent_id: string | null }[] = await tx.query(
+    'WITH RECURSIVE ancestry (id, parent_id) AS (' +
+      `SELECT id, parent_id FROM folders WHERE id = ${params.add(folderId)} AND account_id = ${params.add(accountId)} AND state = 'active'` +
+      ' UNION SELECT f.id, f.parent_id FROM folders f JOIN ancestry a ON f.id = a.parent_id' +
+      ` WHERE f.account_id = ${params.add(accountId)} AND f.state = 'active'` +
+      ') SELECT id, parent_id FROM ancestry',
+    params.values,
+  );
+  return new Map(rows.map((row) => [row.id, row.parent_id]));
+}
