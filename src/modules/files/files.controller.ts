@@ -17,7 +17,7 @@ import { RestoreFileCommand } from './commands/restore-file.command.js';
 import { UpdateFileCommand } from './commands/update-file.command.js';
 import { parseOverwrite, UploadFileCommand } from './commands/upload-file.command.js';
 import { FileResponse } from './dto/file.response.js';
-import { NAME_CONFLICT } from './name-collisions.js';
+import { NAME_CONFLICT, RENAME_CONFLICT } from './name-collisions.js';
 import { BulkDeleteRequest, DeleteFileRequest, ListFilesRequest, SignedUrlRequest, UpdateFileRequest, UploadFileForm, UploadFileRequest } from './dto/file.requests.js';
 import { BulkDeleteResponse, DeletedFileResponse, RestoredFileResponse } from './dto/file-removal.responses.js';
 import { GetFileQuery } from './queries/get-file.query.js';
@@ -105,7 +105,7 @@ export class FilesController {
   @RequireScope('write')
   @ApiOperation({ operationId: 'updateFile', summary: 'Rename and/or move a file', description: '`folder_id: null` moves it to the root. A name taken in the target folder gets a numbered suffix. modified_at is updated; a PATCH that changes nothing (an empty body, the same name and folder) answers the file as it is.' })
   @ApiEnvelope(FileResponse)
-  @ApiErrors([400, 'invalid_request: an illegal name.'], [404, 'not_found: no such active file or target folder.'], NAME_CONFLICT)
+  @ApiErrors([400, 'invalid_request: an illegal name.'], [404, 'not_found: no such active file or target folder.'], RENAME_CONFLICT)
   update(@CurrentActor() actor: Actor, @Param('file_id') fileId: string, @Body() body: UpdateFileRequest): Promise<FileResponse> {
     return this.commands.execute(new UpdateFileCommand(actor, fileId, body.name, body.folder_id));
   }

@@ -7,6 +7,8 @@ import { candidateNames, type NameNumbering, nameKeyOf } from './file-naming.js'
 
 /** The answer retryOnNameCollision gives up with, for the OpenAPI document of the routes that name an item. */
 export const NAME_CONFLICT: [number, string] = [409, 'conflict: too many concurrent changes to names in the target folder; retry the request.'];
+/** For a rename or move, which also retries while other renames or moves of the same item commit first. */
+export const RENAME_CONFLICT: [number, string] = [409, 'conflict: too many concurrent changes to names in the target folder, or to the item itself; retry the request.'];
 
 /**
  * Runs a unit of work that names an item, again when a concurrent writer took the same name

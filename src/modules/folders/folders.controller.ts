@@ -6,7 +6,7 @@ import { RequireScope } from '../../common/auth/access.decorator.js';
 import { type Actor, CurrentActor } from '../../common/auth/actor.js';
 import { ApiEnvelope, ApiErrors } from '../../common/http/openapi.js';
 import { refuseUnexpectedInput } from '../../common/http/request-body.js';
-import { NAME_CONFLICT } from '../files/name-collisions.js';
+import { NAME_CONFLICT, RENAME_CONFLICT } from '../files/name-collisions.js';
 import { CreateFolderCommand } from './commands/create-folder.command.js';
 import { DeleteFolderCommand } from './commands/delete-folder.command.js';
 import { UpdateFolderCommand } from './commands/update-folder.command.js';
@@ -56,7 +56,7 @@ export class FoldersController {
   @RequireScope('write')
   @ApiOperation({ operationId: 'updateFolder', summary: 'Rename and/or move a folder', description: '`parent_id: null` moves it to the root. A folder cannot move into itself or a descendant. modified_at is updated; a PATCH that changes nothing (an empty body, the same name and parent) answers the folder as it is.' })
   @ApiEnvelope(FolderResponse)
-  @ApiErrors([400, 'invalid_request: an illegal name, a move into itself or a descendant, or any query parameter (name and parent_id go in the body).'], [404, 'not_found: no such active folder or parent.'], NAME_CONFLICT)
+  @ApiErrors([400, 'invalid_request: an illegal name, a move into itself or a descendant, or any query parameter (name and parent_id go in the body).'], [404, 'not_found: no such active folder or parent.'], RENAME_CONFLICT)
   update(@CurrentActor() actor: Actor, @Param('folder_id') folderId: string, @Body() body: UpdateFolderRequest, @Query() parameters: Record<string, unknown>): Promise<FolderResponse> {
     // Refused rather than ignored: `PATCH …?parent_id=…` would answer 200 and move nothing.
     refuseUnexpectedInput(parameters, undefined);

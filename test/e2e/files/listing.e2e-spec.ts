@@ -235,6 +235,21 @@ describe('listing, reading and changing files', () => {
     expect(trashed).toMatchObject({ name: 'racing.txt', folder_id: null });
   });
 
+  it('never undoes a move with a rename that read the file before the move committed, nor the other way round', async (ctx) => {
+    if (TEST_DB !== 'postgres') ctx.skip('needs a row lock to interleave the two; SQLite transactions take turns');
+    const target = (await t.http().post('/v1/folders').set(owner.auth).send({ name: 'Moved into' })).body.data;
+    for (const renameFirst of [false, true]) {
+      const file = await uploadOk(t, owner.auth, 'b', { name: `both at once ${renameFirst}.txt` });
+      await scanSettled(t.app, file.id); // so the scan's own update of the row does not queue behind the lock
+      const move = () => t.http().patch(`/v1/files/${file.id}`).set(owner.auth).send({ folder_id: target.id }).then((res) => res);
+      const rename = () => t.http().patch(`/v1/files/${file.id}`).set(owner.auth).send({ name: `renamed ${renameFirst}.txt` }).then((res) => res);
+      const answers = await queueBehindRowLock(t.app, 'files', file.id, renameFirst ? [rename, move] : [move, rename]);
+      expect(answers.map((res) => res.status)).toEqual([200, 200]);
+      // Each wrote the file as it found it after the other: the rename kept the move, the move kept the rename.
+      expect((await t.http().get(`/v1/files/${file.id}`).set(owner.auth)).body.data).toMatchObject({ name: `renamed ${renameFirst}.txt`, folder_id: target.id });
+    }
+  });
+
   it('never trashes a file with its folder when a move out of that folder came first', async (ctx) => {
     if (TEST_DB !== 'postgres') ctx.skip('needs a row lock to interleave the two; SQLite transactions take turns');
     const leaving = (await t.http().post('/v1/folders').set(owner.auth).send({ name: 'Left in time' })).body.data;

@@ -3052,7 +3052,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope404"];
                 };
             };
-            /** @description conflict: too many concurrent changes to names in the target folder; retry the request. */
+            /** @description conflict: too many concurrent changes to names in the target folder, or to the item itself; retry the request. */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4332,7 +4332,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope404"];
                 };
             };
-            /** @description conflict: too many concurrent changes to names in the target folder; retry the request. */
+            /** @description conflict: too many concurrent changes to names in the target folder, or to the item itself; retry the request. */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
