@@ -31,7 +31,7 @@ export class SharesController {
   })
   @ApiEnvelope(ShareResponse, { status: 201 })
   @ApiErrors(
-    [400, 'invalid_request: file_id missing, password empty or too long, expires_in outside 60..31536000.'],
+    [400, 'invalid_request: file_id missing; password empty, too long, beginning or ending with a space or holding a control character; expires_in outside 60..31536000.'],
     [403, 'file_infected: the file is quarantined and cannot be shared.'],
     [404, 'not_found: no active file with this id in the account.'],
   )

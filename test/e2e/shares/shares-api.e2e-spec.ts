@@ -70,6 +70,12 @@ describe('managing share links (POST, GET, DELETE /v1/shares)', () => {
     ['an empty password', { password: '' }, 'password'],
     ['a password that is not a string', { password: 12345 }, 'password'],
     ['a password over 256 characters', { password: 'x'.repeat(257) }, 'password'],
+    // X-Share-Password could never carry these: HTTP trims the spaces around a header value and forbids control characters.
+    ['a password of only spaces', { password: '   ' }, 'password'],
+    ['a password that begins with a space', { password: ' secret' }, 'password'],
+    ['a password that ends with a space', { password: 'secret ' }, 'password'],
+    ['a password with a line break', { password: 'sec\nret' }, 'password'],
+    ['a password with a tab', { password: 'sec\tret' }, 'password'],
     ['an unknown field', { public: true }, 'public'],
     ['a file_id with a NUL byte', { file_id: 'file_\u0000' }, 'file_id'],
   ])('refuses %s with 400 invalid_request and creates nothing', async (_label, extra, field) => {
@@ -80,6 +86,13 @@ describe('managing share links (POST, GET, DELETE /v1/shares)', () => {
     expect(res.body.error.details.fields.map((f: { field: string }) => f.field)).toContain(field);
     const list = await t.http().get(`/v1/shares?file_id=${file.id}`).set(owner.auth).expect(200);
     expect(list.body.data).toEqual([]);
+  });
+
+  it('takes a password with spaces inside, or in any script, that visitors can then send in X-Share-Password', async () => {
+    for (const password of ['correct horse battery staple', 'пароль 日本', 'x']) {
+      const share = await createShare(t, owner, { file_id: (await seedFile(t.app, owner)).id, password });
+      await t.http().get(share.path).set('X-Share-Password', Buffer.from(password, 'utf8').toString('latin1')).expect(200);
+    }
   });
 
   it('refuses a missing file_id with 400', async () => {

@@ -1062,7 +1062,7 @@ export interface components {
              */
             file_id: string;
             /**
-             * @description Visitors must send it in X-Share-Password. Stored only as a slow salted hash.
+             * @description Visitors must send it in X-Share-Password, so it cannot begin or end with a space or contain control characters (an HTTP header cannot carry them). Stored only as a slow salted hash.
              * @example correct horse battery staple
              */
             password?: string;
@@ -4762,7 +4762,7 @@ export interface operations {
                 };
             };
             /**
-             * @description invalid_request: file_id missing, password empty or too long, expires_in outside 60..31536000.
+             * @description invalid_request: file_id missing; password empty, too long, beginning or ending with a space or holding a control character; expires_in outside 60..31536000.
              *
              *     invalid_request: malformed input; `details.fields` lists each problem.
              */
