@@ -2,6 +2,7 @@ import { Body, Controller, Get, HttpCode, Param, Post, Req, Res } from '@nestjs/
 import { CommandBus, QueryBus } from '@nestjs/cqrs';
 import { ApiConsumes, ApiHeader, ApiOperation, ApiParam, ApiProduces, ApiTags } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
+import { isIP } from 'node:net';
 import { Public } from '../../common/auth/access.decorator.js';
 import { Clock } from '../../common/clock.js';
 import { ApiError } from '../../common/errors/api-error.js';
@@ -18,6 +19,8 @@ import type { UsableShare } from './share-lookup.js';
 import { lockedPage, problemPage, sendSharePage } from './share-page.js';
 
 const PASSWORD_HEADER = 'x-share-password';
+/** The longest user agent a share.accessed event carries: real ones are a few hundred characters; the header may be 16 KiB. */
+export const MAX_RECORDED_USER_AGENT_LENGTH = 512;
 
 const PUBLIC_ERRORS = [
   [401, 'password_required: the link has a password and it is missing or wrong (the same answer for both).'],
@@ -138,7 +141,7 @@ export class PublicSharesController {
   }
 
   private access(token: string, password: string | undefined, action: ShareAccessAction, request: Request): Promise<UsableShare> {
-    const visitor: ShareVisitor = { ipAddress: visitorIp(request), userAgent: request.headers['user-agent'] ?? null };
+    const visitor: ShareVisitor = { ipAddress: visitorIp(request), userAgent: recordedUserAgent(request) };
     return this.commands.execute(new AccessShareCommand(token, password, action, visitor, request.method !== 'HEAD', request.headers));
   }
 
@@ -174,21 +177,40 @@ export class PublicSharesController {
   }
 }
 
+/**
+ * The visitor's address. Behind a trusted proxy Express takes it from X-Forwarded-For, which a client may fill with
+ * anything that is not an address; then the connection's own address is the one known for sure.
+ */
 function visitorIp(request: Request): string {
-  return request.ip ?? request.socket.remoteAddress ?? 'unknown';
+  const forwarded = request.ip;
+  if (forwarded && isIP(forwarded.split('%')[0])) return forwarded;
+  return request.socket.remoteAddress ?? 'unknown';
+}
+
+/** The User-Agent as share.accessed records it: decoded like the password header, and bounded (whole characters). */
+function recordedUserAgent(request: Request): string | null {
+  const value = request.headers['user-agent'];
+  if (!value) return null;
+  const text = utf8HeaderText(value);
+  return text.length <= MAX_RECORDED_USER_AGENT_LENGTH ? text : Array.from(text).slice(0, MAX_RECORDED_USER_AGENT_LENGTH).join('');
 }
 
 function wantsHtml(request: Request): boolean {
   return request.accepts(['application/json', 'text/html']) === 'text/html';
 }
 
-/**
- * X-Share-Password. Node reads header bytes as Latin-1; clients such as curl send a non-ASCII
- * password as UTF-8 bytes, so those are decoded as UTF-8 when they are valid UTF-8.
- */
+/** X-Share-Password, decoded as UTF-8 when its bytes are (see utf8HeaderText). */
 function passwordFrom(request: Request): string | undefined {
   const value = request.headers[PASSWORD_HEADER];
   if (typeof value !== 'string' || value === '') return undefined;
+  return utf8HeaderText(value);
+}
+
+/**
+ * Node reads header bytes as Latin-1; clients such as curl send non-ASCII text as UTF-8 bytes, so those are
+ * decoded as UTF-8 when they are valid UTF-8.
+ */
+function utf8HeaderText(value: string): string {
   const utf8 = Buffer.from(value, 'latin1').toString('utf8');
   return utf8.includes('\uFFFD') ? value : utf8;
 }

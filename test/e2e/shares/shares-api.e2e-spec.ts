@@ -292,4 +292,21 @@ describe('managing share links (POST, GET, DELETE /v1/shares)', () => {
     await t.http().get(share.path).set('X-Forwarded-For', '198.51.100.1').set('X-Share-Password', 'pw').expect(429);
     await t.http().get(share.path).set('X-Forwarded-For', '198.51.100.2').set('X-Share-Password', 'pw').expect(200);
   });
+
+  it('records a usable visitor in share.accessed whatever the client sends: a real address, and a user agent bounded and decoded', async () => {
+    const account = await createAccount(t.app);
+    const share = await createShare(t, account, { file_id: (await seedFile(t.app, account)).id });
+    // X-Forwarded-For that is not an address: the trusted proxy's own address is the one known.
+    await t.http().get(share.path).set('X-Forwarded-For', `<b>${'Z'.repeat(8000)}`).expect(200);
+    // A user agent as long as the header limit allows: the event keeps its first 512 characters.
+    const longAgent = `Crawler/1.0 ${'x'.repeat(12_000)}`;
+    await t.http().get(share.path).set('User-Agent', longAgent).expect(200);
+    // Non-ASCII sent as UTF-8 bytes (what curl does) is recorded as the text it is.
+    await t.http().get(share.path).set('User-Agent', Buffer.from('Navigateur/2.0 (Français)', 'utf8').toString('latin1')).expect(200);
+
+    const accesses = (await outboxEvents(t.app, account, 'share.accessed')).map((e) => e.data.access as Record<string, unknown>);
+    expect(accesses.map((a) => a.ip_address)).toEqual(['127.0.0.1', '127.0.0.1', '127.0.0.1']);
+    expect(accesses[1].user_agent).toBe(longAgent.slice(0, 512));
+    expect(accesses[2].user_agent).toBe('Navigateur/2.0 (Français)');
+  });
 });
