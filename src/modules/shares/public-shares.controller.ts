@@ -5,7 +5,7 @@ import type { Request, Response } from 'express';
 import { isIP } from 'node:net';
 import { Public } from '../../common/auth/access.decorator.js';
 import { Clock } from '../../common/clock.js';
-import { ApiError } from '../../common/errors/api-error.js';
+import { ApiError, InvalidRequest } from '../../common/errors/api-error.js';
 import { successEnvelope } from '../../common/http/envelope.js';
 import { ApiBlobAnswers, ApiEnvelope, ApiErrors } from '../../common/http/openapi.js';
 import { AppConfig } from '../../config/app-config.js';
@@ -33,6 +33,8 @@ const PUBLIC_ERRORS = [
       '5 s of waiting for them (Retry-After of at most 10 s), or too many requests from this address; see Retry-After.',
   ],
 ] as const satisfies ReadonlyArray<[number, string]>;
+
+const REPEATED_PASSWORD_ANSWER: [number, string] = [400, 'invalid_request: malformed input, or X-Share-Password sent more than once (not counted as a wrong password).'];
 
 /**
  * Share links as visitors use them, without an API key. JSON for programs; a small HTML page for
@@ -64,7 +66,7 @@ export class PublicSharesController {
   @ApiHeader({ name: 'X-Share-Password', required: false, description: 'The link password, when it has one.' })
   @ApiProduces('application/json', 'text/html')
   @ApiEnvelope(PublicShareResponse)
-  @ApiErrors(...PUBLIC_ERRORS)
+  @ApiErrors(...PUBLIC_ERRORS, REPEATED_PASSWORD_ANSWER)
   async open(@Param('token') token: string, @Req() request: Request, @Res() response: Response): Promise<void> {
     response.vary('Accept');
     if (!wantsHtml(request)) {
@@ -93,7 +95,7 @@ export class PublicSharesController {
   @ApiHeader({ name: 'X-Share-Password', required: false, description: 'The link password, when it has one.' })
   @ApiProduces('application/octet-stream')
   @ApiBlobAnswers()
-  @ApiErrors(...PUBLIC_ERRORS, [403, 'file_infected: the file is quarantined.'], CONTENT_ARRIVING_ANSWER)
+  @ApiErrors(...PUBLIC_ERRORS, REPEATED_PASSWORD_ANSWER, [403, 'file_infected: the file is quarantined.'], CONTENT_ARRIVING_ANSWER)
   async download(@Param('token') token: string, @Req() request: Request, @Res() response: Response): Promise<void> {
     await this.sendFile(token, passwordFrom(request), request, response);
   }
@@ -112,7 +114,7 @@ export class PublicSharesController {
   @ApiConsumes('application/x-www-form-urlencoded', 'application/json')
   @ApiProduces('application/octet-stream', 'text/html')
   @ApiBlobAnswers()
-  @ApiErrors(...PUBLIC_ERRORS, [400, 'invalid_request: unexpected form fields.'], [403, 'file_infected: the file is quarantined.'], CONTENT_ARRIVING_ANSWER)
+  @ApiErrors(...PUBLIC_ERRORS, [400, 'invalid_request: unexpected form fields, or X-Share-Password sent more than once.'], [403, 'file_infected: the file is quarantined.'], CONTENT_ARRIVING_ANSWER)
   async downloadWithForm(@Param('token') token: string, @Body() form: ShareDownloadForm, @Req() request: Request, @Res() response: Response): Promise<void> {
     await this.sendFile(token, form.password || passwordFrom(request), request, response);
   }
@@ -201,6 +203,8 @@ function wantsHtml(request: Request): boolean {
 
 /** X-Share-Password, decoded as UTF-8 when its bytes are (see utf8HeaderText). */
 function passwordFrom(request: Request): string | undefined {
+  // Node joins repeated headers into "a, b", which would be checked, and counted, as one wrong password.
+  if ((request.headersDistinct[PASSWORD_HEADER]?.length ?? 0) > 1) throw new InvalidRequest('Send one X-Share-Password header, not several.');
   const value = request.headers[PASSWORD_HEADER];
   if (typeof value !== 'string' || value === '') return undefined;
   return utf8HeaderText(value);

@@ -170,6 +170,19 @@ describe('public share links (/s/{token})', () => {
       await t.http().get(share.path).set('X-Share-Password', 'passwort').expect(401);
     });
 
+    it('refuses repeated X-Share-Password headers with 400, without counting them as wrong passwords', async () => {
+      const { share } = await sharedFile({ password: 'open sesame' });
+      for (let i = 0; i < 12; i++) {
+        for (const path of [share.path, `${share.path}/download`]) {
+          const res = await t.http().get(path).set('X-Share-Password', ['open sesame', 'open sesame'] as unknown as string); // two header lines
+          expect(res.status, path).toBe(400);
+          expect(res.body.error).toEqual({ code: 'invalid_request', message: 'Send one X-Share-Password header, not several.' });
+        }
+      }
+      // 24 of them, and the visitor is not locked out: none was taken for a guess.
+      await t.http().get(share.path).set('X-Share-Password', 'open sesame').expect(200);
+    });
+
     it('takes the password from a form body on POST .../download, never from the URL', async () => {
       const { share } = await sharedFile({ password: 'open sesame' });
       const ok = await t.http().post(`${share.path}/download`).type('form').send({ password: 'open sesame' }).buffer(true).parse(binary);

@@ -5078,7 +5078,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description invalid_request: malformed input; `details.fields` lists each problem. */
+            /** @description invalid_request: malformed input, or X-Share-Password sent more than once (not counted as a wrong password). */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5240,7 +5240,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description invalid_request: malformed input; `details.fields` lists each problem. */
+            /** @description invalid_request: malformed input, or X-Share-Password sent more than once (not counted as a wrong password). */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5449,7 +5449,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description invalid_request: unexpected form fields. */
+            /** @description invalid_request: unexpected form fields, or X-Share-Password sent more than once. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
