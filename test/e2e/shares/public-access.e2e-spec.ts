@@ -389,6 +389,17 @@ describe('public share links (/s/{token})', () => {
       expect((await t.http().get(share.path).set('Accept', html)).status).toBe(404);
     });
 
+    it('does not let a right-to-left override in the file name disguise it on the page: the control is shown, the download name kept', async () => {
+      // Displayed as written, "invoice\u202Efdp.exe" reads "invoiceexe.pdf".
+      const { share } = await sharedFile({}, 'invoice\u202efdp.exe');
+      const page = await t.http().get(share.path).set('Accept', html).expect(200);
+      expect(page.text).not.toContain('\u202e');
+      expect(page.text).toContain('<title>invoice\ufffdfdp.exe</title>');
+      expect(page.text).toContain('<h1>invoice\ufffdfdp.exe</h1>');
+      // The JSON answer and the download keep the exact name.
+      expect((await t.http().get(share.path).expect(200)).body.data.file.name).toBe('invoice\u202efdp.exe');
+    });
+
     it('shows the password form without revealing the file, and a locked-out page after too many wrong passwords', async () => {
       const { share } = await sharedFile({ password: 'letmein' }, 'confidential-plan.txt');
       const form = await t.http().get(share.path).set('Accept', html);
