@@ -163,7 +163,7 @@ export class FileDownloadsController {
     operationId: 'downloadFile',
     summary: 'Download a file (signed link)',
     description:
-      'The `download_url` of a File object: no API key needed, valid one hour. Supports Range (206, 416), ETag (the MD5) with If-None-Match (304) ' +
+      'The `download_url` of a File object: no API key needed, valid one hour. Supports Range (206, 416), ETag (the MD5) with If-None-Match, or Last-Modified with If-Modified-Since (304) ' +
       'and If-Match or If-Unmodified-Since (412 once the file is another version), ' +
       'If-Range (the ETag, or the Last-Modified date once it is a strong validator, a second or more before the answer\'s Date; otherwise the whole file) ' +
       'and HEAD, and sends Content-Disposition: attachment with the file name.',

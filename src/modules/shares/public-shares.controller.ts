@@ -89,7 +89,7 @@ export class PublicSharesController {
     operationId: 'downloadShare',
     summary: 'Download through a share link',
     description:
-      'Streams the file (Range, If-Range, ETag/If-None-Match and HEAD supported). Counts a `download` and emits `share.accessed` (HEAD is not counted).',
+      'Streams the file (Range, If-Range, ETag/If-None-Match, Last-Modified/If-Modified-Since and HEAD supported). Counts a `download` and emits `share.accessed` (HEAD is not counted).',
   })
   @ApiParam({ name: 'token', description: 'The token from the share url.' })
   @ApiHeader({ name: 'X-Share-Password', required: false, description: 'The link password, when it has one.' })
@@ -107,7 +107,7 @@ export class PublicSharesController {
     summary: 'Download through a share link with a form',
     description:
       'What the share page\'s password form submits: the password in the body (or X-Share-Password), so it never appears in a URL. ' +
-      'Answers like GET: Range, If-Range, ETag/If-None-Match; counts a `download` and emits `share.accessed`.',
+      'Answers like GET: Range, If-Range, ETag/If-None-Match, If-Modified-Since; counts a `download` and emits `share.accessed`.',
   })
   @ApiParam({ name: 'token', description: 'The token from the share url.' })
   @ApiHeader({ name: 'X-Share-Password', required: false, description: 'The link password, when the body does not carry it.' })

@@ -133,6 +133,26 @@ describe('public share links (/s/{token})', () => {
     expect(notModified.status).toBe(304);
   });
 
+  it('answers If-Modified-Since as curl -z and wget -N send it: 304 while the file is unchanged, counted like an If-None-Match 304', async () => {
+    const { share } = await sharedFile();
+    const download = `${share.path}/download`;
+    const lastModified = (await t.http().get(download).expect(200)).headers['last-modified'];
+
+    const res = await t.http().get(download).set('If-Modified-Since', lastModified);
+    expect(res.status).toBe(304);
+    expect(res.headers.etag).toBe(`"${MD5}"`);
+    // Answered before the range is looked at, as If-None-Match is.
+    await t.http().get(download).set('If-Modified-Since', lastModified).set('Range', `bytes=${CONTENT.length}-`).expect(304);
+    // The file changed after the date, the date is not one, or it is in the future: the whole file.
+    const earlier = new Date(Date.parse(lastModified) - 1000).toUTCString();
+    for (const since of [earlier, 'yesterday', new Date(Date.now() + 86_400_000).toUTCString()]) {
+      expect((await t.http().get(download).set('If-Modified-Since', since)).status, since).toBe(200);
+    }
+    // If-None-Match decides when both are sent (RFC 9110 13.1.3).
+    await t.http().get(download).set('If-Modified-Since', lastModified).set('If-None-Match', '"another-version"').expect(200);
+    expect(Number((await shareRow(t.app, share.id)).access_count)).toBe(7);
+  });
+
   it('answers 404 for unknown and malformed tokens', async () => {
     for (const path of ['/s/' + 'A'.repeat(43), '/s/short', '/s/' + 'A'.repeat(43) + '/download', '/s/%2e%2e']) {
       const res = await t.http().get(path);

@@ -205,7 +205,7 @@ export interface paths {
         };
         /**
          * Download a file (signed link)
-         * @description The `download_url` of a File object: no API key needed, valid one hour. Supports Range (206, 416), ETag (the MD5) with If-None-Match (304) and If-Match or If-Unmodified-Since (412 once the file is another version), If-Range (the ETag, or the Last-Modified date once it is a strong validator, a second or more before the answer's Date; otherwise the whole file) and HEAD, and sends Content-Disposition: attachment with the file name.
+         * @description The `download_url` of a File object: no API key needed, valid one hour. Supports Range (206, 416), ETag (the MD5) with If-None-Match, or Last-Modified with If-Modified-Since (304) and If-Match or If-Unmodified-Since (412 once the file is another version), If-Range (the ETag, or the Last-Modified date once it is a strong validator, a second or more before the answer's Date; otherwise the whole file) and HEAD, and sends Content-Disposition: attachment with the file name.
          */
         get: operations["downloadFile"];
         put?: never;
@@ -385,13 +385,13 @@ export interface paths {
         };
         /**
          * Download through a share link
-         * @description Streams the file (Range, If-Range, ETag/If-None-Match and HEAD supported). Counts a `download` and emits `share.accessed` (HEAD is not counted).
+         * @description Streams the file (Range, If-Range, ETag/If-None-Match, Last-Modified/If-Modified-Since and HEAD supported). Counts a `download` and emits `share.accessed` (HEAD is not counted).
          */
         get: operations["downloadShare"];
         put?: never;
         /**
          * Download through a share link with a form
-         * @description What the share page's password form submits: the password in the body (or X-Share-Password), so it never appears in a URL. Answers like GET: Range, If-Range, ETag/If-None-Match; counts a `download` and emits `share.accessed`.
+         * @description What the share page's password form submits: the password in the body (or X-Share-Password), so it never appears in a URL. Answers like GET: Range, If-Range, ETag/If-None-Match, If-Modified-Since; counts a `download` and emits `share.accessed`.
          */
         post: operations["downloadShareWithForm"];
         delete?: never;
@@ -3289,6 +3289,8 @@ export interface operations {
                 "If-Unmodified-Since"?: string;
                 /** @description The ETag the client holds: 304 while the file is unchanged. */
                 "If-None-Match"?: string;
+                /** @description An HTTP date (the Last-Modified the client holds): 304 while the file was not modified after it (to the second). Ignored with If-None-Match, and when in the future. */
+                "If-Modified-Since"?: string;
             };
             path: {
                 file_id: string;
@@ -3326,7 +3328,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Not modified (If-None-Match matched the ETag). */
+            /** @description Not modified (If-None-Match matched the ETag, or the file was not modified after If-Modified-Since). */
             304: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3473,6 +3475,8 @@ export interface operations {
                 "If-Unmodified-Since"?: string;
                 /** @description The ETag the client holds: 304 while the file is unchanged. */
                 "If-None-Match"?: string;
+                /** @description An HTTP date (the Last-Modified the client holds): 304 while the file was not modified after it (to the second). Ignored with If-None-Match, and when in the future. */
+                "If-Modified-Since"?: string;
             };
             path: {
                 file_id: string;
@@ -3510,7 +3514,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Not modified (If-None-Match matched the ETag). */
+            /** @description Not modified (If-None-Match matched the ETag, or the file was not modified after If-Modified-Since). */
             304: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5187,6 +5191,8 @@ export interface operations {
                 "If-Unmodified-Since"?: string;
                 /** @description The ETag the client holds: 304 while the file is unchanged. */
                 "If-None-Match"?: string;
+                /** @description An HTTP date (the Last-Modified the client holds): 304 while the file was not modified after it (to the second). Ignored with If-None-Match, and when in the future. */
+                "If-Modified-Since"?: string;
                 /** @description The link password, when it has one. */
                 "X-Share-Password"?: string;
             };
@@ -5227,7 +5233,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Not modified (If-None-Match matched the ETag). */
+            /** @description Not modified (If-None-Match matched the ETag, or the file was not modified after If-Modified-Since). */
             304: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5391,6 +5397,8 @@ export interface operations {
                 "If-Unmodified-Since"?: string;
                 /** @description The ETag the client holds: 304 while the file is unchanged. */
                 "If-None-Match"?: string;
+                /** @description An HTTP date (the Last-Modified the client holds): 304 while the file was not modified after it (to the second). Ignored with If-None-Match, and when in the future. */
+                "If-Modified-Since"?: string;
                 /** @description The link password, when the body does not carry it. */
                 "X-Share-Password"?: string;
             };
@@ -5436,7 +5444,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Not modified (If-None-Match matched the ETag). */
+            /** @description Not modified (If-None-Match matched the ETag, or the file was not modified after If-Modified-Since). */
             304: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
