@@ -136,6 +136,31 @@ describe('managing share links (POST, GET, DELETE /v1/shares)', () => {
     await t.http().get('/v1/shares').expect(401);
   });
 
+  it('answers one link by id with its status and analytics, revoked ones included, and 404 for another account\'s or an unknown one', async () => {
+    const account = await createAccount(t.app);
+    const file = await seedFile(t.app, account);
+    const share = await createShare(t, account, { file_id: file.id, password: 'pw', expires_in: 3600 });
+    await t.http().get(share.path).set('X-Share-Password', 'pw').expect(200);
+
+    const res = await t.http().get(`/v1/shares/${share.id}`).set(account.auth).expect(200);
+    const listed = (await t.http().get('/v1/shares').set(account.auth).expect(200)).body.data[0];
+    expect(res.body).toEqual({ success: true, data: listed });
+    expect(res.body.data).toMatchObject({ id: share.id, url: share.url, file_id: file.id, password_protected: true, active: true, access_count: 1, revoked_at: null });
+    expect(res.body.data.last_accessed_at).toEqual(expect.any(String));
+
+    await t.http().delete(`/v1/shares/${share.id}`).set(account.auth).expect(200);
+    const revoked = await t.http().get(`/v1/shares/${share.id}`).set(account.auth).expect(200);
+    expect(revoked.body.data).toMatchObject({ active: false, revoked_at: expect.any(String), access_count: 1 });
+
+    for (const [auth, id] of [[owner.auth, share.id], [account.auth, 'shr_doesnotexist'], [account.auth, 'shr_%21%27'], [account.auth, 'x'.repeat(200)]] as const) {
+      const missing = await t.http().get(`/v1/shares/${id}`).set(auth);
+      expect(missing.status, id).toBe(404);
+      expect(missing.body.error.code).toBe('not_found');
+    }
+    const sharer = await createKey(t.app, account, ['share']);
+    expect((await t.http().get(`/v1/shares/${share.id}`).set(sharer.auth)).status).toBe(403);
+  });
+
   it('records file.shared in the outbox with the file and the share', async () => {
     const account = await createAccount(t.app);
     const file = await seedFile(t.app, account, { name: 'plans.txt' });
