@@ -11,10 +11,11 @@ import { mediaTypeOf } from './request-body.js';
 export const JSON_MEDIA_TYPE = 'application/json';
 
 /**
- * A route that reads a body and states no other media type (`@ApiConsumes`, as uploads and the share form do) reads
- * JSON only. A body sent to it as anything else (curl -d's form, fetch's text/plain, no Content-Type) is never parsed:
- * validation would then report the JSON text as an unknown field or every field as missing. It is refused with 415
- * saying which Content-Type to send, before anything reads it.
+ * A body is read only in the media types its route states: `@ApiConsumes` (uploads: multipart/form-data; the share
+ * form: a form or JSON), or JSON for any other route that reads one. A body sent as anything else (curl -d's form,
+ * fetch's text/plain, curl -F's multipart, no Content-Type) is never parsed as meant: validation would report its text
+ * as an unknown field or every field as missing, and the share form would silently drop its password. It is refused
+ * with 415 saying which Content-Type to send, before anything reads it.
  */
 @Injectable()
 export class JsonBodyInterceptor implements NestInterceptor {
@@ -22,20 +23,24 @@ export class JsonBodyInterceptor implements NestInterceptor {
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
     const request = context.switchToHttp().getRequest<Request>();
-    if (hasBody(request) && mediaTypeOf(request.headers['content-type']) !== JSON_MEDIA_TYPE && this.readsOnlyJson(context)) {
+    const supported = hasBody(request) ? this.bodyMediaTypes(context) : null;
+    if (supported && !supported.includes(mediaTypeOf(request.headers['content-type']))) {
       const sent = request.headers['content-type'] ? `was sent as ${mediaTypeOf(request.headers['content-type'])}` : 'has no Content-Type';
-      throw new ApiError(415, 'invalid_request', `This route reads a JSON body, and this one ${sent}; send it with Content-Type: ${JSON_MEDIA_TYPE}.`, {
-        supported: [JSON_MEDIA_TYPE],
+      const reads = supported.map((type) => (type === JSON_MEDIA_TYPE ? 'JSON' : type)).join(' or ');
+      throw new ApiError(415, 'invalid_request', `This route reads a ${reads} body, and this one ${sent}; send it with Content-Type: ${supported.join(' or ')}.`, {
+        supported,
       });
     }
     return next.handle();
   }
 
-  private readsOnlyJson(context: ExecutionContext): boolean {
+  /** The media types this route reads a body in; null when it reads none. */
+  private bodyMediaTypes(context: ExecutionContext): string[] | null {
     const handler = context.getHandler();
-    if (this.reflector.get<string[] | undefined>(DECORATORS.API_CONSUMES, handler)) return false;
+    const declared = this.reflector.get<string[] | undefined>(DECORATORS.API_CONSUMES, handler);
+    if (declared) return declared;
     const parameters = Reflect.getMetadata(ROUTE_ARGS_METADATA, context.getClass(), handler.name) as Record<string, unknown> | undefined;
-    return Object.keys(parameters ?? {}).some((key) => key.split(':')[0] === String(RouteParamtypes.BODY));
+    return Object.keys(parameters ?? {}).some((key) => key.split(':')[0] === String(RouteParamtypes.BODY)) ? [JSON_MEDIA_TYPE] : null;
   }
 }
 

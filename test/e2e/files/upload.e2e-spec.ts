@@ -180,7 +180,7 @@ describe('uploading files', () => {
     expect((await uploadOk(t, owner.auth, 'x', { filename: 'résumé 履歴書.txt' })).name).toBe('résumé 履歴書.txt');
   });
 
-  it('refuses a request without a file part, with the file in another field or with an unknown field, with 400 and stores nothing', async () => {
+  it('refuses a request without a file part, with the file in another field or with an unknown field, with 400 (415 for a body that is not multipart) and stores nothing', async () => {
     const before = [(await account(owner.accountId)).storageUsed, (await t.http().get('/v1/files').set(owner.auth)).body.pagination.total_items];
     const form = new FormData();
     form.append('name', 'x.txt');
@@ -188,8 +188,9 @@ describe('uploading files', () => {
     expect(noFile.status).toBe(400);
     expect(((await noFile.json()) as any).error.code).toBe('invalid_request');
 
+    // Not multipart at all: 415 naming the type to send (request-bodies.e2e-spec.ts).
     const json = await t.http().post('/v1/files/upload').set(owner.auth).send({ name: 'x' });
-    expect(json.status).toBe(400);
+    expect(json.status).toBe(415);
 
     const wrongField = new FormData();
     wrongField.append('document', new Blob(['abc']), 'a.txt');

@@ -215,6 +215,21 @@ describe('public share links (/s/{token})', () => {
       expect(query.status).toBe(401);
     });
 
+    it('refuses a form body it would not read (multipart, text) with 415 naming the types it takes, instead of dropping the password', async () => {
+      const { share } = await sharedFile({ password: 'open sesame' });
+      const multipart = await t.http().post(`${share.path}/download`).field('password', 'open sesame');
+      const text = await t.http().post(`${share.path}/download`).set('Content-Type', 'text/plain').send('password=open sesame');
+      for (const res of [multipart, text]) {
+        expect(res.status).toBe(415);
+        expect(res.body.error).toEqual({
+          code: 'invalid_request',
+          message: expect.stringContaining('send it with Content-Type: application/x-www-form-urlencoded or application/json'),
+          details: { supported: ['application/x-www-form-urlencoded', 'application/json'] },
+        });
+      }
+      expect(Number((await shareRow(t.app, share.id)).access_count)).toBe(0);
+    });
+
     it('answers ranges, If-Range and If-None-Match on the form route as on GET, as its OpenAPI entry says', async () => {
       const { share } = await sharedFile({ password: 'open sesame' });
       const form = () => t.http().post(`${share.path}/download`).type('form').send({ password: 'open sesame' });
