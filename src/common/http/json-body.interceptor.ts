@@ -27,7 +27,7 @@ export class JsonBodyInterceptor implements NestInterceptor {
     if (supported && !supported.includes(mediaTypeOf(request.headers['content-type']))) {
       const sent = request.headers['content-type'] ? `was sent as ${mediaTypeOf(request.headers['content-type'])}` : 'has no Content-Type';
       const reads = supported.map((type) => (type === JSON_MEDIA_TYPE ? 'JSON' : type)).join(' or ');
-      throw new ApiError(415, 'invalid_request', `This route reads a ${reads} body, and this one ${sent}; send it with Content-Type: ${supported.join(' or ')}.`, {
+      throw new ApiError(415, 'invalid_request', `This route reads ${/^[aeiou]/i.test(reads) ? 'an' : 'a'} ${reads} body, and this one ${sent}; send it with Content-Type: ${supported.join(' or ')}.`, {
         supported,
       });
     }

@@ -223,7 +223,7 @@ describe('public share links (/s/{token})', () => {
         expect(res.status).toBe(415);
         expect(res.body.error).toEqual({
           code: 'invalid_request',
-          message: expect.stringContaining('send it with Content-Type: application/x-www-form-urlencoded or application/json'),
+          message: expect.stringMatching(/^This route reads an application\/x-www-form-urlencoded or JSON body, .*; send it with Content-Type: application\/x-www-form-urlencoded or application\/json\.$/),
           details: { supported: ['application/x-www-form-urlencoded', 'application/json'] },
         });
       }
