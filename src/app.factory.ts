@@ -45,7 +45,7 @@ export async function createApp(config: AppConfig): Promise<NestExpressApplicati
   // Header lists joined once here, not by the cors middleware on every request.
   const cors = {
     origin: '*',
-    allowedHeaders: ['Authorization', 'Content-Type', 'Range', 'If-Match', 'If-None-Match', 'If-Range', 'If-Unmodified-Since', 'X-Request-Id', 'X-Share-Password', 'Idempotency-Key', ...TUS_REQUEST_HEADERS].join(','),
+    allowedHeaders: ['Authorization', 'Content-Type', 'Range', 'If-Match', 'If-None-Match', 'If-Range', 'If-Unmodified-Since', 'If-Modified-Since', 'X-Request-Id', 'X-Share-Password', 'Idempotency-Key', ...TUS_REQUEST_HEADERS].join(','),
     exposedHeaders: ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'Retry-After', 'X-Request-Id', 'ETag', 'Content-Range', 'Content-Disposition', 'Idempotent-Replayed', ...TUS_RESPONSE_HEADERS].join(','),
     maxAge: 600,
   };

@@ -11,11 +11,11 @@ import { mediaTypeOf } from './request-body.js';
 export const JSON_MEDIA_TYPE = 'application/json';
 
 /**
- * A route reads the media types it states (`@ApiConsumes`: multipart/form-data for uploads, a form or JSON for the
- * share page's password form), or JSON when it reads a body and states none. A body sent as anything else (curl -d's
- * form, fetch's text/plain, JSON to the upload, no Content-Type) is never parsed: validation would then report the
- * text as an unknown field or every field as missing. It is refused with 415 saying which Content-Type to send,
- * before anything reads it.
+ * A body is read only in the media types its route states: `@ApiConsumes` (uploads: multipart/form-data; the share
+ * form: a form or JSON), or JSON for any other route that reads one. A body sent as anything else (curl -d's form,
+ * fetch's text/plain, curl -F's multipart, no Content-Type) is never parsed as meant: validation would report its text
+ * as an unknown field or every field as missing, and the share form would silently drop its password. It is refused
+ * with 415 saying which Content-Type to send, before anything reads it.
  */
 @Injectable()
 export class BodyMediaTypeInterceptor implements NestInterceptor {
@@ -23,24 +23,22 @@ export class BodyMediaTypeInterceptor implements NestInterceptor {
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
     const request = context.switchToHttp().getRequest<Request>();
-    if (!hasBody(request)) return next.handle();
-    const supported = this.supportedMediaTypes(context);
-    const sentAs = mediaTypeOf(request.headers['content-type']);
-    if (supported && !supported.includes(sentAs)) {
-      const sent = request.headers['content-type'] ? `was sent as ${sentAs}` : 'has no Content-Type';
-      const what = supported.length === 1 && supported[0] === JSON_MEDIA_TYPE ? 'a JSON body' : `a ${supported.join(' or ')} body`;
-      throw new ApiError(415, 'invalid_request', `This route reads ${what}, and this one ${sent}; send it with Content-Type: ${supported.join(' or ')}.`, {
+    const supported = hasBody(request) ? this.bodyMediaTypes(context) : null;
+    if (supported && !supported.includes(mediaTypeOf(request.headers['content-type']))) {
+      const sent = request.headers['content-type'] ? `was sent as ${mediaTypeOf(request.headers['content-type'])}` : 'has no Content-Type';
+      const reads = supported.map((type) => (type === JSON_MEDIA_TYPE ? 'JSON' : type)).join(' or ');
+      throw new ApiError(415, 'invalid_request', `This route reads ${/^[aeiou]/i.test(reads) ? 'an' : 'a'} ${reads} body, and this one ${sent}; send it with Content-Type: ${supported.join(' or ')}.`, {
         supported,
       });
     }
     return next.handle();
   }
 
-  /** The media types the route reads, or null when it reads no body. */
-  private supportedMediaTypes(context: ExecutionContext): string[] | null {
+  /** The media types this route reads a body in; null when it reads none. */
+  private bodyMediaTypes(context: ExecutionContext): string[] | null {
     const handler = context.getHandler();
-    const stated = this.reflector.get<string[] | undefined>(DECORATORS.API_CONSUMES, handler);
-    if (stated) return stated;
+    const declared = this.reflector.get<string[] | undefined>(DECORATORS.API_CONSUMES, handler);
+    if (declared) return declared;
     const parameters = Reflect.getMetadata(ROUTE_ARGS_METADATA, context.getClass(), handler.name) as Record<string, unknown> | undefined;
     return Object.keys(parameters ?? {}).some((key) => key.split(':')[0] === String(RouteParamtypes.BODY)) ? [JSON_MEDIA_TYPE] : null;
   }

@@ -135,7 +135,7 @@ export function blobHeaders(status: 200 | 206 | 304): Record<string, Reference> 
 
 /**
  * What a route that answers with sendBlob (infra/storage/blob-response.ts) takes and gives: Range, If-Range,
- * If-Match, If-Unmodified-Since and If-None-Match, the whole file (200), a range (206), not modified (304), another
+ * If-Match, If-Unmodified-Since, If-None-Match and If-Modified-Since, the whole file (200), a range (206), not modified (304), another
  * version than the one the client pinned (412) and an unsatisfiable range (416).
  */
 export function ApiBlobAnswers() {
@@ -145,9 +145,10 @@ export function ApiBlobAnswers() {
     ApiHeader({ name: 'If-Match', required: false, description: 'The ETag of the version the client is reading (e.g. in several ranges): 412 once the file is another version.' }),
     ApiHeader({ name: 'If-Unmodified-Since', required: false, description: 'An HTTP date: 412 when the file was modified after it (to the second). Ignored with If-Match.' }),
     ApiHeader({ name: 'If-None-Match', required: false, description: 'The ETag the client holds: 304 while the file is unchanged.' }),
+    ApiHeader({ name: 'If-Modified-Since', required: false, description: 'An HTTP date (the Last-Modified the client holds): 304 while the file was not modified after it (to the second). Ignored with If-None-Match, and when in the future.' }),
     ApiResponse({ status: 200, description: 'The file\'s bytes.', headers: blobHeaders(200) }),
     ApiResponse({ status: 206, description: 'The requested byte range.', headers: blobHeaders(206) }),
-    ApiResponse({ status: 304, description: 'Not modified (If-None-Match matched the ETag).', headers: blobHeaders(304) }),
+    ApiResponse({ status: 304, description: 'Not modified (If-None-Match matched the ETag, or the file was not modified after If-Modified-Since).', headers: blobHeaders(304) }),
     ApiResponse({
       status: 412,
       description: 'conflict: the file is no longer the version If-Match or If-Unmodified-Since names; ETag gives the current one.',

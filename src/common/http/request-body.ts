@@ -79,21 +79,25 @@ export function refuseUnexpectedInput(query: Record<string, unknown>, body: unkn
   if (given.length > 0) throw InvalidRequest.fields(given.map((field) => ({ field, message: 'is not allowed' })));
 }
 
-/** Every operation that takes a JSON body may also answer 413 (body over the size limit) and 415 (a charset, encoding or media type it cannot read). */
+/**
+ * Every operation that takes a body may answer 415 (a media type it does not read, or a charset or encoding the service
+ * cannot); one that takes a JSON body also 413 (body over the size limit).
+ */
 export function documentJsonBodyLimits(document: OpenAPIObject): void {
   for (const methods of Object.values(document.paths)) {
     for (const operation of Object.values(methods)) {
       const content = (operation as { requestBody?: { content?: Record<string, unknown> } })?.requestBody?.content;
       const responses = (operation as { responses?: Record<string, unknown> })?.responses;
-      if (!content?.['application/json'] || !responses) continue;
+      if (!content || !responses) continue;
       const envelope = { 'application/json': { schema: { $ref: '#/components/schemas/ErrorEnvelopeDoc' } } };
       // Answered by the body parser, before authentication and the rate limit: the request id is the only header.
       const headers = { 'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' } };
-      responses['413'] ??= { description: `invalid_request: the JSON body is larger than ${MAX_JSON_BODY_BYTES / 1024} KiB.`, content: envelope, headers };
+      if (content['application/json']) responses['413'] ??= { description: `invalid_request: the JSON body is larger than ${MAX_JSON_BODY_BYTES / 1024} KiB.`, content: envelope, headers };
       responses['415'] ??= {
-        description: 'invalid_request: the body is in a charset or content encoding the service cannot read, or not sent as Content-Type: application/json (`details.supported`).',
+        description: `invalid_request: the body is in a charset or content encoding the service cannot read, or not sent as Content-Type: ${Object.keys(content).join(' or ')} (\`details.supported\`).`,
         content: envelope,
-        headers,
+        // A media type the route does not read is refused after the rate limit, which then states its headers.
+        headers: { ...headers, ...Object.fromEntries(['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset'].map((name) => [name, { $ref: `#/components/headers/${name}` }])) },
       };
     }
   }

@@ -23,7 +23,7 @@ export interface BlobDescription {
 
 /**
  * Streams a blob as an HTTP response the way a mature file API does: strong ETag (the MD5) with If-Match and
- * If-Unmodified-Since (412) and If-None-Match (304), a single byte range (206, or 416 when unsatisfiable; If-Range
+ * If-Unmodified-Since (412) and If-None-Match or If-Modified-Since (304), a single byte range (206, or 416 when unsatisfiable; If-Range
  * honoured, with the ETag or the Last-Modified date), HEAD, and a Content-Disposition that survives any file name. Memory
  * stays flat: bytes are piped. `now` is the time of this answer, which decides whether a date is a strong validator.
  */
@@ -32,7 +32,7 @@ export async function sendBlob(request: Request, response: Response, storage: Bl
   for (const [name, value] of Object.entries(versionHeaders(blob))) response.setHeader(name, value);
 
   if (!preconditionsHold(request.headers, blob)) throw preconditionFailed(blob);
-  if (etagMatches(request.headers['if-none-match'], etag)) {
+  if (notModified(request.headers, blob, now)) {
     response.status(304).end();
     return;
   }
@@ -76,6 +76,7 @@ export interface BlobConditions {
   'if-match'?: string;
   'if-unmodified-since'?: string;
   'if-none-match'?: string;
+  'if-modified-since'?: string;
   range?: string;
   'if-range'?: string | string[];
 }
@@ -88,8 +89,8 @@ type BlobVersion = Pick<BlobDescription, 'size' | 'md5' | 'modifiedAt'>;
  */
 export function assertRangeSatisfiable(conditions: BlobConditions, blob: BlobVersion, now: Date = new Date()): void {
   if (!preconditionsHold(conditions, blob)) throw preconditionFailed(blob);
-  // If-None-Match is answered (304) before the range is looked at.
-  if (etagMatches(conditions['if-none-match'], `"${blob.md5}"`)) return;
+  // Not modified (304) is answered before the range is looked at.
+  if (notModified(conditions, blob, now)) return;
   if (requestedRange(conditions, blob, now) === 'unsatisfiable') throw rangeNotSatisfiable(blob);
 }
 
@@ -157,6 +158,18 @@ function preconditionsHold(conditions: BlobConditions, blob: BlobVersion): boole
 
 function preconditionFailed(blob: BlobVersion): ApiError {
   return new ApiError(412, 'conflict', 'The file has changed: it is no longer the version If-Match or If-Unmodified-Since names. The ETag header names the current one.', undefined, versionHeaders(blob));
+}
+
+/**
+ * RFC 9110 13.2.2, steps 3 and 4: If-None-Match matches the ETag, or without it If-Modified-Since is a valid date, not
+ * in the future (13.1.3), and the file was not modified after it (to the second). Caches and tools such as `curl -z`
+ * and `wget -N` revalidate with the date alone.
+ */
+function notModified(conditions: BlobConditions, blob: BlobVersion, now: Date): boolean {
+  if (conditions['if-none-match'] !== undefined) return etagMatches(conditions['if-none-match'], `"${blob.md5}"`);
+  const since = Date.parse(conditions['if-modified-since'] ?? '');
+  if (Number.isNaN(since) || since > now.getTime()) return false;
+  return Math.floor(blob.modifiedAt.getTime() / 1000) <= Math.floor(since / 1000);
 }
 
 function etagMatches(header: string | undefined, etag: string): boolean {

@@ -68,7 +68,6 @@ export class FilesController {
     [400, 'invalid_request: no file part, a bad name or field.'],
     [404, 'not_found: folder_id names no active folder.'],
     [413, 'file_too_large (details file_size, max_size, plan) or storage_exceeded (details current_usage, storage_limit, required_space).'],
-    [415, 'invalid_request: the body was not sent as Content-Type: multipart/form-data (`details.supported`).'],
     NAME_CONFLICT,
   )
   upload(@CurrentActor() actor: Actor, @Req() request: Request, @Body() body: UploadFileRequest): Promise<FileResponse> {
@@ -164,7 +163,7 @@ export class FileDownloadsController {
     operationId: 'downloadFile',
     summary: 'Download a file (signed link)',
     description:
-      'The `download_url` of a File object: no API key needed, valid one hour. Supports Range (206, 416), ETag (the MD5) with If-None-Match (304) ' +
+      'The `download_url` of a File object: no API key needed, valid one hour. Supports Range (206, 416), ETag (the MD5) with If-None-Match, or Last-Modified with If-Modified-Since (304) ' +
       'and If-Match or If-Unmodified-Since (412 once the file is another version), ' +
       'If-Range (the ETag, or the Last-Modified date once it is a strong validator, a second or more before the answer\'s Date; otherwise the whole file) ' +
       'and HEAD, and sends Content-Disposition: attachment with the file name.',

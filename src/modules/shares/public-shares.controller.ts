@@ -2,9 +2,10 @@ import { Body, Controller, Get, HttpCode, Param, Post, Req, Res } from '@nestjs/
 import { CommandBus, QueryBus } from '@nestjs/cqrs';
 import { ApiConsumes, ApiHeader, ApiOperation, ApiParam, ApiProduces, ApiTags } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
+import { isIP } from 'node:net';
 import { Public } from '../../common/auth/access.decorator.js';
 import { Clock } from '../../common/clock.js';
-import { ApiError } from '../../common/errors/api-error.js';
+import { ApiError, InvalidRequest } from '../../common/errors/api-error.js';
 import { successEnvelope } from '../../common/http/envelope.js';
 import { ApiBlobAnswers, ApiEnvelope, ApiErrors } from '../../common/http/openapi.js';
 import { AppConfig } from '../../config/app-config.js';
@@ -18,6 +19,8 @@ import type { UsableShare } from './share-lookup.js';
 import { lockedPage, problemPage, sendSharePage } from './share-page.js';
 
 const PASSWORD_HEADER = 'x-share-password';
+/** The longest user agent a share.accessed event carries: real ones are a few hundred characters; the header may be 16 KiB. */
+export const MAX_RECORDED_USER_AGENT_LENGTH = 512;
 
 const PUBLIC_ERRORS = [
   [401, 'password_required: the link has a password and it is missing or wrong (the same answer for both).'],
@@ -30,6 +33,8 @@ const PUBLIC_ERRORS = [
       '5 s of waiting for them (Retry-After of at most 10 s), or too many requests from this address; see Retry-After.',
   ],
 ] as const satisfies ReadonlyArray<[number, string]>;
+
+const REPEATED_PASSWORD_ANSWER: [number, string] = [400, 'invalid_request: malformed input, or X-Share-Password sent more than once (not counted as a wrong password).'];
 
 /**
  * Share links as visitors use them, without an API key. JSON for programs; a small HTML page for
@@ -61,7 +66,7 @@ export class PublicSharesController {
   @ApiHeader({ name: 'X-Share-Password', required: false, description: 'The link password, when it has one.' })
   @ApiProduces('application/json', 'text/html')
   @ApiEnvelope(PublicShareResponse)
-  @ApiErrors(...PUBLIC_ERRORS)
+  @ApiErrors(...PUBLIC_ERRORS, REPEATED_PASSWORD_ANSWER)
   async open(@Param('token') token: string, @Req() request: Request, @Res() response: Response): Promise<void> {
     response.vary('Accept');
     if (!wantsHtml(request)) {
@@ -84,13 +89,13 @@ export class PublicSharesController {
     operationId: 'downloadShare',
     summary: 'Download through a share link',
     description:
-      'Streams the file (Range, If-Range, ETag/If-None-Match and HEAD supported). Counts a `download` and emits `share.accessed` (HEAD is not counted).',
+      'Streams the file (Range, If-Range, ETag/If-None-Match, Last-Modified/If-Modified-Since and HEAD supported). Counts a `download` and emits `share.accessed` (HEAD is not counted).',
   })
   @ApiParam({ name: 'token', description: 'The token from the share url.' })
   @ApiHeader({ name: 'X-Share-Password', required: false, description: 'The link password, when it has one.' })
   @ApiProduces('application/octet-stream')
   @ApiBlobAnswers()
-  @ApiErrors(...PUBLIC_ERRORS, [403, 'file_infected: the file is quarantined.'], CONTENT_ARRIVING_ANSWER)
+  @ApiErrors(...PUBLIC_ERRORS, REPEATED_PASSWORD_ANSWER, [403, 'file_infected: the file is quarantined.'], CONTENT_ARRIVING_ANSWER)
   async download(@Param('token') token: string, @Req() request: Request, @Res() response: Response): Promise<void> {
     await this.sendFile(token, passwordFrom(request), request, response);
   }
@@ -102,14 +107,14 @@ export class PublicSharesController {
     summary: 'Download through a share link with a form',
     description:
       'What the share page\'s password form submits: the password in the body (or X-Share-Password), so it never appears in a URL. ' +
-      'Answers like GET: Range, If-Range, ETag/If-None-Match; counts a `download` and emits `share.accessed`.',
+      'Answers like GET: Range, If-Range, ETag/If-None-Match, If-Modified-Since; counts a `download` and emits `share.accessed`.',
   })
   @ApiParam({ name: 'token', description: 'The token from the share url.' })
   @ApiHeader({ name: 'X-Share-Password', required: false, description: 'The link password, when the body does not carry it.' })
   @ApiConsumes('application/x-www-form-urlencoded', 'application/json')
   @ApiProduces('application/octet-stream', 'text/html')
   @ApiBlobAnswers()
-  @ApiErrors(...PUBLIC_ERRORS, [400, 'invalid_request: unexpected form fields.'], [403, 'file_infected: the file is quarantined.'], CONTENT_ARRIVING_ANSWER)
+  @ApiErrors(...PUBLIC_ERRORS, [400, 'invalid_request: unexpected form fields, or X-Share-Password sent more than once.'], [403, 'file_infected: the file is quarantined.'], CONTENT_ARRIVING_ANSWER)
   async downloadWithForm(@Param('token') token: string, @Body() form: ShareDownloadForm, @Req() request: Request, @Res() response: Response): Promise<void> {
     await this.sendFile(token, form.password || passwordFrom(request), request, response);
   }
@@ -138,7 +143,7 @@ export class PublicSharesController {
   }
 
   private access(token: string, password: string | undefined, action: ShareAccessAction, request: Request): Promise<UsableShare> {
-    const visitor: ShareVisitor = { ipAddress: visitorIp(request), userAgent: request.headers['user-agent'] ?? null };
+    const visitor: ShareVisitor = { ipAddress: visitorIp(request), userAgent: recordedUserAgent(request) };
     return this.commands.execute(new AccessShareCommand(token, password, action, visitor, request.method !== 'HEAD', request.headers));
   }
 
@@ -174,21 +179,42 @@ export class PublicSharesController {
   }
 }
 
+/**
+ * The visitor's address. Behind a trusted proxy Express takes it from X-Forwarded-For, which a client may fill with
+ * anything that is not an address; then the connection's own address is the one known for sure.
+ */
 function visitorIp(request: Request): string {
-  return request.ip ?? request.socket.remoteAddress ?? 'unknown';
+  const forwarded = request.ip;
+  if (forwarded && isIP(forwarded.split('%')[0])) return forwarded;
+  return request.socket.remoteAddress ?? 'unknown';
+}
+
+/** The User-Agent as share.accessed records it: decoded like the password header, and bounded (whole characters). */
+function recordedUserAgent(request: Request): string | null {
+  const value = request.headers['user-agent'];
+  if (!value) return null;
+  const text = utf8HeaderText(value);
+  return text.length <= MAX_RECORDED_USER_AGENT_LENGTH ? text : Array.from(text).slice(0, MAX_RECORDED_USER_AGENT_LENGTH).join('');
 }
 
 function wantsHtml(request: Request): boolean {
   return request.accepts(['application/json', 'text/html']) === 'text/html';
 }
 
-/**
- * X-Share-Password. Node reads header bytes as Latin-1; clients such as curl send a non-ASCII
- * password as UTF-8 bytes, so those are decoded as UTF-8 when they are valid UTF-8.
- */
+/** X-Share-Password, decoded as UTF-8 when its bytes are (see utf8HeaderText). */
 function passwordFrom(request: Request): string | undefined {
+  // Node joins repeated headers into "a, b", which would be checked, and counted, as one wrong password.
+  if ((request.headersDistinct[PASSWORD_HEADER]?.length ?? 0) > 1) throw new InvalidRequest('Send one X-Share-Password header, not several.');
   const value = request.headers[PASSWORD_HEADER];
   if (typeof value !== 'string' || value === '') return undefined;
+  return utf8HeaderText(value);
+}
+
+/**
+ * Node reads header bytes as Latin-1; clients such as curl send non-ASCII text as UTF-8 bytes, so those are
+ * decoded as UTF-8 when they are valid UTF-8.
+ */
+function utf8HeaderText(value: string): string {
   const utf8 = Buffer.from(value, 'latin1').toString('utf8');
   return utf8.includes('\uFFFD') ? value : utf8;
 }

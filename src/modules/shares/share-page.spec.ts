@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { TooManyPasswordAttempts } from './password-attempts.js';
-import { escapeHtml, formatSize, formatWait, lockedPage, renderSharePage } from './share-page.js';
+import { displayedFileName, escapeHtml, formatSize, formatWait, lockedPage, renderSharePage } from './share-page.js';
 
 describe('share page', () => {
   it('escapes a hostile file name everywhere it appears', () => {
@@ -8,6 +8,15 @@ describe('share page', () => {
     const html = renderSharePage({ kind: 'file', downloadPath: '/s/t/download', name, size: 5, mimeType: 'text/plain', expiresAt: null });
     expect(html).not.toContain('<script>');
     expect(html).toContain('&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&#39;&amp;.txt');
+  });
+
+  it('shows bidirectional controls in a file name instead of letting them reorder it', () => {
+    expect(displayedFileName('invoice\u202efdp.exe')).toBe('invoice\ufffdfdp.exe');
+    for (const control of ['\u061c', '\u200e', '\u200f', '\u202a', '\u202b', '\u202c', '\u202d', '\u2066', '\u2067', '\u2068', '\u2069']) {
+      expect(displayedFileName(`a${control}b`), escape(control)).toBe('a\ufffdb');
+    }
+    // Right-to-left scripts and emoji (joined with U+200D) are names, not tricks.
+    expect(displayedFileName('תמונה 👩\u200d💻.png')).toBe('תמונה 👩\u200d💻.png');
   });
 
   it('escapes the five HTML-significant characters', () => {

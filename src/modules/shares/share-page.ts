@@ -42,8 +42,8 @@ export function renderSharePage(page: SharePage): string {
   switch (page.kind) {
     case 'file':
       return layout(
-        page.name,
-        `<h1>${escapeHtml(page.name)}</h1>
+        displayedFileName(page.name),
+        `<h1>${escapeHtml(displayedFileName(page.name))}</h1>
 <p><span title="${page.size} bytes">${escapeHtml(formatSize(page.size))}</span> · ${escapeHtml(page.mimeType)}</p>
 ${page.expiresAt ? `<p>Link expires ${escapeHtml(page.expiresAt.toISOString().replace('T', ' ').slice(0, 16))} UTC</p>` : ''}
 <a class="button" id="download" href="${escapeHtml(page.downloadPath)}">Download</a>`,
@@ -125,6 +125,14 @@ export function problemPage(error: ApiError, now: Date): SharePage {
     file_infected: 'This file was found to contain malware and cannot be downloaded.',
   };
   return { kind: 'problem', title: titles[error.code] ?? 'Something went wrong', message: messages[error.code] ?? error.message };
+}
+
+/**
+ * A file name as the page shows it: bidirectional control characters made visible (U+FFFD). Otherwise a name such as
+ * "invoice\u202Efdp.exe" would read "invoiceexe.pdf" on the service's own page, passing an executable off as a document.
+ */
+export function displayedFileName(name: string): string {
+  return name.replace(/[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, '\ufffd');
 }
 
 export function escapeHtml(value: string): string {

@@ -13,6 +13,12 @@ const FORMAT = /^scrypt\$(\d{1,8})\$(\d{1,3})\$(\d{1,3})\$([A-Za-z0-9_-]{16,64})
 /** The longest password a share link takes; long enough for passphrases, short enough to bound the hashing work. */
 export const MAX_SHARE_PASSWORD_LENGTH = 256;
 
+/**
+ * What X-Share-Password can carry: HTTP trims spaces and tabs around a header value and forbids control characters
+ * in it, so a password that begins or ends with a space or holds one could never be sent by a visitor's program.
+ */
+export const SHARE_PASSWORD_SHAPE = /^(?:[^\x00-\x20\x7f](?:[^\x00-\x1f\x7f]*[^\x00-\x20\x7f])?)?$/;
+
 function derive(password: string, salt: Buffer, keyLength: number, options: ScryptOptions): Promise<Buffer> {
   // Room for the 128 * N * r bytes scrypt needs, which exceeds node's 32 MiB default at these costs.
   const maxmem = 256 * (options.N ?? 0) * (options.r ?? 0) + 1024 * 1024;

@@ -10,6 +10,7 @@ import { RevokeShareCommand } from './commands/revoke-share.command.js';
 import { CreateShareRequest } from './dto/create-share.request.js';
 import { ListSharesRequest } from './dto/list-shares.request.js';
 import { RevokedShareResponse, ShareResponse, ShareStatusResponse } from './dto/share.response.js';
+import { GetShareQuery } from './queries/get-share.query.js';
 import { ListSharesQuery } from './queries/list-shares.query.js';
 
 @ApiTags('Shares')
@@ -31,7 +32,7 @@ export class SharesController {
   })
   @ApiEnvelope(ShareResponse, { status: 201 })
   @ApiErrors(
-    [400, 'invalid_request: file_id missing, password empty or too long, expires_in outside 60..31536000.'],
+    [400, 'invalid_request: file_id missing; password empty, too long, beginning or ending with a space or holding a control character; expires_in outside 60..31536000.'],
     [403, 'file_infected: the file is quarantined and cannot be shared.'],
     [404, 'not_found: no active file with this id in the account.'],
   )
@@ -50,6 +51,19 @@ export class SharesController {
   @ApiErrors([400, 'invalid_request: bad page, per_page or file_id; a cursor together with page, altered, or made for another query.'])
   list(@CurrentActor() actor: Actor, @Query() request: ListSharesRequest): Promise<Page<ShareStatusResponse>> {
     return this.queries.execute(new ListSharesQuery(actor, request));
+  }
+
+  @Get(':share_id')
+  @RequireScope('read')
+  @ApiOperation({
+    operationId: 'getShare',
+    summary: 'Get a share link',
+    description: 'One link of the account with its status and analytics (`access_count`, `last_accessed_at`), as listings show it; revoked, invalidated and expired links included.',
+  })
+  @ApiEnvelope(ShareStatusResponse)
+  @ApiErrors([404, 'not_found: no share link with this id in the account.'])
+  get(@CurrentActor() actor: Actor, @Param('share_id') shareId: string): Promise<ShareStatusResponse> {
+    return this.queries.execute(new GetShareQuery(actor, shareId));
   }
 
   @Delete(':share_id')

@@ -8,6 +8,7 @@ import { RevokeShareHandler } from './commands/revoke-share.command.js';
 import { PasswordAttempts } from './password-attempts.js';
 import { PublicSharesController } from './public-shares.controller.js';
 import { FindPublicShareHandler } from './queries/find-public-share.query.js';
+import { GetShareHandler } from './queries/get-share.query.js';
 import { ListSharesHandler } from './queries/list-shares.query.js';
 import { ShareEntity } from './share.entity.js';
 import { SharesController } from './shares.controller.js';
@@ -16,6 +17,6 @@ import { SharesController } from './shares.controller.js';
 @Module({
   imports: [TypeOrmModule.forFeature([ShareEntity, FileEntity]), FilesModule],
   controllers: [SharesController, PublicSharesController],
-  providers: [CreateShareHandler, RevokeShareHandler, AccessShareHandler, ListSharesHandler, FindPublicShareHandler, PasswordAttempts],
+  providers: [CreateShareHandler, RevokeShareHandler, AccessShareHandler, ListSharesHandler, GetShareHandler, FindPublicShareHandler, PasswordAttempts],
 })
 export class SharesModule {}

@@ -57,6 +57,14 @@ describe('hostile JSON bodies, and repeated DELETEs', () => {
     expect(folders.body.data.map((f: { name: string }) => f.name)).not.toContain(name);
   });
 
+  it('refuses an upload body that is not multipart with 415 naming multipart/form-data, instead of reading its text as fields', async () => {
+    for (const [contentType, body] of [['application/json', '{"name": "x.txt"}'], ['application/x-www-form-urlencoded', 'hello\n']]) {
+      const res = await t.http().post('/v1/files/upload').set(owner.auth).set('Content-Type', contentType).send(body);
+      expect(res.status, contentType).toBe(415);
+      expect(res.body.error).toMatchObject({ code: 'invalid_request', details: { supported: ['multipart/form-data'] } });
+    }
+  });
+
   it('names malformed JSON as such', async () => {
     const res = await postRaw('/v1/folders', '{"name": ');
     expect(res.status).toBe(400);

@@ -133,6 +133,26 @@ describe('public share links (/s/{token})', () => {
     expect(notModified.status).toBe(304);
   });
 
+  it('answers If-Modified-Since as curl -z and wget -N send it: 304 while the file is unchanged, counted like an If-None-Match 304', async () => {
+    const { share } = await sharedFile();
+    const download = `${share.path}/download`;
+    const lastModified = (await t.http().get(download).expect(200)).headers['last-modified'];
+
+    const res = await t.http().get(download).set('If-Modified-Since', lastModified);
+    expect(res.status).toBe(304);
+    expect(res.headers.etag).toBe(`"${MD5}"`);
+    // Answered before the range is looked at, as If-None-Match is.
+    await t.http().get(download).set('If-Modified-Since', lastModified).set('Range', `bytes=${CONTENT.length}-`).expect(304);
+    // The file changed after the date, the date is not one, or it is in the future: the whole file.
+    const earlier = new Date(Date.parse(lastModified) - 1000).toUTCString();
+    for (const since of [earlier, 'yesterday', new Date(Date.now() + 86_400_000).toUTCString()]) {
+      expect((await t.http().get(download).set('If-Modified-Since', since)).status, since).toBe(200);
+    }
+    // If-None-Match decides when both are sent (RFC 9110 13.1.3).
+    await t.http().get(download).set('If-Modified-Since', lastModified).set('If-None-Match', '"another-version"').expect(200);
+    expect(Number((await shareRow(t.app, share.id)).access_count)).toBe(7);
+  });
+
   it('answers 404 for unknown and malformed tokens', async () => {
     for (const path of ['/s/' + 'A'.repeat(43), '/s/short', '/s/' + 'A'.repeat(43) + '/download', '/s/%2e%2e']) {
       const res = await t.http().get(path);
@@ -170,6 +190,19 @@ describe('public share links (/s/{token})', () => {
       await t.http().get(share.path).set('X-Share-Password', 'passwort').expect(401);
     });
 
+    it('refuses repeated X-Share-Password headers with 400, without counting them as wrong passwords', async () => {
+      const { share } = await sharedFile({ password: 'open sesame' });
+      for (let i = 0; i < 12; i++) {
+        for (const path of [share.path, `${share.path}/download`]) {
+          const res = await t.http().get(path).set('X-Share-Password', ['open sesame', 'open sesame'] as unknown as string); // two header lines
+          expect(res.status, path).toBe(400);
+          expect(res.body.error).toEqual({ code: 'invalid_request', message: 'Send one X-Share-Password header, not several.' });
+        }
+      }
+      // 24 of them, and the visitor is not locked out: none was taken for a guess.
+      await t.http().get(share.path).set('X-Share-Password', 'open sesame').expect(200);
+    });
+
     it('takes the password from a form body on POST .../download, never from the URL', async () => {
       const { share } = await sharedFile({ password: 'open sesame' });
       const ok = await t.http().post(`${share.path}/download`).type('form').send({ password: 'open sesame' }).buffer(true).parse(binary);
@@ -180,6 +213,21 @@ describe('public share links (/s/{token})', () => {
       expect(wrong.body.error.code).toBe('password_required');
       const query = await t.http().get(`${share.path}/download?password=open%20sesame`);
       expect(query.status).toBe(401);
+    });
+
+    it('refuses a form body it would not read (multipart, text) with 415 naming the types it takes, instead of dropping the password', async () => {
+      const { share } = await sharedFile({ password: 'open sesame' });
+      const multipart = await t.http().post(`${share.path}/download`).field('password', 'open sesame');
+      const text = await t.http().post(`${share.path}/download`).set('Content-Type', 'text/plain').send('password=open sesame');
+      for (const res of [multipart, text]) {
+        expect(res.status).toBe(415);
+        expect(res.body.error).toEqual({
+          code: 'invalid_request',
+          message: expect.stringMatching(/^This route reads an application\/x-www-form-urlencoded or JSON body, .*; send it with Content-Type: application\/x-www-form-urlencoded or application\/json\.$/),
+          details: { supported: ['application/x-www-form-urlencoded', 'application/json'] },
+        });
+      }
+      expect(Number((await shareRow(t.app, share.id)).access_count)).toBe(0);
     });
 
     it('answers ranges, If-Range and If-None-Match on the form route as on GET, as its OpenAPI entry says', async () => {
@@ -374,6 +422,17 @@ describe('public share links (/s/{token})', () => {
       expect(unknown.headers['content-type']).toMatch(/^text\/html/);
       await t.http().delete(`/v1/shares/${share.id}`).set(owner.auth).expect(200);
       expect((await t.http().get(share.path).set('Accept', html)).status).toBe(404);
+    });
+
+    it('does not let a right-to-left override in the file name disguise it on the page: the control is shown, the download name kept', async () => {
+      // Displayed as written, "invoice\u202Efdp.exe" reads "invoiceexe.pdf".
+      const { share } = await sharedFile({}, 'invoice\u202efdp.exe');
+      const page = await t.http().get(share.path).set('Accept', html).expect(200);
+      expect(page.text).not.toContain('\u202e');
+      expect(page.text).toContain('<title>invoice\ufffdfdp.exe</title>');
+      expect(page.text).toContain('<h1>invoice\ufffdfdp.exe</h1>');
+      // The JSON answer and the download keep the exact name.
+      expect((await t.http().get(share.path).expect(200)).body.data.file.name).toBe('invoice\u202efdp.exe');
     });
 
     it('shows the password form without revealing the file, and a locked-out page after too many wrong passwords', async () => {

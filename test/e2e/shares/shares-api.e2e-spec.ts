@@ -70,6 +70,12 @@ describe('managing share links (POST, GET, DELETE /v1/shares)', () => {
     ['an empty password', { password: '' }, 'password'],
     ['a password that is not a string', { password: 12345 }, 'password'],
     ['a password over 256 characters', { password: 'x'.repeat(257) }, 'password'],
+    // X-Share-Password could never carry these: HTTP trims the spaces around a header value and forbids control characters.
+    ['a password of only spaces', { password: '   ' }, 'password'],
+    ['a password that begins with a space', { password: ' secret' }, 'password'],
+    ['a password that ends with a space', { password: 'secret ' }, 'password'],
+    ['a password with a line break', { password: 'sec\nret' }, 'password'],
+    ['a password with a tab', { password: 'sec\tret' }, 'password'],
     ['an unknown field', { public: true }, 'public'],
     ['a file_id with a NUL byte', { file_id: 'file_\u0000' }, 'file_id'],
   ])('refuses %s with 400 invalid_request and creates nothing', async (_label, extra, field) => {
@@ -80,6 +86,13 @@ describe('managing share links (POST, GET, DELETE /v1/shares)', () => {
     expect(res.body.error.details.fields.map((f: { field: string }) => f.field)).toContain(field);
     const list = await t.http().get(`/v1/shares?file_id=${file.id}`).set(owner.auth).expect(200);
     expect(list.body.data).toEqual([]);
+  });
+
+  it('takes a password with spaces inside, or in any script, that visitors can then send in X-Share-Password', async () => {
+    for (const password of ['correct horse battery staple', 'пароль 日本', 'x']) {
+      const share = await createShare(t, owner, { file_id: (await seedFile(t.app, owner)).id, password });
+      await t.http().get(share.path).set('X-Share-Password', Buffer.from(password, 'utf8').toString('latin1')).expect(200);
+    }
   });
 
   it('refuses a missing file_id with 400', async () => {
@@ -121,6 +134,31 @@ describe('managing share links (POST, GET, DELETE /v1/shares)', () => {
     await t.http().delete(`/v1/shares/${created.body.data.id}`).set(reader.auth).expect(403);
     await t.http().delete(`/v1/shares/${created.body.data.id}`).set(sharer.auth).expect(200);
     await t.http().get('/v1/shares').expect(401);
+  });
+
+  it('answers one link by id with its status and analytics, revoked ones included, and 404 for another account\'s or an unknown one', async () => {
+    const account = await createAccount(t.app);
+    const file = await seedFile(t.app, account);
+    const share = await createShare(t, account, { file_id: file.id, password: 'pw', expires_in: 3600 });
+    await t.http().get(share.path).set('X-Share-Password', 'pw').expect(200);
+
+    const res = await t.http().get(`/v1/shares/${share.id}`).set(account.auth).expect(200);
+    const listed = (await t.http().get('/v1/shares').set(account.auth).expect(200)).body.data[0];
+    expect(res.body).toEqual({ success: true, data: listed });
+    expect(res.body.data).toMatchObject({ id: share.id, url: share.url, file_id: file.id, password_protected: true, active: true, access_count: 1, revoked_at: null });
+    expect(res.body.data.last_accessed_at).toEqual(expect.any(String));
+
+    await t.http().delete(`/v1/shares/${share.id}`).set(account.auth).expect(200);
+    const revoked = await t.http().get(`/v1/shares/${share.id}`).set(account.auth).expect(200);
+    expect(revoked.body.data).toMatchObject({ active: false, revoked_at: expect.any(String), access_count: 1 });
+
+    for (const [auth, id] of [[owner.auth, share.id], [account.auth, 'shr_doesnotexist'], [account.auth, 'shr_%21%27'], [account.auth, 'x'.repeat(200)]] as const) {
+      const missing = await t.http().get(`/v1/shares/${id}`).set(auth);
+      expect(missing.status, id).toBe(404);
+      expect(missing.body.error.code).toBe('not_found');
+    }
+    const sharer = await createKey(t.app, account, ['share']);
+    expect((await t.http().get(`/v1/shares/${share.id}`).set(sharer.auth)).status).toBe(403);
   });
 
   it('records file.shared in the outbox with the file and the share', async () => {
@@ -278,5 +316,22 @@ describe('managing share links (POST, GET, DELETE /v1/shares)', () => {
       .finally(() => redis.disconnect());
     await t.http().get(share.path).set('X-Forwarded-For', '198.51.100.1').set('X-Share-Password', 'pw').expect(429);
     await t.http().get(share.path).set('X-Forwarded-For', '198.51.100.2').set('X-Share-Password', 'pw').expect(200);
+  });
+
+  it('records a usable visitor in share.accessed whatever the client sends: a real address, and a user agent bounded and decoded', async () => {
+    const account = await createAccount(t.app);
+    const share = await createShare(t, account, { file_id: (await seedFile(t.app, account)).id });
+    // X-Forwarded-For that is not an address: the trusted proxy's own address is the one known.
+    await t.http().get(share.path).set('X-Forwarded-For', `<b>${'Z'.repeat(8000)}`).expect(200);
+    // A user agent as long as the header limit allows: the event keeps its first 512 characters.
+    const longAgent = `Crawler/1.0 ${'x'.repeat(12_000)}`;
+    await t.http().get(share.path).set('User-Agent', longAgent).expect(200);
+    // Non-ASCII sent as UTF-8 bytes (what curl does) is recorded as the text it is.
+    await t.http().get(share.path).set('User-Agent', Buffer.from('Navigateur/2.0 (Français)', 'utf8').toString('latin1')).expect(200);
+
+    const accesses = (await outboxEvents(t.app, account, 'share.accessed')).map((e) => e.data.access as Record<string, unknown>);
+    expect(accesses.map((a) => a.ip_address)).toEqual(['127.0.0.1', '127.0.0.1', '127.0.0.1']);
+    expect(accesses[1].user_agent).toBe(longAgent.slice(0, 512));
+    expect(accesses[2].user_agent).toBe('Navigateur/2.0 (Français)');
   });
 });

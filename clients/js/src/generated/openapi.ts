@@ -205,7 +205,7 @@ export interface paths {
         };
         /**
          * Download a file (signed link)
-         * @description The `download_url` of a File object: no API key needed, valid one hour. Supports Range (206, 416), ETag (the MD5) with If-None-Match (304) and If-Match or If-Unmodified-Since (412 once the file is another version), If-Range (the ETag, or the Last-Modified date once it is a strong validator, a second or more before the answer's Date; otherwise the whole file) and HEAD, and sends Content-Disposition: attachment with the file name.
+         * @description The `download_url` of a File object: no API key needed, valid one hour. Supports Range (206, 416), ETag (the MD5) with If-None-Match, or Last-Modified with If-Modified-Since (304) and If-Match or If-Unmodified-Since (412 once the file is another version), If-Range (the ETag, or the Last-Modified date once it is a strong validator, a second or more before the answer's Date; otherwise the whole file) and HEAD, and sends Content-Disposition: attachment with the file name.
          */
         get: operations["downloadFile"];
         put?: never;
@@ -343,7 +343,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * Get a share link
+         * @description One link of the account with its status and analytics (`access_count`, `last_accessed_at`), as listings show it; revoked, invalidated and expired links included.
+         */
+        get: operations["getShare"];
         put?: never;
         post?: never;
         /**
@@ -385,13 +389,13 @@ export interface paths {
         };
         /**
          * Download through a share link
-         * @description Streams the file (Range, If-Range, ETag/If-None-Match and HEAD supported). Counts a `download` and emits `share.accessed` (HEAD is not counted).
+         * @description Streams the file (Range, If-Range, ETag/If-None-Match, Last-Modified/If-Modified-Since and HEAD supported). Counts a `download` and emits `share.accessed` (HEAD is not counted).
          */
         get: operations["downloadShare"];
         put?: never;
         /**
          * Download through a share link with a form
-         * @description What the share page's password form submits: the password in the body (or X-Share-Password), so it never appears in a URL. Answers like GET: Range, If-Range, ETag/If-None-Match; counts a `download` and emits `share.accessed`.
+         * @description What the share page's password form submits: the password in the body (or X-Share-Password), so it never appears in a URL. Answers like GET: Range, If-Range, ETag/If-None-Match, If-Modified-Since; counts a `download` and emits `share.accessed`.
          */
         post: operations["downloadShareWithForm"];
         delete?: never;
@@ -1062,7 +1066,7 @@ export interface components {
              */
             file_id: string;
             /**
-             * @description Visitors must send it in X-Share-Password. Stored only as a slow salted hash.
+             * @description Visitors must send it in X-Share-Password, so it cannot begin or end with a space or contain control characters (an HTTP header cannot carry them). Stored only as a slow salted hash.
              * @example correct horse battery staple
              */
             password?: string;
@@ -1498,20 +1502,6 @@ export interface components {
             error: {
                 /** @enum {string} */
                 code: "not_found";
-                message: string;
-                /** @description Machine-readable specifics, e.g. `fields` (list of {field, message}) for validation failures. */
-                details?: {
-                    [key: string]: unknown;
-                };
-            };
-        };
-        /** @description The error envelope; `code` is one of invalid_request. */
-        ErrorEnvelope415: {
-            /** @enum {boolean} */
-            success: false;
-            error: {
-                /** @enum {string} */
-                code: "invalid_request";
                 message: string;
                 /** @description Machine-readable specifics, e.g. `fields` (list of {field, message}) for validation failures. */
                 details?: {
@@ -2017,6 +2007,9 @@ export interface operations {
             415: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2470,18 +2463,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope413"];
                 };
             };
-            /** @description invalid_request: the body was not sent as Content-Type: multipart/form-data (`details.supported`). */
+            /** @description invalid_request: the body is in a charset or content encoding the service cannot read, or not sent as Content-Type: multipart/form-data (`details.supported`). */
             415: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope415"];
+                    "application/json": components["schemas"]["ErrorEnvelopeDoc"];
                 };
             };
             /** @description idempotency_key_reused: the Idempotency-Key was used for a different request, or the answer kept for it can no longer be read (SECRETS_ENCRYPTION_KEY changed). */
@@ -2653,6 +2645,9 @@ export interface operations {
             415: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3082,6 +3077,9 @@ export interface operations {
             415: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3317,6 +3315,8 @@ export interface operations {
                 "If-Unmodified-Since"?: string;
                 /** @description The ETag the client holds: 304 while the file is unchanged. */
                 "If-None-Match"?: string;
+                /** @description An HTTP date (the Last-Modified the client holds): 304 while the file was not modified after it (to the second). Ignored with If-None-Match, and when in the future. */
+                "If-Modified-Since"?: string;
             };
             path: {
                 file_id: string;
@@ -3354,7 +3354,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Not modified (If-None-Match matched the ETag). */
+            /** @description Not modified (If-None-Match matched the ETag, or the file was not modified after If-Modified-Since). */
             304: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3501,6 +3501,8 @@ export interface operations {
                 "If-Unmodified-Since"?: string;
                 /** @description The ETag the client holds: 304 while the file is unchanged. */
                 "If-None-Match"?: string;
+                /** @description An HTTP date (the Last-Modified the client holds): 304 while the file was not modified after it (to the second). Ignored with If-None-Match, and when in the future. */
+                "If-Modified-Since"?: string;
             };
             path: {
                 file_id: string;
@@ -3538,7 +3540,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Not modified (If-None-Match matched the ETag). */
+            /** @description Not modified (If-None-Match matched the ETag, or the file was not modified after If-Modified-Since). */
             304: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3932,6 +3934,9 @@ export interface operations {
             415: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4362,6 +4367,9 @@ export interface operations {
             415: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4798,7 +4806,7 @@ export interface operations {
                 };
             };
             /**
-             * @description invalid_request: file_id missing, password empty or too long, expires_in outside 60..31536000.
+             * @description invalid_request: file_id missing; password empty, too long, beginning or ending with a space or holding a control character; expires_in outside 60..31536000.
              *
              *     invalid_request: malformed input; `details.fields` lists each problem.
              */
@@ -4892,6 +4900,9 @@ export interface operations {
             415: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4921,6 +4932,127 @@ export interface operations {
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Retry-After": components["headers"]["Retry-After"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope429"];
+                };
+            };
+            /** @description internal_error: an unexpected failure; details.request_id identifies it in the logs. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope500"];
+                };
+            };
+            /** @description service_unavailable: a dependency (database, Redis, the file store) is unavailable for a moment; see Retry-After. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After-When-Busy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope503"];
+                };
+            };
+        };
+    };
+    getShare: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                share_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["ShareStatusResponse"];
+                    };
+                };
+            };
+            /** @description invalid_request: malformed input; `details.fields` lists each problem. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope400"];
+                };
+            };
+            /** @description authentication_failed: missing, malformed, unknown or revoked API key. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope401"];
+                };
+            };
+            /** @description permission_denied: the key lacks scope `read`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope403"];
+                };
+            };
+            /** @description not_found: no share link with this id in the account. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope404"];
+                };
+            };
+            /** @description rate_limit_exceeded: the plan's requests per minute are used up, or this client address presented 30 invalid API keys this minute; see Retry-After. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5114,7 +5246,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description invalid_request: malformed input; `details.fields` lists each problem. */
+            /** @description invalid_request: malformed input, or X-Share-Password sent more than once (not counted as a wrong password). */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5223,6 +5355,8 @@ export interface operations {
                 "If-Unmodified-Since"?: string;
                 /** @description The ETag the client holds: 304 while the file is unchanged. */
                 "If-None-Match"?: string;
+                /** @description An HTTP date (the Last-Modified the client holds): 304 while the file was not modified after it (to the second). Ignored with If-None-Match, and when in the future. */
+                "If-Modified-Since"?: string;
                 /** @description The link password, when it has one. */
                 "X-Share-Password"?: string;
             };
@@ -5263,7 +5397,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Not modified (If-None-Match matched the ETag). */
+            /** @description Not modified (If-None-Match matched the ETag, or the file was not modified after If-Modified-Since). */
             304: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5276,7 +5410,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description invalid_request: malformed input; `details.fields` lists each problem. */
+            /** @description invalid_request: malformed input, or X-Share-Password sent more than once (not counted as a wrong password). */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5427,6 +5561,8 @@ export interface operations {
                 "If-Unmodified-Since"?: string;
                 /** @description The ETag the client holds: 304 while the file is unchanged. */
                 "If-None-Match"?: string;
+                /** @description An HTTP date (the Last-Modified the client holds): 304 while the file was not modified after it (to the second). Ignored with If-None-Match, and when in the future. */
+                "If-Modified-Since"?: string;
                 /** @description The link password, when the body does not carry it. */
                 "X-Share-Password"?: string;
             };
@@ -5472,7 +5608,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Not modified (If-None-Match matched the ETag). */
+            /** @description Not modified (If-None-Match matched the ETag, or the file was not modified after If-Modified-Since). */
             304: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5485,7 +5621,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description invalid_request: unexpected form fields. */
+            /** @description invalid_request: unexpected form fields, or X-Share-Password sent more than once. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5577,10 +5713,13 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope413"];
                 };
             };
-            /** @description invalid_request: the body is in a charset or content encoding the service cannot read, or not sent as Content-Type: application/json (`details.supported`). */
+            /** @description invalid_request: the body is in a charset or content encoding the service cannot read, or not sent as Content-Type: application/x-www-form-urlencoded or application/json (`details.supported`). */
             415: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5867,6 +6006,9 @@ export interface operations {
             415: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6282,6 +6424,9 @@ export interface operations {
             415: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6618,6 +6763,9 @@ export interface operations {
             415: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7233,6 +7381,9 @@ export interface operations {
             415: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {

@@ -63,7 +63,7 @@ export class AccessShareHandler implements ICommandHandler<AccessShareCommand> {
     }
     if (action === 'download' && file.scanStatus === 'infected') throw new FileInfected();
     // Only after the password, so the 416 (which states the size) tells a stranger nothing.
-    if (action === 'download') assertRangeSatisfiable(conditions, file);
+    if (action === 'download') assertRangeSatisfiable(conditions, file, this.clock.now());
     if (!counted) return { share, file };
     return this.recordAccess(share, file, action, visitor);
   }
