@@ -4,6 +4,7 @@ import { ConfigurationError, loadConfig, withoutPassword } from './config/app-co
 import { createApp } from './app.factory.js';
 import { probeRedis } from './infra/redis/redis.module.js';
 import { probeDatabase } from './infra/database/probe-database.js';
+import { Draining } from './infra/shutdown/draining.js';
 import { collectGarbage } from './garbage-collection.js';
 
 async function main(): Promise<void> {
@@ -50,7 +51,12 @@ async function main(): Promise<void> {
   // database, Redis and queues are still open; only then close the application.
   let stopping = false;
   const shutdown = async (signal: NodeJS.Signals) => {
-    if (stopping) return;
+    // A second signal (npm forwards Ctrl-C to a process that got it from the terminal too; orchestrators resend)
+    // must not kill the requests being finished: the grace period below bounds the wait anyway.
+    if (stopping) {
+      process.stdout.write(`${signal} received again: already stopping (at most ${SHUTDOWN_GRACE_MS / 1000} s)\n`);
+      return;
+    }
     stopping = true;
     process.stdout.write(`${signal} received: finishing requests in flight, then stopping\n`);
     setTimeout(() => {
@@ -58,12 +64,15 @@ async function main(): Promise<void> {
       process.exit(1);
     }, SHUTDOWN_GRACE_MS).unref();
     const server = app.getHttpServer();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    // Long polls answer now instead of at their deadline, so they do not hold the shutdown up.
+    app.get(Draining).start();
+    await closed;
     await app.close();
     process.exit(0);
   };
-  process.once('SIGTERM', (signal) => void shutdown(signal));
-  process.once('SIGINT', (signal) => void shutdown(signal));
+  process.on('SIGTERM', (signal) => void shutdown(signal));
+  process.on('SIGINT', (signal) => void shutdown(signal));
 }
 
 const SHUTDOWN_GRACE_MS = 30_000;
