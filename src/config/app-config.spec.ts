@@ -46,9 +46,46 @@ describe('loadConfig', () => {
     ['TRASH_RETENTION_DAYS', '-1'],
     ['TRASH_PURGE_CRON', '61 * * * *'],
     ['TRASH_PURGE_CRON', 'every ten minutes please'],
+    ['PORT', '0x50'],
+    ['API_KEY_CACHE_SECONDS', '0b11'],
+    ['TRASH_RETENTION_DAYS', 'Infinity'],
+    ['CLAMAV_MAX_STREAM_BYTES', '1e300'],
+    ['RATE_LIMITS_ENABLED', 'False'],
+    ['S3_FORCE_PATH_STYLE', 'yes'],
   ])('names %s when it is %s, without echoing a password in it', (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrowError(new RegExp(`^Invalid configuration:[\\s\\S]*${name}`));
     expect(() => loadConfig({ [name]: value })).not.toThrowError(/db-secret/);
+  });
+
+  it('shows the value as written when it is not a number', () => {
+    expect(() => loadConfig({ PORT: '0x50' })).toThrowError('PORT: PORT must be an integer number (got "0x50")');
+    expect(() => loadConfig({ TRASH_RETENTION_DAYS: 'thirty' })).toThrowError(/TRASH_RETENTION_DAYS: .*\(got "thirty"\)/);
+  });
+
+  it('takes an empty or blank variable as unset, so its documented default applies rather than 0 or "  "', () => {
+    const blank = { PORT: '  ', API_KEY_CACHE_SECONDS: ' ', HTTP_IDLE_TIMEOUT_SECONDS: '\t', STORAGE_DIR: '  ', TRUST_PROXY: ' ', S3_REGION: ' ', RATE_LIMITS_ENABLED: ' ', ADMIN_USERNAME: ' ' };
+    expect(loadConfig(blank)).toMatchObject({
+      port: 3000,
+      apiKeyCacheMs: 30_000,
+      httpIdleTimeoutMs: 60_000,
+      storage: { dir: './data/blobs', s3: { region: 'us-east-1' } },
+      trustProxy: false,
+      rateLimitsEnabled: true,
+      admin: null,
+    });
+  });
+
+  it('reads 1 and 0 as true and false in every switch', () => {
+    expect(loadConfig({ WEBHOOK_ALLOW_PRIVATE_URLS: '1', S3_FORCE_PATH_STYLE: '1', RATE_LIMITS_ENABLED: '0' })).toMatchObject({
+      webhookAllowPrivateUrls: true,
+      storage: { s3: { forcePathStyle: true } },
+      rateLimitsEnabled: false,
+    });
+    expect(loadConfig({ WEBHOOK_ALLOW_PRIVATE_URLS: 'false', S3_FORCE_PATH_STYLE: '0', RATE_LIMITS_ENABLED: 'true' })).toMatchObject({
+      webhookAllowPrivateUrls: false,
+      storage: { s3: { forcePathStyle: false } },
+      rateLimitsEnabled: true,
+    });
   });
 
   it('requires URL_SIGNING_SECRET in production and S3_BUCKET for the s3 driver', () => {
