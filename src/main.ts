@@ -3,7 +3,7 @@ import { createServer } from 'node:net';
 import { ConfigurationError, loadConfig, withoutPassword } from './config/app-config.js';
 import { createApp } from './app.factory.js';
 import { probeRedis } from './infra/redis/redis.module.js';
-import { probeDatabase } from './infra/database/probe-database.js';
+import { cannotOpenDatabase, probeDatabase } from './infra/database/probe-database.js';
 import { Draining } from './infra/shutdown/draining.js';
 import { collectGarbage } from './garbage-collection.js';
 
@@ -19,8 +19,7 @@ async function main(): Promise<void> {
   }
   const databaseProblem = await probeDatabase(config.database);
   if (databaseProblem) {
-    const where = config.database.kind === 'sqlite' ? `sqlite:${config.database.path}` : withoutPassword(config.database.url);
-    process.stderr.write(`Cannot open the database at DATABASE_URL=${where} (${databaseProblem}).\n`);
+    process.stderr.write(`${cannotOpenDatabase(config.database, databaseProblem)}.\n`);
     process.exit(1);
   }
   // Said before listening, so that whoever sees the service up has seen where its secrets come from.

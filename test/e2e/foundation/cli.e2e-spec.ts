@@ -126,6 +126,9 @@ describe('command line (dist/cli.js)', () => {
     // An unquoted name: its second word is not dropped silently (the account would be named "Ada").
     [['accounts', 'create', '--name', 'Ada', 'Lovelace', '--plan', 'free'], 'too many arguments'],
     [['db', 'migrate', 'now'], 'too many arguments'],
+    // Commander would keep the last one: this line would create an enterprise account.
+    [['accounts', 'create', '--name', 'Bob', '--plan', 'free', '--plan', 'enterprise'], '--plan is given more than once'],
+    [['keys', 'create', '--account', 'acc_missing', '--scopes', 'read', '--name', 'a', '--name=b'], '--name is given more than once'],
     [['frobnicate'], "unknown command 'frobnicate'"],
     [[], 'A command is needed'],
   ])('refuses %j with a JSON error and a non-zero exit', async (args, mention) => {
@@ -137,11 +140,16 @@ describe('command line (dist/cli.js)', () => {
 });
 
 describe('the command line without its database', () => {
-  it('fails at once with a JSON error naming the problem when the database cannot be reached', async () => {
+  it('fails at once with a JSON error naming DATABASE_URL, without its password, and the problem when the database cannot be reached', async () => {
     const started = Date.now();
-    const result = await runNode('cli.js', ['trash', 'purge'], { ...process.env, DATABASE_URL: 'postgres://127.0.0.1:1/unreachable' } as Record<string, string>);
+    const env = { ...process.env, DATABASE_URL: 'postgres://storage:db-password@127.0.0.1:1/unreachable' } as Record<string, string>;
+    const result = await runNode('cli.js', ['trash', 'purge'], env);
     expect(result.code).toBe(1);
-    expect(JSON.parse(result.stderr.trim().split('\n').pop()!).error).toMatchObject({ code: 'internal_error', message: expect.stringContaining('ECONNREFUSED') });
+    expect(JSON.parse(result.stderr.trim().split('\n').pop()!).error).toEqual({
+      code: 'database_unavailable',
+      message: expect.stringContaining('Cannot open the database at DATABASE_URL=postgres://storage:***@127.0.0.1:1/unreachable (connect ECONNREFUSED'),
+    });
+    expect(result.stderr).not.toContain('db-password');
     expect(Date.now() - started).toBeLessThan(10_000);
   });
 });
