@@ -2,7 +2,8 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { parseEnv } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { ConfigurationError, loadConfig } from './app-config.js';
+import { getMetadataStorage } from 'class-validator';
+import { ConfigurationError, EnvironmentVariables, loadConfig } from './app-config.js';
 
 describe('loadConfig', () => {
   it('applies the documented defaults', () => {
@@ -143,5 +144,14 @@ describe('loadConfig', () => {
     const script = `set -a; . ./.env.example; node -e 'process.stdout.write(JSON.stringify(Object.fromEntries(process.argv.slice(1).map((n) => [n, process.env[n]]))))' ${names.join(' ')}`;
     const sourced = JSON.parse(execFileSync('sh', ['-c', script], { env: { PATH: process.env.PATH ?? '' }, encoding: 'utf8' })) as Record<string, string>;
     expect(sourced).toEqual(parsed);
+  });
+
+  it('lists every variable it reads in .env.example and in the README', () => {
+    const variables = [...new Set(getMetadataStorage().getTargetValidationMetadatas(EnvironmentVariables, '', true, false).map((m) => m.propertyName))];
+    expect(variables.length).toBeGreaterThan(40);
+    const example = Object.keys(parseEnv(readFileSync('.env.example', 'utf8')));
+    const readme = readFileSync('README.md', 'utf8');
+    expect(variables.filter((name) => !example.includes(name))).toEqual([]);
+    expect(variables.filter((name) => !readme.includes(`\`${name}\``))).toEqual([]);
   });
 });

@@ -89,7 +89,7 @@ const isTrueOrFalse = (name: string) => IsBoolean({ message: `${name} must be tr
  * The environment as the operator writes it. Property names are the variable names, so a
  * validation message names exactly the variable to fix.
  */
-class EnvironmentVariables {
+export class EnvironmentVariables {
   @IsOptional() @IsIn(['development', 'production', 'test'])
   NODE_ENV?: string;
 
