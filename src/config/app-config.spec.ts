@@ -53,6 +53,11 @@ describe('loadConfig', () => {
     ['CLAMAV_MAX_STREAM_BYTES', '1e300'],
     ['RATE_LIMITS_ENABLED', 'False'],
     ['S3_FORCE_PATH_STYLE', 'yes'],
+    ['TRUST_PROXY', 'abc'],
+    ['TRUST_PROXY', '1.2.3'],
+    ['TRUST_PROXY', '10.0.0.0/99'],
+    ['TRUST_PROXY', '10.0.0.1,'],
+    ['TRUST_PROXY', ':::::'],
   ])('names %s when it is %s, without echoing a password in it', (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrowError(new RegExp(`^Invalid configuration:[\\s\\S]*${name}`));
     expect(() => loadConfig({ [name]: value })).not.toThrowError(/db-secret/);
@@ -74,6 +79,12 @@ describe('loadConfig', () => {
       rateLimitsEnabled: true,
       admin: null,
     });
+  });
+
+  it('passes TRUST_PROXY on as Express reads it', () => {
+    expect(loadConfig({ TRUST_PROXY: ' true ' }).trustProxy).toBe(true);
+    expect(loadConfig({ TRUST_PROXY: '2' }).trustProxy).toBe(2);
+    expect(loadConfig({ TRUST_PROXY: ' loopback, 10.0.0.0/8 ,fd00::/8, 192.168.0.0/255.255.0.0' }).trustProxy).toBe('loopback,10.0.0.0/8,fd00::/8,192.168.0.0/255.255.0.0');
   });
 
   it('reads 1 and 0 as true and false in every switch', () => {

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { isIP } from 'node:net';
 import { existsSync, linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { plainToInstance, Transform } from 'class-transformer';
@@ -57,6 +58,29 @@ function parsedUrl(value: string): URL | null {
     return value.includes('@/') ? parsedUrl(value.replace('@/', '@localhost/')) : null;
   }
 }
+
+/** One entry of a TRUST_PROXY list as Express (proxy-addr) reads it: a named range, an address, address/prefix or IPv4 address/netmask. */
+function isProxyAddress(entry: string): boolean {
+  if (['loopback', 'linklocal', 'uniquelocal'].includes(entry)) return true;
+  const [address, range, ...rest] = entry.split('/');
+  const family = isIP(address);
+  if (family === 0 || rest.length > 0) return false;
+  if (range === undefined) return true;
+  if (/^\d{1,3}$/.test(range)) return Number(range) <= (family === 4 ? 32 : 128);
+  return family === 4 && isIP(range) === 4;
+}
+
+/** Checked here: Express would throw its own TypeError, with a stack trace, while the server starts. */
+const isTrustProxy = () =>
+  ValidateBy({
+    name: 'isTrustProxy',
+    validator: {
+      validate: (value: unknown) =>
+        typeof value === 'string' &&
+        (/^(true|false|\d{1,2})$/.test(value.trim()) || value.split(',').every((entry) => isProxyAddress(entry.trim()))),
+      defaultMessage: () => 'TRUST_PROXY must be true, false, a hop count, or a comma-separated list of proxy addresses or subnets (such as 10.0.0.0/8, loopback)',
+    },
+  });
 
 const isCronExpression = () =>
   ValidateBy({
@@ -185,9 +209,7 @@ export class EnvironmentVariables {
   @Transform(toBoolean) @IsOptional() @isTrueOrFalse('RATE_LIMITS_ENABLED')
   RATE_LIMITS_ENABLED?: boolean;
 
-  @Transform(emptyToUndefined) @IsOptional() @Matches(/^(true|false|\d{1,2}|[0-9a-fA-F.:/,\s]+|loopback|linklocal|uniquelocal)$/, {
-    message: 'TRUST_PROXY must be true, false, a hop count, or a comma-separated list of proxy addresses/subnets',
-  })
+  @Transform(emptyToUndefined) @IsOptional() @isTrustProxy()
   TRUST_PROXY?: string;
 
   @Transform(emptyToUndefined) @IsOptional() @IsIn(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
@@ -335,9 +357,11 @@ export class ConfigurationError extends Error {
 }
 
 function parseTrustProxy(value: string | undefined): boolean | number | string {
-  if (value === undefined || value === 'false') return false;
-  if (value === 'true') return true;
-  return /^\d+$/.test(value) ? Number(value) : value;
+  const written = value?.trim();
+  if (written === undefined || written === 'false') return false;
+  if (written === 'true') return true;
+  // Express splits on commas but would read a space before an address as part of it.
+  return /^\d+$/.test(written) ? Number(written) : written.split(',').map((entry) => entry.trim()).join(',');
 }
 
 /** A URL fit for a message or a log: the password of `scheme://user:password@host` masked, even in a malformed one. */

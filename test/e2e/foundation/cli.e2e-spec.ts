@@ -187,6 +187,8 @@ describe('service start-up (dist/main.js)', () => {
     ['PORT', 'not-a-port'],
     ['DATABASE_URL', 'postgres://user:db-secret@[127.0.0.1/storage'],
     ['TRASH_PURGE_CRON', '61 * * * *'],
+    // Express would refuse it only while the server starts, with its own stack trace.
+    ['TRUST_PROXY', '10.0.0.0/99'],
   ])('refuses to start when %s is %s, naming the variable, without a stack trace', async (name, value) => {
     // PORT 0: were the value accepted, the server would start on a free port rather than on 3000.
     const environment = await createTestEnvironment({ PORT: '0', [name]: value });
