@@ -5,6 +5,7 @@ import { createApp } from './app.factory.js';
 import { probeRedis } from './infra/redis/redis.module.js';
 import { cannotOpenDatabase, probeDatabase } from './infra/database/probe-database.js';
 import { Draining } from './infra/shutdown/draining.js';
+import { LocalBlobStorage } from './infra/storage/local-blob-storage.js';
 import { collectGarbage } from './garbage-collection.js';
 
 async function main(): Promise<void> {
@@ -21,6 +22,18 @@ async function main(): Promise<void> {
   if (databaseProblem) {
     process.stderr.write(`${cannotOpenDatabase(config.database, databaseProblem)}.\n`);
     process.exit(1);
+  }
+  // The resumable-upload store makes its directory while the application is built, and would crash on one it cannot
+  // use (a file, no permission) with an uncaught error; said here instead, like the database.
+  if (config.storage.driver === 'local') {
+    const storageProblem = await new LocalBlobStorage(config.storage.dir).check().then(
+      () => null,
+      (error: unknown) => (error instanceof Error ? error.message : String(error)),
+    );
+    if (storageProblem) {
+      process.stderr.write(`Cannot use the blob directory at STORAGE_DIR=${config.storage.dir} (${storageProblem}).\n`);
+      process.exit(1);
+    }
   }
   // Said before listening, so that whoever sees the service up has seen where its secrets come from.
   if (config.developmentSecrets) {

@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../../../src/app.factory.js';
 import { loadConfig } from '../../../src/config/app-config.js';
@@ -179,6 +182,23 @@ describe('service start-up (dist/main.js)', () => {
       expect(Date.now() - started).toBeLessThan(10_000);
     } finally {
       await environment.dispose();
+    }
+  });
+
+  it('stops at once with a message naming STORAGE_DIR when the blob directory cannot be used', async () => {
+    // A path through a file: no user, root included, can make a directory there.
+    const scratch = mkdtempSync(join(tmpdir(), 'fss-storage-dir-'));
+    const notADirectory = join(scratch, 'a-file');
+    writeFileSync(notADirectory, '');
+    const environment = await createTestEnvironment({ PORT: '0', STORAGE_DIR: join(notADirectory, 'blobs') });
+    try {
+      const result = await runNode('main.js', [], environment.env);
+      expect(result.code).toBe(1);
+      expect(result.stderr).toContain(`Cannot use the blob directory at STORAGE_DIR=${join(notADirectory, 'blobs')} (ENOTDIR`);
+      expect(result.stderr).not.toMatch(/\n\s+at /);
+    } finally {
+      await environment.dispose();
+      rmSync(scratch, { recursive: true, force: true });
     }
   });
 
