@@ -55,6 +55,9 @@ export async function probeRedis(redisUrl: string, timeoutMs = 3000): Promise<st
   client.on('error', () => undefined);
   try {
     await client.connect();
+    // ioredis only reports a failed SELECT of the URL's database (/99 beyond `databases`) as an event, then carries on
+    // in database 0, beside whatever lives there: asked for here, it fails.
+    await client.select(client.options.db ?? 0);
     await client.ping();
     return null;
   } catch (error) {

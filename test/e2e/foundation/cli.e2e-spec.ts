@@ -6,7 +6,7 @@ import { createApp } from '../../../src/app.factory.js';
 import { loadConfig } from '../../../src/config/app-config.js';
 import { bearer } from '../../support/accounts.js';
 import { runNode, startServerProcess } from '../../support/processes.js';
-import { createTestEnvironment, type TestEnvironment } from '../../support/test-app.js';
+import { createTestEnvironment, TEST_REDIS_URL, type TestEnvironment } from '../../support/test-app.js';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
 import { ApiKeyEntity } from '../../../src/modules/accounts/api-key.entity.js';
@@ -165,6 +165,19 @@ describe('service start-up (dist/main.js)', () => {
       expect(result.code).toBe(1);
       expect(result.stderr).toContain('REDIS_URL=redis://:***@127.0.0.1:1');
       expect(result.stderr).not.toContain('redis-password');
+    } finally {
+      await environment.dispose();
+    }
+  });
+
+  it('stops with a message naming REDIS_URL when its database number does not exist, rather than using database 0', async () => {
+    const url = new URL(TEST_REDIS_URL);
+    url.pathname = '/9999';
+    const environment = await createTestEnvironment({ REDIS_URL: url.toString(), PORT: '0' });
+    try {
+      const result = await runNode('main.js', [], environment.env);
+      expect(result.code).toBe(1);
+      expect(result.stderr).toMatch(/Cannot reach Redis at REDIS_URL=redis:\/\/.*\/9999 \(ERR DB index is out of range\)/);
     } finally {
       await environment.dispose();
     }
