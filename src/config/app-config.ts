@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { isIP } from 'node:net';
 import { existsSync, linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
+import { parseEnv } from 'node:util';
 import { plainToInstance, Transform } from 'class-transformer';
 import { validateCronExpression } from 'cron';
 import {
@@ -379,7 +380,16 @@ export function parseDatabaseUrl(url: string): DatabaseConfig {
  * already set win over the file.
  */
 function processEnvironment(): NodeJS.ProcessEnv {
-  if (existsSync('.env')) process.loadEnvFile('.env');
+  if (!existsSync('.env')) return process.env;
+  let text: string;
+  try {
+    text = readFileSync('.env', 'utf8');
+  } catch (error) {
+    // Unreadable (permissions) or a directory: named like a bad variable, not as a crash with a stack trace.
+    throw new ConfigurationError([`.env: ${resolve('.env')} cannot be read (${(error as NodeJS.ErrnoException).code ?? String(error)}); fix or remove it`]);
+  }
+  // As process.loadEnvFile reads it, which reports an unreadable file as missing.
+  for (const [name, value] of Object.entries(parseEnv(text))) if (process.env[name] === undefined) process.env[name] = value;
   return process.env;
 }
 
