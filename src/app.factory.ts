@@ -11,6 +11,8 @@ import { documentJsonBodyLimits, jsonBodyParser } from './common/http/request-bo
 import { applyHttpServerLimits } from './common/http/http-server-limits.js';
 import { applyMigrations } from './infra/database/apply-migrations.js';
 import { requestIdMiddleware } from './common/http/request-id.js';
+import { httpMetricsMiddleware } from './infra/observability/http-metrics.middleware.js';
+import { Metrics } from './infra/observability/metrics.js';
 import { type AppConfig, loadConfig } from './config/app-config.js';
 import { isTusDiscovery, TUS_REQUEST_HEADERS, TUS_RESPONSE_HEADERS } from './modules/uploads/tus-protocol.js';
 
@@ -37,6 +39,8 @@ export async function createApp(config: AppConfig): Promise<NestExpressApplicati
   // No weak ETags on JSON answers: ETag is the MD5 of a file's content, sent by downloads only.
   app.set('etag', false);
   app.set('trust proxy', config.trustProxy);
+  // First of all, so every request is counted, those refused before routing included.
+  app.use(httpMetricsMiddleware(app.get(Metrics)));
   // Before the body parser, so a body that cannot be parsed is still answered with its request id.
   app.use(requestIdMiddleware);
   app.use(jsonBodyParser());

@@ -7,6 +7,7 @@ import { fail } from './cli/cli-output.js';
 import { ApiError } from './common/errors/api-error.js';
 import { ConfigurationError, loadConfig } from './config/app-config.js';
 import { applyMigrations } from './infra/database/apply-migrations.js';
+import { cannotOpenDatabase, describeDatabaseError } from './infra/database/probe-database.js';
 
 /**
  * Each command group's module, loaded only when its command runs: a command boots the database and its own
@@ -42,14 +43,30 @@ function refuseExcessArguments(command: CommandTree): void {
   command.commands.forEach(refuseExcessArguments);
 }
 
+/**
+ * Every option is given once: commander keeps the last of `--plan free --plan enterprise`, so a line pasted
+ * together from two would create something its operator did not read.
+ */
+function refuseRepeatedOptions(args: readonly string[]): void {
+  const seen = new Set<string>();
+  for (const arg of args) {
+    if (!arg.startsWith('--')) continue;
+    const option = arg.split('=')[0];
+    if (seen.has(option)) fail(`${option} is given more than once`);
+    seen.add(option);
+  }
+}
+
 /** Operator commands; same configuration as the server. Every command prints one JSON object on stdout. */
 async function main(): Promise<void> {
   const group = process.argv[2];
   // Commander would print its help on stderr and exit 0: a script would take that for success.
   if (group === undefined) fail('A command is needed: accounts create, keys create, trash purge or db migrate (--help describes them)');
   const config = loadConfig();
+  refuseRepeatedOptions(process.argv.slice(2));
+  const modules = await commandModules(group);
   const app = await CommandFactory.createWithoutRunning(
-    { module: class Cli {}, imports: [CliCoreModule.register(config), ...(await commandModules(group))] },
+    { module: class Cli {}, imports: [CliCoreModule.register(config), ...modules] },
     {
       logger: false,
       // Nest's own handling of a failed start (an unreachable database) exits the process silently; main() reports it instead.
@@ -60,7 +77,8 @@ async function main(): Promise<void> {
       // A subcommand's own parse errors (a missing or unknown option) bypass errorHandler; they are JSON too.
       outputConfiguration: { outputError: (text) => fail(text.trim().replace(/^error: /, '')) },
     },
-  );
+    // Booting the modules opens the database and nothing else that can fail: its failure is named like the server's.
+  ).catch((error: unknown) => fail(cannotOpenDatabase(config.database, describeDatabaseError(error)), 'database_unavailable'));
   refuseExcessArguments(app.get(CommandRunnerService)['commander'] as CommandTree);
   // Every command may run on a fresh database, so the schema is brought up to date first
   // (`db migrate` does that itself, and reports what it applied).

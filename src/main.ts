@@ -3,7 +3,9 @@ import { createServer } from 'node:net';
 import { ConfigurationError, loadConfig, withoutPassword } from './config/app-config.js';
 import { createApp } from './app.factory.js';
 import { probeRedis } from './infra/redis/redis.module.js';
-import { probeDatabase } from './infra/database/probe-database.js';
+import { cannotOpenDatabase, probeDatabase } from './infra/database/probe-database.js';
+import { Draining } from './infra/shutdown/draining.js';
+import { LocalBlobStorage } from './infra/storage/local-blob-storage.js';
 import { collectGarbage } from './garbage-collection.js';
 
 async function main(): Promise<void> {
@@ -18,9 +20,20 @@ async function main(): Promise<void> {
   }
   const databaseProblem = await probeDatabase(config.database);
   if (databaseProblem) {
-    const where = config.database.kind === 'sqlite' ? `sqlite:${config.database.path}` : withoutPassword(config.database.url);
-    process.stderr.write(`Cannot open the database at DATABASE_URL=${where} (${databaseProblem}).\n`);
+    process.stderr.write(`${cannotOpenDatabase(config.database, databaseProblem)}.\n`);
     process.exit(1);
+  }
+  // The resumable-upload store makes its directory while the application is built, and would crash on one it cannot
+  // use (a file, no permission) with an uncaught error; said here instead, like the database.
+  if (config.storage.driver === 'local') {
+    const storageProblem = await new LocalBlobStorage(config.storage.dir).check().then(
+      () => null,
+      (error: unknown) => (error instanceof Error ? error.message : String(error)),
+    );
+    if (storageProblem) {
+      process.stderr.write(`Cannot use the blob directory at STORAGE_DIR=${config.storage.dir} (${storageProblem}).\n`);
+      process.exit(1);
+    }
   }
   // Said before listening, so that whoever sees the service up has seen where its secrets come from.
   if (config.developmentSecrets) {
@@ -50,7 +63,12 @@ async function main(): Promise<void> {
   // database, Redis and queues are still open; only then close the application.
   let stopping = false;
   const shutdown = async (signal: NodeJS.Signals) => {
-    if (stopping) return;
+    // A second signal (npm forwards Ctrl-C to a process that got it from the terminal too; orchestrators resend)
+    // must not kill the requests being finished: the grace period below bounds the wait anyway.
+    if (stopping) {
+      process.stdout.write(`${signal} received again: already stopping (at most ${SHUTDOWN_GRACE_MS / 1000} s)\n`);
+      return;
+    }
     stopping = true;
     process.stdout.write(`${signal} received: finishing requests in flight, then stopping\n`);
     setTimeout(() => {
@@ -58,12 +76,15 @@ async function main(): Promise<void> {
       process.exit(1);
     }, SHUTDOWN_GRACE_MS).unref();
     const server = app.getHttpServer();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    // Long polls answer now instead of at their deadline, so they do not hold the shutdown up.
+    app.get(Draining).start();
+    await closed;
     await app.close();
     process.exit(0);
   };
-  process.once('SIGTERM', (signal) => void shutdown(signal));
-  process.once('SIGINT', (signal) => void shutdown(signal));
+  process.on('SIGTERM', (signal) => void shutdown(signal));
+  process.on('SIGINT', (signal) => void shutdown(signal));
 }
 
 const SHUTDOWN_GRACE_MS = 30_000;

@@ -2,7 +2,8 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { parseEnv } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { ConfigurationError, loadConfig } from './app-config.js';
+import { getMetadataStorage } from 'class-validator';
+import { ConfigurationError, EnvironmentVariables, loadConfig } from './app-config.js';
 
 describe('loadConfig', () => {
   it('applies the documented defaults', () => {
@@ -46,9 +47,57 @@ describe('loadConfig', () => {
     ['TRASH_RETENTION_DAYS', '-1'],
     ['TRASH_PURGE_CRON', '61 * * * *'],
     ['TRASH_PURGE_CRON', 'every ten minutes please'],
+    ['PORT', '0x50'],
+    ['API_KEY_CACHE_SECONDS', '0b11'],
+    ['TRASH_RETENTION_DAYS', 'Infinity'],
+    ['CLAMAV_MAX_STREAM_BYTES', '1e300'],
+    ['RATE_LIMITS_ENABLED', 'False'],
+    ['S3_FORCE_PATH_STYLE', 'yes'],
+    ['TRUST_PROXY', 'abc'],
+    ['TRUST_PROXY', '1.2.3'],
+    ['TRUST_PROXY', '10.0.0.0/99'],
+    ['TRUST_PROXY', '10.0.0.1,'],
+    ['TRUST_PROXY', ':::::'],
   ])('names %s when it is %s, without echoing a password in it', (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrowError(new RegExp(`^Invalid configuration:[\\s\\S]*${name}`));
     expect(() => loadConfig({ [name]: value })).not.toThrowError(/db-secret/);
+  });
+
+  it('shows the value as written when it is not a number', () => {
+    expect(() => loadConfig({ PORT: '0x50' })).toThrowError('PORT: PORT must be an integer number (got "0x50")');
+    expect(() => loadConfig({ TRASH_RETENTION_DAYS: 'thirty' })).toThrowError(/TRASH_RETENTION_DAYS: .*\(got "thirty"\)/);
+  });
+
+  it('takes an empty or blank variable as unset, so its documented default applies rather than 0 or "  "', () => {
+    const blank = { PORT: '  ', API_KEY_CACHE_SECONDS: ' ', HTTP_IDLE_TIMEOUT_SECONDS: '\t', STORAGE_DIR: '  ', TRUST_PROXY: ' ', S3_REGION: ' ', RATE_LIMITS_ENABLED: ' ', ADMIN_USERNAME: ' ' };
+    expect(loadConfig(blank)).toMatchObject({
+      port: 3000,
+      apiKeyCacheMs: 30_000,
+      httpIdleTimeoutMs: 60_000,
+      storage: { dir: './data/blobs', s3: { region: 'us-east-1' } },
+      trustProxy: false,
+      rateLimitsEnabled: true,
+      admin: null,
+    });
+  });
+
+  it('passes TRUST_PROXY on as Express reads it', () => {
+    expect(loadConfig({ TRUST_PROXY: ' true ' }).trustProxy).toBe(true);
+    expect(loadConfig({ TRUST_PROXY: '2' }).trustProxy).toBe(2);
+    expect(loadConfig({ TRUST_PROXY: ' loopback, 10.0.0.0/8 ,fd00::/8, 192.168.0.0/255.255.0.0' }).trustProxy).toBe('loopback,10.0.0.0/8,fd00::/8,192.168.0.0/255.255.0.0');
+  });
+
+  it('reads 1 and 0 as true and false in every switch', () => {
+    expect(loadConfig({ WEBHOOK_ALLOW_PRIVATE_URLS: '1', S3_FORCE_PATH_STYLE: '1', RATE_LIMITS_ENABLED: '0' })).toMatchObject({
+      webhookAllowPrivateUrls: true,
+      storage: { s3: { forcePathStyle: true } },
+      rateLimitsEnabled: false,
+    });
+    expect(loadConfig({ WEBHOOK_ALLOW_PRIVATE_URLS: 'false', S3_FORCE_PATH_STYLE: '0', RATE_LIMITS_ENABLED: 'true' })).toMatchObject({
+      webhookAllowPrivateUrls: false,
+      storage: { s3: { forcePathStyle: false } },
+      rateLimitsEnabled: true,
+    });
   });
 
   it('requires URL_SIGNING_SECRET in production and S3_BUCKET for the s3 driver', () => {
@@ -106,5 +155,14 @@ describe('loadConfig', () => {
     const script = `set -a; . ./.env.example; node -e 'process.stdout.write(JSON.stringify(Object.fromEntries(process.argv.slice(1).map((n) => [n, process.env[n]]))))' ${names.join(' ')}`;
     const sourced = JSON.parse(execFileSync('sh', ['-c', script], { env: { PATH: process.env.PATH ?? '' }, encoding: 'utf8' })) as Record<string, string>;
     expect(sourced).toEqual(parsed);
+  });
+
+  it('lists every variable it reads in .env.example and in the README', () => {
+    const variables = [...new Set(getMetadataStorage().getTargetValidationMetadatas(EnvironmentVariables, '', true, false).map((m) => m.propertyName))];
+    expect(variables.length).toBeGreaterThan(40);
+    const example = Object.keys(parseEnv(readFileSync('.env.example', 'utf8')));
+    const readme = readFileSync('README.md', 'utf8');
+    expect(variables.filter((name) => !example.includes(name))).toEqual([]);
+    expect(variables.filter((name) => !readme.includes(`\`${name}\``))).toEqual([]);
   });
 });

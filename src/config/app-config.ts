@@ -1,10 +1,12 @@
 import { randomBytes } from 'node:crypto';
+import { isIP } from 'node:net';
 import { existsSync, linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
+import { parseEnv } from 'node:util';
 import { plainToInstance, Transform } from 'class-transformer';
 import { validateCronExpression } from 'cron';
 import {
-  IsBooleanString,
+  IsBoolean,
   IsIn,
   IsInt,
   IsNotEmpty,
@@ -58,6 +60,29 @@ function parsedUrl(value: string): URL | null {
   }
 }
 
+/** One entry of a TRUST_PROXY list as Express (proxy-addr) reads it: a named range, an address, address/prefix or IPv4 address/netmask. */
+function isProxyAddress(entry: string): boolean {
+  if (['loopback', 'linklocal', 'uniquelocal'].includes(entry)) return true;
+  const [address, range, ...rest] = entry.split('/');
+  const family = isIP(address);
+  if (family === 0 || rest.length > 0) return false;
+  if (range === undefined) return true;
+  if (/^\d{1,3}$/.test(range)) return Number(range) <= (family === 4 ? 32 : 128);
+  return family === 4 && isIP(range) === 4;
+}
+
+/** Checked here: Express would throw its own TypeError, with a stack trace, while the server starts. */
+const isTrustProxy = () =>
+  ValidateBy({
+    name: 'isTrustProxy',
+    validator: {
+      validate: (value: unknown) =>
+        typeof value === 'string' &&
+        (/^(true|false|\d{1,2})$/.test(value.trim()) || value.split(',').every((entry) => isProxyAddress(entry.trim()))),
+      defaultMessage: () => 'TRUST_PROXY must be true, false, a hop count, or a comma-separated list of proxy addresses or subnets (such as 10.0.0.0/8, loopback)',
+    },
+  });
+
 const isCronExpression = () =>
   ValidateBy({
     name: 'isCronExpression',
@@ -68,14 +93,28 @@ const isCronExpression = () =>
     },
   });
 
-const toNumber = ({ value }: { value: unknown }) => (value === undefined || value === '' ? undefined : Number(value));
-const emptyToUndefined = ({ value }: { value: unknown }) => (value === '' ? undefined : value);
+/** Empty or only spaces: the variable counts as unset, so its documented default applies. */
+const isBlank = (value: unknown) => typeof value === 'string' && value.trim() === '';
+/** Decimal notation only (`Number()` alone reads "0x50" as 80 and "0b11" as 3); anything else is NaN, and refused by name. */
+const DECIMAL = /^[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i;
+const toNumber = ({ value }: { value: unknown }) => {
+  if (value === undefined || isBlank(value)) return undefined;
+  return typeof value === 'string' && DECIMAL.test(value.trim()) ? Number(value.trim()) : Number.NaN;
+};
+const emptyToUndefined = ({ value }: { value: unknown }) => (isBlank(value) ? undefined : value);
+/** `true`/`1` and `false`/`0`; anything else stays a string, which IsBoolean refuses by name. */
+const toBoolean = ({ value }: { value: unknown }) => {
+  if (value === undefined || isBlank(value)) return undefined;
+  const word = String(value).trim();
+  return word === 'true' || word === '1' ? true : word === 'false' || word === '0' ? false : value;
+};
+const isTrueOrFalse = (name: string) => IsBoolean({ message: `${name} must be true or false (or 1 or 0)` });
 
 /**
  * The environment as the operator writes it. Property names are the variable names, so a
  * validation message names exactly the variable to fix.
  */
-class EnvironmentVariables {
+export class EnvironmentVariables {
   @IsOptional() @IsIn(['development', 'production', 'test'])
   NODE_ENV?: string;
 
@@ -120,8 +159,8 @@ class EnvironmentVariables {
   @Transform(emptyToUndefined) @IsOptional() @IsString()
   S3_SECRET_ACCESS_KEY?: string;
 
-  @Transform(emptyToUndefined) @IsOptional() @IsBooleanString()
-  S3_FORCE_PATH_STYLE?: string;
+  @Transform(toBoolean) @IsOptional() @isTrueOrFalse('S3_FORCE_PATH_STYLE')
+  S3_FORCE_PATH_STYLE?: boolean;
 
   @ValidateIf((env: EnvironmentVariables) => env.NODE_ENV === 'production' || (env.URL_SIGNING_SECRET ?? '') !== '')
   @IsString() @MinLength(32, { message: 'URL_SIGNING_SECRET must be set to at least 32 characters when NODE_ENV=production' })
@@ -140,8 +179,8 @@ class EnvironmentVariables {
   @Transform(emptyToUndefined) @IsOptional() @isCronExpression()
   TRASH_PURGE_CRON?: string;
 
-  @Transform(emptyToUndefined) @IsOptional() @IsBooleanString()
-  WEBHOOK_ALLOW_PRIVATE_URLS?: string;
+  @Transform(toBoolean) @IsOptional() @isTrueOrFalse('WEBHOOK_ALLOW_PRIVATE_URLS')
+  WEBHOOK_ALLOW_PRIVATE_URLS?: boolean;
 
   @Transform(toNumber) @IsOptional() @IsInt() @Min(1) @Max(1000)
   WEBHOOK_DELIVERY_CONCURRENCY?: number;
@@ -168,12 +207,10 @@ class EnvironmentVariables {
   @Transform(toNumber) @IsOptional() @IsInt() @Min(1) @Max(1_000_000)
   PUBLIC_RATE_LIMIT_PER_MINUTE?: number;
 
-  @Transform(emptyToUndefined) @IsOptional() @IsBooleanString()
-  RATE_LIMITS_ENABLED?: string;
+  @Transform(toBoolean) @IsOptional() @isTrueOrFalse('RATE_LIMITS_ENABLED')
+  RATE_LIMITS_ENABLED?: boolean;
 
-  @Transform(emptyToUndefined) @IsOptional() @Matches(/^(true|false|\d{1,2}|[0-9a-fA-F.:/,\s]+|loopback|linklocal|uniquelocal)$/, {
-    message: 'TRUST_PROXY must be true, false, a hop count, or a comma-separated list of proxy addresses/subnets',
-  })
+  @Transform(emptyToUndefined) @IsOptional() @isTrustProxy()
   TRUST_PROXY?: string;
 
   @Transform(emptyToUndefined) @IsOptional() @IsIn(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
@@ -191,7 +228,8 @@ class EnvironmentVariables {
   @Transform(toNumber) @IsOptional() @IsInt() @Min(1000) @Max(3_600_000)
   CLAMAV_TIMEOUT_MS?: number;
 
-  @Transform(toNumber) @IsOptional() @IsInt() @Min(1)
+  // clamd's own StreamMaxLength stops at 4 GiB.
+  @Transform(toNumber) @IsOptional() @IsInt() @Min(1) @Max(4 * 1024 ** 3)
   CLAMAV_MAX_STREAM_BYTES?: number;
 
   @Transform(emptyToUndefined) @IsOptional() @IsString() @IsNotEmpty()
@@ -320,9 +358,11 @@ export class ConfigurationError extends Error {
 }
 
 function parseTrustProxy(value: string | undefined): boolean | number | string {
-  if (value === undefined || value === 'false') return false;
-  if (value === 'true') return true;
-  return /^\d+$/.test(value) ? Number(value) : value;
+  const written = value?.trim();
+  if (written === undefined || written === 'false') return false;
+  if (written === 'true') return true;
+  // Express splits on commas but would read a space before an address as part of it.
+  return /^\d+$/.test(written) ? Number(written) : written.split(',').map((entry) => entry.trim()).join(',');
 }
 
 /** A URL fit for a message or a log: the password of `scheme://user:password@host` masked, even in a malformed one. */
@@ -340,7 +380,16 @@ export function parseDatabaseUrl(url: string): DatabaseConfig {
  * already set win over the file.
  */
 function processEnvironment(): NodeJS.ProcessEnv {
-  if (existsSync('.env')) process.loadEnvFile('.env');
+  if (!existsSync('.env')) return process.env;
+  let text: string;
+  try {
+    text = readFileSync('.env', 'utf8');
+  } catch (error) {
+    // Unreadable (permissions) or a directory: named like a bad variable, not as a crash with a stack trace.
+    throw new ConfigurationError([`.env: ${resolve('.env')} cannot be read (${(error as NodeJS.ErrnoException).code ?? String(error)}); fix or remove it`]);
+  }
+  // As process.loadEnvFile reads it, which reports an unreadable file as missing.
+  for (const [name, value] of Object.entries(parseEnv(text))) if (process.env[name] === undefined) process.env[name] = value;
   return process.env;
 }
 
@@ -384,13 +433,19 @@ function keptDevelopmentSecrets(): { secrets: Record<GeneratedSecret, string>; f
  */
 export function loadConfig(env?: NodeJS.ProcessEnv): AppConfig {
   const ofThisProcess = env === undefined;
-  const raw = plainToInstance(EnvironmentVariables, { ...(env ?? processEnvironment()) }, { excludeExtraneousValues: false });
+  const source = { ...(env ?? processEnvironment()) };
+  const raw = plainToInstance(EnvironmentVariables, source, { excludeExtraneousValues: false });
   const errors = validateSync(raw, { skipMissingProperties: false, forbidUnknownValues: false });
   if (errors.length > 0) {
     throw new ConfigurationError(
       errors.map((e) => {
-        const messages = Object.values(e.constraints ?? {});
-        const shown = typeof e.value === 'string' && !/SECRET|PASSWORD/.test(e.property) ? ` (got "${withoutPassword(e.value)}")` : '';
+        const constraints = Object.entries(e.constraints ?? {});
+        // Not a number at all: its range ("must not be less than 0") would only confuse.
+        const notANumber = Number.isNaN(e.value) ? constraints.filter(([name]) => name === 'isInt' || name === 'isNumber') : [];
+        const messages = (notANumber.length > 0 ? notANumber : constraints).map(([, message]) => message);
+        // What the operator wrote, not what it was parsed into (a number variable set to "0x50" reads as NaN).
+        const written = source[e.property];
+        const shown = typeof written === 'string' && !/SECRET|PASSWORD/.test(e.property) ? ` (got "${withoutPassword(written)}")` : '';
         return `${e.property}: ${messages.join('; ')}${shown}`;
       }),
     );
@@ -417,7 +472,7 @@ export function loadConfig(env?: NodeJS.ProcessEnv): AppConfig {
         region: raw.S3_REGION ?? 'us-east-1',
         accessKeyId: raw.S3_ACCESS_KEY_ID,
         secretAccessKey: raw.S3_SECRET_ACCESS_KEY,
-        forcePathStyle: raw.S3_FORCE_PATH_STYLE === 'true',
+        forcePathStyle: raw.S3_FORCE_PATH_STYLE === true,
       },
     },
     urlSigningSecret: secret('URL_SIGNING_SECRET'),
@@ -425,14 +480,14 @@ export function loadConfig(env?: NodeJS.ProcessEnv): AppConfig {
     eventRetentionDays: raw.EVENT_RETENTION_DAYS ?? 30,
     resumableUploadExpiryMs: (raw.TUS_UPLOAD_EXPIRY ?? 86_400) * 1000,
     trashPurgeCron: raw.TRASH_PURGE_CRON ?? '*/10 * * * *',
-    webhookAllowPrivateUrls: raw.WEBHOOK_ALLOW_PRIVATE_URLS === 'true',
+    webhookAllowPrivateUrls: raw.WEBHOOK_ALLOW_PRIVATE_URLS === true,
     webhookDeliveryConcurrency: raw.WEBHOOK_DELIVERY_CONCURRENCY ?? 100,
     instanceHeartbeatMs: raw.INSTANCE_HEARTBEAT_MS ?? 10_000,
     secretsEncryptionKey: secret('SECRETS_ENCRYPTION_KEY'),
     developmentSecrets: kept && { file: kept.file, names: unsetSecrets, created: kept.created },
     admin: raw.ADMIN_USERNAME ? { username: raw.ADMIN_USERNAME, password: raw.ADMIN_PASSWORD ?? '' } : null,
     publicRateLimitPerMinute: raw.PUBLIC_RATE_LIMIT_PER_MINUTE ?? 120,
-    rateLimitsEnabled: raw.RATE_LIMITS_ENABLED !== 'false',
+    rateLimitsEnabled: raw.RATE_LIMITS_ENABLED !== false,
     trustProxy: parseTrustProxy(raw.TRUST_PROXY),
     logLevel: raw.LOG_LEVEL ?? (nodeEnv === 'test' ? 'silent' : 'info'),
     clamav: {

@@ -14,6 +14,7 @@ import { OutboxSignal } from './outbox/outbox-signal.js';
 import { Transactions } from './database/transactions.js';
 import { WalCheckpointer } from './database/wal-checkpointer.js';
 import { RedisModule } from './redis/redis.module.js';
+import { Draining } from './shutdown/draining.js';
 import { requestLoggerOptions } from './observability/request-logging.js';
 
 /** What every process (server, CLI, workers) shares: configuration, clock, database, Redis, CQRS buses, logs. */
@@ -33,8 +34,8 @@ export class CoreModule {
         TypeOrmModule.forFeature([OutboxEventEntity, ServerInstanceEntity]),
         RedisModule,
       ],
-      providers: [{ provide: AppConfig, useValue: config }, Clock, Transactions, ServerInstance, OutboxSignal, OutboxCommitSubscriber, WalCheckpointer, ListCursors],
-      exports: [AppConfig, Clock, Transactions, ServerInstance, OutboxSignal, ListCursors, CqrsModule, TypeOrmModule],
+      providers: [{ provide: AppConfig, useValue: config }, Clock, Transactions, ServerInstance, OutboxSignal, OutboxCommitSubscriber, WalCheckpointer, ListCursors, Draining],
+      exports: [AppConfig, Clock, Transactions, ServerInstance, OutboxSignal, ListCursors, Draining, CqrsModule, TypeOrmModule],
     };
   }
 }

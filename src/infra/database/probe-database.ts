@@ -1,5 +1,5 @@
 import { DataSource } from 'typeorm';
-import type { DatabaseConfig } from '../../config/app-config.js';
+import { type DatabaseConfig, withoutPassword } from '../../config/app-config.js';
 import { dataSourceOptions } from './data-source-options.js';
 
 /**
@@ -12,15 +12,21 @@ export async function probeDatabase(database: DatabaseConfig): Promise<string | 
     await dataSource.initialize();
     return null;
   } catch (error) {
-    return describe(error);
+    return describeDatabaseError(error);
   } finally {
     if (dataSource.isInitialized) await dataSource.destroy().catch(() => undefined);
   }
 }
 
+/** What the server and the CLI say when the database does not take a connection: where, without its password, and why. */
+export function cannotOpenDatabase(database: DatabaseConfig, reason: string): string {
+  const where = database.kind === 'sqlite' ? `sqlite:${database.path}` : withoutPassword(database.url);
+  return `Cannot open the database at DATABASE_URL=${where} (${reason})`;
+}
+
 /** The reason in a line; a connection refused on every address of a host name is an AggregateError without a message. */
-function describe(error: unknown): string {
+export function describeDatabaseError(error: unknown): string {
   if (!(error instanceof Error)) return String(error);
-  const inner = error instanceof AggregateError ? error.errors.map(describe).join('; ') : '';
+  const inner = error instanceof AggregateError ? error.errors.map(describeDatabaseError).join('; ') : '';
   return error.message || inner || (error as NodeJS.ErrnoException).code || error.name;
 }

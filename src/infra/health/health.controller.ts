@@ -26,6 +26,9 @@ class HealthReportResponse {
 @Public({ takesInput: false })
 @SkipThrottle()
 export class HealthController {
+  /** The check under way, which requests arriving meanwhile share. */
+  private running: ReturnType<HealthController['runChecks']> | null = null;
+
   constructor(
     private readonly health: HealthCheckService,
     private readonly database: TypeOrmHealthIndicator,
@@ -50,6 +53,13 @@ export class HealthController {
       '(with no scanner set or found they are marked `scan_status` "skipped"; with one set, they wait as "pending").',
   })
   check() {
+    // A public route that reaches four dependencies: requests that arrive while a check runs share it, so a flood of
+    // them costs one check at a time, not a database query and a clamd connection each.
+    this.running ??= this.runChecks().finally(() => (this.running = null));
+    return this.running;
+  }
+
+  private runChecks() {
     return this.health.check([
       () => this.database.pingCheck('database', { timeout: CHECK_TIMEOUT_MS }),
       () => this.pingRedis(),

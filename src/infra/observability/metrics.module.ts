@@ -1,5 +1,4 @@
-import { Global, MiddlewareConsumer, Module, NestModule } from '@nestjs/common';
-import { HttpMetricsMiddleware } from './http-metrics.middleware.js';
+import { Global, Module } from '@nestjs/common';
 import { MetricsCollector } from './metrics-collector.js';
 import { MetricsController } from './metrics.controller.js';
 import { Metrics } from './metrics.js';
@@ -12,8 +11,4 @@ import { QueueErrorLogger } from './queue-error-logger.js';
   providers: [Metrics, MetricsCollector, QueueErrorLogger],
   exports: [Metrics],
 })
-export class MetricsModule implements NestModule {
-  configure(consumer: MiddlewareConsumer): void {
-    consumer.apply(HttpMetricsMiddleware).forRoutes('*');
-  }
-}
+export class MetricsModule {}

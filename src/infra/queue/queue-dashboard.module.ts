@@ -30,14 +30,65 @@ export class QueueDashboardModule {
   }
 }
 
+/** Wrong credentials a client address may send in a minute; after that every attempt is refused until the minute ends. */
+export const FAILED_LOGINS_PER_MINUTE = 10;
+const MINUTE_MS = 60_000;
+/** Bounds the memory of addresses seen (they are many only when TRUST_PROXY lets clients name their own). */
+const MAX_ADDRESSES = 10_000;
+
+/**
+ * Wrong dashboard passwords per client address, in fixed one-minute windows, so the password cannot be guessed at
+ * the speed of the network. Kept per process: with several processes an attacker gets a few more guesses, not millions.
+ */
+class FailedLogins {
+  private readonly byAddress = new Map<string, { count: number; resetAt: number }>();
+
+  /** Seconds until this address may try again; 0 when it may now. */
+  retryAfterSeconds(address: string, now: number): number {
+    const entry = this.byAddress.get(address);
+    if (!entry || entry.resetAt <= now || entry.count < FAILED_LOGINS_PER_MINUTE) return 0;
+    return Math.ceil((entry.resetAt - now) / 1000);
+  }
+
+  record(address: string, now: number): void {
+    const entry = this.byAddress.get(address);
+    if (entry && entry.resetAt > now) {
+      entry.count++;
+      return;
+    }
+    if (this.byAddress.size >= MAX_ADDRESSES) this.forgetExpired(now);
+    this.byAddress.set(address, { count: 1, resetAt: now + MINUTE_MS });
+  }
+
+  private forgetExpired(now: number): void {
+    for (const [address, entry] of this.byAddress) if (entry.resetAt <= now) this.byAddress.delete(address);
+    if (this.byAddress.size >= MAX_ADDRESSES) this.byAddress.clear();
+  }
+}
+
 export function basicAuth(admin: { username: string; password: string }) {
   const expected = digest(`${admin.username}:${admin.password}`);
+  const failedLogins = new FailedLogins();
   return (request: Request, response: Response, next: NextFunction): void => {
+    const address = request.ip ?? request.socket.remoteAddress ?? 'unknown';
+    const retryAfter = failedLogins.retryAfterSeconds(address, Date.now());
+    if (retryAfter > 0) {
+      response
+        .status(429)
+        .setHeader('Retry-After', String(retryAfter))
+        .json({
+          success: false,
+          error: { code: 'rate_limit_exceeded', message: `Too many wrong queue dashboard credentials from this address; try again in ${retryAfter} s.` },
+        });
+      return;
+    }
     const header = request.headers.authorization ?? '';
     // The scheme is case-insensitive (RFC 9110 11.1): some clients and proxies send `basic`.
     const match = /^Basic +([A-Za-z0-9+/=]+)$/i.exec(header.trim());
     // Comparing digests keeps the comparison constant-time whatever the lengths.
     if (match && timingSafeEqual(digest(Buffer.from(match[1], 'base64').toString('utf8')), expected)) return next();
+    // A visit without credentials is how a browser learns it must ask for them: only a wrong guess counts.
+    if (header !== '') failedLogins.record(address, Date.now());
     response
       .status(401)
       .setHeader('WWW-Authenticate', 'Basic realm="Queue dashboard", charset="UTF-8"')

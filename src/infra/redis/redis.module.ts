@@ -55,6 +55,10 @@ export async function probeRedis(redisUrl: string, timeoutMs = 3000): Promise<st
   client.on('error', () => undefined);
   try {
     await client.connect();
+    // ioredis only reports a failed SELECT of the URL's database (/99 beyond `databases`) as an event, then carries on
+    // in database 0, beside whatever lives there: asked for here, it fails. (Only when one is named: some proxies
+    // and managed services have no SELECT.)
+    if (client.options.db) await client.select(client.options.db);
     await client.ping();
     return null;
   } catch (error) {

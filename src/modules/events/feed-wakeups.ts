@@ -1,6 +1,7 @@
 import { Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import { AppConfig } from '../../config/app-config.js';
+import { Draining } from '../../infra/shutdown/draining.js';
 
 /** A registered wait for an account's next events; `until` resolves on a wake-up, the deadline or an abort. */
 export interface FeedWait {
@@ -19,12 +20,17 @@ export class FeedWakeups implements OnApplicationBootstrap, OnApplicationShutdow
   private readonly logger = new Logger('FeedWakeups');
   private readonly waiting = new Map<string, Set<() => void>>();
   private subscriber: Redis | null = null;
-  /** Set at shutdown: waits end at once, so long polls answer before the server goes away. */
+  /** Set when the server starts to stop: waits end at once, so long polls answer rather than hold the shutdown up. */
   closed = false;
   /** Counts the wake-up messages received: reads begun in different generations must not be shared (ListEventsHandler). */
   generation = 0;
 
-  constructor(private readonly config: AppConfig) {}
+  constructor(
+    private readonly config: AppConfig,
+    draining: Draining,
+  ) {
+    draining.onStart(() => this.releaseWaits());
+  }
 
   get channel(): string {
     return `${this.config.redisKeyPrefix}:events:stamped`;
@@ -40,8 +46,7 @@ export class FeedWakeups implements OnApplicationBootstrap, OnApplicationShutdow
   }
 
   async onApplicationShutdown(): Promise<void> {
-    this.closed = true;
-    for (const listeners of this.waiting.values()) for (const listener of listeners) listener();
+    this.releaseWaits();
     await this.subscriber?.quit().catch(() => this.subscriber?.disconnect());
   }
 
@@ -84,6 +89,11 @@ export class FeedWakeups implements OnApplicationBootstrap, OnApplicationShutdow
     let count = 0;
     for (const listeners of this.waiting.values()) count += listeners.size;
     return count;
+  }
+
+  private releaseWaits(): void {
+    this.closed = true;
+    for (const listeners of this.waiting.values()) for (const listener of [...listeners]) listener();
   }
 
   private wake(message: string): void {

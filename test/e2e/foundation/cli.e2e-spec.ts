@@ -1,9 +1,12 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../../../src/app.factory.js';
 import { loadConfig } from '../../../src/config/app-config.js';
 import { bearer } from '../../support/accounts.js';
 import { runNode, startServerProcess } from '../../support/processes.js';
-import { createTestEnvironment, type TestEnvironment } from '../../support/test-app.js';
+import { createTestEnvironment, TEST_REDIS_URL, type TestEnvironment } from '../../support/test-app.js';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
 import { ApiKeyEntity } from '../../../src/modules/accounts/api-key.entity.js';
@@ -126,6 +129,9 @@ describe('command line (dist/cli.js)', () => {
     // An unquoted name: its second word is not dropped silently (the account would be named "Ada").
     [['accounts', 'create', '--name', 'Ada', 'Lovelace', '--plan', 'free'], 'too many arguments'],
     [['db', 'migrate', 'now'], 'too many arguments'],
+    // Commander would keep the last one: this line would create an enterprise account.
+    [['accounts', 'create', '--name', 'Bob', '--plan', 'free', '--plan', 'enterprise'], '--plan is given more than once'],
+    [['keys', 'create', '--account', 'acc_missing', '--scopes', 'read', '--name', 'a', '--name=b'], '--name is given more than once'],
     [['frobnicate'], "unknown command 'frobnicate'"],
     [[], 'A command is needed'],
   ])('refuses %j with a JSON error and a non-zero exit', async (args, mention) => {
@@ -137,11 +143,16 @@ describe('command line (dist/cli.js)', () => {
 });
 
 describe('the command line without its database', () => {
-  it('fails at once with a JSON error naming the problem when the database cannot be reached', async () => {
+  it('fails at once with a JSON error naming DATABASE_URL, without its password, and the problem when the database cannot be reached', async () => {
     const started = Date.now();
-    const result = await runNode('cli.js', ['trash', 'purge'], { ...process.env, DATABASE_URL: 'postgres://127.0.0.1:1/unreachable' } as Record<string, string>);
+    const env = { ...process.env, DATABASE_URL: 'postgres://storage:db-password@127.0.0.1:1/unreachable' } as Record<string, string>;
+    const result = await runNode('cli.js', ['trash', 'purge'], env);
     expect(result.code).toBe(1);
-    expect(JSON.parse(result.stderr.trim().split('\n').pop()!).error).toMatchObject({ code: 'internal_error', message: expect.stringContaining('ECONNREFUSED') });
+    expect(JSON.parse(result.stderr.trim().split('\n').pop()!).error).toEqual({
+      code: 'database_unavailable',
+      message: expect.stringContaining('Cannot open the database at DATABASE_URL=postgres://storage:***@127.0.0.1:1/unreachable (connect ECONNREFUSED'),
+    });
+    expect(result.stderr).not.toContain('db-password');
     expect(Date.now() - started).toBeLessThan(10_000);
   });
 });
@@ -154,6 +165,19 @@ describe('service start-up (dist/main.js)', () => {
       expect(result.code).toBe(1);
       expect(result.stderr).toContain('REDIS_URL=redis://:***@127.0.0.1:1');
       expect(result.stderr).not.toContain('redis-password');
+    } finally {
+      await environment.dispose();
+    }
+  });
+
+  it('stops with a message naming REDIS_URL when its database number does not exist, rather than using database 0', async () => {
+    const url = new URL(TEST_REDIS_URL);
+    url.pathname = '/9999';
+    const environment = await createTestEnvironment({ REDIS_URL: url.toString(), PORT: '0' });
+    try {
+      const result = await runNode('main.js', [], environment.env);
+      expect(result.code).toBe(1);
+      expect(result.stderr).toMatch(/Cannot reach Redis at REDIS_URL=redis:\/\/.*\/9999 \(ERR DB index is out of range\)/);
     } finally {
       await environment.dispose();
     }
@@ -174,11 +198,30 @@ describe('service start-up (dist/main.js)', () => {
     }
   });
 
+  it('stops at once with a message naming STORAGE_DIR when the blob directory cannot be used', async () => {
+    // A path through a file: no user, root included, can make a directory there.
+    const scratch = mkdtempSync(join(tmpdir(), 'fss-storage-dir-'));
+    const notADirectory = join(scratch, 'a-file');
+    writeFileSync(notADirectory, '');
+    const environment = await createTestEnvironment({ PORT: '0', STORAGE_DIR: join(notADirectory, 'blobs') });
+    try {
+      const result = await runNode('main.js', [], environment.env);
+      expect(result.code).toBe(1);
+      expect(result.stderr).toContain(`Cannot use the blob directory at STORAGE_DIR=${join(notADirectory, 'blobs')} (ENOTDIR`);
+      expect(result.stderr).not.toMatch(/\n\s+at /);
+    } finally {
+      await environment.dispose();
+      rmSync(scratch, { recursive: true, force: true });
+    }
+  });
+
   // One value of each kind through the real processes; every rule of the configuration is in app-config.spec.ts.
   it.each([
     ['PORT', 'not-a-port'],
     ['DATABASE_URL', 'postgres://user:db-secret@[127.0.0.1/storage'],
     ['TRASH_PURGE_CRON', '61 * * * *'],
+    // Express would refuse it only while the server starts, with its own stack trace.
+    ['TRUST_PROXY', '10.0.0.0/99'],
   ])('refuses to start when %s is %s, naming the variable, without a stack trace', async (name, value) => {
     // PORT 0: were the value accepted, the server would start on a free port rather than on 3000.
     const environment = await createTestEnvironment({ PORT: '0', [name]: value });

@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEVELOPMENT_SECRETS_FILE } from '../../../src/config/app-config.js';
@@ -150,5 +150,25 @@ describe('the command line under npm, as the README uses it', () => {
     );
     expect(captured.status, captured.stderr).toBe(0);
     expect(captured.stdout).toMatch(/^fss_[A-Za-z0-9_-]{43}$/);
+  });
+});
+
+describe('a .env that cannot be read', () => {
+  it('stops the server and the CLI with a message naming it, without a stack trace', async () => {
+    const environment = await createTestEnvironment();
+    try {
+      mkdirSync(join(environment.workDir, '.env'));
+      const run = (script: string, ...args: string[]) =>
+        spawnSync(process.execPath, [resolve(DIST, script), ...args], { cwd: environment.workDir, env: { PATH: process.env.PATH ?? '' }, encoding: 'utf8', timeout: 30_000 });
+      const server = run('main.js');
+      expect(server.status).toBe(1);
+      expect(server.stderr).toContain(`.env: ${join(environment.workDir, '.env')} cannot be read (EISDIR)`);
+      expect(server.stderr).not.toMatch(/\n\s+at /);
+      const cli = run('cli.js', 'db', 'migrate');
+      expect(cli.status).toBe(1);
+      expect(JSON.parse(cli.stderr.trim()).error).toEqual({ code: 'configuration_error', message: expect.stringContaining('.env: ') });
+    } finally {
+      await environment.dispose();
+    }
   });
 });

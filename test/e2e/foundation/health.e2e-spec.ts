@@ -21,6 +21,16 @@ describe('GET /health', () => {
     expect(res.body.data.info).toMatchObject({ database: { status: 'up' }, redis: { status: 'up' } });
   });
 
+  it('lets requests that arrive together share one check, so a flood of them does not query the database each', async () => {
+    const statements = async () => Number(/^db_statements_total (\d+)/m.exec((await t.http().get('/metrics').expect(200)).text)![1]);
+    const before = await statements();
+    const answers = await Promise.all(Array.from({ length: 20 }, () => t.http().get('/health')));
+    expect(answers.map((answer) => answer.status)).toEqual(Array(20).fill(200));
+    // The scrape itself sends 2 statements (the outbox backlog); the 20 checks, a handful at most.
+    expect((await statements()) - before).toBeLessThan(2 + 10);
+    expect(answers[19].body.data.info).toMatchObject({ database: { status: 'up' }, redis: { status: 'up' }, storage: { status: 'up' } });
+  });
+
   it('answers 503 naming the database when it is gone', async () => {
     const separate = await startTestApp();
     try {

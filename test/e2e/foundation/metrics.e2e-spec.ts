@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { createApp } from '../../../src/app.factory.js';
 import { loadConfig } from '../../../src/config/app-config.js';
 import { startHoldableProxy } from '../../support/holdable-proxy.js';
-import { createTestEnvironment } from '../../support/test-app.js';
+import { createTestEnvironment, startTestApp } from '../../support/test-app.js';
 
 describe('GET /metrics while the database does not answer', () => {
   // Only a database across the network can hang: PostgreSQL behind a proxy that stops passing bytes on.
@@ -35,6 +35,32 @@ describe('GET /metrics while the database does not answer', () => {
       await app.close();
       await proxy.close();
       await environment.dispose();
+    }
+  });
+});
+
+describe('GET /metrics: request durations', () => {
+  it('counts requests refused before routing, and keeps one series per route whatever ids or random paths are asked for', async () => {
+    const testApp = await startTestApp();
+    try {
+      const http = testApp.http;
+      await http().post('/v1/folders').set('Content-Type', 'application/json').send('{not json').expect(400);
+      await http().post('/v1/folders').set('Content-Type', 'application/json').send(JSON.stringify({ name: 'x'.repeat(200 * 1024) })).expect(413);
+      await http().get('/v1/files/%ff').expect(400);
+      for (const n of [1, 2, 3]) {
+        await http().get(`/no-such-page-${n}-${Math.random()}`).expect(404);
+        await http().get(`/v1/files/file_${n}${Date.now()}`).expect(401);
+      }
+      const text = (await http().get('/metrics').expect(200)).text;
+
+      expect(text).toContain('http_request_duration_seconds_count{method="POST",route="unmatched",status_code="400"} 1');
+      expect(text).toContain('http_request_duration_seconds_count{method="POST",route="unmatched",status_code="413"} 1');
+      expect(text).toContain('http_request_duration_seconds_count{method="GET",route="unmatched",status_code="400"} 1');
+      const series = text.split('\n').filter((line) => line.startsWith('http_request_duration_seconds_count{'));
+      expect(series.filter((line) => /no-such-page|file_\d/.test(line))).toEqual([]);
+      expect(series.find((line) => line.includes('route="/v1/files/:file_id"'))).toContain('status_code="401"} 3');
+    } finally {
+      await testApp.close();
     }
   });
 });

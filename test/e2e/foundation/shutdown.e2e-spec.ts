@@ -22,7 +22,12 @@ const refusesConnections = (port: number) =>
   });
 
 describe('graceful shutdown', () => {
-  it('on SIGTERM stops listening but finishes the upload already in flight, then exits 0', async () => {
+  // A second signal is routine: npm forwards Ctrl-C to a server that had it from the terminal already.
+  it.each([
+    ['SIGTERM', ['SIGTERM']],
+    ['SIGTERM twice', ['SIGTERM', 'SIGTERM']],
+    ['SIGINT then SIGTERM', ['SIGINT', 'SIGTERM']],
+  ] as const)('on %s stops listening but finishes the upload already in flight, then exits 0', async (_, signals) => {
     const environment = await createTestEnvironment({ LOG_LEVEL: 'warn' });
     const context = await startOperatorContext(environment.env);
     try {
@@ -60,8 +65,11 @@ describe('graceful shutdown', () => {
       const reservations = context.get(DataSource).getRepository(UploadReservationEntity);
       await eventually(async () => (await reservations.count()) === 1, 15_000, 'the upload to be under way');
 
-      server.child.kill('SIGTERM');
+      server.child.kill(signals[0]);
       await eventually(() => refusesConnections(Number(port)), 15_000, 'the server to stop accepting connections');
+      for (const signal of signals.slice(1)) server.child.kill(signal);
+      // Time for a repeated signal to take effect, were it to kill the process.
+      await new Promise((resolve) => setTimeout(resolve, 300));
       finishBody();
       const { status, body } = await answer;
       expect(status, body).toBe(200);
@@ -69,6 +77,29 @@ describe('graceful shutdown', () => {
       expect(file).toMatchObject({ name: 'slow.txt', size: Buffer.byteLength(first + rest) });
       expect(await server.exited).toEqual({ code: 0, signal: null });
       expect(await context.get(DataSource).getRepository(FileEntity).findOneBy({ id: file.id })).toMatchObject({ name: 'slow.txt', state: 'active' });
+    } finally {
+      await context.close();
+      await environment.dispose();
+    }
+  });
+
+  it('on SIGTERM answers a waiting long poll of the event feed at once, then exits 0', async () => {
+    const environment = await createTestEnvironment({ LOG_LEVEL: 'warn' });
+    const context = await startOperatorContext(environment.env);
+    try {
+      const server = await startServerProcess(environment.env);
+      const owner = await createAccount(context);
+      const poll = fetch(`${server.baseUrl}/v1/events?wait=30`, { headers: owner.auth });
+      // Let the poll reach its wait before the signal comes.
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      const signalled = Date.now();
+      server.child.kill('SIGTERM');
+      const answer = await poll;
+      expect(answer.status).toBe(200);
+      expect(await answer.json()).toMatchObject({ success: true, data: [], next_cursor: expect.any(String) });
+      expect(await server.exited).toEqual({ code: 0, signal: null });
+      // Not at the poll's 30-second deadline.
+      expect(Date.now() - signalled).toBeLessThan(10_000);
     } finally {
       await context.close();
       await environment.dispose();

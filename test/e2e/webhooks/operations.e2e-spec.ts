@@ -1,5 +1,6 @@
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FAILED_LOGINS_PER_MINUTE } from '../../../src/infra/queue/queue-dashboard.module.js';
 import { ALL_QUEUES } from '../../../src/infra/queue/queue-names.js';
 import { createAccount } from '../../support/accounts.js';
 import { startTestApp, type TestApp } from '../../support/test-app.js';
@@ -94,6 +95,27 @@ describe('operations: queue dashboard and metrics', () => {
     expect(text).toContain('webhook_outbox_backlog{stage="outbox"} 0');
     expect(text).toContain('webhook_outbox_backlog{stage="unqueued"} 0');
     expect(text).toContain('webhook_delivery_attempt_duration_seconds_count 1');
+  });
+});
+
+describe('the queue dashboard against password guessing', () => {
+  let t: TestApp;
+
+  beforeAll(async () => {
+    t = await startTestApp({ ADMIN_USERNAME: ADMIN.username, ADMIN_PASSWORD: ADMIN.password });
+  });
+  afterAll(() => t.close());
+
+  it(`refuses every attempt from an address for the rest of the minute after ${FAILED_LOGINS_PER_MINUTE} wrong passwords, the right one included`, async () => {
+    // Visits without credentials are how a browser learns to ask for them: they do not count.
+    for (let i = 0; i < 3; i++) await t.http().get('/admin/queues/api/queues').expect(401);
+    for (let i = 0; i < FAILED_LOGINS_PER_MINUTE; i++) await t.http().get('/admin/queues/api/queues').auth(ADMIN.username, `guess ${i}`).expect(401);
+
+    const refused = await t.http().get('/admin/queues/api/queues').auth(ADMIN.username, 'guess 11').expect(429);
+    expect(refused.body).toEqual({ success: false, error: { code: 'rate_limit_exceeded', message: expect.stringContaining('try again') } });
+    expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
+    expect(Number(refused.headers['retry-after'])).toBeLessThanOrEqual(60);
+    await t.http().get('/admin/queues/api/queues').auth(ADMIN.username, ADMIN.password).expect(429);
   });
 });
 
