@@ -20,8 +20,15 @@ export function requestLoggerOptions(level: string): Options {
 }
 
 /**
- * The URL with the value of every `signature` query parameter replaced: a signed download link is a credential until
- * it expires. Names are compared as the query parser reads them (percent-decoded, `+` a space, `signature[]`), so
+ * Query parameters whose value is a credential: a signed link's `signature` (a credential until it expires), and the
+ * names clients wrongly put an API key, token or password under (the service reads those only from headers, but a
+ * key sent in the URL must not also end up in the logs).
+ */
+const CREDENTIAL_PARAMETER = /^(signature|api[_-]?key|key|access[_-]?token|token|password|secret)(\[|$)/i;
+
+/**
+ * The URL with the value of every credential query parameter replaced, and of any parameter whose value holds an API
+ * key (`fss_…`). Names are compared as the query parser reads them (percent-decoded, `+` a space, `signature[]`), so
  * `?%73ignature=` or a second `signature` is not logged either.
  */
 export function redactedUrl(url: string): string {
@@ -30,7 +37,8 @@ export function redactedUrl(url: string): string {
   const pairs = url.slice(queryStart + 1).split('&').map((pair) => {
     const nameEnd = pair.indexOf('=');
     const name = nameEnd === -1 ? pair : pair.slice(0, nameEnd);
-    return /^signature(\[|$)/.test(decodedQueryName(name)) ? `${name}=[redacted]` : pair;
+    const holdsKey = nameEnd !== -1 && decodedQueryName(pair.slice(nameEnd + 1)).includes('fss_');
+    return holdsKey || CREDENTIAL_PARAMETER.test(decodedQueryName(name)) ? `${name}=[redacted]` : pair;
   });
   return `${url.slice(0, queryStart)}?${pairs.join('&')}`;
 }

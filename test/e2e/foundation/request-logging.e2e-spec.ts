@@ -67,6 +67,18 @@ describe.each([
     expect(JSON.stringify(linesAbout(server, `signed-${level}`))).not.toContain('secret');
   });
 
+  it('never sees an API key sent in the query string in the log, whatever the parameter is called', async () => {
+    const query = `api_key=${owner.apiKey}&access_token=tok-secret&q=${encodeURIComponent(owner.apiKey)}&page=2`;
+    const res = await fetch(`${server.baseUrl}/v1/files?${query}`, { headers: { 'X-Request-Id': `keyed-${level}` } });
+    expect(res.status).toBe(401);
+    await eventually(async () => linesAbout(server, `keyed-${level}`).length > 0, 5_000, 'the log line');
+    const [line] = linesAbout(server, `keyed-${level}`);
+    expect(line.req?.url).toBe('/v1/files?api_key=[redacted]&access_token=[redacted]&q=[redacted]&page=2');
+    const logged = JSON.stringify(linesAbout(server, `keyed-${level}`));
+    expect(logged).not.toContain(owner.apiKey);
+    expect(logged).not.toContain('tok-secret');
+  });
+
   it(logsSuccess ? 'sees a successful request logged at info' : 'does not see successful requests, and still gets their request id', async () => {
     const res = await fetch(`${server.baseUrl}/v1/files?per_page=1`, { headers: { ...owner.auth, 'X-Request-Id': `listed-${level}` } });
     expect(res.status).toBe(200);
