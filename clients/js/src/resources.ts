@@ -27,6 +27,7 @@ import type {
   RevokedApiKey,
   RevokedShare,
   Share,
+  ShareStatus,
   TrashedFile,
   UserInfo,
   Webhook,
@@ -350,6 +351,11 @@ export class Shares {
 
   listAll(query: QueryOf<'listShares'> = {}, options: CallOptions = {}): AsyncGenerator<Share> {
     return paginateByCursor(this.http, '/v1/shares', query, options);
+  }
+
+  /** One share link with its status and analytics (`active`, `revoked_at`, `access_count`, …); revoked and expired links too. */
+  get(shareId: string, options: CallOptions = {}): Promise<ShareStatus> {
+    return this.http.data({ method: 'GET', path: path`/v1/shares/${shareId}`, signal: options.signal });
   }
 
   revoke(shareId: string, options: CallOptions = {}): Promise<RevokedShare> {

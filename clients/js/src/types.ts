@@ -11,6 +11,8 @@ export type DeletedFolder = Schemas['DeletedFolderResponse'];
 export type TrashedFile = Schemas['TrashedFileResponse'];
 export type EmptiedTrash = Schemas['EmptiedTrashResponse'];
 export type Share = Schemas['ShareResponse'];
+/** A share link as listings and `shares.get` show it: the created link plus its status and last access. */
+export type ShareStatus = Schemas['ShareStatusResponse'];
 export type RevokedShare = Schemas['RevokedShareResponse'];
 export type PublicShare = Schemas['PublicShareResponse'];
 export type ApiKey = Schemas['ApiKeyResponse'];

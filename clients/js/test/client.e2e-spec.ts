@@ -182,6 +182,12 @@ describe('the JavaScript client against a live server', () => {
     const refused = join(dir, 'shared-refused.txt');
     await expect(client.shares.downloadTo(share.url, refused, { password: 'wrong' })).rejects.toMatchObject({ status: 401, code: 'password_required' });
     expect(existsSync(refused)).toBe(false);
+    const fetched = await client.shares.get(share.id);
+    expect(fetched).toMatchObject({ id: share.id, url: share.url, file_id: file.id, password_protected: true, active: true, revoked_at: null });
+    expect(fetched).toEqual((await client.shares.list({ file_id: file.id })).data[0]);
+    const revoked = await client.shares.revoke(share.id);
+    expect(await client.shares.get(share.id)).toMatchObject({ id: share.id, active: false, revoked_at: revoked.revoked_at });
+    await expect(client.shares.get('shr_00000000000000000000000000000000')).rejects.toMatchObject({ name: 'NotFoundError', status: 404, code: 'not_found' });
   });
 
   it('opens and downloads a share whose password goes beyond Latin-1', async () => {

@@ -518,6 +518,24 @@ test("an image's thumbnail is downloaded once made; a file without one throws No
     }
 });
 
+test('a share link is read back by its id with its status, revoked too; an unknown id throws NotFoundException', function () {
+    $client = live();
+    $file = $client->files->upload(fopen('data://text/plain,shared%20by%20id', 'r'), ['name' => 'by-id.txt']);
+    $share = $client->shares->create(['file_id' => $file['id'], 'password' => 'open sesame']);
+    $fetched = $client->shares->get($share['id']);
+    same([$share['id'], $share['url'], $file['id'], true, true, null], [$fetched['id'], $fetched['url'], $fetched['file_id'], $fetched['password_protected'], $fetched['active'], $fetched['revoked_at']], 'the share link');
+    same($client->shares->list(['file_id' => $file['id']])->data[0], $fetched, 'the share link as the listing shows it');
+    $revoked = $client->shares->revoke($share['id']);
+    $again = $client->shares->get($share['id']);
+    same([$share['id'], false, $revoked['revoked_at']], [$again['id'], $again['active'], $again['revoked_at']], 'the revoked share link');
+    try {
+        $client->shares->get('shr_00000000000000000000000000000000');
+        throw new RuntimeException('an unknown share id did not throw');
+    } catch (NotFoundException $e) {
+        same([404, 'not_found'], [$e->getStatus(), $e->getErrorCode()], 'the exception');
+    }
+});
+
 test('a download that fails names its request without the signature of its link', function () {
     $client = live();
     [$path] = randomFile(1_000_000);

@@ -240,9 +240,16 @@ class AgainstTheServer(unittest.TestCase):
         self.assertEqual(self.client.shares.download_to(share["url"], visitor_copy), len(b"in a folder"))
         self.assertEqual(visitor_copy.getvalue(), b"in a folder")
         self.assertIn(share["id"], [s["id"] for s in self.client.shares.list_all(file_id=uploaded["id"])])
-        self.client.shares.revoke(share["id"])
+        fetched = self.client.shares.get(share["id"])
+        self.assertEqual((fetched["url"], fetched["file_id"], fetched["active"], fetched["revoked_at"]), (share["url"], uploaded["id"], True, None))
+        self.assertEqual(fetched, self.client.shares.list(file_id=uploaded["id"]).data[0])
+        revoked = self.client.shares.revoke(share["id"])
         with self.assertRaises(NotFoundError):
             self.client.shares.open(share["url"])
+        still_there = self.client.shares.get(share["id"])
+        self.assertEqual((still_there["id"], still_there["active"], still_there["revoked_at"]), (share["id"], False, revoked["revoked_at"]))
+        with self.assertRaises(NotFoundError):
+            self.client.shares.get("shr_00000000000000000000000000000000")
         webhook = self.client.webhooks.create("http://127.0.0.1:9/hooks", ["folder.created"], active=False)
         self.assertTrue(self.client.webhooks.update(webhook["id"], active=True, events=["file.deleted"])["active"])
         self.assertEqual(self.client.webhooks.get(webhook["id"])["events"], ["file.deleted"])

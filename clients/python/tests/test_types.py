@@ -20,6 +20,7 @@ SCHEMAS = {
     types.TrashedFile: "TrashedFileResponse",
     types.EmptiedTrash: "EmptiedTrashResponse",
     types.Share: "ShareResponse",
+    types.ShareStatus: "ShareStatusResponse",
     types.RevokedShare: "RevokedShareResponse",
     types.PublicSharedFile: "PublicSharedFile",
     types.PublicShare: "PublicShareResponse",

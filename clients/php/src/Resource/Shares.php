@@ -40,6 +40,16 @@ final class Shares
         return $this->eachItem('/v1/shares', $query);
     }
 
+    /**
+     * One share link with its status and analytics (active, revoked_at, access_count, …); revoked and expired links too.
+     *
+     * @return array<string, mixed>
+     */
+    public function get(string $shareId): array
+    {
+        return $this->http->data('GET', self::path('v1', 'shares', $shareId));
+    }
+
     /** @return array<string, mixed> */
     public function revoke(string $shareId): array
     {

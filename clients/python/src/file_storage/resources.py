@@ -34,6 +34,7 @@ from .types import (
     RevokedShare,
     RotatedWebhookSecret,
     Share,
+    ShareStatus,
     TrashedFile,
     UserInfo,
     Webhook,
@@ -346,6 +347,10 @@ class Shares:
 
     def list_all(self, **query: Any) -> Iterator[Share]:
         return _paginate(self._http, "/v1/shares", query)
+
+    def get(self, share_id: str) -> ShareStatus:
+        """One share link with its status and analytics (``active``, ``revoked_at``, ``access_count``, ...); revoked and expired links too."""
+        return self._http.data("GET", _path("/v1/shares/{}", share_id))  # type: ignore[no-any-return]
 
     def revoke(self, share_id: str) -> RevokedShare:
         return self._http.data("DELETE", _path("/v1/shares/{}", share_id))  # type: ignore[no-any-return]

@@ -104,6 +104,15 @@ class Share(TypedDict):
     access_count: int
 
 
+class ShareStatus(Share):
+    """A share link as listings and ``shares.get`` show it: the created link plus its status and last access."""
+
+    active: bool
+    revoked_at: str | None
+    invalidated_at: str | None
+    last_accessed_at: str | None
+
+
 class RevokedShare(TypedDict):
     id: str
     revoked: bool

@@ -217,6 +217,10 @@ module FileStorage
       block_given? ? items.each(&) : items
     end
 
+    # One share link with its status and analytics (`active`, `revoked_at`, `access_count`, …); revoked and expired
+    # links too.
+    def get(share_id) = @http.data(:get, Paths.build('v1', 'shares', share_id))
+
     def revoke(share_id) = @http.data(:delete, Paths.build('v1', 'shares', share_id))
 
     # What a share link shows its visitor, without an API key. Takes the share's url or its token.
