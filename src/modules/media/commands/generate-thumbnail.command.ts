@@ -1,6 +1,5 @@
 import { createWriteStream } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -14,6 +13,7 @@ import { FileMediaEntity } from '../file-media.entity.js';
 import { lockFile } from '../file-lock.js';
 import { thumbnailKind, type MediaJobData } from '../media-jobs.js';
 import { ThumbnailRenderer, ToolMissingError, UnusableMediaError } from '../thumbnails/thumbnail-renderer.js';
+import { makeThumbnailWorkdir } from '../thumbnails/thumbnail-workdirs.js';
 
 export type ThumbnailOutcome =
   | { outcome: 'created'; thumbnailKey: string }
@@ -97,7 +97,7 @@ export class GenerateThumbnailHandler implements ICommandHandler<GenerateThumbna
   /** The rendered WebP, or why there is nothing to render any more. */
   private async render(job: MediaJobData, kind: 'image' | 'video' | 'pdf'): Promise<Buffer | string> {
     // The tools need a seekable local file; the copy streams, so the file is never held in memory.
-    const dir = await mkdtemp(join(tmpdir(), 'fss-thumb-'));
+    const dir = await makeThumbnailWorkdir();
     try {
       const source = join(dir, 'source');
       try {
