@@ -53,6 +53,9 @@ export class GenerateThumbnailHandler implements ICommandHandler<GenerateThumbna
       if (file?.state === 'trashed' && file.blobKey === blobKey && !(await this.defer(job))) return this.execute({ job } as GenerateThumbnailCommand);
       return { outcome: 'discarded', reason: stale };
     }
+    // Found infected already: its bytes are not decoded in this process (image exploits are what signatures catch),
+    // and no thumbnail of it could be served anyway.
+    if (file!.scanStatus === 'infected') return this.refuseQuarantined(job);
     const kind = thumbnailKind(file!.mimeType);
     if (!kind) return { outcome: 'discarded', reason: `no thumbnails for ${file!.mimeType}` };
     const thumbnailKey = blobKeys.thumbnail(accountId, fileId, blobKeys.versionOf(blobKey));
@@ -139,6 +142,14 @@ export class GenerateThumbnailHandler implements ICommandHandler<GenerateThumbna
       tx.getRepository(FileMediaEntity).update({ fileId: job.fileId, blobKey: job.blobKey }, { thumbnailStatus: 'skipped', thumbnailError: reason.slice(0, 500), updatedAt: this.clock.now() }),
     );
     return { outcome: 'skipped', reason };
+  }
+
+  private async refuseQuarantined(job: MediaJobData): Promise<ThumbnailOutcome> {
+    const reason = 'the file is quarantined (infected): it is not rendered';
+    await this.transactions.run((tx) =>
+      tx.getRepository(FileMediaEntity).update({ fileId: job.fileId, blobKey: job.blobKey }, { thumbnailStatus: 'none', thumbnailError: reason, updatedAt: this.clock.now() }),
+    );
+    return { outcome: 'discarded', reason };
   }
 
   private async recordFailure(job: MediaJobData, message: string): Promise<void> {
