@@ -247,6 +247,9 @@ export class EnvironmentVariables {
   @Transform(toNumber) @IsOptional() @IsInt() @Min(1_000_000) @Max(1_000_000_000)
   THUMBNAIL_MAX_INPUT_PIXELS?: number;
 
+  @Transform(toNumber) @IsOptional() @IsInt() @Min(16) @Max(65536)
+  THUMBNAIL_MAX_DECODE_MB?: number;
+
   @Transform(toNumber) @IsOptional() @IsInt() @Min(1000) @Max(600_000)
   THUMBNAIL_TIMEOUT_MS?: number;
 
@@ -328,6 +331,8 @@ export class AppConfig {
     thumbnailConcurrency: number;
     scanConcurrency: number;
     maxInputPixels: number;
+    /** Memory an image that cannot be decoded in strips (GIF, interlaced PNG, progressive JPEG, AVIF) may need, in MB. */
+    maxDecodeMb: number;
     toolTimeoutMs: number;
     toolMemoryMb: number;
     /** First retry delay of a transiently failed job; each further retry waits twice as long. */
@@ -503,6 +508,7 @@ export function loadConfig(env?: NodeJS.ProcessEnv): AppConfig {
       thumbnailConcurrency: raw.THUMBNAIL_CONCURRENCY ?? 2,
       scanConcurrency: raw.SCAN_CONCURRENCY ?? 4,
       maxInputPixels: raw.THUMBNAIL_MAX_INPUT_PIXELS ?? 100_000_000,
+      maxDecodeMb: raw.THUMBNAIL_MAX_DECODE_MB ?? 256,
       toolTimeoutMs: raw.THUMBNAIL_TIMEOUT_MS ?? 30_000,
       toolMemoryMb: raw.THUMBNAIL_TOOL_MEMORY_MB ?? 2048,
       retryDelayMs: raw.MEDIA_RETRY_DELAY_MS ?? 5_000,

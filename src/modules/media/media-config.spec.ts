@@ -11,6 +11,7 @@ describe('media configuration', () => {
       thumbnailConcurrency: 2,
       scanConcurrency: 4,
       maxInputPixels: 100_000_000,
+      maxDecodeMb: 256,
       toolTimeoutMs: 30_000,
       toolMemoryMb: 2048,
       retryDelayMs: 5_000,

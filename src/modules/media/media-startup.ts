@@ -1,12 +1,17 @@
+import { tmpdir } from 'node:os';
 import { InjectQueue } from '@nestjs/bullmq';
 import { Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import type { Queue } from 'bullmq';
 import { QUEUES } from '../../infra/queue/queue-names.js';
 import { STALLED_MEDIA_SWEEP, STALLED_MEDIA_SWEEP_EVERY_MS } from './media-jobs.js';
 import { MediaTools } from './thumbnails/media-tools.js';
+import { removeOrphanedThumbnailWorkdirs } from './thumbnails/thumbnail-workdirs.js';
 import { VirusScanner } from './scanning/virus-scanner.js';
 
-/** At start: tells the operator what background media work cannot do here, and schedules the stalled-work sweep. */
+/**
+ * At start: tells the operator what background media work cannot do here, schedules the stalled-work sweep, and
+ * removes thumbnail work dirs of processes that died mid-job.
+ */
 @Injectable()
 export class MediaStartup implements OnApplicationBootstrap {
   private readonly logger = new Logger('Media');
@@ -22,6 +27,9 @@ export class MediaStartup implements OnApplicationBootstrap {
     void this.scans
       .upsertJobScheduler(STALLED_MEDIA_SWEEP, { every: STALLED_MEDIA_SWEEP_EVERY_MS }, { name: STALLED_MEDIA_SWEEP, data: {} })
       .catch((error: unknown) => this.logger.error({ err: error }, 'Could not schedule the stalled media sweep'));
+    void removeOrphanedThumbnailWorkdirs()
+      .then((removed) => removed > 0 && this.logger.log(`Removed ${removed} thumbnail work dir(s) left in ${tmpdir()} by a process that died mid-job`))
+      .catch((error: unknown) => this.logger.warn({ err: error }, 'Could not remove thumbnail work dirs left by dead processes'));
     // Not awaited: a slow or absent clamd must not delay the server's start.
     void this.report().catch((error: unknown) => this.logger.warn({ err: error }, 'Media start-up check failed'));
   }

@@ -53,6 +53,27 @@ describe('thumbnails', () => {
     expect(await media(file.id)).toMatchObject({ thumbnailStatus: 'ready', thumbnailError: null });
   });
 
+  it('does not render a file already found infected, and says why', async () => {
+    const queue = thumbnailsQueue(t.app);
+    await queue.pause();
+    try {
+      const file = await seedFile(t.app, account, { name: 'exploit.jpg', content: await jpegImage(640, 480), mimeType: 'image/jpeg', category: 'image' });
+      publishStored(t.app, file);
+      await queued(queue, 1, 'the job to be queued');
+      await settledJob(scansQueue(t.app), 'scan', file);
+      // As the scan records a hit (a crafted image is exactly what a signature catches): quarantined before the thumbnail job runs.
+      await t.app.get(DataSource).getRepository(FileEntity).update({ id: file.id }, { scanStatus: 'infected' });
+      await queue.resume();
+      const job = await settledJob(queue, 'thumbnail', file);
+      expect(job.returnvalue).toMatchObject({ outcome: 'discarded', reason: expect.stringMatching(/quarantined/) });
+      expect((await reload(t.app, file.id))!.thumbnailKey).toBeNull();
+      expect(await storage().exists(thumbnailOf(file))).toBe(false);
+      expect(await media(file.id)).toMatchObject({ thumbnailStatus: 'none', thumbnailError: expect.stringMatching(/quarantined/) });
+    } finally {
+      await queue.resume();
+    }
+  });
+
   it('makes thumbnails for PNG, WebP and GIF images', async () => {
     const png = await seedFile(t.app, account, { content: await pngImage(300, 600), mimeType: 'image/png', category: 'image' });
     const webp = await seedFile(t.app, account, {

@@ -1,6 +1,5 @@
 import { createWriteStream } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -14,6 +13,7 @@ import { FileMediaEntity } from '../file-media.entity.js';
 import { lockFile } from '../file-lock.js';
 import { thumbnailKind, type MediaJobData } from '../media-jobs.js';
 import { ThumbnailRenderer, ToolMissingError, UnusableMediaError } from '../thumbnails/thumbnail-renderer.js';
+import { makeThumbnailWorkdir } from '../thumbnails/thumbnail-workdirs.js';
 
 export type ThumbnailOutcome =
   | { outcome: 'created'; thumbnailKey: string }
@@ -53,6 +53,9 @@ export class GenerateThumbnailHandler implements ICommandHandler<GenerateThumbna
       if (file?.state === 'trashed' && file.blobKey === blobKey && !(await this.defer(job))) return this.execute({ job } as GenerateThumbnailCommand);
       return { outcome: 'discarded', reason: stale };
     }
+    // Found infected already: its bytes are not decoded in this process (image exploits are what signatures catch),
+    // and no thumbnail of it could be served anyway.
+    if (file!.scanStatus === 'infected') return this.refuseQuarantined(job);
     const kind = thumbnailKind(file!.mimeType);
     if (!kind) return { outcome: 'discarded', reason: `no thumbnails for ${file!.mimeType}` };
     const thumbnailKey = blobKeys.thumbnail(accountId, fileId, blobKeys.versionOf(blobKey));
@@ -97,7 +100,7 @@ export class GenerateThumbnailHandler implements ICommandHandler<GenerateThumbna
   /** The rendered WebP, or why there is nothing to render any more. */
   private async render(job: MediaJobData, kind: 'image' | 'video' | 'pdf'): Promise<Buffer | string> {
     // The tools need a seekable local file; the copy streams, so the file is never held in memory.
-    const dir = await mkdtemp(join(tmpdir(), 'fss-thumb-'));
+    const dir = await makeThumbnailWorkdir();
     try {
       const source = join(dir, 'source');
       try {
@@ -139,6 +142,14 @@ export class GenerateThumbnailHandler implements ICommandHandler<GenerateThumbna
       tx.getRepository(FileMediaEntity).update({ fileId: job.fileId, blobKey: job.blobKey }, { thumbnailStatus: 'skipped', thumbnailError: reason.slice(0, 500), updatedAt: this.clock.now() }),
     );
     return { outcome: 'skipped', reason };
+  }
+
+  private async refuseQuarantined(job: MediaJobData): Promise<ThumbnailOutcome> {
+    const reason = 'the file is quarantined (infected): it is not rendered';
+    await this.transactions.run((tx) =>
+      tx.getRepository(FileMediaEntity).update({ fileId: job.fileId, blobKey: job.blobKey }, { thumbnailStatus: 'none', thumbnailError: reason, updatedAt: this.clock.now() }),
+    );
+    return { outcome: 'discarded', reason };
   }
 
   private async recordFailure(job: MediaJobData, message: string): Promise<void> {

@@ -1,5 +1,30 @@
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { runTool, ToolFailedError, ToolMissingError } from './run-tool.js';
+
+const workDir = mkdtempSync(join(tmpdir(), 'fss-run-tool-'));
+const pidFile = join(workDir, 'tool.pid');
+afterAll(() => rmSync(workDir, { recursive: true, force: true }));
+
+async function until(check: () => boolean, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 const limits = { timeoutMs: 5_000, memoryMb: 512, maxOutputBytes: 1024 };
 
@@ -27,6 +52,24 @@ describe('runTool', () => {
     await expect(refused).rejects.toBeInstanceOf(ToolFailedError);
     await expect(refused).rejects.toMatchObject({ timedOut: false });
   });
+
+  it('leaves no busy tool behind when the process that ran it is killed', async () => {
+    expect((await runTool('sh', ['-c', 'ulimit -t'], { ...limits, timeoutMs: 30_000 })).toString().trim()).toBe('120');
+    // A process running a tool that spins forever, SIGKILLed before its deadline: its timer dies with it.
+    const script = `import { runTool } from ${JSON.stringify(join(process.cwd(), 'dist/modules/media/thumbnails/run-tool.js'))};
+      runTool('sh', ['-c', 'echo $$ > ${pidFile}; while :; do :; done'], { timeoutMs: 1000, memoryMb: 512, maxOutputBytes: 1024 }).catch(() => {});
+      setInterval(() => {}, 1000);`;
+    const owner = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: 'ignore' });
+    await until(() => existsSync(pidFile) && readFileSync(pidFile, 'utf8').trim() !== '', 10_000);
+    const toolPid = Number(readFileSync(pidFile, 'utf8'));
+    owner.kill('SIGKILL');
+    // Its CPU-time limit (4 s for a 1 s deadline) stops it, however the machine is loaded, well before 30 s.
+    try {
+      await until(() => !isAlive(toolPid), 30_000);
+    } finally {
+      if (isAlive(toolPid)) process.kill(toolPid, 'SIGKILL');
+    }
+  }, 45_000);
 
   it('reports a missing tool as missing', async () => {
     await expect(runTool('/nonexistent/tool', [], limits)).rejects.toBeInstanceOf(ToolMissingError);

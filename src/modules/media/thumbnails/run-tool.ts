@@ -8,6 +8,11 @@ export interface ToolLimits {
   maxOutputBytes: number;
 }
 
+/** The CPU time (s) a tool may use: outlives the deadline only if the tool's owner is gone. */
+export function toolCpuSeconds(timeoutMs: number): number {
+  return Math.ceil(timeoutMs / 1000) * 4;
+}
+
 export class ToolMissingError extends Error {
   constructor(readonly tool: string) {
     super(`${tool} is not installed (or not executable); install it to get these thumbnails`);
@@ -33,8 +38,11 @@ export class ToolFailedError extends Error {
 export function runTool(command: string, args: string[], limits: ToolLimits): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     // `exec` keeps the pid, so killing the group kills the tool itself; "$0" is the command, "$@" its arguments.
-    // The limit is best effort: a sandbox that refuses ulimit still gets thumbnails, bounded by the deadline.
-    const child = spawn('/bin/sh', ['-c', `ulimit -v ${limits.memoryMb * 1024} 2>/dev/null; exec "$0" "$@"`, command, ...args], {
+    // The limits are best effort: a sandbox that refuses ulimit still gets thumbnails, bounded by the deadline.
+    // The deadline is our timer, which dies with this process; the CPU-time limit is the kernel's, so a tool
+    // left behind by a killed server stops too. Generous (4 busy threads for the whole deadline): only a backstop.
+    const cpuSeconds = toolCpuSeconds(limits.timeoutMs);
+    const child = spawn('/bin/sh', ['-c', `ulimit -v ${limits.memoryMb * 1024} 2>/dev/null; ulimit -t ${cpuSeconds} 2>/dev/null; exec "$0" "$@"`, command, ...args], {
       stdio: ['ignore', 'pipe', 'pipe'],
       detached: true,
       // Fewer malloc arenas keep threaded decoders well inside the address-space limit.

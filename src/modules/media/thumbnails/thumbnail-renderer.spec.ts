@@ -66,6 +66,26 @@ describe('ThumbnailRenderer', () => {
     await expect(renderer().render('image', onDisk('bomb.png', hugeDeclaredPng()))).rejects.toThrow(/pixel limit/i);
   });
 
+  it('refuses small files declaring images that must be decoded whole into GBs, before decoding them', async () => {
+    // Within the pixel limit, but a GIF frame, an interlaced PNG and an AVIF are decoded whole, not in strips: at
+    // 10000 x 10000 (8000 x 8000 for the AVIF) they made the server process grow by 0.5, 0.9 and 1.2 GB per thumbnail.
+    const canvas = (width: number, height: number, channels: 3 | 4 = 3) => sharp({ create: { width, height, channels, background: '#369' } });
+    const gif = await canvas(9_000, 9_000).gif().toBuffer();
+    const interlaced = await canvas(6_000, 6_000, 4).toColourspace('rgb16').png({ progressive: true, compressionLevel: 9 }).toBuffer();
+    const avif = await canvas(4_000, 4_000).avif({ effort: 0 }).toBuffer();
+    expect(Math.max(gif.length, interlaced.length, avif.length)).toBeLessThan(2 * 1024 * 1024);
+    for (const [name, bytes, what] of [['bomb.gif', gif, 'GIF'], ['bomb.png', interlaced, 'interlaced PNG'], ['bomb.avif', avif, 'HEIF/AVIF image']] as const) {
+      const started = Date.now();
+      const refused = renderer().render('image', onDisk(name, bytes));
+      await expect(refused).rejects.toBeInstanceOf(UnusableMediaError);
+      await expect(refused).rejects.toThrow(new RegExp(`${what} must be decoded whole.*THUMBNAIL_MAX_DECODE_MB \\(256\\)`));
+      expect(Date.now() - started).toBeLessThan(2_000);
+    }
+    // Photos of ordinary sizes in those formats still get their thumbnails.
+    await expectThumbnail(await renderer().render('image', onDisk('photo.jpg', await canvas(4032, 3024).jpeg({ progressive: true }).toBuffer())), 256, 192);
+    await expectThumbnail(await renderer().render('image', onDisk('photo.gif', await canvas(4000, 3000).gif().toBuffer())), 256, 192);
+  }, 60_000);
+
   it('fails cleanly on a truncated JPEG and on bytes that are no image at all', async () => {
     const jpeg = await jpegImage(800, 600);
     await expect(renderer().render('image', onDisk('cut.jpg', jpeg.subarray(0, jpeg.length / 2)))).rejects.toBeInstanceOf(UnusableMediaError);

@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import type { Metadata } from 'sharp';
 import { AppConfig } from '../../../config/app-config.js';
 import { runTool, ToolFailedError, ToolMissingError, type ToolLimits } from './run-tool.js';
 
@@ -46,12 +47,33 @@ export class ThumbnailRenderer {
     if (Buffer.isBuffer(input) && input.length === 0) throw new UnusableMediaError('the tool rendered nothing');
     // Loaded on the first thumbnail: libvips costs tens of MB that a process making none should not carry.
     const { default: sharp } = await import('sharp');
-    return sharp(input, { limitInputPixels: this.config.media.maxInputPixels, failOn: 'warning', animated: false, sequentialRead: true })
+    const options = { limitInputPixels: this.config.media.maxInputPixels, failOn: 'warning', animated: false, sequentialRead: true } as const;
+    this.refuseWholeDecodeOverBudget(await sharp(input, options).metadata());
+    return sharp(input, options)
       .rotate()
       .resize(THUMBNAIL_BOX, THUMBNAIL_BOX, { fit: 'inside', withoutEnlargement: true })
       .webp({ quality: 75, effort: 4 })
       .timeout({ seconds: Math.max(1, Math.round(this.config.media.toolTimeoutMs / 1000)) })
       .toBuffer();
+  }
+
+  /**
+   * libvips streams most images in strips, but some must be decoded whole before a pixel can be shrunk: a GIF frame,
+   * an interlaced PNG, a progressive JPEG, an AVIF. A file of a few KB can declare one that needs GBs in this process
+   * (a 1 KB 8000 × 8000 AVIF took 1.2 GB), so their decoded size, read from the header, is held to THUMBNAIL_MAX_DECODE_MB.
+   */
+  private refuseWholeDecodeOverBudget(meta: Metadata): void {
+    const pixels = (meta.width ?? 0) * (meta.height ?? 0);
+    // Over the pixel limit: sharp refuses it, with its own message, before decoding anything.
+    if (pixels > this.config.media.maxInputPixels) return;
+    const bytesPerPixel = wholeDecodeBytesPerPixel(meta);
+    if (bytesPerPixel === 0) return;
+    const neededMb = Math.ceil((pixels * bytesPerPixel) / (1024 * 1024));
+    if (neededMb > this.config.media.maxDecodeMb) {
+      throw new UnusableMediaError(
+        `the ${meta.width} x ${meta.height} ${describeWholeDecode(meta)} must be decoded whole, needing about ${neededMb} MB, more than THUMBNAIL_MAX_DECODE_MB (${this.config.media.maxDecodeMb})`,
+      );
+    }
   }
 
   private async videoFrame(path: string): Promise<Buffer> {
@@ -80,6 +102,27 @@ export class ThumbnailRenderer {
   private limits(): ToolLimits {
     return { timeoutMs: this.config.media.toolTimeoutMs, memoryMb: this.config.media.toolMemoryMb, maxOutputBytes: MAX_TOOL_OUTPUT };
   }
+}
+
+const SAMPLE_BYTES: Record<string, number> = { uchar: 1, char: 1, ushort: 2, short: 2, uint: 4, int: 4, float: 4, complex: 8, double: 8, dpcomplex: 16 };
+
+/**
+ * Bytes per pixel the decoder holds at once for an image it cannot stream, or 0 when it streams. HEIF/AVIF is measured
+ * (libheif's planes plus the RGB copy: about 18 bytes per pixel for 8-bit RGB), the others are their decoded pixels.
+ */
+function wholeDecodeBytesPerPixel(meta: Metadata): number {
+  const channels = meta.channels ?? 4;
+  const sampleBytes = SAMPLE_BYTES[meta.depth ?? 'uchar'] ?? 1;
+  if (meta.format === 'heif') return 20 * sampleBytes;
+  if (meta.format === 'gif') return 4;
+  if ((meta.format === 'png' || meta.format === 'jpeg') && meta.isProgressive) return channels * sampleBytes;
+  return 0;
+}
+
+function describeWholeDecode(meta: Metadata): string {
+  if (meta.format === 'heif') return 'HEIF/AVIF image';
+  if (meta.format === 'gif') return 'GIF';
+  return meta.format === 'png' ? 'interlaced PNG' : 'progressive JPEG';
 }
 
 export { ToolFailedError, ToolMissingError };
