@@ -796,7 +796,7 @@ export interface components {
              * @description Elevated keys may delete permanently, empty the trash and manage webhooks and keys.
              * @default false
              */
-            elevated: boolean;
+            elevated?: boolean;
         };
         ApiKeyResponse: {
             /** @example key_0193a5b2c4d67e8f9a0b1c2d3e4f5a6b */
@@ -909,7 +909,7 @@ export interface components {
              * @default false
              * @enum {string}
              */
-            overwrite: "true" | "false";
+            overwrite?: "true" | "false";
             /**
              * Format: binary
              * @description The content (one file part named "file")
@@ -1208,7 +1208,7 @@ export interface components {
             /** @description Signing secret, taken exactly as written; not only whitespace. Generated when omitted. Returned only in the creation answer. */
             secret?: string;
             /** @default true */
-            active: boolean;
+            active?: boolean;
         };
         WebhookResponse: {
             /** @example wh_0193a5b2c4d67e8f9a0b1c2d3e4f5a6b */
