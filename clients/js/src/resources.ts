@@ -345,11 +345,12 @@ export class Shares {
     return this.http.data({ method: 'POST', path: '/v1/shares', json: share, ...post(options) });
   }
 
-  list(query: QueryOf<'listShares'> = {}, options: CallOptions = {}): Promise<CursorPage<Share>> {
+  /** The account's links with their status and analytics, as `get` answers each. */
+  list(query: QueryOf<'listShares'> = {}, options: CallOptions = {}): Promise<CursorPage<ShareStatus>> {
     return fetchCursorPage(this.http, '/v1/shares', query, options);
   }
 
-  listAll(query: QueryOf<'listShares'> = {}, options: CallOptions = {}): AsyncGenerator<Share> {
+  listAll(query: QueryOf<'listShares'> = {}, options: CallOptions = {}): AsyncGenerator<ShareStatus> {
     return paginateByCursor(this.http, '/v1/shares', query, options);
   }
 
