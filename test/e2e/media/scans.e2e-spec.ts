@@ -8,9 +8,9 @@ import { mediaJobId } from '../../../src/modules/media/media-jobs.js';
 import { ScheduleMediaWorkCommand } from '../../../src/modules/media/commands/schedule-media-work.command.js';
 import { createAccount, type TestAccount } from '../../support/accounts.js';
 import { scanSettled, seedFile } from '../../support/files.js';
-import { eicar } from '../../support/media.js';
+import { eicar, pngImage } from '../../support/media.js';
 import { startTestApp, type TestApp } from '../../support/test-app.js';
-import { type Clamd, queued, overwrite, publishStored, reload, scansQueue, settledJob, startClamd } from './media-support.js';
+import { type Clamd, queued, overwrite, publishStored, reload, scansQueue, settledJob, startClamd, thumbnailBlobs, thumbnailsQueue } from './media-support.js';
 import { eventually } from '../../support/time.js';
 import { freePort } from '../../support/processes.js';
 import { onTestServer, uploadOk } from '../../support/uploads.js';
@@ -173,6 +173,39 @@ describe('virus scanning with a real clamd', () => {
     expect(shown.body.data.scan_status).toBe('skipped');
     const listed = (await t.http().get('/v1/files?per_page=100').set(account.auth)).body.data.map((f: { id: string }) => f.id);
     expect(listed).toContain(uploaded.id);
+  });
+
+  it('an image is thumbnailed only once the scan has judged it: an infected one is never decoded, a clean one after its verdict', async () => {
+    const queue = scansQueue(t.app);
+    const image = await pngImage(320, 240);
+    await queue.pause();
+    let infected: { id: string };
+    let clean: { id: string };
+    try {
+      // A PNG with the EICAR string after its end: image/png to type detection, infected to clamd.
+      infected = await uploadOk(t, account.auth, Buffer.concat([image, eicar()]), { name: 'infected.png' });
+      clean = await uploadOk(t, account.auth, image, { name: 'clean.png' });
+      await queued(queue, 2, 'both scans to be queued');
+    } finally {
+      await queue.resume();
+    }
+    const infectedFile = (await reload(t.app, infected.id))!;
+    const cleanFile = (await reload(t.app, clean.id))!;
+    const infectedScan = await settledJob(queue, 'scan', infectedFile);
+    const cleanScan = await settledJob(queue, 'scan', cleanFile);
+    expect(infectedScan.returnvalue).toMatchObject({ scanStatus: 'infected' });
+    expect(cleanScan.returnvalue).toMatchObject({ scanStatus: 'clean' });
+
+    const refused = await settledJob(thumbnailsQueue(t.app), 'thumbnail', infectedFile);
+    expect(refused.processedOn).toBeGreaterThanOrEqual(infectedScan.finishedOn!);
+    expect(await media(infected.id)).toMatchObject({ thumbnailStatus: 'none', thumbnailError: expect.stringMatching(/quarantined/) });
+    expect(await thumbnailBlobs(t.app, infectedFile)).toEqual([]);
+
+    const made = await settledJob(thumbnailsQueue(t.app), 'thumbnail', cleanFile);
+    expect(made.processedOn).toBeGreaterThanOrEqual(cleanScan.finishedOn!);
+    expect(made.returnvalue).toMatchObject({ outcome: 'created' });
+    const shown = await t.http().get(`/v1/files/${clean.id}`).set(account.auth).expect(200);
+    expect(shown.body.data.thumbnail_url).toEqual(expect.any(String));
   });
 
   it('an infected upload cannot be downloaded or shared, and a link made before the verdict refuses the download', async () => {

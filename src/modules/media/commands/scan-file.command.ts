@@ -1,11 +1,15 @@
+import { InjectQueue } from '@nestjs/bullmq';
 import { Logger } from '@nestjs/common';
 import { Command, CommandHandler, ICommandHandler } from '@nestjs/cqrs';
+import type { Queue } from 'bullmq';
 import { Clock } from '../../../common/clock.js';
+import { AppConfig } from '../../../config/app-config.js';
 import { Transactions } from '../../../infra/database/transactions.js';
+import { QUEUES } from '../../../infra/queue/queue-names.js';
 import { BlobStorage } from '../../../infra/storage/blob-storage.js';
 import { FileEntity } from '../../files/file.entity.js';
 import { FileMediaEntity } from '../file-media.entity.js';
-import type { MediaJobData } from '../media-jobs.js';
+import { mediaJobId, mediaJobOptions, thumbnailKind, type MediaJobData } from '../media-jobs.js';
 import { ScanCutShortError, VirusScanner, type ScanVerdict } from '../scanning/virus-scanner.js';
 
 export type ScanOutcome =
@@ -17,6 +21,8 @@ export type ScanOutcome =
  * deleted or overwritten (a verdict on other bytes means nothing). Infected files are quarantined by
  * their scan_status: the files module hides them from listings and refuses their download.
  * Trashed files are scanned too: they can be restored.
+ * An image, video or PDF gets its thumbnail job only from here, once its verdict is recorded: untrusted bytes are
+ * not decoded before they are judged, and an infected file's thumbnail job refuses it without decoding.
  */
 export class ScanFileCommand extends Command<ScanOutcome> {
   constructor(
@@ -37,11 +43,13 @@ export class ScanFileHandler implements ICommandHandler<ScanFileCommand> {
     private readonly storage: BlobStorage,
     private readonly scanner: VirusScanner,
     private readonly clock: Clock,
+    private readonly config: AppConfig,
+    @InjectQueue(QUEUES.thumbnails) private readonly thumbnails: Queue<MediaJobData>,
   ) {}
 
   async execute({ job, failedAttempts }: ScanFileCommand): Promise<ScanOutcome> {
     const { fileId, blobKey } = job;
-    const file = await this.transactions.dataSource.getRepository(FileEntity).findOne({ select: { id: true, blobKey: true, size: true }, where: { id: fileId } });
+    const file = await this.transactions.dataSource.getRepository(FileEntity).findOne({ select: { id: true, blobKey: true, size: true, mimeType: true }, where: { id: fileId } });
     if (!file) return { outcome: 'discarded', reason: 'the file was deleted' };
     if (file.blobKey !== blobKey) return { outcome: 'discarded', reason: 'the file was overwritten with newer content' };
 
@@ -59,6 +67,10 @@ export class ScanFileHandler implements ICommandHandler<ScanFileCommand> {
       return true;
     });
     if (!recorded) return { outcome: 'discarded', reason: 'the file was deleted or overwritten during the scan' };
+    // A failed enqueue fails the job, whose retry records the same verdict and enqueues again (same job id: once).
+    if (thumbnailKind(file.mimeType)) {
+      await this.thumbnails.add('thumbnail', job, mediaJobOptions('thumbnail', mediaJobId('thumbnail', fileId, blobKey), this.config.media.retryDelayMs));
+    }
 
     if (threat) this.logger.warn({ fileId, accountId: job.accountId, threat }, 'Infected file quarantined');
     return { outcome: 'recorded', scanStatus: verdict.result, ...(threat ? { threat } : {}), ...(note ? { note } : {}) };

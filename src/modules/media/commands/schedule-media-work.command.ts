@@ -19,9 +19,10 @@ export interface ScheduledMediaWork {
 }
 
 /**
- * New bytes were stored for a file: reset its media state for this version and queue a scan, plus a
- * thumbnail for images, videos and PDFs. Repeating it for the same version changes nothing, except that
- * a thumbnail deferred because the file was in the trash is made now if the file is active again.
+ * New bytes were stored for a file: reset its media state for this version and queue a scan; images, videos and
+ * PDFs get their thumbnail job from the scan, once judged. Repeating it for the same version changes nothing,
+ * except that a thumbnail deferred because the file was in the trash, or lost, is queued now if the file is
+ * judged and active again.
  */
 export class ScheduleMediaWorkCommand extends Command<ScheduledMediaWork> {
   constructor(
@@ -56,7 +57,7 @@ export class ScheduleMediaWorkHandler implements ICommandHandler<ScheduleMediaWo
         // A thumbnail skipped while the file was in the trash is made once the file is active again (restored).
         const rerunThumbnail = kind !== null && media.thumbnailStatus === 'deferred' && file.state === 'active';
         if (rerunThumbnail) await tx.getRepository(FileMediaEntity).update({ fileId, blobKey }, { thumbnailStatus: 'pending', updatedAt: this.clock.now() });
-        return { kind, staleThumbnail: null, rerunThumbnail };
+        return { kind, staleThumbnail: null, rerunThumbnail, judged: file.scanStatus !== 'pending' };
       }
 
       // A new version: the old thumbnail shows other bytes and the old scan verdict judged other bytes.
@@ -76,7 +77,7 @@ export class ScheduleMediaWorkHandler implements ICommandHandler<ScheduleMediaWo
         scannedAt: null,
         updatedAt: this.clock.now(),
       });
-      return { kind, staleThumbnail, rerunThumbnail: false };
+      return { kind, staleThumbnail, rerunThumbnail: false, judged: false };
     });
     if (!outcome) return { scheduled: false, thumbnail: false };
 
@@ -85,7 +86,8 @@ export class ScheduleMediaWorkHandler implements ICommandHandler<ScheduleMediaWo
     // and a repeat heals a first attempt whose enqueue failed.
     const data: MediaJobData = { fileId, accountId, blobKey };
     const retryDelay = this.config.media.retryDelayMs;
-    if (outcome.kind) {
+    // Bytes not judged yet get their thumbnail job from their scan, once judged (ScanFileCommand).
+    if (outcome.kind && outcome.judged) {
       const jobId = mediaJobId('thumbnail', fileId, blobKey);
       // The finished job still holds its id; only removing it lets the same id run again. If that job is still
       // running, it has already deferred (that is why this runs) and is only finishing: the thumbnail goes under an id of

@@ -102,8 +102,9 @@ export class ScheduleUploadedMediaHandler implements ICommandHandler<ScheduleUpl
 
     const retryDelay = this.config.media.retryDelayMs;
     const job = (file: FileEntity): MediaJobData => ({ fileId: file.id, accountId: file.accountId, blobKey: file.blobKey });
-    const withThumbnails = files.filter((file) => thumbnailKind(file.mimeType) !== null);
     const toScan = files.filter((file) => !verdicts.get(file.id));
+    // A file that is scanned gets its thumbnail job from its scan, once judged (ScanFileCommand).
+    const withThumbnails = files.filter((file) => thumbnailKind(file.mimeType) !== null && verdicts.get(file.id));
     // A job starts only once its bytes are at the final key: the relay can pass on file.uploaded before the upload moved them.
     await this.placements.settled(files.map((file) => file.blobKey));
     // Enqueued after the commit; each is a no-op for a version whose job exists already.
