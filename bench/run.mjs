@@ -10,7 +10,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { autovacuumOnForTheRun, deadTuples } from './lib/database.mjs';
 import { createEnvironment } from './lib/environment.mjs';
-import { NotAvailable } from './lib/measure.mjs';
+import { NotAvailable, waitForIdleServer } from './lib/measure.mjs';
 import { DIST, killAllChildren, ROOT } from './lib/processes.mjs';
 import { printTable } from './lib/table.mjs';
 import { cliScenario } from './scenarios/cli.mjs';
@@ -103,6 +103,9 @@ try {
     log(`${scenario.title}: running`);
     try {
       if (scenario.needsServer && !context) context = await startMainDeployment();
+      // Each scenario measures the server alone: what the previous one left to the background (scans of its
+      // uploads, deliveries of its events) finishes first.
+      else if (scenario.needsServer) await waitForIdleServer(context.server.pid, { baseUrl: context.server.url, log });
       if (scenario.needsServer && context.server.child.exitCode !== null) throw new Error(`the server exited:\n${context.server.output().slice(-2000)}`);
       const outcome = await scenario.run(context ?? { options, shared: {} });
       for (const row of outcome.rows) results.push({ scenario: scenario.title, ...row });

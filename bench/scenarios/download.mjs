@@ -32,7 +32,7 @@ export async function downloadScenario(ctx) {
   const staticSmallUrl = `${staticUrl.slice(0, staticUrl.lastIndexOf('/'))}/${basename(small.path)}`;
   const runs = { service: [], static: [], serviceRange: [], staticRange: [], serviceFirstByte: [], staticFirstByte: [] };
   try {
-    await waitForIdleServer(server.pid, { log: ctx.log });
+    await waitForIdleServer(server.pid, { baseUrl: server.url, log: ctx.log });
     for (let i = 0; i < 200; i++) {
       check(await download(small.serviceUrl), 200, small.size, 'download_url of a small file (warm-up)');
       check(await download(staticSmallUrl), 200, small.size, 'express.static of a small file (warm-up)');
