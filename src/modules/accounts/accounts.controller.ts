@@ -42,10 +42,14 @@ export class ApiKeysController {
     summary: 'Create an API key',
     description:
       'The secret `api_key` is in this answer only; it is stored as a hash. A key can grant no more than it holds: ' +
-      'the new scopes must be a subset of the calling key\'s, and only an elevated key may grant `elevated: true`.',
+      'the new scopes must be a subset of the calling key\'s, and only an elevated key may grant `elevated: true`. ' +
+      'An account holds at most 100 live keys; revoke one to make room.',
   })
   @ApiEnvelope(CreatedApiKeyResponse, { status: 201 })
-  @ApiErrors([400, 'invalid_request: name, scopes or elevated is malformed.'], [403, 'permission_denied: a scope the calling key does not hold.'])
+  @ApiErrors(
+    [400, 'invalid_request: name, scopes or elevated is malformed, or the account already holds 100 live keys (`details.limit`).'],
+    [403, 'permission_denied: a scope the calling key does not hold.'],
+  )
   async create(@CurrentActor() actor: Actor, @Body() body: CreateApiKeyRequest): Promise<CreatedApiKeyResponse> {
     const { key, secret } = await this.commands.execute(new CreateApiKeyCommand(actor.accountId, actor.userId, body.name, body.scopes, body.elevated ?? false, actor));
     return CreatedApiKeyResponse.withSecret(key, secret);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { bearer, createKey, type TestAccount } from '../../support/accounts.js';
+import { bearer, createAccount, createKey, type TestAccount } from '../../support/accounts.js';
 import type { TestApp } from '../../support/test-app.js';
 import { useTestApp } from '../../support/app-fixture.js';
 
@@ -121,5 +121,32 @@ describe('API keys over HTTP', () => {
     const res = await t.http().post('/v1/api-keys').set(plain.auth).send({ name: 'x', scopes: ['read'] });
     expect(res.status).toBe(403);
     expect(res.body.error.code).toBe('permission_denied');
+  });
+
+  it('refuses an account its 101st live key with 400 invalid_request and details.limit, creating nothing; a revoked key frees room', async () => {
+    const crowded = await createAccount(t.app);
+    // The owner key and 99 more: the account holds 100 live keys.
+    for (let i = 0; i < 99; i++) await createKey(t.app, crowded, ['read']);
+    const refused = await t.http().post('/v1/api-keys').set(crowded.auth).send({ name: 'one too many', scopes: ['read'] });
+    expect(refused.status).toBe(400);
+    expect(refused.body.error).toMatchObject({ code: 'invalid_request', details: { limit: 100 } });
+    const listed = await t.http().get('/v1/api-keys?per_page=100').set(crowded.auth).expect(200);
+    expect(listed.body.pagination.total_items).toBe(100);
+    expect(listed.body.data.map((k: { name: string }) => k.name)).not.toContain('one too many');
+
+    const spare = listed.body.data.find((k: { id: string }) => k.id !== crowded.keyId).id;
+    await t.http().delete(`/v1/api-keys/${spare}`).set(crowded.auth).expect(200);
+    await t.http().post('/v1/api-keys').set(crowded.auth).send({ name: 'room again', scopes: ['read'] }).expect(201);
+  });
+
+  it('lets only as many of several concurrent creations through as the limit has room for', async () => {
+    const crowded = await createAccount(t.app);
+    for (let i = 0; i < 97; i++) await createKey(t.app, crowded, ['read']);
+    const answers = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => t.http().post('/v1/api-keys').set(crowded.auth).send({ name: `racer ${i}`, scopes: ['read'] })),
+    );
+    expect(answers.map((a) => a.status).sort()).toEqual([201, 201, 400, 400, 400, 400]);
+    const listed = await t.http().get('/v1/api-keys?per_page=100').set(crowded.auth).expect(200);
+    expect(listed.body.pagination.total_items).toBe(100);
   });
 });

@@ -59,7 +59,7 @@ export interface paths {
         put?: never;
         /**
          * Create an API key
-         * @description The secret `api_key` is in this answer only; it is stored as a hash. A key can grant no more than it holds: the new scopes must be a subset of the calling key's, and only an elevated key may grant `elevated: true`.
+         * @description The secret `api_key` is in this answer only; it is stored as a hash. A key can grant no more than it holds: the new scopes must be a subset of the calling key's, and only an elevated key may grant `elevated: true`. An account holds at most 100 live keys; revoke one to make room.
          */
         post: operations["createApiKey"];
         delete?: never;
@@ -1927,7 +1927,7 @@ export interface operations {
                 };
             };
             /**
-             * @description invalid_request: name, scopes or elevated is malformed.
+             * @description invalid_request: name, scopes or elevated is malformed, or the account already holds 100 live keys (`details.limit`).
              *
              *     invalid_request: malformed input; `details.fields` lists each problem.
              */
