@@ -60,6 +60,19 @@ describe('API keys over HTTP', () => {
     expect(listed.body.data.find((k: { id: string }) => k.id === created.body.data.id).name).toBe(name);
   });
 
+  it('counts a name\'s 200 characters as OpenAPI\'s maxLength does, in characters: 200 emoji are a name, 201 are not', async () => {
+    const longest = '😀'.repeat(200);
+    const created = await t.http().post('/v1/api-keys').set(owner.auth).send({ name: longest, scopes: ['read'] });
+    expect(created.status).toBe(201);
+    expect(created.body.data.name).toBe(longest);
+    const listed = await t.http().get('/v1/api-keys?per_page=100').set(owner.auth);
+    expect(listed.body.data.find((k: { id: string }) => k.id === created.body.data.id).name).toBe(longest);
+
+    const tooLong = await t.http().post('/v1/api-keys').set(owner.auth).send({ name: `${longest}x`, scopes: ['read'] });
+    expect(tooLong.status).toBe(400);
+    expect(tooLong.body.error).toMatchObject({ code: 'invalid_request', details: { fields: [expect.objectContaining({ field: 'name' })] } });
+  });
+
   it('answers 404 for revoking an unknown key', async () => {
     const res = await t.http().delete('/v1/api-keys/key_doesnotexist').set(owner.auth);
     expect(res.status).toBe(404);

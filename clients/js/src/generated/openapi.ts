@@ -780,7 +780,7 @@ export interface components {
         };
         CreateApiKeyRequest: {
             /**
-             * @description Well-formed Unicode (no unpaired surrogate), 1 to 200 characters, not only spaces; kept exactly as sent.
+             * @description Well-formed Unicode (no unpaired surrogate), 1 to 200 characters (code points: an emoji is one), not only spaces; kept exactly as sent.
              * @example CI uploads
              */
             name: string;
