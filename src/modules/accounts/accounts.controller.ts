@@ -70,7 +70,9 @@ export class ApiKeysController {
   @ApiOperation({
     operationId: 'revokeApiKey',
     summary: 'Revoke an API key',
-    description: 'The key stops authenticating at once. A key may revoke only keys whose scopes are a subset of its own.',
+    description:
+      'The key stops authenticating at once, in every server process. A key may revoke only keys whose scopes are a subset of its own, ' +
+      'itself included: a key that revokes itself gets this answer, then 401 for every request, a retry of this one too.',
   })
   @ApiEnvelope(RevokedApiKeyResponse)
   @ApiErrors([403, 'permission_denied: the key holds a scope the calling key does not.'], [404, 'not_found: no live key with this id in the account.'])

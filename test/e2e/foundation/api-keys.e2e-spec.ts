@@ -129,6 +129,22 @@ describe('API keys over HTTP', () => {
     expect((await t.http().get('/v1/user/info').set(bearer(created.body.data.api_key))).status).toBe(401);
   });
 
+  it('a key may revoke itself (a leaked key disabled with nothing else at hand): answered 200, refused with 401 from then on', async () => {
+    const leaked = await createKey(t.app, owner, ['read'], true);
+    const revoked = await t.http().delete(`/v1/api-keys/${leaked.id}`).set(leaked.auth);
+    expect(revoked.status).toBe(200);
+    expect(revoked.body.data).toMatchObject({ id: leaked.id, revoked: true });
+    for (const path of ['/v1/user/info', '/v1/api-keys']) {
+      const after = await t.http().get(path).set(leaked.auth);
+      expect(after.status, path).toBe(401);
+      expect(after.body.error.code).toBe('authentication_failed');
+    }
+    // Its retry is refused as every request with the key is, not answered 404.
+    expect((await t.http().delete(`/v1/api-keys/${leaked.id}`).set(leaked.auth)).status).toBe(401);
+    const listed = await t.http().get('/v1/api-keys?per_page=100').set(owner.auth).expect(200);
+    expect(listed.body.data.map((k: { id: string }) => k.id)).not.toContain(leaked.id);
+  });
+
   it('a key without elevation cannot manage keys at all', async () => {
     const plain = await createKey(t.app, owner, ['read', 'write', 'delete', 'share'], false);
     const res = await t.http().post('/v1/api-keys').set(plain.auth).send({ name: 'x', scopes: ['read'] });

@@ -80,7 +80,7 @@ export interface paths {
         post?: never;
         /**
          * Revoke an API key
-         * @description The key stops authenticating at once. A key may revoke only keys whose scopes are a subset of its own.
+         * @description The key stops authenticating at once, in every server process. A key may revoke only keys whose scopes are a subset of its own, itself included: a key that revokes itself gets this answer, then 401 for every request, a retry of this one too.
          */
         delete: operations["revokeApiKey"];
         options?: never;
