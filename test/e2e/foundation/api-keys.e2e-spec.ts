@@ -73,6 +73,17 @@ describe('API keys over HTTP', () => {
     expect(tooLong.body.error).toMatchObject({ code: 'invalid_request', details: { fields: [expect.objectContaining({ field: 'name' })] } });
   });
 
+  it('takes a name another live key has, and markup, as labels: keys are told apart by id and key_prefix', async () => {
+    const names = ['deploy', 'deploy', '<script>alert(1)</script>'];
+    const created = [];
+    for (const name of names) created.push((await t.http().post('/v1/api-keys').set(owner.auth).send({ name, scopes: ['read'] }).expect(201)).body.data);
+    expect(new Set(created.map((k) => k.id)).size).toBe(3);
+    expect(new Set(created.map((k) => k.key_prefix)).size).toBe(3);
+    const listed = await t.http().get('/v1/api-keys?per_page=100').set(owner.auth).expect(200);
+    const byId = new Map(listed.body.data.map((k: { id: string; name: string }) => [k.id, k.name]));
+    expect(created.map((k) => byId.get(k.id))).toEqual(names);
+  });
+
   it('answers 404 for revoking an unknown key', async () => {
     const res = await t.http().delete('/v1/api-keys/key_doesnotexist').set(owner.auth);
     expect(res.status).toBe(404);
