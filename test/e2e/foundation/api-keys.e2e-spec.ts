@@ -1,6 +1,9 @@
+import { DataSource } from 'typeorm';
 import { describe, expect, it } from 'vitest';
+import { ApiKeyEntity } from '../../../src/modules/accounts/api-key.entity.js';
 import { bearer, createAccount, createKey, type TestAccount } from '../../support/accounts.js';
-import type { TestApp } from '../../support/test-app.js';
+import { TEST_DB, type TestApp } from '../../support/test-app.js';
+import { eventually } from '../../support/time.js';
 import { useTestApp } from '../../support/app-fixture.js';
 
 describe('API keys over HTTP', () => {
@@ -154,6 +157,32 @@ describe('API keys over HTTP', () => {
     expect((await t.http().delete(`/v1/api-keys/${leaked.id}`).set(leaked.auth)).status).toBe(401);
     const listed = await t.http().get('/v1/api-keys?per_page=100').set(owner.auth).expect(200);
     expect(listed.body.data.map((k: { id: string }) => k.id)).not.toContain(leaked.id);
+  });
+
+  it('a key revoked while its key creation waits creates nothing: answered 401, no successor minted', async (ctx) => {
+    if (TEST_DB !== 'postgres') ctx.skip('needs a row lock to hold the creation while the revocation commits; SQLite transactions take turns');
+    const account = await createAccount(t.app);
+    const leaked = await createKey(t.app, account, ['read'], true);
+    const db = t.app.get(DataSource);
+    const waiting = async () =>
+      (await db.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"))[0].n as number;
+    // The creation was authenticated; its transaction waits behind this lock on the account while the key is revoked.
+    const holder = db.createQueryRunner();
+    await holder.startTransaction();
+    let creation: Promise<{ status: number; body: { error?: { code: string } } }>;
+    try {
+      await holder.query('SELECT id FROM accounts WHERE id = $1 FOR UPDATE', [account.accountId]);
+      creation = t.http().post('/v1/api-keys').set(leaked.auth).send({ name: 'successor', scopes: ['read'], elevated: true }).then((res) => res);
+      await eventually(async () => (await waiting()) > 0, 10_000, 'the key creation to wait for the account row');
+      await t.http().delete(`/v1/api-keys/${leaked.id}`).set(account.auth).expect(200);
+    } finally {
+      await holder.rollbackTransaction();
+      await holder.release();
+    }
+    const created = await creation;
+    expect(created.status).toBe(401);
+    expect(created.body.error?.code).toBe('authentication_failed');
+    expect(await db.getRepository(ApiKeyEntity).countBy({ accountId: account.accountId, name: 'successor' })).toBe(0);
   });
 
   it('a key without elevation cannot manage keys at all', async () => {
