@@ -107,8 +107,8 @@ describe('Idempotency-Key on POST, across two server processes', () => {
     expect(folders.body.data.map((f: { name: string }) => f.name)).not.toContain('Other');
   });
 
-  it('refuses a bad key with 400: empty, longer than 255 characters, with a control character, or sent twice', async () => {
-    for (const key of ['', 'k'.repeat(256), 'tab\there']) {
+  it('refuses a bad key with 400: empty, longer than 255 characters, with a control character or a byte outside ASCII, or sent twice', async () => {
+    for (const key of ['', 'k'.repeat(256), 'tab\there', 'café']) {
       const res = await request(first.baseUrl).post('/v1/folders').set(withKey(key)).send({ name: `bad-${key.length}` }).expect(400);
       expect(res.body.error.code).toBe('invalid_request');
       expect(res.body.error.details.fields[0].field).toBe('Idempotency-Key');
