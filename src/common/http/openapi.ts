@@ -123,7 +123,7 @@ const IDEMPOTENCY_KEY_PARAMETER = {
     'Makes a retry safe: the first complete answer (any status below 500 except 408, 409 conflict, 413, 423, 425 and 429, which ask for a retry later) is stored per API key and Idempotency-Key for 24 hours and replayed, with ' +
     '`Idempotent-Replayed: true`, for a retry of the same request. A request whose client went away (a timeout) is still finished and its ' +
     'answer stored, so the retry gets it rather than acting again. 1 to 255 printable ASCII characters, e.g. a UUID.',
-  schema: { type: 'string', minLength: 1, maxLength: 255 },
+  schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[ -~]+$' },
 };
 const IN_USE = 'idempotency_key_in_use: a request with this Idempotency-Key is still running; retry after Retry-After.';
 

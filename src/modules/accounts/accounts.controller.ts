@@ -1,9 +1,9 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
 import { CommandBus, QueryBus } from '@nestjs/cqrs';
-import { ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { RequireScope } from '../../common/auth/access.decorator.js';
 import { type Actor, CurrentActor } from '../../common/auth/actor.js';
-import { ApiEnvelope, ApiErrors } from '../../common/http/openapi.js';
+import { ApiEnvelope, ApiErrors, ErrorEnvelopeDoc } from '../../common/http/openapi.js';
 import { PageRequest } from '../../common/http/pagination.request.js';
 import { CreateApiKeyCommand } from './commands/create-api-key.command.js';
 import { RevokeApiKeyCommand } from './commands/revoke-api-key.command.js';
@@ -36,16 +36,28 @@ export class ApiKeysController {
   ) {}
 
   @Post()
+  @ApiResponse({
+    status: 401,
+    description:
+      'authentication_failed: the calling key was revoked while this request waited; nothing was created. Counted against the rate limit, ' +
+      'this answer carries the X-RateLimit headers.',
+    type: ErrorEnvelopeDoc,
+    headers: Object.fromEntries(['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset'].map((name) => [name, { $ref: `#/components/headers/${name}` }])),
+  })
   @RequireScope(null, { elevated: true })
   @ApiOperation({
     operationId: 'createApiKey',
     summary: 'Create an API key',
     description:
       'The secret `api_key` is in this answer only; it is stored as a hash. A key can grant no more than it holds: ' +
-      'the new scopes must be a subset of the calling key\'s, and only an elevated key may grant `elevated: true`.',
+      'the new scopes must be a subset of the calling key\'s, and only an elevated key may grant `elevated: true`. ' +
+      'An account holds at most 100 live keys; revoke one to make room.',
   })
   @ApiEnvelope(CreatedApiKeyResponse, { status: 201 })
-  @ApiErrors([400, 'invalid_request: name, scopes or elevated is malformed.'], [403, 'permission_denied: a scope the calling key does not hold.'])
+  @ApiErrors(
+    [400, 'invalid_request: name, scopes or elevated is malformed, or the account already holds 100 live keys (`details.limit`).'],
+    [403, 'permission_denied: a scope the calling key does not hold.'],
+  )
   async create(@CurrentActor() actor: Actor, @Body() body: CreateApiKeyRequest): Promise<CreatedApiKeyResponse> {
     const { key, secret } = await this.commands.execute(new CreateApiKeyCommand(actor.accountId, actor.userId, body.name, body.scopes, body.elevated ?? false, actor));
     return CreatedApiKeyResponse.withSecret(key, secret);
@@ -66,7 +78,9 @@ export class ApiKeysController {
   @ApiOperation({
     operationId: 'revokeApiKey',
     summary: 'Revoke an API key',
-    description: 'The key stops authenticating at once. A key may revoke only keys whose scopes are a subset of its own.',
+    description:
+      'The key stops authenticating at once, in every server process. A key may revoke only keys whose scopes are a subset of its own, ' +
+      'itself included: a key that revokes itself gets this answer, then 401 for every request, a retry of this one too.',
   })
   @ApiEnvelope(RevokedApiKeyResponse)
   @ApiErrors([403, 'permission_denied: the key holds a scope the calling key does not.'], [404, 'not_found: no live key with this id in the account.'])

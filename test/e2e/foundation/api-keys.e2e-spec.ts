@@ -1,6 +1,9 @@
+import { DataSource } from 'typeorm';
 import { describe, expect, it } from 'vitest';
-import { bearer, createKey, type TestAccount } from '../../support/accounts.js';
-import type { TestApp } from '../../support/test-app.js';
+import { ApiKeyEntity } from '../../../src/modules/accounts/api-key.entity.js';
+import { bearer, createAccount, createKey, type TestAccount } from '../../support/accounts.js';
+import { TEST_DB, type TestApp } from '../../support/test-app.js';
+import { eventually } from '../../support/time.js';
 import { useTestApp } from '../../support/app-fixture.js';
 
 describe('API keys over HTTP', () => {
@@ -60,6 +63,30 @@ describe('API keys over HTTP', () => {
     expect(listed.body.data.find((k: { id: string }) => k.id === created.body.data.id).name).toBe(name);
   });
 
+  it('counts a name\'s 200 characters as OpenAPI\'s maxLength does, in characters: 200 emoji are a name, 201 are not', async () => {
+    const longest = '😀'.repeat(200);
+    const created = await t.http().post('/v1/api-keys').set(owner.auth).send({ name: longest, scopes: ['read'] });
+    expect(created.status).toBe(201);
+    expect(created.body.data.name).toBe(longest);
+    const listed = await t.http().get('/v1/api-keys?per_page=100').set(owner.auth);
+    expect(listed.body.data.find((k: { id: string }) => k.id === created.body.data.id).name).toBe(longest);
+
+    const tooLong = await t.http().post('/v1/api-keys').set(owner.auth).send({ name: `${longest}x`, scopes: ['read'] });
+    expect(tooLong.status).toBe(400);
+    expect(tooLong.body.error).toMatchObject({ code: 'invalid_request', details: { fields: [expect.objectContaining({ field: 'name' })] } });
+  });
+
+  it('takes a name another live key has, and markup, as labels: keys are told apart by id and key_prefix', async () => {
+    const names = ['deploy', 'deploy', '<script>alert(1)</script>'];
+    const created = [];
+    for (const name of names) created.push((await t.http().post('/v1/api-keys').set(owner.auth).send({ name, scopes: ['read'] }).expect(201)).body.data);
+    expect(new Set(created.map((k) => k.id)).size).toBe(3);
+    expect(new Set(created.map((k) => k.key_prefix)).size).toBe(3);
+    const listed = await t.http().get('/v1/api-keys?per_page=100').set(owner.auth).expect(200);
+    const byId = new Map(listed.body.data.map((k: { id: string; name: string }) => [k.id, k.name]));
+    expect(created.map((k) => byId.get(k.id))).toEqual(names);
+  });
+
   it('answers 404 for revoking an unknown key', async () => {
     const res = await t.http().delete('/v1/api-keys/key_doesnotexist').set(owner.auth);
     expect(res.status).toBe(404);
@@ -116,10 +143,79 @@ describe('API keys over HTTP', () => {
     expect((await t.http().get('/v1/user/info').set(bearer(created.body.data.api_key))).status).toBe(401);
   });
 
+  it('a key may revoke itself (a leaked key disabled with nothing else at hand): answered 200, refused with 401 from then on', async () => {
+    const leaked = await createKey(t.app, owner, ['read'], true);
+    const revoked = await t.http().delete(`/v1/api-keys/${leaked.id}`).set(leaked.auth);
+    expect(revoked.status).toBe(200);
+    expect(revoked.body.data).toMatchObject({ id: leaked.id, revoked: true });
+    for (const path of ['/v1/user/info', '/v1/api-keys']) {
+      const after = await t.http().get(path).set(leaked.auth);
+      expect(after.status, path).toBe(401);
+      expect(after.body.error.code).toBe('authentication_failed');
+    }
+    // Its retry is refused as every request with the key is, not answered 404.
+    expect((await t.http().delete(`/v1/api-keys/${leaked.id}`).set(leaked.auth)).status).toBe(401);
+    const listed = await t.http().get('/v1/api-keys?per_page=100').set(owner.auth).expect(200);
+    expect(listed.body.data.map((k: { id: string }) => k.id)).not.toContain(leaked.id);
+  });
+
+  it('a key revoked while its key creation waits creates nothing: answered 401, no successor minted', async (ctx) => {
+    if (TEST_DB !== 'postgres') ctx.skip('needs a row lock to hold the creation while the revocation commits; SQLite transactions take turns');
+    const account = await createAccount(t.app);
+    const leaked = await createKey(t.app, account, ['read'], true);
+    const db = t.app.get(DataSource);
+    const waiting = async () =>
+      (await db.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"))[0].n as number;
+    // The creation was authenticated; its transaction waits behind this lock on the account while the key is revoked.
+    const holder = db.createQueryRunner();
+    await holder.startTransaction();
+    let creation: Promise<{ status: number; body: { error?: { code: string } } }>;
+    try {
+      await holder.query('SELECT id FROM accounts WHERE id = $1 FOR UPDATE', [account.accountId]);
+      creation = t.http().post('/v1/api-keys').set(leaked.auth).send({ name: 'successor', scopes: ['read'], elevated: true }).then((res) => res);
+      await eventually(async () => (await waiting()) > 0, 10_000, 'the key creation to wait for the account row');
+      await t.http().delete(`/v1/api-keys/${leaked.id}`).set(account.auth).expect(200);
+    } finally {
+      await holder.rollbackTransaction();
+      await holder.release();
+    }
+    const created = await creation;
+    expect(created.status).toBe(401);
+    expect(created.body.error?.code).toBe('authentication_failed');
+    expect(await db.getRepository(ApiKeyEntity).countBy({ accountId: account.accountId, name: 'successor' })).toBe(0);
+  });
+
   it('a key without elevation cannot manage keys at all', async () => {
     const plain = await createKey(t.app, owner, ['read', 'write', 'delete', 'share'], false);
     const res = await t.http().post('/v1/api-keys').set(plain.auth).send({ name: 'x', scopes: ['read'] });
     expect(res.status).toBe(403);
     expect(res.body.error.code).toBe('permission_denied');
+  });
+
+  it('refuses an account its 101st live key with 400 invalid_request and details.limit, creating nothing; a revoked key frees room', async () => {
+    const crowded = await createAccount(t.app);
+    // The owner key and 99 more: the account holds 100 live keys.
+    for (let i = 0; i < 99; i++) await createKey(t.app, crowded, ['read']);
+    const refused = await t.http().post('/v1/api-keys').set(crowded.auth).send({ name: 'one too many', scopes: ['read'] });
+    expect(refused.status).toBe(400);
+    expect(refused.body.error).toMatchObject({ code: 'invalid_request', details: { limit: 100 } });
+    const listed = await t.http().get('/v1/api-keys?per_page=100').set(crowded.auth).expect(200);
+    expect(listed.body.pagination.total_items).toBe(100);
+    expect(listed.body.data.map((k: { name: string }) => k.name)).not.toContain('one too many');
+
+    const spare = listed.body.data.find((k: { id: string }) => k.id !== crowded.keyId).id;
+    await t.http().delete(`/v1/api-keys/${spare}`).set(crowded.auth).expect(200);
+    await t.http().post('/v1/api-keys').set(crowded.auth).send({ name: 'room again', scopes: ['read'] }).expect(201);
+  });
+
+  it('lets only as many of several concurrent creations through as the limit has room for', async () => {
+    const crowded = await createAccount(t.app);
+    for (let i = 0; i < 97; i++) await createKey(t.app, crowded, ['read']);
+    const answers = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => t.http().post('/v1/api-keys').set(crowded.auth).send({ name: `racer ${i}`, scopes: ['read'] })),
+    );
+    expect(answers.map((a) => a.status).sort()).toEqual([201, 201, 400, 400, 400, 400]);
+    const listed = await t.http().get('/v1/api-keys?per_page=100').set(crowded.auth).expect(200);
+    expect(listed.body.pagination.total_items).toBe(100);
   });
 });

@@ -67,6 +67,19 @@ describe('authentication and scopes', () => {
     }
   });
 
+  it('answers a 100 KB Authorization header 431 and one with bytes outside ASCII 401, each in the JSON envelope', async () => {
+    const host = new URL(t.baseUrl).host;
+    const huge = await rawExchange(t.baseUrl, `GET /v1/user/info HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer ${'a'.repeat(100_000)}\r\n\r\n`);
+    expect(huge.split('\r\n')[0]).toBe('HTTP/1.1 431 Request Header Fields Too Large');
+    expect(JSON.parse(huge.slice(huge.indexOf('\r\n\r\n') + 4))).toEqual({ success: false, error: { code: 'invalid_request', message: expect.any(String) } });
+    // Non-ASCII bytes (UTF-8 é and ÿ) around a valid key: not the key, whatever a lenient decoder would make of them.
+    for (const header of [`Bearer \u00e9${owner.apiKey}`, `Bearer ${owner.apiKey}\u00ff`]) {
+      const answer = await rawExchange(t.baseUrl, `GET /v1/user/info HTTP/1.1\r\nHost: ${host}\r\nAuthorization: ${header}\r\nConnection: close\r\n\r\n`);
+      expect(answer.split('\r\n')[0]).toBe('HTTP/1.1 401 Unauthorized');
+      expect(answer).toContain('"code":"authentication_failed"');
+    }
+  });
+
   it('reports the storage an upload used as a whole percentage rounded down, as storage.warning does', async () => {
     const small = await createAccount(t.app, { storageLimit: 100 });
     expect((await uploadOk(t, small.auth, 'x'.repeat(29), { name: 'a.txt' })).size).toBe(29);

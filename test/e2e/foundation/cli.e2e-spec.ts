@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../../../src/app.factory.js';
 import { loadConfig } from '../../../src/config/app-config.js';
-import { bearer } from '../../support/accounts.js';
+import { bearer, createKey } from '../../support/accounts.js';
 import { runNode, startServerProcess } from '../../support/processes.js';
 import { createTestEnvironment, TEST_REDIS_URL, type TestEnvironment } from '../../support/test-app.js';
 import request from 'supertest';
@@ -106,6 +106,20 @@ describe('command line (dist/cli.js)', () => {
       expect(await keysOfOwner()).toBe(before);
       const longest = await runNode('cli.js', ['keys', 'create', '--account', owner.account_id, '--scopes', 'read', '--name', 'k'.repeat(200)], environment.env);
       expect(longest.code, longest.stderr).toBe(0);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('gives an account that holds the API\'s 100 live keys one more: the operator is not held to the limit', async () => {
+    const created = JSON.parse((await runNode('cli.js', ['accounts', 'create', '--name', 'Full', '--plan', 'free'], environment.env)).stdout);
+    const full = { accountId: created.account_id, userId: created.user_id, apiKey: created.api_key, keyId: '', auth: bearer(created.api_key) };
+    const context = await startOperatorContext(environment.env);
+    try {
+      for (let i = 0; i < 99; i++) await createKey(context, full, ['read']);
+      const result = await runNode('cli.js', ['keys', 'create', '--account', full.accountId, '--scopes', 'read', '--elevated'], environment.env);
+      expect(result.code, result.stderr).toBe(0);
+      expect(await context.get(DataSource).getRepository(ApiKeyEntity).countBy({ accountId: full.accountId })).toBe(101);
     } finally {
       await context.close();
     }

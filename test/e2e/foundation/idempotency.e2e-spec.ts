@@ -107,8 +107,8 @@ describe('Idempotency-Key on POST, across two server processes', () => {
     expect(folders.body.data.map((f: { name: string }) => f.name)).not.toContain('Other');
   });
 
-  it('refuses a bad key with 400: empty, longer than 255 characters, with a control character, or sent twice', async () => {
-    for (const key of ['', 'k'.repeat(256), 'tab\there']) {
+  it('refuses a bad key with 400: empty, longer than 255 characters, with a control character or a byte outside ASCII, or sent twice', async () => {
+    for (const key of ['', 'k'.repeat(256), 'tab\there', 'café']) {
       const res = await request(first.baseUrl).post('/v1/folders').set(withKey(key)).send({ name: `bad-${key.length}` }).expect(400);
       expect(res.body.error.code).toBe('invalid_request');
       expect(res.body.error.details.fields[0].field).toBe('Idempotency-Key');
@@ -292,6 +292,23 @@ describe('Idempotency-Key in one server process', () => {
     });
     expect(patch.status).toBe(204);
     expect(patch.headers.get('upload-offset')).toBe('3');
+  });
+
+  it('ignores the header on GET, PATCH and DELETE, which are idempotent already: a repeated DELETE answers 404, not a replay', async () => {
+    const folder = (await t.http().post('/v1/folders').set(owner.auth).send({ name: 'Ignored key' }).expect(201)).body.data;
+    // Not even checked there: a key no POST would take changes nothing.
+    const renamed = await t.http().patch(`/v1/folders/${folder.id}`).set({ ...owner.auth, 'Idempotency-Key': 'k'.repeat(300) }).send({ name: 'Renamed' });
+    expect(renamed.status).toBe(200);
+    expect(renamed.headers['idempotent-replayed']).toBeUndefined();
+    const listed = await t.http().get('/v1/folders?per_page=100').set({ ...owner.auth, 'Idempotency-Key': 'k'.repeat(300) });
+    expect(listed.status).toBe(200);
+
+    const deleteIt = () => t.http().delete(`/v1/folders/${folder.id}`).set({ ...owner.auth, 'Idempotency-Key': 'delete-folder' });
+    expect((await deleteIt()).status).toBe(200);
+    const repeated = await deleteIt();
+    expect(repeated.status).toBe(404);
+    expect(repeated.body.error.code).toBe('not_found');
+    expect(repeated.headers['idempotent-replayed']).toBeUndefined();
   });
 
   it('answers a retry whose stored answer can no longer be opened (SECRETS_ENCRYPTION_KEY changed) with 422, not 503 for a day', async () => {

@@ -59,7 +59,7 @@ export interface paths {
         put?: never;
         /**
          * Create an API key
-         * @description The secret `api_key` is in this answer only; it is stored as a hash. A key can grant no more than it holds: the new scopes must be a subset of the calling key's, and only an elevated key may grant `elevated: true`.
+         * @description The secret `api_key` is in this answer only; it is stored as a hash. A key can grant no more than it holds: the new scopes must be a subset of the calling key's, and only an elevated key may grant `elevated: true`. An account holds at most 100 live keys; revoke one to make room.
          */
         post: operations["createApiKey"];
         delete?: never;
@@ -80,7 +80,7 @@ export interface paths {
         post?: never;
         /**
          * Revoke an API key
-         * @description The key stops authenticating at once. A key may revoke only keys whose scopes are a subset of its own.
+         * @description The key stops authenticating at once, in every server process. A key may revoke only keys whose scopes are a subset of its own, itself included: a key that revokes itself gets this answer, then 401 for every request, a retry of this one too.
          */
         delete: operations["revokeApiKey"];
         options?: never;
@@ -780,7 +780,7 @@ export interface components {
         };
         CreateApiKeyRequest: {
             /**
-             * @description Well-formed Unicode (no unpaired surrogate), 1 to 200 characters, not only spaces; kept exactly as sent.
+             * @description Well-formed Unicode (no unpaired surrogate), 1 to 200 characters (code points: an emoji is one), not only spaces; kept exactly as sent.
              * @example CI uploads
              */
             name: string;
@@ -1927,7 +1927,7 @@ export interface operations {
                 };
             };
             /**
-             * @description invalid_request: name, scopes or elevated is malformed.
+             * @description invalid_request: name, scopes or elevated is malformed, or the account already holds 100 live keys (`details.limit`).
              *
              *     invalid_request: malformed input; `details.fields` lists each problem.
              */
@@ -1944,12 +1944,19 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope400"];
                 };
             };
-            /** @description authentication_failed: missing, malformed, unknown or revoked API key. */
+            /**
+             * @description authentication_failed: missing, malformed, unknown or revoked API key.
+             *
+             *     authentication_failed: the calling key was revoked while this request waited; nothing was created. Counted against the rate limit, this answer carries the X-RateLimit headers.
+             */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {

@@ -13,7 +13,7 @@ const IsApiKeyName = () =>
   });
 
 export class CreateApiKeyRequest {
-  @ApiProperty({ example: 'CI uploads', minLength: 1, maxLength: API_KEY_NAME_MAX_LENGTH, pattern: '\\S', description: 'Well-formed Unicode (no unpaired surrogate), 1 to 200 characters, not only spaces; kept exactly as sent.' })
+  @ApiProperty({ example: 'CI uploads', minLength: 1, maxLength: API_KEY_NAME_MAX_LENGTH, pattern: '\\S', description: 'Well-formed Unicode (no unpaired surrogate), 1 to 200 characters (code points: an emoji is one), not only spaces; kept exactly as sent.' })
   @IsString() @IsApiKeyName()
   name: string;
 
