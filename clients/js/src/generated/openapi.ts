@@ -119,7 +119,7 @@ export interface paths {
         put?: never;
         /**
          * Upload a file
-         * @description Streams the file to storage while hashing it. The plan maximum size is enforced while streaming (and at once from Content-Length); quota is reserved atomically. A taken name gets a numbered suffix (`report (1).pdf`) unless overwrite=true replaces the same-named file (same id and created_at, new modified_at); only its net change has to fit the quota (send overwrite and name before the file part). The type comes from the content, then the extension.
+         * @description Streams the file to storage while hashing it. The plan maximum size is enforced while streaming (and at once from Content-Length); quota is reserved atomically. A taken name gets a numbered suffix (`report (1).pdf`) unless overwrite=true replaces the same-named file (same id and created_at, new modified_at); only its net change has to fit the quota (send overwrite and name before the file part). Without a name field the name is the part's filename without any directory before it (after / or \). The body is read as sent: any Content-Encoding but identity is 415. The type comes from the content, then the extension.
          */
         post: operations["uploadFile"];
         delete?: never;
@@ -2373,7 +2373,7 @@ export interface operations {
                 };
             };
             /**
-             * @description invalid_request: no file part, a bad name or field.
+             * @description invalid_request: no file part, a bad name or field, a field in a charset the service cannot decode, or a multipart body that cannot be read.
              *
              *     invalid_request: malformed input; `details.fields` lists each problem.
              */

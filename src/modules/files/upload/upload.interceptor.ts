@@ -3,6 +3,7 @@ import type { Request, Response } from 'express';
 import multer, { MulterError, type StorageEngine } from 'multer';
 import { catchError, from, type Observable, switchMap, throwError } from 'rxjs';
 import { ApiError, InvalidRequest } from '../../../common/errors/api-error.js';
+import { fileNameOfPart } from '../file-naming.js';
 import { type OverwriteTarget, type ReceivedUpload, UploadReceiver } from './upload-receiver.js';
 import { UploadSizeLimit } from './upload-size-limit.js';
 
@@ -54,6 +55,12 @@ export class UploadInterceptor implements NestInterceptor {
   private async receive(request: Request, response: Response): Promise<void> {
     const actor = request.actor;
     if (!actor) throw new Error('UploadInterceptor needs an authenticated route');
+    const encoding = contentEncodingOf(request);
+    if (encoding) {
+      closeAfterAnswer(request, response);
+      // multer reads the body as sent: a compressed one would be refused as malformed, or stored as other bytes than meant.
+      throw new ApiError(415, 'invalid_request', `An upload is read as sent, and this one says it is compressed (Content-Encoding: ${encoding}); send it uncompressed.`);
+    }
     const declared = Number(request.headers['content-length']);
     const tooLarge = new UploadSizeLimit(actor.plan).checkDeclared(declared, MULTIPART_ALLOWANCE);
     if (tooLarge) {
@@ -70,6 +77,8 @@ export class UploadInterceptor implements NestInterceptor {
     await new Promise<void>((resolve, reject) => {
       const engine: StorageEngine = {
         _handleFile: (_req, file, callback) => {
+          // multer keeps the client's path (preservePath), so that a filename with nothing after it still reaches the name rules.
+          file.originalname = fileNameOfPart(file.originalname);
           const bodyFaults = new WeakSet<object>();
           file.stream.on('error', (error) => bodyFaults.add(error));
           /** Whether the request (its body cut short or malformed, its client gone) is what failed the upload. */
@@ -101,9 +110,11 @@ export class UploadInterceptor implements NestInterceptor {
           this.receiver.release(received.uploadId, received.tempKey).then(() => callback(null), callback);
         },
       };
-      multer({ storage: engine, limits: LIMITS, defParamCharset: 'utf8' } as multer.Options).single('file')(request, response, (error: unknown) => {
+      multer({ storage: engine, limits: LIMITS, defParamCharset: 'utf8', preservePath: true } as multer.Options).single('file')(request, response, (error: unknown) => {
         if (!error) {
           if (request.file) request.upload = request.file as unknown as ReceivedUpload & { originalname: string };
+          const undecodable = undecodableFields(request);
+          if (undecodable.length > 0) return reject(InvalidRequest.fields(undecodable));
           // A part named "file" without a filename is a form field to multer, which validation would call unknown.
           if (!request.file && typeof (request.body as Record<string, unknown> | undefined)?.file === 'string') {
             return reject(InvalidRequest.fields([{ field: 'file', message: 'must be a file part, with a filename in its Content-Disposition' }]));
@@ -117,6 +128,23 @@ export class UploadInterceptor implements NestInterceptor {
       throw error instanceof Error && serviceFaults.has(error) ? error : translate(error);
     });
   }
+}
+
+/** The Content-Encoding a request declares, other than identity; null when its body is sent as it is. */
+function contentEncodingOf(request: Request): string | null {
+  const encoding = (request.headers['content-encoding'] ?? '').trim().toLowerCase();
+  return encoding === '' || encoding === 'identity' ? null : encoding;
+}
+
+/**
+ * The form fields sent in a charset the parser cannot decode (a part's `Content-Type: text/plain; charset=…`): busboy
+ * hands them over without a value, and they would pass as not given, the upload silently taking the file's own name.
+ */
+function undecodableFields(request: Request): { field: string; message: string }[] {
+  const fields = (request.body ?? {}) as Record<string, unknown>;
+  return Object.keys(fields)
+    .filter((field) => fields[field] === undefined)
+    .map((field) => ({ field, message: 'is in a charset the service cannot read (its part\'s Content-Type names it); send it in UTF-8' }));
 }
 
 function translate(error: unknown): unknown {

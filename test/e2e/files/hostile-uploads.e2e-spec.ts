@@ -1,0 +1,108 @@
+import { gzipSync } from 'node:zlib';
+import { DataSource } from 'typeorm';
+import { describe, expect, it } from 'vitest';
+import { AccountEntity } from '../../../src/modules/accounts/account.entity.js';
+import type { TestAccount } from '../../support/accounts.js';
+import { useTestApp } from '../../support/app-fixture.js';
+import { rawExchange } from '../../support/raw-http.js';
+import type { TestApp } from '../../support/test-app.js';
+import { eventually } from '../../support/time.js';
+import { listBlobs } from '../../support/uploads.js';
+
+const BOUNDARY = 'hostile-boundary';
+
+/** One multipart part; `filename` null makes it a text field. */
+function part(name: string, filename: string | null, content: string | Buffer, headers = ''): Buffer {
+  const disposition = `form-data; name="${name}"${filename === null ? '' : `; filename="${filename}"`}`;
+  return Buffer.concat([Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: ${disposition}\r\n${headers}\r\n`), Buffer.from(content), Buffer.from('\r\n')]);
+}
+
+function form(...parts: Buffer[]): Buffer {
+  return Buffer.concat([...parts, Buffer.from(`--${BOUNDARY}--\r\n`)]);
+}
+
+/** What a client that writes its own multipart body sees: status and JSON answer. */
+async function rawUploadOf(t: TestApp, owner: TestAccount, body: Buffer, headers = ''): Promise<{ status: number; body: any }> {
+  const head =
+    `POST /v1/files/upload HTTP/1.1\r\nHost: localhost\r\n${owner.auth.Authorization ? `Authorization: ${owner.auth.Authorization}\r\n` : ''}` +
+    `Content-Type: multipart/form-data; boundary=${BOUNDARY}\r\nContent-Length: ${body.length}\r\nConnection: close\r\n${headers}\r\n`;
+  const answer = await rawExchange(t.baseUrl, Buffer.concat([Buffer.from(head), body]));
+  const status = Number(answer.slice(9, 12));
+  const json = answer.slice(answer.indexOf('\r\n\r\n') + 4);
+  return { status, body: JSON.parse(json) };
+}
+
+describe('uploads a hostile or unusual client sends', () => {
+  let t: TestApp;
+  let owner: TestAccount;
+  useTestApp((started) => ({ t, owner } = started));
+
+  const account = () => t.app.get(DataSource).getRepository(AccountEntity).findOneByOrFail({ id: owner.accountId });
+  const fileCount = async () => (await t.http().get('/v1/files').set(owner.auth)).body.pagination.total_items as number;
+  /** Nothing stored, charged or held: the same files and usage as before, no temporary bytes, no reserved quota. */
+  const expectNothingChanged = async (before: { used: number; files: number }) => {
+    await eventually(async () => listBlobs(t, 'tmp').length === 0 && (await account()).storageReserved === 0, 10_000, 'temporary bytes and reserved quota to be given back');
+    expect({ used: (await account()).storageUsed, files: await fileCount() }).toEqual(before);
+  };
+  const snapshot = async () => ({ used: (await account()).storageUsed, files: await fileCount() });
+
+  it('refuses a compressed upload (Content-Encoding gzip or br) with 415, rather than storing or misreading its bytes', async () => {
+    const before = await snapshot();
+    const body = form(part('file', 'notes.txt', 'plain words'));
+    const gzipped = await rawUploadOf(t, owner, gzipSync(body), 'Content-Encoding: gzip\r\n');
+    expect(gzipped.status).toBe(415);
+    expect(gzipped.body.error).toEqual({ code: 'invalid_request', message: expect.stringContaining('Content-Encoding: gzip') });
+    // Claimed compressed but sent plain: still not read, since a server that ignored the header would store what the client did not mean.
+    const claimed = await rawUploadOf(t, owner, body, 'Content-Encoding: br\r\n');
+    expect(claimed.status).toBe(415);
+    await expectNothingChanged(before);
+
+    const identity = await rawUploadOf(t, owner, body, 'Content-Encoding: identity\r\n');
+    expect(identity.status).toBe(200);
+    expect(identity.body.data).toMatchObject({ name: 'notes.txt', size: 11 });
+  });
+
+  it('refuses a form field in a charset it cannot read with 400 naming the field, instead of dropping the field', async () => {
+    const before = await snapshot();
+    const res = await rawUploadOf(t, owner, form(part('name', null, 'wanted.txt', 'Content-Type: text/plain; charset=x-unknown\r\n'), part('file', 'fallback.txt', 'abc')));
+    expect(res.status).toBe(400);
+    expect(res.body.error).toMatchObject({ code: 'invalid_request', details: { fields: [{ field: 'name', message: expect.stringContaining('charset') }] } });
+    // The same with the field after the file part, whose bytes are already stored by then.
+    const after = await rawUploadOf(t, owner, form(part('file', 'fallback.txt', 'abc'), part('name', null, 'wanted.txt', 'Content-Type: text/plain; charset=x-unknown\r\n')));
+    expect(after.status).toBe(400);
+    expect(after.body.error.details.fields).toEqual([{ field: 'name', message: expect.stringContaining('charset') }]);
+    await expectNothingChanged(before);
+
+    // A charset it knows is decoded.
+    const utf16 = await rawUploadOf(t, owner, form(part('name', null, Buffer.from('été.txt', 'utf16le'), 'Content-Type: text/plain; charset=utf-16le\r\n'), part('file', 'x.bin', 'abc')));
+    expect(utf16.status).toBe(200);
+    expect(utf16.body.data.name).toBe('été.txt');
+  });
+
+  it.each([['..'], ['.'], ['photos/'], ['photos/..'], ['C:\\photos\\.']])(
+    'takes the name field for a file part whose filename %j is no name once its path is removed, and refuses it on name without one',
+    async (filename) => {
+      const before = await snapshot();
+      const unnamed = await rawUploadOf(t, owner, form(part('file', filename, 'abc')));
+      expect(unnamed.status).toBe(400);
+      expect(unnamed.body.error).toMatchObject({ code: 'invalid_request', details: { fields: [{ field: 'name' }] } });
+      await expectNothingChanged(before);
+
+      const named = await rawUploadOf(t, owner, form(part('name', null, `from-field-${filename.length}.txt`), part('file', filename, 'abc')));
+      expect(named.status).toBe(200);
+      expect(named.body.data).toMatchObject({ name: `from-field-${filename.length}.txt`, size: 3 });
+    },
+  );
+
+  it('keeps only the last path component of a filename, whichever separator the client used', async () => {
+    for (const [filename, name] of [
+      ['../../etc/passwd', 'passwd'],
+      ['C:\\Users\\me\\report.pdf', 'report.pdf'],
+      ['dir/sub\\mixed.txt', 'mixed.txt'],
+    ]) {
+      const res = await rawUploadOf(t, owner, form(part('file', filename, 'abc')));
+      expect(res.status).toBe(200);
+      expect(res.body.data.name).toBe(name);
+    }
+  });
+});
