@@ -66,7 +66,7 @@ export class FilesController {
   })
   @ApiEnvelope(FileResponse)
   @ApiErrors(
-    [400, 'invalid_request: no file part, a bad name or field, a field in a charset the service cannot decode, or a multipart body that cannot be read.'],
+    [400, 'invalid_request: no file part, a bad name or field, a field given twice or in a charset the service cannot decode, or a multipart body that cannot be read.'],
     [404, 'not_found: folder_id names no active folder.'],
     [413, 'file_too_large (details file_size, max_size, plan) or storage_exceeded (details current_usage, storage_limit, required_space).'],
     NAME_CONFLICT,

@@ -79,6 +79,17 @@ describe('uploads a hostile or unusual client sends', () => {
     expect(utf16.body.data.name).toBe('été.txt');
   });
 
+  it('refuses a form field given twice with 400 saying so, before or after the file part, and keeps nothing', async () => {
+    const before = await snapshot();
+    const twice = await rawUploadOf(t, owner, form(part('name', null, 'one.txt'), part('name', null, 'two.txt'), part('file', 'x.txt', 'abc')));
+    expect(twice.status).toBe(400);
+    expect(twice.body.error.details.fields).toEqual([{ field: 'name', message: 'must be given at most once' }]);
+    const around = await rawUploadOf(t, owner, form(part('overwrite', null, 'true'), part('file', 'x.txt', 'abc'), part('overwrite', null, 'true')));
+    expect(around.status).toBe(400);
+    expect(around.body.error.details.fields).toEqual([{ field: 'overwrite', message: 'must be given at most once' }]);
+    await expectNothingChanged(before);
+  });
+
   it.each([['..'], ['.'], ['photos/'], ['photos/..'], ['C:\\photos\\.']])(
     'takes the name field for a file part whose filename %j is no name once its path is removed, and refuses it on name without one',
     async (filename) => {

@@ -2373,7 +2373,7 @@ export interface operations {
                 };
             };
             /**
-             * @description invalid_request: no file part, a bad name or field, a field in a charset the service cannot decode, or a multipart body that cannot be read.
+             * @description invalid_request: no file part, a bad name or field, a field given twice or in a charset the service cannot decode, or a multipart body that cannot be read.
              *
              *     invalid_request: malformed input; `details.fields` lists each problem.
              */

@@ -113,8 +113,8 @@ export class UploadInterceptor implements NestInterceptor {
       multer({ storage: engine, limits: LIMITS, defParamCharset: 'utf8', preservePath: true } as multer.Options).single('file')(request, response, (error: unknown) => {
         if (!error) {
           if (request.file) request.upload = request.file as unknown as ReceivedUpload & { originalname: string };
-          const undecodable = undecodableFields(request);
-          if (undecodable.length > 0) return reject(InvalidRequest.fields(undecodable));
+          const malformed = malformedFields(request);
+          if (malformed.length > 0) return reject(InvalidRequest.fields(malformed));
           // A part named "file" without a filename is a form field to multer, which validation would call unknown.
           if (!request.file && typeof (request.body as Record<string, unknown> | undefined)?.file === 'string') {
             return reject(InvalidRequest.fields([{ field: 'file', message: 'must be a file part, with a filename in its Content-Disposition' }]));
@@ -137,14 +137,18 @@ function contentEncodingOf(request: Request): string | null {
 }
 
 /**
- * The form fields sent in a charset the parser cannot decode (a part's `Content-Type: text/plain; charset=…`): busboy
- * hands them over without a value, and they would pass as not given, the upload silently taking the file's own name.
+ * Form fields that validation would misjudge. One sent in a charset the parser cannot decode (a part's
+ * `Content-Type: text/plain; charset=…`) comes without a value and would pass as not given, the upload silently taking
+ * the file's own name. One sent twice comes as a list, which validation would call "must be a string"; it is refused
+ * the way a query parameter given twice is.
  */
-function undecodableFields(request: Request): { field: string; message: string }[] {
+function malformedFields(request: Request): { field: string; message: string }[] {
   const fields = (request.body ?? {}) as Record<string, unknown>;
-  return Object.keys(fields)
-    .filter((field) => fields[field] === undefined)
-    .map((field) => ({ field, message: 'is in a charset the service cannot read (its part\'s Content-Type names it); send it in UTF-8' }));
+  return Object.entries(fields).flatMap(([field, value]) => {
+    if (value === undefined) return [{ field, message: 'is in a charset the service cannot read (its part\'s Content-Type names it); send it in UTF-8' }];
+    if (Array.isArray(value)) return [{ field, message: 'must be given at most once' }];
+    return [];
+  });
 }
 
 function translate(error: unknown): unknown {
