@@ -105,6 +105,31 @@ describe('uploads a hostile or unusual client sends', () => {
     },
   );
 
+  it('reads an RFC 5987 filename* before filename, and stores a part marked Content-Transfer-Encoding as sent', async () => {
+    const disposition = `form-data; name="file"; filename="fallback.txt"; filename*=UTF-8''%E2%82%AC%20rates.txt`;
+    const encoded = await rawUploadOf(t, owner, form(Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: ${disposition}\r\n\r\nabc\r\n`)));
+    expect(encoded.status).toBe(200);
+    expect(encoded.body.data.name).toBe('€ rates.txt');
+
+    const marked = await rawUploadOf(t, owner, form(part('file', 'marked.txt', 'aGVsbG8=', 'Content-Transfer-Encoding: base64\r\n')));
+    expect(marked.status).toBe(200);
+    const download = await fetch(`${t.baseUrl}${new URL(marked.body.data.download_url).pathname}${new URL(marked.body.data.download_url).search}`);
+    expect(await download.text()).toBe('aGVsbG8=');
+  });
+
+  it('refuses a signed link with a parameter added to it, or one given twice, with 400 naming it', async () => {
+    const stored = await rawUploadOf(t, owner, form(part('file', 'linked.txt', 'abc')));
+    const link = new URL(stored.body.data.download_url);
+    const at = (search: string) => fetch(`${t.baseUrl}${link.pathname}${search}`);
+    expect((await at(link.search)).status).toBe(200);
+    const tracked = await at(`${link.search}&utm_source=mail`);
+    expect(tracked.status).toBe(400);
+    expect(((await tracked.json()) as any).error.details.fields).toEqual([{ field: 'utm_source', message: 'is not allowed' }]);
+    const twice = await at(`${link.search}&expires=${link.searchParams.get('expires')}`);
+    expect(twice.status).toBe(400);
+    expect(((await twice.json()) as any).error.details.fields).toEqual([{ field: 'expires', message: 'must be given at most once' }]);
+  });
+
   it('keeps only the last path component of a filename, whichever separator the client used', async () => {
     for (const [filename, name] of [
       ['../../etc/passwd', 'passwd'],
