@@ -62,6 +62,7 @@ export class FilesController {
       'quota is reserved atomically. A taken name gets a numbered suffix (`report (1).pdf`) unless overwrite=true replaces the same-named file ' +
       '(same id and created_at, new modified_at); only its net change has to fit the quota (send overwrite and name before the file part). ' +
       'Without a name field the name is the part\'s filename (an RFC 5987 filename* wins) without any directory before it (after / or \\). A part\'s Content-Transfer-Encoding is ignored. The body is read as sent: any Content-Encoding but identity is 415. ' +
+      'Fields sent before the file part are judged when it begins (400 or 404 before its bytes are read). ' +
       'The type comes from the content, then the extension.',
   })
   @ApiEnvelope(FileResponse)

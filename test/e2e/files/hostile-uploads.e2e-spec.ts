@@ -7,7 +7,7 @@ import { useTestApp } from '../../support/app-fixture.js';
 import { rawExchange } from '../../support/raw-http.js';
 import type { TestApp } from '../../support/test-app.js';
 import { eventually } from '../../support/time.js';
-import { listBlobs } from '../../support/uploads.js';
+import { listBlobs, rawUpload } from '../../support/uploads.js';
 
 const BOUNDARY = 'hostile-boundary';
 
@@ -102,6 +102,10 @@ describe('uploads a hostile or unusual client sends', () => {
       const named = await rawUploadOf(t, owner, form(part('name', null, `from-field-${filename.length}.txt`), part('file', filename, 'abc')));
       expect(named.status).toBe(200);
       expect(named.body.data).toMatchObject({ name: `from-field-${filename.length}.txt`, size: 3 });
+      // The name field may as well follow the file part.
+      const namedAfter = await rawUploadOf(t, owner, form(part('file', filename, 'abc'), part('name', null, `after-field-${filename.length}.txt`)));
+      expect(namedAfter.status).toBe(200);
+      expect(namedAfter.body.data.name).toBe(`after-field-${filename.length}.txt`);
     },
   );
 
@@ -140,5 +144,37 @@ describe('uploads a hostile or unusual client sends', () => {
       expect(res.status).toBe(200);
       expect(res.body.data.name).toBe(name);
     }
+  });
+
+  describe('fields sent before the file part', () => {
+    let quick: TestApp;
+    let user: TestAccount;
+    // A server still waiting for the body answers 408 once the client has been idle this long: a refusal that waits
+    // for the whole file shows as 408, not as its own answer.
+    useTestApp((started) => ({ t: quick, owner: user } = started), { env: { HTTP_IDLE_TIMEOUT_SECONDS: '2' } });
+
+    it.each([
+      ['a name that breaks the rules', [['name', 'a/b.txt']], 400, 'name'],
+      ['an unknown field', [['colour', 'red']], 400, 'colour'],
+      ['a bad overwrite', [['overwrite', 'yes']], 400, 'overwrite'],
+      ['a folder that does not exist', [['folder_id', 'fld_missing']], 404, null],
+    ] as Array<[string, Array<[string, string]>, number, string | null]>)(
+      'refuses %s as soon as the file part begins, not after the client has sent the whole file',
+      async (_label, fields, status, field) => {
+        let hangUp = () => {};
+        const res = await rawUpload(quick, user.auth, {
+          fields,
+          fileSize: 64 * 1024 * 1024,
+          declaredLength: 64 * 1024 * 1024 + 1024,
+          holdAfter: 1024 * 1024,
+          onHold: (close) => (hangUp = close),
+        });
+        hangUp();
+        expect(res.outcome).toBe('answered');
+        expect(res.status).toBe(status);
+        if (field) expect(res.body.error.details.fields).toEqual([expect.objectContaining({ field })]);
+        await eventually(async () => listBlobs(quick, 'tmp').length === 0, 10_000, 'no temporary bytes');
+      },
+    );
   });
 });

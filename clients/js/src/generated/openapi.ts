@@ -119,7 +119,7 @@ export interface paths {
         put?: never;
         /**
          * Upload a file
-         * @description Streams the file to storage while hashing it. The plan maximum size is enforced while streaming (and at once from Content-Length); quota is reserved atomically. A taken name gets a numbered suffix (`report (1).pdf`) unless overwrite=true replaces the same-named file (same id and created_at, new modified_at); only its net change has to fit the quota (send overwrite and name before the file part). Without a name field the name is the part's filename (an RFC 5987 filename* wins) without any directory before it (after / or \). A part's Content-Transfer-Encoding is ignored. The body is read as sent: any Content-Encoding but identity is 415. The type comes from the content, then the extension.
+         * @description Streams the file to storage while hashing it. The plan maximum size is enforced while streaming (and at once from Content-Length); quota is reserved atomically. A taken name gets a numbered suffix (`report (1).pdf`) unless overwrite=true replaces the same-named file (same id and created_at, new modified_at); only its net change has to fit the quota (send overwrite and name before the file part). Without a name field the name is the part's filename (an RFC 5987 filename* wins) without any directory before it (after / or \). A part's Content-Transfer-Encoding is ignored. The body is read as sent: any Content-Encoding but identity is 415. Fields sent before the file part are judged when it begins (400 or 404 before its bytes are read). The type comes from the content, then the extension.
          */
         post: operations["uploadFile"];
         delete?: never;

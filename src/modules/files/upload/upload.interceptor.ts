@@ -2,8 +2,13 @@ import { type CallHandler, type ExecutionContext, Injectable, type NestIntercept
 import type { Request, Response } from 'express';
 import multer, { MulterError, type StorageEngine } from 'multer';
 import { catchError, from, type Observable, switchMap, throwError } from 'rxjs';
+import { QueryBus } from '@nestjs/cqrs';
+import type { Actor } from '../../../common/auth/actor.js';
 import { ApiError, InvalidRequest } from '../../../common/errors/api-error.js';
-import { fileNameOfPart } from '../file-naming.js';
+import { ApiValidationPipe } from '../../../common/http/validation.pipe.js';
+import { GetFolderQuery } from '../../folders/queries/get-folder.query.js';
+import { UploadFileRequest } from '../dto/file.requests.js';
+import { acceptedName, fileNameOfPart } from '../file-naming.js';
 import { type OverwriteTarget, type ReceivedUpload, UploadReceiver } from './upload-receiver.js';
 import { UploadSizeLimit } from './upload-size-limit.js';
 
@@ -37,7 +42,12 @@ declare module 'express-serve-static-core' {
  */
 @Injectable()
 export class UploadInterceptor implements NestInterceptor {
-  constructor(private readonly receiver: UploadReceiver) {}
+  private readonly validation = new ApiValidationPipe();
+
+  constructor(
+    private readonly receiver: UploadReceiver,
+    private readonly queries: QueryBus,
+  ) {}
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
     const request = context.switchToHttp().getRequest<Request>();
@@ -91,18 +101,21 @@ export class UploadInterceptor implements NestInterceptor {
             const name = typeof fields.name === 'string' ? fields.name : file.originalname;
             return { name, folderId: typeof fields.folder_id === 'string' ? fields.folder_id : null };
           };
-          this.receiver.receive(actor, file.stream, aborted.signal, Number.isFinite(declared) ? declared : undefined, overwriteTarget).then(
-            (received) => callback(null, received),
-            (error: unknown) => {
-              // Answer now; multer would otherwise read the whole remaining body before reporting.
-              if (error instanceof ApiError) reject(error);
-              else if (error instanceof Error && !fromRequest(error)) {
-                serviceFaults.add(error);
-                reject(error);
-              }
-              callback(error as Error);
-            },
-          );
+          const receive = () => this.receiver.receive(actor, file.stream, aborted.signal, Number.isFinite(declared) ? declared : undefined, overwriteTarget);
+          this.refuseFieldsSoFar(actor, request)
+            .then(receive)
+            .then(
+              (received) => callback(null, received),
+              (error: unknown) => {
+                // Answer now; multer would otherwise read the whole remaining body before reporting.
+                if (error instanceof ApiError) reject(error);
+                else if (error instanceof Error && !fromRequest(error)) {
+                  serviceFaults.add(error);
+                  reject(error);
+                }
+                callback(error as Error);
+              },
+            );
         },
         _removeFile: (_req, file, callback) => {
           const received = file as unknown as Partial<ReceivedUpload>;
@@ -127,6 +140,20 @@ export class UploadInterceptor implements NestInterceptor {
       closeAfterAnswer(request, response);
       throw error instanceof Error && serviceFaults.has(error) ? error : translate(error);
     });
+  }
+
+  /**
+   * The fields sent before the file part, judged as the route judges them once the body is in: a form they already
+   * make invalid, or a folder that does not exist, is refused before the file's bytes are read, not after the client
+   * has sent gigabytes. Fields after the file part are judged at the end.
+   */
+  private async refuseFieldsSoFar(actor: Actor, request: Request): Promise<void> {
+    const malformed = malformedFields(request);
+    if (malformed.length > 0) throw InvalidRequest.fields(malformed);
+    const form = (await this.validation.transform({ ...(request.body as object) }, { type: 'body', metatype: UploadFileRequest })) as UploadFileRequest;
+    // The part's own filename is not judged yet: a name field may still follow the file.
+    if (form.name !== undefined) acceptedName(form.name);
+    if (form.folder_id) await this.queries.execute(new GetFolderQuery(actor, form.folder_id));
   }
 }
 
