@@ -106,8 +106,10 @@ export class FilesController {
   @RequireScope('write')
   @ApiOperation({ operationId: 'updateFile', summary: 'Rename and/or move a file', description: '`folder_id: null` moves it to the root. A name taken in the target folder gets a numbered suffix. modified_at is updated; a PATCH that changes nothing (an empty body, the same name and folder) answers the file as it is.' })
   @ApiEnvelope(FileResponse)
-  @ApiErrors([400, 'invalid_request: an illegal name.'], [404, 'not_found: no such active file or target folder.'], RENAME_CONFLICT)
-  update(@CurrentActor() actor: Actor, @Param('file_id') fileId: string, @Body() body: UpdateFileRequest): Promise<FileResponse> {
+  @ApiErrors([400, 'invalid_request: an illegal name, or any query parameter (name and folder_id go in the body).'], [404, 'not_found: no such active file or target folder.'], RENAME_CONFLICT)
+  update(@CurrentActor() actor: Actor, @Param('file_id') fileId: string, @Body() body: UpdateFileRequest, @Query() parameters: Record<string, unknown>): Promise<FileResponse> {
+    // Refused rather than ignored: `PATCH …?name=…` would answer 200 and rename nothing.
+    refuseUnexpectedInput(parameters, undefined);
     return this.commands.execute(new UpdateFileCommand(actor, fileId, body.name, body.folder_id));
   }
 
@@ -122,8 +124,10 @@ export class FilesController {
       'With permanent=true (elevated key) the file, also one already in the trash, is deleted for good and its storage freed; recoverable_until is null.',
   })
   @ApiEnvelope(DeletedFileResponse)
-  @ApiErrors([400, 'invalid_request: permanent is not true or false.'], [404, 'not_found: no such file, or it is already deleted.'])
-  delete(@CurrentActor() actor: Actor, @Param('file_id') fileId: string, @Query() query: DeleteFileRequest): Promise<DeletedFileResponse> {
+  @ApiErrors([400, 'invalid_request: permanent is not true or false, or a body field (permanent goes in the query).'], [404, 'not_found: no such file, or it is already deleted.'])
+  delete(@CurrentActor() actor: Actor, @Param('file_id') fileId: string, @Query() query: DeleteFileRequest, @Req() request: Request): Promise<DeletedFileResponse> {
+    // Refused rather than ignored: `{"permanent": true}` in the body would move the file to the trash instead.
+    refuseUnexpectedInput({}, request.body);
     return this.commands.execute(new DeleteFileCommand(actor, fileId, query.permanent === 'true'));
   }
 

@@ -2865,7 +2865,7 @@ export interface operations {
                 };
             };
             /**
-             * @description invalid_request: permanent is not true or false.
+             * @description invalid_request: permanent is not true or false, or a body field (permanent goes in the query).
              *
              *     invalid_request: malformed input; `details.fields` lists each problem.
              */
@@ -2994,7 +2994,7 @@ export interface operations {
                 };
             };
             /**
-             * @description invalid_request: an illegal name.
+             * @description invalid_request: an illegal name, or any query parameter (name and folder_id go in the body).
              *
              *     invalid_request: malformed input; `details.fields` lists each problem.
              */
