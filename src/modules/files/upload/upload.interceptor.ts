@@ -9,7 +9,7 @@ import { ApiValidationPipe } from '../../../common/http/validation.pipe.js';
 import { GetFolderQuery } from '../../folders/queries/get-folder.query.js';
 import { UploadFileRequest } from '../dto/file.requests.js';
 import { acceptedName, fileNameOfPart } from '../file-naming.js';
-import { type OverwriteTarget, type ReceivedUpload, UploadReceiver } from './upload-receiver.js';
+import { type OverwriteTarget, type ReceivedUpload, SMALL_UPLOAD_BYTES, UploadReceiver } from './upload-receiver.js';
 import { UploadSizeLimit } from './upload-size-limit.js';
 
 /**
@@ -102,7 +102,9 @@ export class UploadInterceptor implements NestInterceptor {
             return { name, folderId: typeof fields.folder_id === 'string' ? fields.folder_id : null };
           };
           const receive = () => this.receiver.receive(actor, file.stream, aborted.signal, Number.isFinite(declared) ? declared : undefined, overwriteTarget);
-          this.refuseFieldsSoFar(actor, request)
+          // A small body is all in within moments: judging its fields early would only add work to every small upload.
+          const judgeFieldsNow = !(Number.isFinite(declared) && declared <= SMALL_UPLOAD_BYTES);
+          (judgeFieldsNow ? this.refuseFieldsSoFar(actor, request) : Promise.resolve())
             .then(receive)
             .then(
               (received) => callback(null, received),
@@ -148,6 +150,7 @@ export class UploadInterceptor implements NestInterceptor {
    * has sent gigabytes. Fields after the file part are judged at the end.
    */
   private async refuseFieldsSoFar(actor: Actor, request: Request): Promise<void> {
+    if (Object.keys(request.body ?? {}).length === 0) return;
     const malformed = malformedFields(request);
     if (malformed.length > 0) throw InvalidRequest.fields(malformed);
     const form = (await this.validation.transform({ ...(request.body as object) }, { type: 'body', metatype: UploadFileRequest })) as UploadFileRequest;
