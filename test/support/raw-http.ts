@@ -4,7 +4,7 @@ import { connect } from 'node:net';
  * Sends raw bytes on a fresh connection and returns everything the server writes before closing it: what a test
  * sees on the wire, where fetch would hide it (a HEAD answer's body) or refuse to send it (malformed requests).
  */
-export function rawExchange(baseUrl: string, bytes: string): Promise<string> {
+export function rawExchange(baseUrl: string, bytes: string | Uint8Array): Promise<string> {
   const url = new URL(baseUrl);
   return new Promise((resolve, reject) => {
     const socket = connect(Number(url.port), url.hostname, () => socket.write(bytes));

@@ -96,10 +96,20 @@ export interface RawUploadResult {
 export function rawUpload(
   t: Pick<TestApp, 'baseUrl'>,
   auth: Record<string, string>,
-  options: { fileSize: number; declaredLength?: number; abortAfter?: number; holdAfter?: number; filename?: string; onHold?: (hangUp: () => void) => void },
+  options: {
+    fileSize: number;
+    declaredLength?: number;
+    abortAfter?: number;
+    holdAfter?: number;
+    filename?: string;
+    onHold?: (hangUp: () => void) => void;
+    /** Form fields sent before the file part. */
+    fields?: Array<[string, string]>;
+  },
 ): Promise<RawUploadResult> {
   const boundary = `----fss${Date.now()}`;
-  const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${options.filename ?? 'big.bin'}"\r\nContent-Type: application/octet-stream\r\n\r\n`);
+  const fields = (options.fields ?? []).map(([name, value]) => `--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`).join('');
+  const head = Buffer.from(`${fields}--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${options.filename ?? 'big.bin'}"\r\nContent-Type: application/octet-stream\r\n\r\n`);
   const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
   const url = new URL(`${t.baseUrl}/v1/files/upload`);
   return new Promise((resolve, reject) => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { acceptedName, candidateNames, firstFreeName, nameKeyOf, nameProblem, numberedName, splitName } from './file-naming.js';
+import { acceptedName, candidateNames, fileNameOfPart, firstFreeName, nameKeyOf, nameProblem, numberedName, splitName } from './file-naming.js';
 
 describe('file naming', () => {
   it('accepts ordinary names and refuses the illegal ones', () => {
@@ -111,5 +111,19 @@ describe('file naming', () => {
     // U+0958 has no composed form: NFC writes it as two characters.
     expect(() => acceptedName('\u0958'.repeat(128))).toThrow(/1 to 255/);
     expect(() => acceptedName(42)).toThrow(/string/);
+  });
+
+  it('takes a multipart filename without the directory before it, after either separator, leaving what is no name to the name rules', () => {
+    const cases: Array<[string, string]> = [
+      ['report.pdf', 'report.pdf'],
+      ['../../etc/passwd', 'passwd'],
+      ['C:\\Users\\me\\report.pdf', 'report.pdf'],
+      ['dir/sub\\mixed.txt', 'mixed.txt'],
+      ['photos/', ''],
+      ['photos/..', '..'],
+      ['..', '..'],
+      ['.env', '.env'],
+    ];
+    for (const [filename, name] of cases) expect(fileNameOfPart(filename), filename).toBe(name);
   });
 });

@@ -97,3 +97,12 @@ export function firstFreeName(name: string, taken: ReadonlySet<string>): string 
 export function escapeLike(value: string): string {
   return value.replace(/[\\%_]/g, (c) => `\\${c}`);
 }
+
+/**
+ * The name a multipart file part gives: its filename without the directory a client may put before it (RFC 7578 4.2;
+ * old browsers sent `C:\Users\me\report.pdf`), after either separator. What is left may be no name at all (`photos/`,
+ * `..`): the name rules refuse it, unless a `name` field gives the name.
+ */
+export function fileNameOfPart(filename: string): string {
+  return filename.slice(Math.max(filename.lastIndexOf('/'), filename.lastIndexOf('\\')) + 1);
+}

@@ -61,11 +61,13 @@ export class FilesController {
       'Streams the file to storage while hashing it. The plan maximum size is enforced while streaming (and at once from Content-Length); ' +
       'quota is reserved atomically. A taken name gets a numbered suffix (`report (1).pdf`) unless overwrite=true replaces the same-named file ' +
       '(same id and created_at, new modified_at); only its net change has to fit the quota (send overwrite and name before the file part). ' +
+      'Without a name field the name is the part\'s filename (an RFC 5987 filename* wins) without any directory before it (after / or \\). A part\'s Content-Transfer-Encoding is ignored. The body is read as sent: any Content-Encoding but identity is 415. ' +
+      'Fields sent before the file part are judged when it begins (400 or 404 before its bytes are read). ' +
       'The type comes from the content, then the extension.',
   })
   @ApiEnvelope(FileResponse)
   @ApiErrors(
-    [400, 'invalid_request: no file part, a bad name or field.'],
+    [400, 'invalid_request: no file part, a bad name or field, a field given twice or in a charset the service cannot decode, or a multipart body that cannot be read.'],
     [404, 'not_found: folder_id names no active folder.'],
     [413, 'file_too_large (details file_size, max_size, plan) or storage_exceeded (details current_usage, storage_limit, required_space).'],
     NAME_CONFLICT,
@@ -104,8 +106,10 @@ export class FilesController {
   @RequireScope('write')
   @ApiOperation({ operationId: 'updateFile', summary: 'Rename and/or move a file', description: '`folder_id: null` moves it to the root. A name taken in the target folder gets a numbered suffix. modified_at is updated; a PATCH that changes nothing (an empty body, the same name and folder) answers the file as it is.' })
   @ApiEnvelope(FileResponse)
-  @ApiErrors([400, 'invalid_request: an illegal name.'], [404, 'not_found: no such active file or target folder.'], RENAME_CONFLICT)
-  update(@CurrentActor() actor: Actor, @Param('file_id') fileId: string, @Body() body: UpdateFileRequest): Promise<FileResponse> {
+  @ApiErrors([400, 'invalid_request: an illegal name, or any query parameter (name and folder_id go in the body).'], [404, 'not_found: no such active file or target folder.'], RENAME_CONFLICT)
+  update(@CurrentActor() actor: Actor, @Param('file_id') fileId: string, @Body() body: UpdateFileRequest, @Query() parameters: Record<string, unknown>): Promise<FileResponse> {
+    // Refused rather than ignored: `PATCH …?name=…` would answer 200 and rename nothing.
+    refuseUnexpectedInput(parameters, undefined);
     return this.commands.execute(new UpdateFileCommand(actor, fileId, body.name, body.folder_id));
   }
 
@@ -120,8 +124,10 @@ export class FilesController {
       'With permanent=true (elevated key) the file, also one already in the trash, is deleted for good and its storage freed; recoverable_until is null.',
   })
   @ApiEnvelope(DeletedFileResponse)
-  @ApiErrors([400, 'invalid_request: permanent is not true or false.'], [404, 'not_found: no such file, or it is already deleted.'])
-  delete(@CurrentActor() actor: Actor, @Param('file_id') fileId: string, @Query() query: DeleteFileRequest): Promise<DeletedFileResponse> {
+  @ApiErrors([400, 'invalid_request: permanent is not true or false, or a body field (permanent goes in the query).'], [404, 'not_found: no such file, or it is already deleted.'])
+  delete(@CurrentActor() actor: Actor, @Param('file_id') fileId: string, @Query() query: DeleteFileRequest, @Req() request: Request): Promise<DeletedFileResponse> {
+    // Refused rather than ignored: `{"permanent": true}` in the body would move the file to the trash instead.
+    refuseUnexpectedInput({}, request.body);
     return this.commands.execute(new DeleteFileCommand(actor, fileId, query.permanent === 'true'));
   }
 
@@ -166,7 +172,7 @@ export class FileDownloadsController {
       'The `download_url` of a File object: no API key needed, valid one hour. Supports Range (206, 416), ETag (the MD5) with If-None-Match, or Last-Modified with If-Modified-Since (304) ' +
       'and If-Match or If-Unmodified-Since (412 once the file is another version), ' +
       'If-Range (the ETag, or the Last-Modified date once it is a strong validator, a second or more before the answer\'s Date; otherwise the whole file) ' +
-      'and HEAD, and sends Content-Disposition: attachment with the file name.',
+      'and HEAD, and sends Content-Disposition: attachment with the file name. The link takes expires and signature only, each once: any other query parameter is 400.',
   })
   @ApiParam({ name: 'file_id' })
   @ApiProduces('application/octet-stream')

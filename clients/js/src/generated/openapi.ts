@@ -119,7 +119,7 @@ export interface paths {
         put?: never;
         /**
          * Upload a file
-         * @description Streams the file to storage while hashing it. The plan maximum size is enforced while streaming (and at once from Content-Length); quota is reserved atomically. A taken name gets a numbered suffix (`report (1).pdf`) unless overwrite=true replaces the same-named file (same id and created_at, new modified_at); only its net change has to fit the quota (send overwrite and name before the file part). The type comes from the content, then the extension.
+         * @description Streams the file to storage while hashing it. The plan maximum size is enforced while streaming (and at once from Content-Length); quota is reserved atomically. A taken name gets a numbered suffix (`report (1).pdf`) unless overwrite=true replaces the same-named file (same id and created_at, new modified_at); only its net change has to fit the quota (send overwrite and name before the file part). Without a name field the name is the part's filename (an RFC 5987 filename* wins) without any directory before it (after / or \). A part's Content-Transfer-Encoding is ignored. The body is read as sent: any Content-Encoding but identity is 415. Fields sent before the file part are judged when it begins (400 or 404 before its bytes are read). The type comes from the content, then the extension.
          */
         post: operations["uploadFile"];
         delete?: never;
@@ -205,7 +205,7 @@ export interface paths {
         };
         /**
          * Download a file (signed link)
-         * @description The `download_url` of a File object: no API key needed, valid one hour. Supports Range (206, 416), ETag (the MD5) with If-None-Match, or Last-Modified with If-Modified-Since (304) and If-Match or If-Unmodified-Since (412 once the file is another version), If-Range (the ETag, or the Last-Modified date once it is a strong validator, a second or more before the answer's Date; otherwise the whole file) and HEAD, and sends Content-Disposition: attachment with the file name.
+         * @description The `download_url` of a File object: no API key needed, valid one hour. Supports Range (206, 416), ETag (the MD5) with If-None-Match, or Last-Modified with If-Modified-Since (304) and If-Match or If-Unmodified-Since (412 once the file is another version), If-Range (the ETag, or the Last-Modified date once it is a strong validator, a second or more before the answer's Date; otherwise the whole file) and HEAD, and sends Content-Disposition: attachment with the file name. The link takes expires and signature only, each once: any other query parameter is 400.
          */
         get: operations["downloadFile"];
         put?: never;
@@ -2380,7 +2380,7 @@ export interface operations {
                 };
             };
             /**
-             * @description invalid_request: no file part, a bad name or field.
+             * @description invalid_request: no file part, a bad name or field, a field given twice or in a charset the service cannot decode, or a multipart body that cannot be read.
              *
              *     invalid_request: malformed input; `details.fields` lists each problem.
              */
@@ -2872,7 +2872,7 @@ export interface operations {
                 };
             };
             /**
-             * @description invalid_request: permanent is not true or false.
+             * @description invalid_request: permanent is not true or false, or a body field (permanent goes in the query).
              *
              *     invalid_request: malformed input; `details.fields` lists each problem.
              */
@@ -3001,7 +3001,7 @@ export interface operations {
                 };
             };
             /**
-             * @description invalid_request: an illegal name.
+             * @description invalid_request: an illegal name, or any query parameter (name and folder_id go in the body).
              *
              *     invalid_request: malformed input; `details.fields` lists each problem.
              */

@@ -2,8 +2,14 @@ import { type CallHandler, type ExecutionContext, Injectable, type NestIntercept
 import type { Request, Response } from 'express';
 import multer, { MulterError, type StorageEngine } from 'multer';
 import { catchError, from, type Observable, switchMap, throwError } from 'rxjs';
+import { QueryBus } from '@nestjs/cqrs';
+import type { Actor } from '../../../common/auth/actor.js';
 import { ApiError, InvalidRequest } from '../../../common/errors/api-error.js';
-import { type OverwriteTarget, type ReceivedUpload, UploadReceiver } from './upload-receiver.js';
+import { ApiValidationPipe } from '../../../common/http/validation.pipe.js';
+import { GetFolderQuery } from '../../folders/queries/get-folder.query.js';
+import { UploadFileRequest } from '../dto/file.requests.js';
+import { acceptedName, fileNameOfPart } from '../file-naming.js';
+import { type OverwriteTarget, type ReceivedUpload, SMALL_UPLOAD_BYTES, UploadReceiver } from './upload-receiver.js';
 import { UploadSizeLimit } from './upload-size-limit.js';
 
 /**
@@ -36,7 +42,12 @@ declare module 'express-serve-static-core' {
  */
 @Injectable()
 export class UploadInterceptor implements NestInterceptor {
-  constructor(private readonly receiver: UploadReceiver) {}
+  private readonly validation = new ApiValidationPipe();
+
+  constructor(
+    private readonly receiver: UploadReceiver,
+    private readonly queries: QueryBus,
+  ) {}
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
     const request = context.switchToHttp().getRequest<Request>();
@@ -54,6 +65,12 @@ export class UploadInterceptor implements NestInterceptor {
   private async receive(request: Request, response: Response): Promise<void> {
     const actor = request.actor;
     if (!actor) throw new Error('UploadInterceptor needs an authenticated route');
+    const encoding = contentEncodingOf(request);
+    if (encoding) {
+      closeAfterAnswer(request, response);
+      // multer reads the body as sent: a compressed one would be refused as malformed, or stored as other bytes than meant.
+      throw new ApiError(415, 'invalid_request', `An upload is read as sent, and this one says it is compressed (Content-Encoding: ${encoding}); send it uncompressed.`);
+    }
     const declared = Number(request.headers['content-length']);
     const tooLarge = new UploadSizeLimit(actor.plan).checkDeclared(declared, MULTIPART_ALLOWANCE);
     if (tooLarge) {
@@ -70,6 +87,8 @@ export class UploadInterceptor implements NestInterceptor {
     await new Promise<void>((resolve, reject) => {
       const engine: StorageEngine = {
         _handleFile: (_req, file, callback) => {
+          // multer keeps the client's path (preservePath), so that a filename with nothing after it still reaches the name rules.
+          file.originalname = fileNameOfPart(file.originalname);
           const bodyFaults = new WeakSet<object>();
           file.stream.on('error', (error) => bodyFaults.add(error));
           /** Whether the request (its body cut short or malformed, its client gone) is what failed the upload. */
@@ -82,18 +101,23 @@ export class UploadInterceptor implements NestInterceptor {
             const name = typeof fields.name === 'string' ? fields.name : file.originalname;
             return { name, folderId: typeof fields.folder_id === 'string' ? fields.folder_id : null };
           };
-          this.receiver.receive(actor, file.stream, aborted.signal, Number.isFinite(declared) ? declared : undefined, overwriteTarget).then(
-            (received) => callback(null, received),
-            (error: unknown) => {
-              // Answer now; multer would otherwise read the whole remaining body before reporting.
-              if (error instanceof ApiError) reject(error);
-              else if (error instanceof Error && !fromRequest(error)) {
-                serviceFaults.add(error);
-                reject(error);
-              }
-              callback(error as Error);
-            },
-          );
+          const receive = () => this.receiver.receive(actor, file.stream, aborted.signal, Number.isFinite(declared) ? declared : undefined, overwriteTarget);
+          // A small body is all in within moments: judging its fields early would only add work to every small upload.
+          const judgeFieldsNow = !(Number.isFinite(declared) && declared <= SMALL_UPLOAD_BYTES);
+          (judgeFieldsNow ? this.refuseFieldsSoFar(actor, request) : Promise.resolve())
+            .then(receive)
+            .then(
+              (received) => callback(null, received),
+              (error: unknown) => {
+                // Answer now; multer would otherwise read the whole remaining body before reporting.
+                if (error instanceof ApiError) reject(error);
+                else if (error instanceof Error && !fromRequest(error)) {
+                  serviceFaults.add(error);
+                  reject(error);
+                }
+                callback(error as Error);
+              },
+            );
         },
         _removeFile: (_req, file, callback) => {
           const received = file as unknown as Partial<ReceivedUpload>;
@@ -101,9 +125,11 @@ export class UploadInterceptor implements NestInterceptor {
           this.receiver.release(received.uploadId, received.tempKey).then(() => callback(null), callback);
         },
       };
-      multer({ storage: engine, limits: LIMITS, defParamCharset: 'utf8' } as multer.Options).single('file')(request, response, (error: unknown) => {
+      multer({ storage: engine, limits: LIMITS, defParamCharset: 'utf8', preservePath: true } as multer.Options).single('file')(request, response, (error: unknown) => {
         if (!error) {
           if (request.file) request.upload = request.file as unknown as ReceivedUpload & { originalname: string };
+          const malformed = malformedFields(request);
+          if (malformed.length > 0) return reject(InvalidRequest.fields(malformed));
           // A part named "file" without a filename is a form field to multer, which validation would call unknown.
           if (!request.file && typeof (request.body as Record<string, unknown> | undefined)?.file === 'string') {
             return reject(InvalidRequest.fields([{ field: 'file', message: 'must be a file part, with a filename in its Content-Disposition' }]));
@@ -117,6 +143,42 @@ export class UploadInterceptor implements NestInterceptor {
       throw error instanceof Error && serviceFaults.has(error) ? error : translate(error);
     });
   }
+
+  /**
+   * The fields sent before the file part, judged as the route judges them once the body is in: a form they already
+   * make invalid, or a folder that does not exist, is refused before the file's bytes are read, not after the client
+   * has sent gigabytes. Fields after the file part are judged at the end.
+   */
+  private async refuseFieldsSoFar(actor: Actor, request: Request): Promise<void> {
+    if (Object.keys(request.body ?? {}).length === 0) return;
+    const malformed = malformedFields(request);
+    if (malformed.length > 0) throw InvalidRequest.fields(malformed);
+    const form = (await this.validation.transform({ ...(request.body as object) }, { type: 'body', metatype: UploadFileRequest })) as UploadFileRequest;
+    // The part's own filename is not judged yet: a name field may still follow the file.
+    if (form.name !== undefined) acceptedName(form.name);
+    if (form.folder_id) await this.queries.execute(new GetFolderQuery(actor, form.folder_id));
+  }
+}
+
+/** The Content-Encoding a request declares, other than identity; null when its body is sent as it is. */
+function contentEncodingOf(request: Request): string | null {
+  const encoding = (request.headers['content-encoding'] ?? '').trim().toLowerCase();
+  return encoding === '' || encoding === 'identity' ? null : encoding;
+}
+
+/**
+ * Form fields that validation would misjudge. One sent in a charset the parser cannot decode (a part's
+ * `Content-Type: text/plain; charset=…`) comes without a value and would pass as not given, the upload silently taking
+ * the file's own name. One sent twice comes as a list, which validation would call "must be a string"; it is refused
+ * the way a query parameter given twice is.
+ */
+function malformedFields(request: Request): { field: string; message: string }[] {
+  const fields = (request.body ?? {}) as Record<string, unknown>;
+  return Object.entries(fields).flatMap(([field, value]) => {
+    if (value === undefined) return [{ field, message: 'is in a charset the service cannot read (its part\'s Content-Type names it); send it in UTF-8' }];
+    if (Array.isArray(value)) return [{ field, message: 'must be given at most once' }];
+    return [];
+  });
 }
 
 function translate(error: unknown): unknown {
