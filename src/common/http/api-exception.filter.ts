@@ -130,6 +130,8 @@ function asBodyParserError(exception: unknown): { status: number; message: strin
     'entity.parse.failed': 'The request body is not valid JSON.',
     'entity.too.large': `The request body is larger than ${MAX_JSON_BODY_BYTES} bytes.`,
     'entity.too.deep': `The request body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels.`,
+    // Thrown by jsonBodyParser with the charset in its message.
+    'entity.encoding.invalid': e.message as string,
     'querystring.parse.rangeError': 'The form body nests deeper or holds more fields than allowed.',
     'encoding.unsupported': 'The request body encoding is not supported.',
     'charset.unsupported': 'The request body charset is not supported.',

@@ -48,20 +48,37 @@ export function nestsDeeperThan(text: string, maxDepth: number): boolean {
   return false;
 }
 
+/** A body-parser error: bytes that are not text in the body's charset, answered 400 rather than stored as U+FFFD. */
+export class JsonNotInCharset extends Error {
+  readonly status = 400;
+  readonly type = 'entity.encoding.invalid';
+
+  constructor(readonly charset: string) {
+    super(`The request body is not valid ${charset}.`);
+  }
+}
+
 /**
  * The one JSON body parser of the application. The depth is checked on the raw text, before parsing, so a
  * body nested thousands deep never reaches class-transformer or class-validator (both recurse and would
  * overflow the stack). Registered before Nest's default parser, which then stays out.
+ * The text is decoded strictly: a name with a byte that is not UTF-8 would otherwise be stored with U+FFFD in its place.
  */
 export function jsonBodyParser(): RequestHandler {
   return express.json({
     limit: MAX_JSON_BODY_BYTES,
     verify: (_req, _res, body, encoding) => {
-      let text: string;
+      let decoder: InstanceType<typeof TextDecoder>;
       try {
-        text = new TextDecoder(encoding || 'utf-8').decode(body);
+        decoder = new TextDecoder(encoding || 'utf-8', { fatal: true });
       } catch {
         return; // an encoding the decoder does not know: the parser refuses it with its own 415
+      }
+      let text: string;
+      try {
+        text = decoder.decode(body);
+      } catch {
+        throw new JsonNotInCharset(decoder.encoding === 'utf-8' ? 'UTF-8' : decoder.encoding);
       }
       if (nestsDeeperThan(text, MAX_JSON_DEPTH)) throw new JsonTooDeep();
     },

@@ -34,6 +34,23 @@ describe('hostile JSON bodies, and repeated DELETEs', () => {
     });
   });
 
+  it.each([
+    ['a byte that starts no UTF-8 sequence', Buffer.from([0xff])],
+    ['a sequence cut short', Buffer.from([0xe2, 0x82])],
+    ['an encoded surrogate', Buffer.from([0xed, 0xa0, 0x80])],
+  ])('refuses a JSON body that is not valid UTF-8 (%s) with 400, creating nothing, rather than storing U+FFFD', async (_label, bad) => {
+    const body = Buffer.concat([Buffer.from('{"name": "invalid '), bad, Buffer.from(' utf-8"}')]);
+    const res = await fetch(`${t.baseUrl}/v1/folders`, {
+      method: 'POST',
+      headers: { ...owner.auth, 'Content-Type': 'application/json', 'Content-Length': String(body.length) },
+      body,
+    });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: unknown }).error).toEqual({ code: 'invalid_request', message: expect.stringContaining('UTF-8') });
+    const folders = await t.http().get('/v1/folders?per_page=100&search=invalid').set(owner.auth).expect(200);
+    expect(folders.body.data).toEqual([]);
+  });
+
   it('counts brackets inside strings as text, not as nesting', async () => {
     const res = await postRaw('/v1/folders', JSON.stringify({ name: `${'['.repeat(100)}{` }));
     expect(res.status).toBe(201);
