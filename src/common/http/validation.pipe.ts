@@ -47,7 +47,8 @@ export class ApiValidationPipe extends ValidationPipe {
   override async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
     // Custom parameters (the caller, the uploaded file) come from the service itself, not from the client.
     if (metadata.type === 'custom') return super.transform(value, metadata);
-    const path = metadata.data ?? (metadata.type === 'body' ? '' : metadata.type);
+    // A field is named as class-validator names it: `name`, `page`, or the path parameter's own name.
+    const path = metadata.data ?? '';
     // PostgreSQL cannot store NUL in text, and no name, id or label of this API needs one.
     const withNul = findNulCharacters(value, path);
     if (withNul.length > 0) {

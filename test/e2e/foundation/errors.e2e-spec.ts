@@ -110,6 +110,11 @@ describe('NUL characters', () => {
     expect(inPath.body.error.details.fields).toEqual([{ field: 'key_id', message: 'must not contain NUL characters' }]);
     const inQuery = await t.http().get('/v1/api-keys?page=1%00').set(owner.auth);
     expect(inQuery.status).toBe(400);
+    // Named as any other problem with a query parameter is: by the parameter alone.
+    expect(inQuery.body.error.details.fields).toEqual([{ field: 'page', message: 'must not contain NUL characters' }]);
+    const reservedInQuery = await t.http().get('/v1/files?__proto__=x').set(owner.auth);
+    expect(reservedInQuery.status).toBe(400);
+    expect(reservedInQuery.body.error.details.fields).toEqual([{ field: '__proto__', message: 'is not allowed' }]);
     const inBody = await t.http().post('/v1/api-keys').set(owner.auth).send({ name: 'a\u0000b', scopes: ['read'] });
     expect(inBody.status).toBe(400);
     expect(inBody.body.error.details.fields).toEqual([{ field: 'name', message: 'must not contain NUL characters' }]);
