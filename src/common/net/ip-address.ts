@@ -22,6 +22,16 @@ export function ipv4Of(high: number, low: number): string {
 }
 
 /**
+ * An address as people write it: an IPv4 client that reached a dual-stack socket IPv4-mapped (`::ffff:192.0.2.1`)
+ * is `192.0.2.1`; any other address is given back unchanged.
+ */
+export function plainAddress(ip: string): string {
+  if (isIP(ip.split('%')[0]) !== 6) return ip;
+  const w = ipv6Words(ip);
+  return w.slice(0, 5).every((word) => word === 0) && w[5] === 0xffff ? ipv4Of(w[6], w[7]) : ip;
+}
+
+/**
  * Who a per-client limit counts: an IPv4 address whole (also when it reaches us IPv4-mapped), an
  * IPv6 address by its /64, since one subscriber commonly holds a whole /64 and could otherwise
  * change address for every request.
@@ -31,7 +41,7 @@ export function clientNetwork(ip: string | undefined): string {
   const family = isIP(ip.split('%')[0]);
   if (family === 4) return ip;
   if (family !== 6) return 'unknown';
-  const w = ipv6Words(ip);
-  if (w.slice(0, 5).every((word) => word === 0) && w[5] === 0xffff) return ipv4Of(w[6], w[7]);
-  return `${w.slice(0, 4).map((word) => word.toString(16)).join(':')}::/64`;
+  const plain = plainAddress(ip);
+  if (plain !== ip) return plain;
+  return `${ipv6Words(ip).slice(0, 4).map((word) => word.toString(16)).join(':')}::/64`;
 }

@@ -8,6 +8,7 @@ import { Clock } from '../../common/clock.js';
 import { ApiError, InvalidRequest } from '../../common/errors/api-error.js';
 import { successEnvelope } from '../../common/http/envelope.js';
 import { ApiBlobAnswers, ApiEnvelope, ApiErrors } from '../../common/http/openapi.js';
+import { plainAddress } from '../../common/net/ip-address.js';
 import { AppConfig } from '../../config/app-config.js';
 import { CONTENT_ARRIVING_ANSWER, FileContentResponse } from '../files/file-content-response.js';
 import { AccessShareCommand, type ShareAccessAction, type ShareVisitor } from './commands/access-share.command.js';
@@ -70,9 +71,10 @@ export class PublicSharesController {
   async open(@Param('token') token: string, @Req() request: Request, @Res() response: Response): Promise<void> {
     response.vary('Accept');
     if (!wantsHtml(request)) {
-      const granted = await this.access(token, passwordFrom(request), 'view', request);
-      // Each open counts a view, and a revoked or expired link must stop answering at once: no cache may keep this.
+      // Each open counts a view, and a revoked or expired link must stop answering at once: no cache may keep this,
+      // nor a refusal (a 404 or 410 is cacheable by default).
       response.setHeader('Cache-Control', 'no-store');
+      const granted = await this.access(token, passwordFrom(request), 'view', request);
       response.status(200).json(successEnvelope(PublicShareResponse.from(granted, `${this.config.publicBaseUrl}/s/${token}/download`)));
       return;
     }
@@ -185,8 +187,9 @@ export class PublicSharesController {
  */
 function visitorIp(request: Request): string {
   const forwarded = request.ip;
-  if (forwarded && isIP(forwarded.split('%')[0])) return forwarded;
-  return request.socket.remoteAddress ?? 'unknown';
+  if (forwarded && isIP(forwarded.split('%')[0])) return plainAddress(forwarded);
+  const connected = request.socket.remoteAddress;
+  return connected ? plainAddress(connected) : 'unknown';
 }
 
 /** The User-Agent as share.accessed records it: decoded like the password header, and bounded (whole characters). */
