@@ -81,8 +81,12 @@ export class LocalBlobStorage extends BlobStorage {
     const to = this.path(toKey);
     const from = this.path(fromKey);
     try {
-      await mkdir(dirname(to), { recursive: true });
-      await rename(from, to);
+      // As write(): the target's directory is made only when the rename says it is missing, so a move is one call.
+      await rename(from, to).catch(async (error: NodeJS.ErrnoException) => {
+        if (error.code !== 'ENOENT') throw error;
+        await mkdir(dirname(to), { recursive: true });
+        await rename(from, to);
+      });
     } catch (error) {
       throw this.failure(error);
     }
