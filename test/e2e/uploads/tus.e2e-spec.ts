@@ -71,7 +71,7 @@ describe.each(['local', 's3'] as const)('resumable uploads (tus 1.0) with tus-js
    * says so; it stops sending and resolves with the answer as soon as one comes, as tus clients do. (fetch keeps sending
    * a body the server has refused, and may see the connection reset before it reads the answer.)
    */
-  const streamingPatch = (auth: Record<string, string>, url: string, offset: number, total: number, content = Buffer.alloc(0), declared?: 'declared') =>
+  const streamingPatch = (auth: Record<string, string>, url: string, offset: number, total: number, content = Buffer.alloc(0), declared?: 'declared', extra: Record<string, string> = {}) =>
     new Promise<{ status: number; body: unknown }>((resolve, reject) => {
       const target = new URL(url);
       const req = httpRequest({
@@ -79,7 +79,7 @@ describe.each(['local', 's3'] as const)('resumable uploads (tus 1.0) with tus-js
         port: target.port,
         path: target.pathname,
         method: 'PATCH',
-        headers: { ...auth, 'Tus-Resumable': '1.0.0', 'Upload-Offset': String(offset), 'Content-Type': 'application/offset+octet-stream', ...(declared ? { 'Content-Length': String(total) } : { 'Transfer-Encoding': 'chunked' }) },
+        headers: { ...auth, 'Tus-Resumable': '1.0.0', 'Upload-Offset': String(offset), 'Content-Type': 'application/offset+octet-stream', ...(declared ? { 'Content-Length': String(total) } : { 'Transfer-Encoding': 'chunked' }), ...extra },
       });
       let answered = false;
       req.on('response', (res) => {
@@ -438,6 +438,32 @@ describe.each(['local', 's3'] as const)('resumable uploads (tus 1.0) with tus-js
     expect((cut.body as { error: { details: { file_size: number } } }).error.details.file_size).toBeGreaterThan(100 * MiB);
     expect((await head(free.auth, streamed)).status).toBe(404);
     expect(await storageOf(t.app, free.accountId)).toMatchObject({ used: 0, reserved: 0 });
+  });
+
+  it('holds a deferred upload\'s chunk sent with Upload-Checksum to the plan and the quota before it is checked, not after every byte', async () => {
+    // A checksummed chunk is kept aside until its digest is known; a deferred length must not let that be more than the upload may hold.
+    const checksum = { 'Upload-Checksum': `md5 ${createHash('md5').update('anything else').digest('base64')}` };
+    const free = await createAccount(t.app, { plan: 'free' });
+    const declared = locationOf(await create(free.auth, null));
+    const tooMuch = await streamingPatch(free.auth, declared, 0, 100 * MiB + 1, undefined, 'declared', checksum);
+    expect(tooMuch.status).toBe(413);
+    expect(tooMuch.body).toMatchObject({ error: { code: 'file_too_large', details: { file_size: 100 * MiB + 1, max_size: 100 * MiB, plan: 'free' } } });
+    expect((await head(free.auth, declared)).status).toBe(404);
+
+    const streamed = locationOf(await create(free.auth, null));
+    const cut = await streamingPatch(free.auth, streamed, 0, 101 * MiB, undefined, undefined, checksum);
+    expect(cut.status).toBe(413);
+    expect(cut.body).toMatchObject({ error: { code: 'file_too_large', details: { max_size: 100 * MiB, plan: 'free' } } });
+    expect((await head(free.auth, streamed)).status).toBe(404);
+    expect(await storageOf(t.app, free.accountId)).toMatchObject({ used: 0, reserved: 0 });
+
+    const tight = await createAccount(t.app, { plan: 'free', storageLimit: 3 * MiB });
+    const url = locationOf(await create(tight.auth, null));
+    const over = await streamingPatch(tight.auth, url, 0, 4 * MiB, undefined, undefined, checksum);
+    expect(over.status).toBe(413);
+    expect(over.body).toMatchObject({ error: { code: 'storage_exceeded', details: { storage_limit: 3 * MiB } } });
+    // All or nothing: a checksummed chunk cut short stores none of its bytes.
+    expect((await head(tight.auth, url)).headers.get('upload-offset')).toBe('0');
   });
 
   it('holds a deferred length to the quota as the bytes stream (storage_exceeded), and resumes once the length fits', async () => {
