@@ -132,6 +132,10 @@ export class TusProtocol {
       onIncomingRequest: async (req, uploadId) => {
         if (req.method === 'POST') return;
         const upload = await this.assertOwnUpload(tusActor(), uploadId);
+        // A length is declared once, and then never changes. The same length sent again is a client resending the chunk
+        // that declared it (cut off, or refused for its checksum), as tus-js-client does: no change, as tusd takes it too;
+        // @tus/server alone would refuse it for good, and the upload could never complete.
+        if (req.method === 'PATCH' && upload.length !== null && req.headers.get('upload-length') === String(upload.length)) req.headers.delete('upload-length');
         let fileId = upload.fileId;
         // Every byte in but no file (the last PATCH's completion failed, or still runs): a HEAD completes it (or waits
         // for it), so a client resuming by HEAD learns the file instead of a full offset with nothing behind it.

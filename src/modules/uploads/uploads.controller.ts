@@ -109,7 +109,12 @@ export class UploadsController {
   @UPLOAD_ID
   @ApiHeader({ name: 'Upload-Offset', required: true, description: 'Where this chunk starts: the offset HEAD answered.' })
   @ApiHeader({ name: 'Content-Type', required: true, description: '`application/offset+octet-stream`; the body is the raw bytes.' })
-  @ApiHeader({ name: 'Upload-Length', required: false, description: 'Declares the size of an upload created with Upload-Defer-Length.' })
+  @ApiHeader({
+    name: 'Upload-Length',
+    required: false,
+    description:
+      'Declares the size of an upload created with Upload-Defer-Length, once: another size later is 400. The same size again (resending the chunk that declared it) is no change.',
+  })
   @UPLOAD_CHECKSUM
   @ApiOperation({
     operationId: 'appendToUpload',

@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
+import { connect } from 'node:net';
 import type { Redis } from 'ioredis';
 import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -404,6 +405,47 @@ describe.each(['local', 's3'] as const)('resumable uploads (tus 1.0) with tus-js
     expect(await bytesOf(t, url)).toEqual([]);
     expect(await storageOf(t.app, account.accountId)).toMatchObject({ used: 0, reserved: 0 });
     expect((await head(account.auth, url)).status).toBe(404);
+  });
+
+  it('resumes a deferred upload whose length a cut or refused chunk declared: the same Upload-Length sent again changes nothing', async () => {
+    const content = randomBytes(2 * MiB);
+    const url = locationOf(await create(owner.auth, null));
+    const uploads = t.app.get(DataSource).getRepository(ResumableUploadEntity);
+    const id = new URL(url).pathname.split('/').pop()!;
+    // The last chunk declares the length; its connection drops once the server has recorded it, half of it sent.
+    const target = new URL(url);
+    const cut = connect(Number(target.port), target.hostname);
+    cut.on('error', () => undefined);
+    cut.write(
+      `PATCH ${target.pathname} HTTP/1.1\r\nHost: ${target.host}\r\nAuthorization: ${owner.auth.Authorization}\r\nTus-Resumable: 1.0.0\r\n` +
+        `Upload-Offset: 0\r\nUpload-Length: ${content.length}\r\nContent-Type: application/offset+octet-stream\r\nContent-Length: ${content.length}\r\n\r\n`,
+    );
+    cut.write(content.subarray(0, MiB));
+    await eventually(async () => (await uploads.findOneBy({ id }))?.length === content.length, 10_000, 'the length declared');
+    cut.destroy();
+    // tus-js-client resumes it as after any dropped connection: HEAD, then the rest, declaring the length again.
+    const resumed = await tusUpload(t.baseUrl, owner.auth, content, { uploadUrl: url, uploadLengthDeferred: true });
+    expect(await getFile(resumed.fileId)).toMatchObject({ size: content.length, md5_hash: md5(content) });
+
+    // A chunk that declared the length and was refused for its checksum is sent again as it was.
+    const checked = locationOf(await create(owner.auth, null));
+    const digest = `md5 ${createHash('md5').update(content).digest('base64')}`;
+    const corrupted = Buffer.from(content);
+    corrupted[7] ^= 0xff;
+    const mismatch = await patch(owner.auth, checked, 0, corrupted, { 'Upload-Length': String(content.length), 'Upload-Checksum': digest });
+    expect(mismatch.status).toBe(460);
+    const again = await patch(owner.auth, checked, 0, content, { 'Upload-Length': String(content.length), 'Upload-Checksum': digest });
+    expect(again.status).toBe(204);
+    expect(await getFile(again.headers.get('x-file-id')!)).toMatchObject({ size: content.length, md5_hash: md5(content) });
+
+    // Another length than the one declared is still refused, and changes nothing.
+    const declared = locationOf(await create(owner.auth, null));
+    expect((await patch(owner.auth, declared, 0, Buffer.from('ab'), { 'Upload-Length': '5' })).status).toBe(204);
+    const changed = await patch(owner.auth, declared, 2, Buffer.from('cd'), { 'Upload-Length': '4' });
+    expect(changed.status).toBe(400);
+    expect(await changed.json()).toMatchObject({ success: false, error: { code: 'invalid_request', message: expect.stringContaining('declared once') } });
+    const state = await head(owner.auth, declared);
+    expect([state.headers.get('upload-offset'), state.headers.get('upload-length')]).toEqual(['2', '5']);
   });
 
   it('keeps only the declared length of a deferred upload reserved', async () => {

@@ -8212,7 +8212,7 @@ export interface operations {
             header: {
                 /** @description tus checksum extension: `<algorithm> <base64 digest>` of this request's body, algorithm `md5` or `sha1` (OPTIONS answers them in `Tus-Checksum-Algorithm`). The body is then stored only if it matches (else 460); an unknown algorithm is 400. */
                 "Upload-Checksum"?: string;
-                /** @description Declares the size of an upload created with Upload-Defer-Length. */
+                /** @description Declares the size of an upload created with Upload-Defer-Length, once: another size later is 400. The same size again (resending the chunk that declared it) is no change. */
                 "Upload-Length"?: string;
                 /** @description `application/offset+octet-stream`; the body is the raw bytes. */
                 "Content-Type": string;
