@@ -52,7 +52,7 @@ export class UploadsController {
     required: true,
     description:
       'Comma-separated `key base64(value)` pairs: `filename` (required), `name` (the file name to use instead), `folder_id` (default: root), ' +
-      '`overwrite` (`true`/`false`). Other keys are kept and echoed by HEAD.',
+      '`overwrite` (`true`/`false`), with the multipart upload\'s rules, checked here (the name in NFC: at most 255 characters once composed). Other keys are kept and echoed by HEAD.',
   })
   @ApiOperation({
     operationId: 'createUpload',

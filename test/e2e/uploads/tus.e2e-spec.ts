@@ -371,6 +371,23 @@ describe.each(['local', 's3'] as const)('resumable uploads (tus 1.0) with tus-js
     expect(await events(free.accountId, 'user.quota_exceeded')).toHaveLength(1);
   });
 
+  it('takes a name as the multipart upload stores it (NFC), refusing at creation one that is too long composed, not at the last byte', async () => {
+    // U+0958 composes to two characters: 200 of them are 400 once composed, over the 255 a name may have.
+    const before = await storageOf(t.app, owner.accountId);
+    for (const field of ['filename', 'name'] as const) {
+      const long = await create(owner.auth, 3, { filename: 'a.bin', [field]: '\u0958'.repeat(200) });
+      expect(long.status).toBe(400);
+      expect(await long.json()).toMatchObject({ error: { code: 'invalid_request', details: { fields: [{ field, message: expect.stringContaining('255') }] } } });
+    }
+    expect((await storageOf(t.app, owner.accountId)).reserved).toBe(before.reserved);
+    // A decomposed name is stored composed, and echoed as sent.
+    const created = await create(owner.auth, 3, { filename: 'cafe\u0301.txt' });
+    expect(created.status).toBe(201);
+    const done = await patch(owner.auth, locationOf(created), 0, Buffer.from('abc'));
+    expect(done.status).toBe(204);
+    expect((await getFile(done.headers.get('x-file-id')!)).name).toBe('caf\u00e9.txt');
+  });
+
   it('lets exactly one of two uploads racing for the last of the quota through, resumable or multipart', async () => {
     const tight = await createAccount(t.app, { storageLimit: 10 * MiB });
     const answers = await Promise.all([create(tight.auth, 6 * MiB), create(tight.auth, 6 * MiB)]);

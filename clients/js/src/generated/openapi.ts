@@ -7452,7 +7452,7 @@ export interface operations {
         parameters: {
             query?: never;
             header: {
-                /** @description Comma-separated `key base64(value)` pairs: `filename` (required), `name` (the file name to use instead), `folder_id` (default: root), `overwrite` (`true`/`false`). Other keys are kept and echoed by HEAD. */
+                /** @description Comma-separated `key base64(value)` pairs: `filename` (required), `name` (the file name to use instead), `folder_id` (default: root), `overwrite` (`true`/`false`), with the multipart upload's rules, checked here (the name in NFC: at most 255 characters once composed). Other keys are kept and echoed by HEAD. */
                 "Upload-Metadata": string;
                 /** @description tus checksum extension: `<algorithm> <base64 digest>` of this request's body, algorithm `md5` or `sha1` (OPTIONS answers them in `Tus-Checksum-Algorithm`). The body is then stored only if it matches (else 460); an unknown algorithm is 400. */
                 "Upload-Checksum"?: string;
