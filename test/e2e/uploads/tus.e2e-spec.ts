@@ -359,6 +359,12 @@ describe.each(['local', 's3'] as const)('resumable uploads (tus 1.0) with tus-js
     expect(noName.headers.get('content-type')).toMatch(/application\/json/);
     expect(await noName.json()).toMatchObject({ error: { code: 'invalid_request', details: { fields: [{ field: 'filename' }] } } });
     expect(await (await create(owner.auth, 10, { filename: 'a', folder_id: 'fld_missing' })).json()).toMatchObject({ error: { code: 'not_found' } });
+    // A folder_id that cannot be an id (a NUL byte, which PostgreSQL cannot even compare; a path; 300 characters) is 400, as in the form.
+    for (const folderId of ['fld_\0x', '../fld_1', 'f'.repeat(300)]) {
+      const malformed = await create(owner.auth, 10, { filename: 'a', folder_id: folderId });
+      expect(malformed.status, folderId).toBe(400);
+      expect(await malformed.json()).toMatchObject({ error: { code: 'invalid_request', details: { fields: [{ field: 'folder_id', message: 'must be a folder id' }] } } });
+    }
 
     const free = await createAccount(t.app, { plan: 'free', storageLimit: 150 * MiB });
     const tooLarge = await create(free.auth, 100 * MiB + 1);
