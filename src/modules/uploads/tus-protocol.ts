@@ -126,6 +126,12 @@ export class TusProtocol {
       // Relative (`/v1/uploads/<id>`): clients resolve it against the address they used, whatever proxy is in between.
       relativeLocation: true,
       namingFunction: () => newId('upl'),
+      // The route's `{id}`, as Express decoded it: @tus/server would take the last segment of the whole URL, query string
+      // included (`/v1/uploads/upl_1?t=2` is "upl_1?t=2", not found). A NUL byte names no upload (PostgreSQL cannot compare it).
+      getFileIdFromRequest: () => {
+        const id = tusRequests.getStore()?.request.params.id;
+        return typeof id === 'string' && id !== '' && !id.includes('\0') ? id : undefined;
+      },
       // No limit here: creation checks Upload-Length, and the store holds a deferred length to the plan and the quota, with our errors.
       maxSize: 0,
       exposedHeaders: [...TUS_RESPONSE_HEADERS, ...OUR_RESPONSE_HEADERS],

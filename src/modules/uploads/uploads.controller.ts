@@ -21,7 +21,7 @@ const UPLOAD_CHECKSUM = ApiHeader({
 });
 /** What X-HTTP-Method-Override may name: the tus requests a POST can stand for. */
 const OVERRIDABLE_METHODS = new Set(['PATCH', 'DELETE', 'HEAD']);
-const UPLOAD_ID = ApiParam({ name: 'id', description: 'The upload id (`upl_...`), the last segment of the creation answer\'s Location.' });
+const UPLOAD_ID = ApiParam({ name: 'id', description: 'The upload id (`upl_...`), the last segment of the creation answer\'s Location. A query string on the URL is ignored.' });
 
 /**
  * Resumable uploads (tus 1.0.0): the guards authenticate and count the request as for any route,

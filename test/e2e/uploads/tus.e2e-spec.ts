@@ -259,6 +259,23 @@ describe.each(['local', 's3'] as const)('resumable uploads (tus 1.0) with tus-js
     expect((await head(owner.auth, url)).headers.get('x-file-id')).toBe(fileId);
   });
 
+  it('finds the upload of a URL with a query string (a proxy\'s or a cache buster\'s), and only that one', async () => {
+    const url = locationOf(await create(owner.auth, 4));
+    const other = locationOf(await create(owner.auth, 4));
+    const otherId = new URL(other).pathname.split('/').pop();
+    const offset = await head(owner.auth, `${url}?t=1`);
+    expect(offset.status).toBe(200);
+    expect(offset.headers.get('upload-length')).toBe('4');
+    expect((await patch(owner.auth, `${url}?t=2`, 0, Buffer.from('ab'))).status).toBe(204);
+    // A path in the query names nothing: the upload is the one of the path.
+    const stored = await patch(owner.auth, `${url}?next=/v1/uploads/${otherId}`, 2, Buffer.from('cd'));
+    expect(stored.status).toBe(204);
+    expect(await getFile(stored.headers.get('x-file-id')!)).toMatchObject({ size: 4, md5_hash: md5(Buffer.from('abcd')) });
+    expect((await head(owner.auth, other)).headers.get('upload-offset')).toBe('0');
+    expect((await fetch(`${other}?t=3`, { method: 'DELETE', headers: { ...owner.auth, 'Tus-Resumable': '1.0.0' } })).status).toBe(204);
+    expect((await head(owner.auth, other)).status).toBe(404);
+  });
+
   it('needs a key with the write scope, and hides one account\'s uploads from another', async () => {
     const noKey = await create({}, 10);
     expect(noKey.status).toBe(401);

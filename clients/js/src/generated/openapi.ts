@@ -7673,7 +7673,7 @@ export interface operations {
                 "Tus-Resumable": string;
             };
             path: {
-                /** @description The upload id (`upl_...`), the last segment of the creation answer's Location. */
+                /** @description The upload id (`upl_...`), the last segment of the creation answer's Location. A query string on the URL is ignored. */
                 id: unknown;
             };
             cookie?: never;
@@ -7901,7 +7901,7 @@ export interface operations {
                 "Tus-Resumable": string;
             };
             path: {
-                /** @description The upload id (`upl_...`), the last segment of the creation answer's Location. */
+                /** @description The upload id (`upl_...`), the last segment of the creation answer's Location. A query string on the URL is ignored. */
                 id: unknown;
             };
             cookie?: never;
@@ -8046,7 +8046,7 @@ export interface operations {
                 "Tus-Resumable": string;
             };
             path: {
-                /** @description The upload id (`upl_...`), the last segment of the creation answer's Location. */
+                /** @description The upload id (`upl_...`), the last segment of the creation answer's Location. A query string on the URL is ignored. */
                 id: unknown;
             };
             cookie?: never;
@@ -8222,7 +8222,7 @@ export interface operations {
                 "Tus-Resumable": string;
             };
             path: {
-                /** @description The upload id (`upl_...`), the last segment of the creation answer's Location. */
+                /** @description The upload id (`upl_...`), the last segment of the creation answer's Location. A query string on the URL is ignored. */
                 id: unknown;
             };
             cookie?: never;
