@@ -245,10 +245,14 @@ class EnvelopedTusServer extends Server {
     // versions it does speak in Tus-Version, so that a client can tell "wrong version" from a malformed request.
     const version = tusRequests.getStore()?.request.headers['tus-resumable'];
     if (status === 400 && typeof version === 'string' && !(TUS_VERSION as readonly string[]).includes(version)) {
-      headers.set('Tus-Version', TUS_VERSION.join(','));
       status = HttpStatus.PRECONDITION_FAILED;
       body = `Tus-Resumable ${version.slice(0, 20)} is not supported: this server speaks tus ${TUS_VERSION.join(', ')} (Tus-Version)`;
+    } else if (status === HttpStatus.PRECONDITION_FAILED) {
+      // Its own 412 (no Tus-Resumable, or an empty one) says only "Tus-Resumable Required", and names no version.
+      body = `Every tus request but OPTIONS needs Tus-Resumable: ${TUS_VERSION[0]} (Tus-Version lists the versions this server speaks)`;
     }
+    // Whichever the version was, or none: a 412 names those spoken.
+    if (status === HttpStatus.PRECONDITION_FAILED) headers.set('Tus-Version', TUS_VERSION.join(','));
     const invalid = status === 400 ? INVALID_HEADERS.exec(body) : null;
     // A validation failure, so its fields are named as every other route names them (details.fields).
     const error = invalid

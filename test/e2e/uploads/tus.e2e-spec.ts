@@ -297,8 +297,16 @@ describe.each(['local', 's3'] as const)('resumable uploads (tus 1.0) with tus-js
     expect((await head(owner.auth, url)).headers.get('upload-offset')).toBe('0');
 
     // The protocol's own refusals come in the envelope too.
+    // Without Tus-Resumable too the answer names the versions spoken (tus 1.0: a 412 carries Tus-Version), and says what to send.
     const noVersion = await fetch(url, { method: 'HEAD', headers: owner.auth });
     expect(noVersion.status).toBe(412);
+    expect(noVersion.headers.get('tus-version')).toBe('1.0.0');
+    for (const headers of [owner.auth, { ...owner.auth, 'Tus-Resumable': '' }]) {
+      const unversioned = await fetch(url, { method: 'PATCH', headers: { ...headers, 'Upload-Offset': '0', 'Content-Type': 'application/offset+octet-stream' }, body: Buffer.from('ab') });
+      expect(unversioned.status).toBe(412);
+      expect(unversioned.headers.get('tus-version')).toBe('1.0.0');
+      expect(await unversioned.json()).toMatchObject({ success: false, error: { code: 'invalid_request', message: expect.stringContaining('Tus-Resumable: 1.0.0') } });
+    }
     // A version the server does not speak: 412 naming the versions it does (tus 1.0, "Tus-Resumable"), not a 400.
     for (const method of ['HEAD', 'PATCH']) {
       const oldVersion = await fetch(url, { method, headers: { ...owner.auth, 'Tus-Resumable': '0.2.2', 'Upload-Offset': '0', 'Content-Type': 'application/offset+octet-stream' } });
