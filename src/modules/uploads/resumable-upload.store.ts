@@ -353,8 +353,11 @@ export class ResumableUploadRows implements KvStore<Upload> {
   /** After a PATCH: the idle expiry starts again, and the MD5 so far is saved (unless null: the saved one stays). */
   async progress(id: string, md5: { state: string | null; offset: number } | null): Promise<void> {
     const change = md5 ? { md5State: md5.state, md5Offset: md5.offset } : {};
+    const expiresAt = this.expiresFromNow();
     forgetRow(id);
-    await this.transactions.run((tx) => tx.getRepository(ResumableUploadEntity).update({ id }, { expiresAt: this.expiresFromNow(), ...change }));
+    await this.transactions.run((tx) => tx.getRepository(ResumableUploadEntity).update({ id }, { expiresAt, ...change }));
+    const context = tusRequests.getStore();
+    if (context) context.expiresAt = expiresAt;
   }
 
   /** On S3: the multipart upload that receives the bytes. */

@@ -149,6 +149,7 @@ export class TusProtocol {
           fileId = await commands.execute(new CompleteResumableUploadCommand(tusActor(), uploadId));
         }
         if (fileId) tusRequests.getStore()?.response.setHeader(FILE_ID_HEADER, fileId);
+        else if (req.method === 'HEAD') tusRequests.getStore()!.expiresAt = upload.expiresAt;
       },
       onUploadCreate: async (_req, upload) => {
         const context = tusRequests.getStore()!;
@@ -234,6 +235,10 @@ class EnvelopedTusServer extends Server {
       Object.defineProperty(request, 'headers', { value: headers });
     }
     const answer = await this.handleWeb(request as unknown as globalThis.Request);
+    // Upload-Expires as stored: @tus/server sends none on HEAD, and on a PATCH dates it from the upload as it was before
+    // the PATCH, whose end starts the idle period again (an upload idle for 23 hours would say it expires in one).
+    const expiresAt = tusRequests.getStore()?.expiresAt;
+    if (expiresAt && answer.ok && (req.method === 'HEAD' || answer.headers.has('Upload-Expires'))) answer.headers.set('Upload-Expires', expiresAt.toUTCString());
     // @tus/server's answers carry no status text, which Node would send as an empty reason phrase ("HTTP/1.1 204 ").
     const { status, body, headers } = answer;
     return sendNodeResponse(res, answer.statusText ? answer : new globalThis.Response(body, { status, statusText: STATUS_CODES[status], headers }));

@@ -32,7 +32,7 @@ const TUS_ANSWER_HEADERS = {
   'Tus-Resumable': { description: 'Always `1.0.0`.', schema: { type: 'string' } },
   'Upload-Offset': { description: 'Bytes received so far.', schema: { type: 'integer' } },
   'Upload-Length': { description: 'The declared size, once known.', schema: { type: 'integer' } },
-  'Upload-Expires': { description: 'When an idle upload is removed (RFC 9110 date).', schema: { type: 'string' } },
+  'Upload-Expires': { description: 'When the unfinished upload is removed if idle until then (RFC 9110 date); a PATCH moves it on, and its answer names the new time.', schema: { type: 'string' } },
   [FILE_ID_HEADER]: { description: 'The id of the file the completed upload became.', schema: { type: 'string' } },
 };
 
@@ -88,7 +88,7 @@ export class UploadsController {
     operationId: 'getUploadOffset',
     summary: 'Where to resume an upload (tus core)',
     description:
-      `Answers \`Upload-Offset\` (bytes received), \`Upload-Length\`, \`Upload-Metadata\` and \`Upload-Expires\`; once complete also \`${FILE_ID_HEADER}\`. ` +
+      `Answers \`Upload-Offset\` (bytes received), \`Upload-Length\`, \`Upload-Metadata\` and, while unfinished, \`Upload-Expires\`; once complete \`${FILE_ID_HEADER}\` instead. ` +
       'An upload holding every byte whose completion failed (its last PATCH answered 5xx) is completed by this request, which then names the file.',
   })
   @ApiResponse({ status: 200, description: 'The upload\'s state, in headers.', headers: TUS_ANSWER_HEADERS })

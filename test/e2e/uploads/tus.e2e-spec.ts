@@ -276,6 +276,28 @@ describe.each(['local', 's3'] as const)('resumable uploads (tus 1.0) with tus-js
     expect((await head(owner.auth, other)).status).toBe(404);
   });
 
+  it('names an unfinished upload\'s expiry on HEAD, and on a PATCH the one that PATCH started, as stored', async () => {
+    const url = locationOf(await create(owner.auth, 4));
+    const uploads = t.app.get(DataSource).getRepository(ResumableUploadEntity);
+    const id = new URL(url).pathname.split('/').pop()!;
+    // As if it had idled all but an hour of its expiry.
+    const soon = new Date(Math.floor(Date.now() / 1000) * 1000 + 3_600_000);
+    await uploads.update({ id }, { expiresAt: soon });
+    expect((await head(owner.auth, url)).headers.get('upload-expires')).toBe(soon.toUTCString());
+    // The PATCH starts the idle period again: its answer names the new expiry, not the one before it.
+    const patched = await patch(owner.auth, url, 0, Buffer.from('ab'));
+    expect(patched.status).toBe(204);
+    const stored = (await uploads.findOneByOrFail({ id })).expiresAt;
+    expect(stored.getTime()).toBeGreaterThan(soon.getTime());
+    expect(patched.headers.get('upload-expires')).toBe(stored.toUTCString());
+    expect((await head(owner.auth, url)).headers.get('upload-expires')).toBe(stored.toUTCString());
+    // Complete, it is a file: nothing of it expires any more.
+    const done = await patch(owner.auth, url, 2, Buffer.from('cd'));
+    expect(done.headers.get('x-file-id')).toMatch(/^file_/);
+    expect(done.headers.get('upload-expires')).toBeNull();
+    expect((await head(owner.auth, url)).headers.get('upload-expires')).toBeNull();
+  });
+
   it('needs a key with the write scope, and hides one account\'s uploads from another', async () => {
     const noKey = await create({}, 10);
     expect(noKey.status).toBe(401);

@@ -612,7 +612,7 @@ export interface paths {
         options?: never;
         /**
          * Where to resume an upload (tus core)
-         * @description Answers `Upload-Offset` (bytes received), `Upload-Length`, `Upload-Metadata` and `Upload-Expires`; once complete also `X-File-Id`. An upload holding every byte whose completion failed (its last PATCH answered 5xx) is completed by this request, which then names the file.
+         * @description Answers `Upload-Offset` (bytes received), `Upload-Length`, `Upload-Metadata` and, while unfinished, `Upload-Expires`; once complete `X-File-Id` instead. An upload holding every byte whose completion failed (its last PATCH answered 5xx) is completed by this request, which then names the file.
          */
         head: operations["getUploadOffset"];
         /**
@@ -7486,7 +7486,7 @@ export interface operations {
                     "Upload-Offset"?: number;
                     /** @description The declared size, once known. */
                     "Upload-Length"?: number;
-                    /** @description When an idle upload is removed (RFC 9110 date). */
+                    /** @description When the unfinished upload is removed if idle until then (RFC 9110 date); a PATCH moves it on, and its answer names the new time. */
                     "Upload-Expires"?: string;
                     /** @description The id of the file the completed upload became. */
                     "X-File-Id"?: string;
@@ -7693,7 +7693,7 @@ export interface operations {
                     "Upload-Offset"?: number;
                     /** @description The declared size, once known. */
                     "Upload-Length"?: number;
-                    /** @description When an idle upload is removed (RFC 9110 date). */
+                    /** @description When the unfinished upload is removed if idle until then (RFC 9110 date); a PATCH moves it on, and its answer names the new time. */
                     "Upload-Expires"?: string;
                     /** @description The id of the file the completed upload became. */
                     "X-File-Id"?: string;
@@ -7714,7 +7714,7 @@ export interface operations {
                     "Upload-Offset"?: number;
                     /** @description The declared size, once known. */
                     "Upload-Length"?: number;
-                    /** @description When an idle upload is removed (RFC 9110 date). */
+                    /** @description When the unfinished upload is removed if idle until then (RFC 9110 date); a PATCH moves it on, and its answer names the new time. */
                     "Upload-Expires"?: string;
                     /** @description The id of the file the completed upload became. */
                     "X-File-Id"?: string;
@@ -8066,7 +8066,7 @@ export interface operations {
                     "Upload-Offset"?: number;
                     /** @description The declared size, once known. */
                     "Upload-Length"?: number;
-                    /** @description When an idle upload is removed (RFC 9110 date). */
+                    /** @description When the unfinished upload is removed if idle until then (RFC 9110 date); a PATCH moves it on, and its answer names the new time. */
                     "Upload-Expires"?: string;
                     /** @description The id of the file the completed upload became. */
                     "X-File-Id"?: string;
@@ -8242,7 +8242,7 @@ export interface operations {
                     "Upload-Offset"?: number;
                     /** @description The declared size, once known. */
                     "Upload-Length"?: number;
-                    /** @description When an idle upload is removed (RFC 9110 date). */
+                    /** @description When the unfinished upload is removed if idle until then (RFC 9110 date); a PATCH moves it on, and its answer names the new time. */
                     "Upload-Expires"?: string;
                     /** @description The id of the file the completed upload became. */
                     "X-File-Id"?: string;
