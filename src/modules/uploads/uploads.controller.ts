@@ -120,7 +120,8 @@ export class UploadsController {
     operationId: 'appendToUpload',
     summary: 'Send a chunk (tus core)',
     description:
-      'Appends the body at `Upload-Offset`; answers 204 with the new `Upload-Offset`. The chunk that completes the upload commits the file as a multipart upload does ' +
+      'Appends the body at `Upload-Offset`; answers 204 with the new `Upload-Offset`. An empty body changes nothing, except that with `Upload-Length` it declares a deferred length ' +
+      '(equal to the offset, that completes the upload). The chunk that completes the upload commits the file as a multipart upload does ' +
       `(MD5, type detection, numbered suffix or overwrite, file.uploaded, scan and thumbnail) and the answer names it in \`${FILE_ID_HEADER}\`. ` +
       'If its folder was deleted while it uploaded, the file goes to the root, under a numbered suffix if its name is taken there (an `overwrite` replaces nothing there). ' +
       'Not counted against the rate limit. A second request to the same upload while one is writing waits up to 3 s, then gets 423.',

@@ -533,6 +533,15 @@ describe.each(['local', 's3'] as const)('resumable uploads (tus 1.0) with tus-js
     expect(finished.status).toBe(204);
     expect(finished.headers.get('x-file-id')).toMatch(/^file_/);
     expect(await storageOf(t.app, free.accountId)).toMatchObject({ used: 3, reserved: 0 });
+
+    // A stream that ended on a chunk boundary: an empty PATCH changes nothing, and one declaring the offset completes it.
+    const boundary = locationOf(await create(free.auth, null));
+    expect((await patch(free.auth, boundary, 0, Buffer.from('abcd'))).status).toBe(204);
+    const empty = await patch(free.auth, boundary, 4, Buffer.alloc(0));
+    expect([empty.status, empty.headers.get('upload-offset'), empty.headers.get('x-file-id')]).toEqual([204, '4', null]);
+    const declaredAtTheEnd = await patch(free.auth, boundary, 4, Buffer.alloc(0), { 'Upload-Length': '4' });
+    expect(declaredAtTheEnd.status).toBe(204);
+    expect(await getFile(declaredAtTheEnd.headers.get('x-file-id')!, free.auth)).toMatchObject({ size: 4, md5_hash: md5(Buffer.from('abcd')) });
   });
 
   it('holds a deferred length to the plan\'s maximum, from Content-Length or as the bytes stream, and removes the upload', async () => {
