@@ -5,12 +5,14 @@ import { Transactions } from '../../infra/database/transactions.js';
 import { RedisUploadLocker, UploadLocked } from './redis-upload-locker.js';
 import { ResumableUploadEntity } from './resumable-upload.entity.js';
 import { ResumableUploadStore } from './resumable-upload.store.js';
+import { removeOrphanedChunkDirs } from './upload-checksum.js';
 
 /**
  * Removes resumable uploads idle past their expiry (TUS_UPLOAD_EXPIRY after their last PATCH): an
  * unfinished one's bytes are deleted and its reserved quota given back; a completed one's row,
  * kept only to answer late HEADs, goes. An upload being written (its lock held) is left alone.
- * Runs in the server only: at start and every ten minutes.
+ * Runs in the server only: at start and every ten minutes. At start it also removes the
+ * checksummed chunks that a process killed mid-PATCH left set aside in the temp dir.
  */
 @Injectable()
 export class ResumableUploadExpiry {
@@ -27,6 +29,14 @@ export class ResumableUploadExpiry {
   @Interval(10 * 60 * 1000)
   async expireInBackground(): Promise<void> {
     await this.expire().catch((error: unknown) => this.logger.error({ err: error }, 'Resumable upload expiry failed'));
+  }
+
+  @Timeout(2_000)
+  async removeOrphanedChunks(): Promise<void> {
+    await removeOrphanedChunkDirs().then(
+      (removed) => removed > 0 && this.logger.log({ removed }, 'Removed checksummed chunks left set aside by a process that died mid-PATCH'),
+      (error: unknown) => this.logger.warn({ err: error }, 'Could not remove checksummed chunks left by dead processes'),
+    );
   }
 
   /** Returns how many uploads were removed. */

@@ -79,12 +79,23 @@ export class ResumableUploadStore extends DataStore {
       tusRequestBody().resume();
       return offset;
     }
-    const body = this.heldToLength(tusRequestBody(), row, offset);
-    // Its idle expiry starts again when the PATCH ends (rows.progress); meanwhile the PATCH's lock keeps the expiry job away.
     const checksum = parseUploadChecksum(tusRequests.getStore()?.request.headers['upload-checksum']);
-    const chunk = checksum ? await verifiedChunk(body, checksum) : null;
+    // The limits hold the bytes as they arrive, before a checksummed chunk is set aside on disk until its digest is known:
+    // no more of it is set aside than the upload may hold.
+    const limit = row.length === null ? await this.deferredLimit(row, offset) : null;
+    const body = limit ? metered(tusRequestBody(), limit.meter) : this.heldToLength(tusRequestBody(), row, offset);
+    let chunk: { bytes: Readable; discard: () => Promise<void> } | null = null;
     try {
-      return await this.append(chunk?.bytes ?? body, row, offset);
+      chunk = checksum ? await verifiedChunk(body, checksum) : null;
+      // Its idle expiry starts again when the PATCH ends (rows.progress); meanwhile the PATCH's lock keeps the expiry job away.
+      const stored = await this.append(chunk?.bytes ?? body, row, offset);
+      if (limit?.refusal()) throw limit.refusal();
+      return stored;
+    } catch (error) {
+      // The stores report their own failure for a stream we cut; the client hears why we cut it.
+      const refusal = limit?.refusal();
+      if (refusal instanceof FileTooLarge) await this.forget(id);
+      throw refusal ?? error;
     } finally {
       await chunk?.discard();
     }
@@ -102,24 +113,15 @@ export class ResumableUploadStore extends DataStore {
     return readable.pipe(limit);
   }
 
-  /** Stores the bytes at `offset`, hashing them on the way; an upload of unknown length is held to the plan and the quota as they stream. */
+  /** Stores the bytes at `offset`, hashing them on the way. */
   private async append(readable: Readable, row: ResumableUploadEntity, offset: number): Promise<number> {
     const id = row.id;
-    const md5 = await this.onThreadIfWorthIt(await this.md5At(row, offset));
     // Whatever cuts the bytes short (a limit) is what the client hears, rather than the store's failure to write them;
     // it may have come during the awaits before this point (readable.errored).
     let cut: Error | null = null;
     readable.once('error', (error) => (cut = error));
-    const limit =
-      row.length === null
-        ? await this.deferredLimit(row, offset).catch((error: unknown) => {
-            // Refused on its Content-Length before a byte: its hasher goes back to the pool.
-            md5?.release();
-            throw error;
-          })
-        : null;
-    let source = limit ? readable.pipe(limit.meter) : readable;
-    if (limit) passErrorOn(readable, limit.meter);
+    const md5 = await this.onThreadIfWorthIt(await this.md5At(row, offset));
+    let source = readable;
     if (md5) {
       const hashing = quiet(new Transform({
         transform(chunk: Buffer, _encoding, callback) {
@@ -134,13 +136,9 @@ export class ResumableUploadStore extends DataStore {
     let stored = offset;
     try {
       stored = await this.bytes.write(source, id, offset);
-      if (limit?.refusal()) throw limit.refusal();
       return stored;
     } catch (error) {
-      // The stores report their own failure for a stream we cut; the client hears why we cut it.
-      const refusal = limit?.refusal();
-      if (refusal instanceof FileTooLarge) await this.forget(id);
-      throw refusal ?? cut ?? readable.errored ?? error;
+      throw cut ?? readable.errored ?? error;
     } finally {
       // Saved only when it is the MD5 of exactly the bytes stored; otherwise (or if the thread failed) the saved one stays (see md5At).
       const state = md5 && md5.offset === stored ? await md5.save().catch(() => undefined) : undefined;
@@ -355,8 +353,11 @@ export class ResumableUploadRows implements KvStore<Upload> {
   /** After a PATCH: the idle expiry starts again, and the MD5 so far is saved (unless null: the saved one stays). */
   async progress(id: string, md5: { state: string | null; offset: number } | null): Promise<void> {
     const change = md5 ? { md5State: md5.state, md5Offset: md5.offset } : {};
+    const expiresAt = this.expiresFromNow();
     forgetRow(id);
-    await this.transactions.run((tx) => tx.getRepository(ResumableUploadEntity).update({ id }, { expiresAt: this.expiresFromNow(), ...change }));
+    await this.transactions.run((tx) => tx.getRepository(ResumableUploadEntity).update({ id }, { expiresAt, ...change }));
+    const context = tusRequests.getStore();
+    if (context) context.expiresAt = expiresAt;
   }
 
   /** On S3: the multipart upload that receives the bytes. */
@@ -392,6 +393,12 @@ export class ResumableUploadRows implements KvStore<Upload> {
 function quiet<T extends Stream>(stream: T): T {
   stream.on('error', () => undefined);
   return stream;
+}
+
+/** `readable` through an upload's meter (deferredLimit), which fails with the reason it cut the bytes short. */
+function metered(readable: Readable, meter: Transform): Readable {
+  passErrorOn(readable, meter);
+  return readable.pipe(meter);
 }
 
 /** What `pipe` does not do: a failure of `from`, including one before this call, destroys `to` with it. */

@@ -126,12 +126,22 @@ export class TusProtocol {
       // Relative (`/v1/uploads/<id>`): clients resolve it against the address they used, whatever proxy is in between.
       relativeLocation: true,
       namingFunction: () => newId('upl'),
+      // The route's `{id}`, as Express decoded it: @tus/server would take the last segment of the whole URL, query string
+      // included (`/v1/uploads/upl_1?t=2` is "upl_1?t=2", not found). A NUL byte names no upload (PostgreSQL cannot compare it).
+      getFileIdFromRequest: () => {
+        const id = tusRequests.getStore()?.request.params.id;
+        return typeof id === 'string' && id !== '' && !id.includes('\0') ? id : undefined;
+      },
       // No limit here: creation checks Upload-Length, and the store holds a deferred length to the plan and the quota, with our errors.
       maxSize: 0,
       exposedHeaders: [...TUS_RESPONSE_HEADERS, ...OUR_RESPONSE_HEADERS],
       onIncomingRequest: async (req, uploadId) => {
         if (req.method === 'POST') return;
         const upload = await this.assertOwnUpload(tusActor(), uploadId);
+        // A length is declared once, and then never changes. The same length sent again is a client resending the chunk
+        // that declared it (cut off, or refused for its checksum), as tus-js-client does: no change, as tusd takes it too;
+        // @tus/server alone would refuse it for good, and the upload could never complete.
+        if (req.method === 'PATCH' && upload.length !== null && req.headers.get('upload-length') === String(upload.length)) req.headers.delete('upload-length');
         let fileId = upload.fileId;
         // Every byte in but no file (the last PATCH's completion failed, or still runs): a HEAD completes it (or waits
         // for it), so a client resuming by HEAD learns the file instead of a full offset with nothing behind it.
@@ -139,6 +149,7 @@ export class TusProtocol {
           fileId = await commands.execute(new CompleteResumableUploadCommand(tusActor(), uploadId));
         }
         if (fileId) tusRequests.getStore()?.response.setHeader(FILE_ID_HEADER, fileId);
+        else if (req.method === 'HEAD') tusRequests.getStore()!.expiresAt = upload.expiresAt;
       },
       onUploadCreate: async (_req, upload) => {
         const context = tusRequests.getStore()!;
@@ -224,6 +235,10 @@ class EnvelopedTusServer extends Server {
       Object.defineProperty(request, 'headers', { value: headers });
     }
     const answer = await this.handleWeb(request as unknown as globalThis.Request);
+    // Upload-Expires as stored: @tus/server sends none on HEAD, and on a PATCH dates it from the upload as it was before
+    // the PATCH, whose end starts the idle period again (an upload idle for 23 hours would say it expires in one).
+    const expiresAt = tusRequests.getStore()?.expiresAt;
+    if (expiresAt && answer.ok && (req.method === 'HEAD' || answer.headers.has('Upload-Expires'))) answer.headers.set('Upload-Expires', expiresAt.toUTCString());
     // @tus/server's answers carry no status text, which Node would send as an empty reason phrase ("HTTP/1.1 204 ").
     const { status, body, headers } = answer;
     return sendNodeResponse(res, answer.statusText ? answer : new globalThis.Response(body, { status, statusText: STATUS_CODES[status], headers }));
@@ -235,10 +250,14 @@ class EnvelopedTusServer extends Server {
     // versions it does speak in Tus-Version, so that a client can tell "wrong version" from a malformed request.
     const version = tusRequests.getStore()?.request.headers['tus-resumable'];
     if (status === 400 && typeof version === 'string' && !(TUS_VERSION as readonly string[]).includes(version)) {
-      headers.set('Tus-Version', TUS_VERSION.join(','));
       status = HttpStatus.PRECONDITION_FAILED;
       body = `Tus-Resumable ${version.slice(0, 20)} is not supported: this server speaks tus ${TUS_VERSION.join(', ')} (Tus-Version)`;
+    } else if (status === HttpStatus.PRECONDITION_FAILED) {
+      // Its own 412 (no Tus-Resumable, or an empty one) says only "Tus-Resumable Required", and names no version.
+      body = `Every tus request but OPTIONS needs Tus-Resumable: ${TUS_VERSION[0]} (Tus-Version lists the versions this server speaks)`;
     }
+    // Whichever the version was, or none: a 412 names those spoken.
+    if (status === HttpStatus.PRECONDITION_FAILED) headers.set('Tus-Version', TUS_VERSION.join(','));
     const invalid = status === 400 ? INVALID_HEADERS.exec(body) : null;
     // A validation failure, so its fields are named as every other route names them (details.fields).
     const error = invalid

@@ -16,6 +16,8 @@ export interface TusRequest {
   rows?: Map<string, Promise<unknown>>;
   /** The upload a creation request made (onUploadCreate), so a creation answered with an error can give it up. */
   createdUploadId?: string;
+  /** When the unfinished upload of this request expires, as stored: read by HEAD, moved on by a PATCH (Upload-Expires). */
+  expiresAt?: Date;
 }
 
 export const tusRequests = new AsyncLocalStorage<TusRequest>();

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Transform, type Readable } from 'node:stream';
@@ -46,7 +46,7 @@ export class ChecksumMismatch extends ApiError {
  * digest matches goes on to the upload. Answers the verified bytes; `discard()` removes the file.
  */
 export async function verifiedChunk(source: Readable, checksum: UploadChecksum): Promise<{ bytes: Readable; discard: () => Promise<void> }> {
-  const dir = await mkdtemp(join(tmpdir(), 'fss-tus-chunk-'));
+  const dir = await mkdtemp(join(tmpdir(), `fss-tus-chunk-${process.pid}-`));
   const discard = () => rm(dir, { recursive: true, force: true });
   try {
     const digest = createHash(checksum.algorithm);
@@ -63,5 +63,32 @@ export async function verifiedChunk(source: Readable, checksum: UploadChecksum):
   } catch (error) {
     await discard();
     throw error;
+  }
+}
+
+/** A chunk's dir is named after its process, so that those of a process that died mid-PATCH can be told apart. */
+const CHUNK_DIR = /^fss-tus-chunk-(\d+)-[^/]+$/;
+
+/** Removes the chunk dirs of processes that are no longer running (a SIGKILL or the OOM killer leaves them); returns how many. */
+export async function removeOrphanedChunkDirs(): Promise<number> {
+  const dir = tmpdir();
+  let removed = 0;
+  for (const name of await readdir(dir)) {
+    const pid = Number(CHUNK_DIR.exec(name)?.[1]);
+    if (!pid || isRunning(pid)) continue;
+    await rm(join(dir, name), { recursive: true, force: true });
+    removed++;
+  }
+  return removed;
+}
+
+function isRunning(pid: number): boolean {
+  if (pid === process.pid) return true;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    // EPERM: alive, but someone else's.
+    return (error as NodeJS.ErrnoException).code !== 'ESRCH';
   }
 }

@@ -1,6 +1,7 @@
 import { InvalidRequest } from '../../common/errors/api-error.js';
 import { parseOverwrite } from '../files/commands/upload-file.command.js';
-import { assertValidName } from '../files/file-naming.js';
+import { ID_SHAPE } from '../files/dto/file.requests.js';
+import { acceptedName } from '../files/file-naming.js';
 
 /** What a resumable upload's `Upload-Metadata` asks for, with the multipart upload's rules. */
 export interface ResumableUploadTarget {
@@ -19,8 +20,11 @@ export function resumableUploadTarget(metadata: Record<string, string | null> | 
   if (filename === undefined || filename === null || filename === '') {
     throw InvalidRequest.fields([{ field: 'filename', message: 'Upload-Metadata must carry filename' }]);
   }
-  const name = metadata?.name ?? filename;
-  assertValidName(name, metadata?.name != null ? 'name' : 'filename');
+  // As the multipart upload's commit will take it (NFC, then checked): a name refused there must be refused here, before a byte is sent.
+  const name = acceptedName(metadata?.name ?? filename, metadata?.name != null ? 'name' : 'filename');
   // An empty folder_id (a key without a value, or an empty one) is the root, as an empty form field of a multipart upload is.
-  return { name, folderId: metadata?.folder_id || null, overwrite: parseOverwrite(metadata?.overwrite ?? undefined) };
+  const folderId = metadata?.folder_id || null;
+  // As in the form: what cannot be an id (a NUL byte, which PostgreSQL refuses to compare) names no folder and is never looked up.
+  if (folderId !== null && !ID_SHAPE.test(folderId)) throw InvalidRequest.fields([{ field: 'folder_id', message: 'must be a folder id' }]);
+  return { name, folderId, overwrite: parseOverwrite(metadata?.overwrite ?? undefined) };
 }

@@ -21,7 +21,7 @@ const UPLOAD_CHECKSUM = ApiHeader({
 });
 /** What X-HTTP-Method-Override may name: the tus requests a POST can stand for. */
 const OVERRIDABLE_METHODS = new Set(['PATCH', 'DELETE', 'HEAD']);
-const UPLOAD_ID = ApiParam({ name: 'id', description: 'The upload id (`upl_...`), the last segment of the creation answer\'s Location.' });
+const UPLOAD_ID = ApiParam({ name: 'id', description: 'The upload id (`upl_...`), the last segment of the creation answer\'s Location. A query string on the URL is ignored.' });
 
 /**
  * Resumable uploads (tus 1.0.0): the guards authenticate and count the request as for any route,
@@ -32,7 +32,7 @@ const TUS_ANSWER_HEADERS = {
   'Tus-Resumable': { description: 'Always `1.0.0`.', schema: { type: 'string' } },
   'Upload-Offset': { description: 'Bytes received so far.', schema: { type: 'integer' } },
   'Upload-Length': { description: 'The declared size, once known.', schema: { type: 'integer' } },
-  'Upload-Expires': { description: 'When an idle upload is removed (RFC 9110 date).', schema: { type: 'string' } },
+  'Upload-Expires': { description: 'When the unfinished upload is removed if idle until then (RFC 9110 date); a PATCH moves it on, and its answer names the new time.', schema: { type: 'string' } },
   [FILE_ID_HEADER]: { description: 'The id of the file the completed upload became.', schema: { type: 'string' } },
 };
 
@@ -52,7 +52,7 @@ export class UploadsController {
     required: true,
     description:
       'Comma-separated `key base64(value)` pairs: `filename` (required), `name` (the file name to use instead), `folder_id` (default: root), ' +
-      '`overwrite` (`true`/`false`). Other keys are kept and echoed by HEAD.',
+      '`overwrite` (`true`/`false`), with the multipart upload\'s rules, checked here (the name in NFC: at most 255 characters once composed). Other keys are kept and echoed by HEAD.',
   })
   @ApiOperation({
     operationId: 'createUpload',
@@ -88,7 +88,7 @@ export class UploadsController {
     operationId: 'getUploadOffset',
     summary: 'Where to resume an upload (tus core)',
     description:
-      `Answers \`Upload-Offset\` (bytes received), \`Upload-Length\`, \`Upload-Metadata\` and \`Upload-Expires\`; once complete also \`${FILE_ID_HEADER}\`. ` +
+      `Answers \`Upload-Offset\` (bytes received), \`Upload-Length\`, \`Upload-Metadata\` and, while unfinished, \`Upload-Expires\`; once complete \`${FILE_ID_HEADER}\` instead. ` +
       'An upload holding every byte whose completion failed (its last PATCH answered 5xx) is completed by this request, which then names the file.',
   })
   @ApiResponse({ status: 200, description: 'The upload\'s state, in headers.', headers: TUS_ANSWER_HEADERS })
@@ -109,13 +109,19 @@ export class UploadsController {
   @UPLOAD_ID
   @ApiHeader({ name: 'Upload-Offset', required: true, description: 'Where this chunk starts: the offset HEAD answered.' })
   @ApiHeader({ name: 'Content-Type', required: true, description: '`application/offset+octet-stream`; the body is the raw bytes.' })
-  @ApiHeader({ name: 'Upload-Length', required: false, description: 'Declares the size of an upload created with Upload-Defer-Length.' })
+  @ApiHeader({
+    name: 'Upload-Length',
+    required: false,
+    description:
+      'Declares the size of an upload created with Upload-Defer-Length, once: another size later is 400. The same size again (resending the chunk that declared it) is no change.',
+  })
   @UPLOAD_CHECKSUM
   @ApiOperation({
     operationId: 'appendToUpload',
     summary: 'Send a chunk (tus core)',
     description:
-      'Appends the body at `Upload-Offset`; answers 204 with the new `Upload-Offset`. The chunk that completes the upload commits the file as a multipart upload does ' +
+      'Appends the body at `Upload-Offset`; answers 204 with the new `Upload-Offset`. An empty body changes nothing, except that with `Upload-Length` it declares a deferred length ' +
+      '(equal to the offset, that completes the upload). The chunk that completes the upload commits the file as a multipart upload does ' +
       `(MD5, type detection, numbered suffix or overwrite, file.uploaded, scan and thumbnail) and the answer names it in \`${FILE_ID_HEADER}\`. ` +
       'If its folder was deleted while it uploaded, the file goes to the root, under a numbered suffix if its name is taken there (an `overwrite` replaces nothing there). ' +
       'Not counted against the rate limit. A second request to the same upload while one is writing waits up to 3 s, then gets 423.',

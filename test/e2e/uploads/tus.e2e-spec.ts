@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
+import { connect } from 'node:net';
 import type { Redis } from 'ioredis';
 import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -71,7 +72,7 @@ describe.each(['local', 's3'] as const)('resumable uploads (tus 1.0) with tus-js
    * says so; it stops sending and resolves with the answer as soon as one comes, as tus clients do. (fetch keeps sending
    * a body the server has refused, and may see the connection reset before it reads the answer.)
    */
-  const streamingPatch = (auth: Record<string, string>, url: string, offset: number, total: number, content = Buffer.alloc(0), declared?: 'declared') =>
+  const streamingPatch = (auth: Record<string, string>, url: string, offset: number, total: number, content = Buffer.alloc(0), declared?: 'declared', extra: Record<string, string> = {}) =>
     new Promise<{ status: number; body: unknown }>((resolve, reject) => {
       const target = new URL(url);
       const req = httpRequest({
@@ -79,7 +80,7 @@ describe.each(['local', 's3'] as const)('resumable uploads (tus 1.0) with tus-js
         port: target.port,
         path: target.pathname,
         method: 'PATCH',
-        headers: { ...auth, 'Tus-Resumable': '1.0.0', 'Upload-Offset': String(offset), 'Content-Type': 'application/offset+octet-stream', ...(declared ? { 'Content-Length': String(total) } : { 'Transfer-Encoding': 'chunked' }) },
+        headers: { ...auth, 'Tus-Resumable': '1.0.0', 'Upload-Offset': String(offset), 'Content-Type': 'application/offset+octet-stream', ...(declared ? { 'Content-Length': String(total) } : { 'Transfer-Encoding': 'chunked' }), ...extra },
       });
       let answered = false;
       req.on('response', (res) => {
@@ -258,6 +259,45 @@ describe.each(['local', 's3'] as const)('resumable uploads (tus 1.0) with tus-js
     expect((await head(owner.auth, url)).headers.get('x-file-id')).toBe(fileId);
   });
 
+  it('finds the upload of a URL with a query string (a proxy\'s or a cache buster\'s), and only that one', async () => {
+    const url = locationOf(await create(owner.auth, 4));
+    const other = locationOf(await create(owner.auth, 4));
+    const otherId = new URL(other).pathname.split('/').pop();
+    const offset = await head(owner.auth, `${url}?t=1`);
+    expect(offset.status).toBe(200);
+    expect(offset.headers.get('upload-length')).toBe('4');
+    expect((await patch(owner.auth, `${url}?t=2`, 0, Buffer.from('ab'))).status).toBe(204);
+    // A path in the query names nothing: the upload is the one of the path.
+    const stored = await patch(owner.auth, `${url}?next=/v1/uploads/${otherId}`, 2, Buffer.from('cd'));
+    expect(stored.status).toBe(204);
+    expect(await getFile(stored.headers.get('x-file-id')!)).toMatchObject({ size: 4, md5_hash: md5(Buffer.from('abcd')) });
+    expect((await head(owner.auth, other)).headers.get('upload-offset')).toBe('0');
+    expect((await fetch(`${other}?t=3`, { method: 'DELETE', headers: { ...owner.auth, 'Tus-Resumable': '1.0.0' } })).status).toBe(204);
+    expect((await head(owner.auth, other)).status).toBe(404);
+  });
+
+  it('names an unfinished upload\'s expiry on HEAD, and on a PATCH the one that PATCH started, as stored', async () => {
+    const url = locationOf(await create(owner.auth, 4));
+    const uploads = t.app.get(DataSource).getRepository(ResumableUploadEntity);
+    const id = new URL(url).pathname.split('/').pop()!;
+    // As if it had idled all but an hour of its expiry.
+    const soon = new Date(Math.floor(Date.now() / 1000) * 1000 + 3_600_000);
+    await uploads.update({ id }, { expiresAt: soon });
+    expect((await head(owner.auth, url)).headers.get('upload-expires')).toBe(soon.toUTCString());
+    // The PATCH starts the idle period again: its answer names the new expiry, not the one before it.
+    const patched = await patch(owner.auth, url, 0, Buffer.from('ab'));
+    expect(patched.status).toBe(204);
+    const stored = (await uploads.findOneByOrFail({ id })).expiresAt;
+    expect(stored.getTime()).toBeGreaterThan(soon.getTime());
+    expect(patched.headers.get('upload-expires')).toBe(stored.toUTCString());
+    expect((await head(owner.auth, url)).headers.get('upload-expires')).toBe(stored.toUTCString());
+    // Complete, it is a file: nothing of it expires any more.
+    const done = await patch(owner.auth, url, 2, Buffer.from('cd'));
+    expect(done.headers.get('x-file-id')).toMatch(/^file_/);
+    expect(done.headers.get('upload-expires')).toBeNull();
+    expect((await head(owner.auth, url)).headers.get('upload-expires')).toBeNull();
+  });
+
   it('needs a key with the write scope, and hides one account\'s uploads from another', async () => {
     const noKey = await create({}, 10);
     expect(noKey.status).toBe(401);
@@ -279,8 +319,16 @@ describe.each(['local', 's3'] as const)('resumable uploads (tus 1.0) with tus-js
     expect((await head(owner.auth, url)).headers.get('upload-offset')).toBe('0');
 
     // The protocol's own refusals come in the envelope too.
+    // Without Tus-Resumable too the answer names the versions spoken (tus 1.0: a 412 carries Tus-Version), and says what to send.
     const noVersion = await fetch(url, { method: 'HEAD', headers: owner.auth });
     expect(noVersion.status).toBe(412);
+    expect(noVersion.headers.get('tus-version')).toBe('1.0.0');
+    for (const headers of [owner.auth, { ...owner.auth, 'Tus-Resumable': '' }]) {
+      const unversioned = await fetch(url, { method: 'PATCH', headers: { ...headers, 'Upload-Offset': '0', 'Content-Type': 'application/offset+octet-stream' }, body: Buffer.from('ab') });
+      expect(unversioned.status).toBe(412);
+      expect(unversioned.headers.get('tus-version')).toBe('1.0.0');
+      expect(await unversioned.json()).toMatchObject({ success: false, error: { code: 'invalid_request', message: expect.stringContaining('Tus-Resumable: 1.0.0') } });
+    }
     // A version the server does not speak: 412 naming the versions it does (tus 1.0, "Tus-Resumable"), not a 400.
     for (const method of ['HEAD', 'PATCH']) {
       const oldVersion = await fetch(url, { method, headers: { ...owner.auth, 'Tus-Resumable': '0.2.2', 'Upload-Offset': '0', 'Content-Type': 'application/offset+octet-stream' } });
@@ -358,6 +406,12 @@ describe.each(['local', 's3'] as const)('resumable uploads (tus 1.0) with tus-js
     expect(noName.headers.get('content-type')).toMatch(/application\/json/);
     expect(await noName.json()).toMatchObject({ error: { code: 'invalid_request', details: { fields: [{ field: 'filename' }] } } });
     expect(await (await create(owner.auth, 10, { filename: 'a', folder_id: 'fld_missing' })).json()).toMatchObject({ error: { code: 'not_found' } });
+    // A folder_id that cannot be an id (a NUL byte, which PostgreSQL cannot even compare; a path; 300 characters) is 400, as in the form.
+    for (const folderId of ['fld_\0x', '../fld_1', 'f'.repeat(300)]) {
+      const malformed = await create(owner.auth, 10, { filename: 'a', folder_id: folderId });
+      expect(malformed.status, folderId).toBe(400);
+      expect(await malformed.json()).toMatchObject({ error: { code: 'invalid_request', details: { fields: [{ field: 'folder_id', message: 'must be a folder id' }] } } });
+    }
 
     const free = await createAccount(t.app, { plan: 'free', storageLimit: 150 * MiB });
     const tooLarge = await create(free.auth, 100 * MiB + 1);
@@ -368,6 +422,23 @@ describe.each(['local', 's3'] as const)('resumable uploads (tus 1.0) with tus-js
     expect(overQuota.status).toBe(413);
     expect(await overQuota.json()).toMatchObject({ error: { code: 'storage_exceeded', details: { current_usage: 100 * MiB, storage_limit: 150 * MiB, required_space: 60 * MiB } } });
     expect(await events(free.accountId, 'user.quota_exceeded')).toHaveLength(1);
+  });
+
+  it('takes a name as the multipart upload stores it (NFC), refusing at creation one that is too long composed, not at the last byte', async () => {
+    // U+0958 composes to two characters: 200 of them are 400 once composed, over the 255 a name may have.
+    const before = await storageOf(t.app, owner.accountId);
+    for (const field of ['filename', 'name'] as const) {
+      const long = await create(owner.auth, 3, { filename: 'a.bin', [field]: '\u0958'.repeat(200) });
+      expect(long.status).toBe(400);
+      expect(await long.json()).toMatchObject({ error: { code: 'invalid_request', details: { fields: [{ field, message: expect.stringContaining('255') }] } } });
+    }
+    expect((await storageOf(t.app, owner.accountId)).reserved).toBe(before.reserved);
+    // A decomposed name is stored composed, and echoed as sent.
+    const created = await create(owner.auth, 3, { filename: 'cafe\u0301.txt' });
+    expect(created.status).toBe(201);
+    const done = await patch(owner.auth, locationOf(created), 0, Buffer.from('abc'));
+    expect(done.status).toBe(204);
+    expect((await getFile(done.headers.get('x-file-id')!)).name).toBe('caf\u00e9.txt');
   });
 
   it('lets exactly one of two uploads racing for the last of the quota through, resumable or multipart', async () => {
@@ -406,6 +477,47 @@ describe.each(['local', 's3'] as const)('resumable uploads (tus 1.0) with tus-js
     expect((await head(account.auth, url)).status).toBe(404);
   });
 
+  it('resumes a deferred upload whose length a cut or refused chunk declared: the same Upload-Length sent again changes nothing', async () => {
+    const content = randomBytes(2 * MiB);
+    const url = locationOf(await create(owner.auth, null));
+    const uploads = t.app.get(DataSource).getRepository(ResumableUploadEntity);
+    const id = new URL(url).pathname.split('/').pop()!;
+    // The last chunk declares the length; its connection drops once the server has recorded it, half of it sent.
+    const target = new URL(url);
+    const cut = connect(Number(target.port), target.hostname);
+    cut.on('error', () => undefined);
+    cut.write(
+      `PATCH ${target.pathname} HTTP/1.1\r\nHost: ${target.host}\r\nAuthorization: ${owner.auth.Authorization}\r\nTus-Resumable: 1.0.0\r\n` +
+        `Upload-Offset: 0\r\nUpload-Length: ${content.length}\r\nContent-Type: application/offset+octet-stream\r\nContent-Length: ${content.length}\r\n\r\n`,
+    );
+    cut.write(content.subarray(0, MiB));
+    await eventually(async () => (await uploads.findOneBy({ id }))?.length === content.length, 10_000, 'the length declared');
+    cut.destroy();
+    // tus-js-client resumes it as after any dropped connection: HEAD, then the rest, declaring the length again.
+    const resumed = await tusUpload(t.baseUrl, owner.auth, content, { uploadUrl: url, uploadLengthDeferred: true });
+    expect(await getFile(resumed.fileId)).toMatchObject({ size: content.length, md5_hash: md5(content) });
+
+    // A chunk that declared the length and was refused for its checksum is sent again as it was.
+    const checked = locationOf(await create(owner.auth, null));
+    const digest = `md5 ${createHash('md5').update(content).digest('base64')}`;
+    const corrupted = Buffer.from(content);
+    corrupted[7] ^= 0xff;
+    const mismatch = await patch(owner.auth, checked, 0, corrupted, { 'Upload-Length': String(content.length), 'Upload-Checksum': digest });
+    expect(mismatch.status).toBe(460);
+    const again = await patch(owner.auth, checked, 0, content, { 'Upload-Length': String(content.length), 'Upload-Checksum': digest });
+    expect(again.status).toBe(204);
+    expect(await getFile(again.headers.get('x-file-id')!)).toMatchObject({ size: content.length, md5_hash: md5(content) });
+
+    // Another length than the one declared is still refused, and changes nothing.
+    const declared = locationOf(await create(owner.auth, null));
+    expect((await patch(owner.auth, declared, 0, Buffer.from('ab'), { 'Upload-Length': '5' })).status).toBe(204);
+    const changed = await patch(owner.auth, declared, 2, Buffer.from('cd'), { 'Upload-Length': '4' });
+    expect(changed.status).toBe(400);
+    expect(await changed.json()).toMatchObject({ success: false, error: { code: 'invalid_request', message: expect.stringContaining('declared once') } });
+    const state = await head(owner.auth, declared);
+    expect([state.headers.get('upload-offset'), state.headers.get('upload-length')]).toEqual(['2', '5']);
+  });
+
   it('keeps only the declared length of a deferred upload reserved', async () => {
     const free = await createAccount(t.app, { plan: 'free' });
     const created = await create(free.auth, null);
@@ -421,6 +533,15 @@ describe.each(['local', 's3'] as const)('resumable uploads (tus 1.0) with tus-js
     expect(finished.status).toBe(204);
     expect(finished.headers.get('x-file-id')).toMatch(/^file_/);
     expect(await storageOf(t.app, free.accountId)).toMatchObject({ used: 3, reserved: 0 });
+
+    // A stream that ended on a chunk boundary: an empty PATCH changes nothing, and one declaring the offset completes it.
+    const boundary = locationOf(await create(free.auth, null));
+    expect((await patch(free.auth, boundary, 0, Buffer.from('abcd'))).status).toBe(204);
+    const empty = await patch(free.auth, boundary, 4, Buffer.alloc(0));
+    expect([empty.status, empty.headers.get('upload-offset'), empty.headers.get('x-file-id')]).toEqual([204, '4', null]);
+    const declaredAtTheEnd = await patch(free.auth, boundary, 4, Buffer.alloc(0), { 'Upload-Length': '4' });
+    expect(declaredAtTheEnd.status).toBe(204);
+    expect(await getFile(declaredAtTheEnd.headers.get('x-file-id')!, free.auth)).toMatchObject({ size: 4, md5_hash: md5(Buffer.from('abcd')) });
   });
 
   it('holds a deferred length to the plan\'s maximum, from Content-Length or as the bytes stream, and removes the upload', async () => {
@@ -438,6 +559,32 @@ describe.each(['local', 's3'] as const)('resumable uploads (tus 1.0) with tus-js
     expect((cut.body as { error: { details: { file_size: number } } }).error.details.file_size).toBeGreaterThan(100 * MiB);
     expect((await head(free.auth, streamed)).status).toBe(404);
     expect(await storageOf(t.app, free.accountId)).toMatchObject({ used: 0, reserved: 0 });
+  });
+
+  it('holds a deferred upload\'s chunk sent with Upload-Checksum to the plan and the quota before it is checked, not after every byte', async () => {
+    // A checksummed chunk is kept aside until its digest is known; a deferred length must not let that be more than the upload may hold.
+    const checksum = { 'Upload-Checksum': `md5 ${createHash('md5').update('anything else').digest('base64')}` };
+    const free = await createAccount(t.app, { plan: 'free' });
+    const declared = locationOf(await create(free.auth, null));
+    const tooMuch = await streamingPatch(free.auth, declared, 0, 100 * MiB + 1, undefined, 'declared', checksum);
+    expect(tooMuch.status).toBe(413);
+    expect(tooMuch.body).toMatchObject({ error: { code: 'file_too_large', details: { file_size: 100 * MiB + 1, max_size: 100 * MiB, plan: 'free' } } });
+    expect((await head(free.auth, declared)).status).toBe(404);
+
+    const streamed = locationOf(await create(free.auth, null));
+    const cut = await streamingPatch(free.auth, streamed, 0, 101 * MiB, undefined, undefined, checksum);
+    expect(cut.status).toBe(413);
+    expect(cut.body).toMatchObject({ error: { code: 'file_too_large', details: { max_size: 100 * MiB, plan: 'free' } } });
+    expect((await head(free.auth, streamed)).status).toBe(404);
+    expect(await storageOf(t.app, free.accountId)).toMatchObject({ used: 0, reserved: 0 });
+
+    const tight = await createAccount(t.app, { plan: 'free', storageLimit: 3 * MiB });
+    const url = locationOf(await create(tight.auth, null));
+    const over = await streamingPatch(tight.auth, url, 0, 4 * MiB, undefined, undefined, checksum);
+    expect(over.status).toBe(413);
+    expect(over.body).toMatchObject({ error: { code: 'storage_exceeded', details: { storage_limit: 3 * MiB } } });
+    // All or nothing: a checksummed chunk cut short stores none of its bytes.
+    expect((await head(tight.auth, url)).headers.get('upload-offset')).toBe('0');
   });
 
   it('holds a deferred length to the quota as the bytes stream (storage_exceeded), and resumes once the length fits', async () => {

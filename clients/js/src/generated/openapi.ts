@@ -612,12 +612,12 @@ export interface paths {
         options?: never;
         /**
          * Where to resume an upload (tus core)
-         * @description Answers `Upload-Offset` (bytes received), `Upload-Length`, `Upload-Metadata` and `Upload-Expires`; once complete also `X-File-Id`. An upload holding every byte whose completion failed (its last PATCH answered 5xx) is completed by this request, which then names the file.
+         * @description Answers `Upload-Offset` (bytes received), `Upload-Length`, `Upload-Metadata` and, while unfinished, `Upload-Expires`; once complete `X-File-Id` instead. An upload holding every byte whose completion failed (its last PATCH answered 5xx) is completed by this request, which then names the file.
          */
         head: operations["getUploadOffset"];
         /**
          * Send a chunk (tus core)
-         * @description Appends the body at `Upload-Offset`; answers 204 with the new `Upload-Offset`. The chunk that completes the upload commits the file as a multipart upload does (MD5, type detection, numbered suffix or overwrite, file.uploaded, scan and thumbnail) and the answer names it in `X-File-Id`. If its folder was deleted while it uploaded, the file goes to the root, under a numbered suffix if its name is taken there (an `overwrite` replaces nothing there). Not counted against the rate limit. A second request to the same upload while one is writing waits up to 3 s, then gets 423.
+         * @description Appends the body at `Upload-Offset`; answers 204 with the new `Upload-Offset`. An empty body changes nothing, except that with `Upload-Length` it declares a deferred length (equal to the offset, that completes the upload). The chunk that completes the upload commits the file as a multipart upload does (MD5, type detection, numbered suffix or overwrite, file.uploaded, scan and thumbnail) and the answer names it in `X-File-Id`. If its folder was deleted while it uploaded, the file goes to the root, under a numbered suffix if its name is taken there (an `overwrite` replaces nothing there). Not counted against the rate limit. A second request to the same upload while one is writing waits up to 3 s, then gets 423.
          */
         patch: operations["appendToUpload"];
         trace?: never;
@@ -7459,7 +7459,7 @@ export interface operations {
         parameters: {
             query?: never;
             header: {
-                /** @description Comma-separated `key base64(value)` pairs: `filename` (required), `name` (the file name to use instead), `folder_id` (default: root), `overwrite` (`true`/`false`). Other keys are kept and echoed by HEAD. */
+                /** @description Comma-separated `key base64(value)` pairs: `filename` (required), `name` (the file name to use instead), `folder_id` (default: root), `overwrite` (`true`/`false`), with the multipart upload's rules, checked here (the name in NFC: at most 255 characters once composed). Other keys are kept and echoed by HEAD. */
                 "Upload-Metadata": string;
                 /** @description tus checksum extension: `<algorithm> <base64 digest>` of this request's body, algorithm `md5` or `sha1` (OPTIONS answers them in `Tus-Checksum-Algorithm`). The body is then stored only if it matches (else 460); an unknown algorithm is 400. */
                 "Upload-Checksum"?: string;
@@ -7493,7 +7493,7 @@ export interface operations {
                     "Upload-Offset"?: number;
                     /** @description The declared size, once known. */
                     "Upload-Length"?: number;
-                    /** @description When an idle upload is removed (RFC 9110 date). */
+                    /** @description When the unfinished upload is removed if idle until then (RFC 9110 date); a PATCH moves it on, and its answer names the new time. */
                     "Upload-Expires"?: string;
                     /** @description The id of the file the completed upload became. */
                     "X-File-Id"?: string;
@@ -7680,7 +7680,7 @@ export interface operations {
                 "Tus-Resumable": string;
             };
             path: {
-                /** @description The upload id (`upl_...`), the last segment of the creation answer's Location. */
+                /** @description The upload id (`upl_...`), the last segment of the creation answer's Location. A query string on the URL is ignored. */
                 id: unknown;
             };
             cookie?: never;
@@ -7700,7 +7700,7 @@ export interface operations {
                     "Upload-Offset"?: number;
                     /** @description The declared size, once known. */
                     "Upload-Length"?: number;
-                    /** @description When an idle upload is removed (RFC 9110 date). */
+                    /** @description When the unfinished upload is removed if idle until then (RFC 9110 date); a PATCH moves it on, and its answer names the new time. */
                     "Upload-Expires"?: string;
                     /** @description The id of the file the completed upload became. */
                     "X-File-Id"?: string;
@@ -7721,7 +7721,7 @@ export interface operations {
                     "Upload-Offset"?: number;
                     /** @description The declared size, once known. */
                     "Upload-Length"?: number;
-                    /** @description When an idle upload is removed (RFC 9110 date). */
+                    /** @description When the unfinished upload is removed if idle until then (RFC 9110 date); a PATCH moves it on, and its answer names the new time. */
                     "Upload-Expires"?: string;
                     /** @description The id of the file the completed upload became. */
                     "X-File-Id"?: string;
@@ -7908,7 +7908,7 @@ export interface operations {
                 "Tus-Resumable": string;
             };
             path: {
-                /** @description The upload id (`upl_...`), the last segment of the creation answer's Location. */
+                /** @description The upload id (`upl_...`), the last segment of the creation answer's Location. A query string on the URL is ignored. */
                 id: unknown;
             };
             cookie?: never;
@@ -8053,7 +8053,7 @@ export interface operations {
                 "Tus-Resumable": string;
             };
             path: {
-                /** @description The upload id (`upl_...`), the last segment of the creation answer's Location. */
+                /** @description The upload id (`upl_...`), the last segment of the creation answer's Location. A query string on the URL is ignored. */
                 id: unknown;
             };
             cookie?: never;
@@ -8073,7 +8073,7 @@ export interface operations {
                     "Upload-Offset"?: number;
                     /** @description The declared size, once known. */
                     "Upload-Length"?: number;
-                    /** @description When an idle upload is removed (RFC 9110 date). */
+                    /** @description When the unfinished upload is removed if idle until then (RFC 9110 date); a PATCH moves it on, and its answer names the new time. */
                     "Upload-Expires"?: string;
                     /** @description The id of the file the completed upload became. */
                     "X-File-Id"?: string;
@@ -8219,7 +8219,7 @@ export interface operations {
             header: {
                 /** @description tus checksum extension: `<algorithm> <base64 digest>` of this request's body, algorithm `md5` or `sha1` (OPTIONS answers them in `Tus-Checksum-Algorithm`). The body is then stored only if it matches (else 460); an unknown algorithm is 400. */
                 "Upload-Checksum"?: string;
-                /** @description Declares the size of an upload created with Upload-Defer-Length. */
+                /** @description Declares the size of an upload created with Upload-Defer-Length, once: another size later is 400. The same size again (resending the chunk that declared it) is no change. */
                 "Upload-Length"?: string;
                 /** @description `application/offset+octet-stream`; the body is the raw bytes. */
                 "Content-Type": string;
@@ -8229,7 +8229,7 @@ export interface operations {
                 "Tus-Resumable": string;
             };
             path: {
-                /** @description The upload id (`upl_...`), the last segment of the creation answer's Location. */
+                /** @description The upload id (`upl_...`), the last segment of the creation answer's Location. A query string on the URL is ignored. */
                 id: unknown;
             };
             cookie?: never;
@@ -8249,7 +8249,7 @@ export interface operations {
                     "Upload-Offset"?: number;
                     /** @description The declared size, once known. */
                     "Upload-Length"?: number;
-                    /** @description When an idle upload is removed (RFC 9110 date). */
+                    /** @description When the unfinished upload is removed if idle until then (RFC 9110 date); a PATCH moves it on, and its answer names the new time. */
                     "Upload-Expires"?: string;
                     /** @description The id of the file the completed upload became. */
                     "X-File-Id"?: string;
