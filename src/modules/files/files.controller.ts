@@ -15,10 +15,10 @@ import { BulkDeleteFilesCommand } from './commands/bulk-delete-files.command.js'
 import { DeleteFileCommand } from './commands/delete-file.command.js';
 import { RestoreFileCommand } from './commands/restore-file.command.js';
 import { UpdateFileCommand } from './commands/update-file.command.js';
-import { parseOverwrite, UploadFileCommand } from './commands/upload-file.command.js';
+import { UploadFileCommand } from './commands/upload-file.command.js';
 import { FileResponse } from './dto/file.response.js';
 import { NAME_CONFLICT, RENAME_CONFLICT } from './name-collisions.js';
-import { BulkDeleteRequest, DeleteFileRequest, ListFilesRequest, SignedUrlRequest, UpdateFileRequest, UploadFileForm, UploadFileRequest } from './dto/file.requests.js';
+import { BulkDeleteRequest, DeleteFileRequest, ListFilesRequest, parseOverwrite, SignedUrlRequest, UpdateFileRequest, UploadFileForm, UploadFileRequest } from './dto/file.requests.js';
 import { BulkDeleteResponse, DeletedFileResponse, RestoredFileResponse } from './dto/file-removal.responses.js';
 import { GetFileQuery } from './queries/get-file.query.js';
 import { type BlobKind, GetFileBlobQuery } from './queries/get-file-blob.query.js';

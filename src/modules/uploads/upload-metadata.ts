@@ -1,5 +1,5 @@
 import { InvalidRequest } from '../../common/errors/api-error.js';
-import { parseOverwrite } from '../files/commands/upload-file.command.js';
+import { parseOverwrite } from '../files/dto/file.requests.js';
 import { ID_SHAPE } from '../files/dto/file.requests.js';
 import { acceptedName } from '../files/file-naming.js';
 

@@ -424,6 +424,12 @@ describe.each(['local', 's3'] as const)('resumable uploads (tus 1.0) with tus-js
     expect(await events(free.accountId, 'user.quota_exceeded')).toHaveLength(1);
   });
 
+  it.each(['1', '0', 'yes', 'TRUE'])('refuses overwrite=%j as the multipart form does: true or false only', async (value) => {
+    const res = await create(owner.auth, 10, { filename: 'o.txt', overwrite: value });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: { details: unknown } }).error.details).toEqual({ fields: [{ field: 'overwrite', message: 'must be true or false' }] });
+  });
+
   it('takes a name as the multipart upload stores it (NFC), refusing at creation one that is too long composed, not at the last byte', async () => {
     // U+0958 composes to two characters: 200 of them are 400 once composed, over the 255 a name may have.
     const before = await storageOf(t.app, owner.accountId);

@@ -3,7 +3,7 @@ import { type EntityManager, IsNull } from 'typeorm';
 import { Command, CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
 import type { Actor } from '../../../common/auth/actor.js';
 import { Clock } from '../../../common/clock.js';
-import { InvalidRequest, NotFound, StorageExceeded } from '../../../common/errors/api-error.js';
+import { NotFound, StorageExceeded } from '../../../common/errors/api-error.js';
 import { newId } from '../../../common/ids.js';
 import { insertRows } from '../../../infra/database/insert-rows.js';
 import { isUniqueViolation, Transactions } from '../../../infra/database/transactions.js';
@@ -221,11 +221,3 @@ function insertFile(tx: EntityManager, file: FileEntity): Promise<void> {
 
 /** Thrown to roll the commit back when a small upload does not fit the quota. */
 class DoesNotFit extends Error {}
-
-/** Parses the multipart `overwrite` field: true/false (also 1/0), anything else is refused. */
-export function parseOverwrite(value: unknown): boolean {
-  if (value === undefined || value === '') return false;
-  if (value === 'true' || value === '1') return true;
-  if (value === 'false' || value === '0') return false;
-  throw InvalidRequest.fields([{ field: 'overwrite', message: 'must be true or false' }]);
-}

@@ -1,7 +1,11 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { ArrayMaxSize, ArrayMinSize, IsArray, IsIn, IsOptional, IsString, Matches, MaxLength, ValidateIf } from 'class-validator';
+import { InvalidRequest } from '../../../common/errors/api-error.js';
 import { CursorPageRequest } from '../../../common/http/pagination.request.js';
+
+/** The one wording for a bad `overwrite`, from validation (the form) and from parseOverwrite (tus metadata). */
+const OVERWRITE_VALUES_MESSAGE = 'must be true or false';
 
 export const FILE_SORTS = ['created_asc', 'created_desc', 'modified_asc', 'modified_desc', 'name_asc', 'name_desc', 'size_asc', 'size_desc'] as const;
 export type FileSort = (typeof FILE_SORTS)[number];
@@ -45,7 +49,7 @@ export class UploadFileRequest {
   folder_id?: string;
 
   @ApiPropertyOptional({ enum: ['true', 'false'], default: 'false', description: 'Replace a same-named file in the folder instead of taking a numbered name; default (or empty) false' })
-  @EmptyFieldAsAbsent() @IsOptional() @IsIn(['true', 'false'])
+  @EmptyFieldAsAbsent() @IsOptional() @IsIn(['true', 'false'], { message: OVERWRITE_VALUES_MESSAGE })
   overwrite?: string;
 }
 
@@ -80,4 +84,13 @@ export class BulkDeleteRequest {
 export class SignedUrlRequest {
   @ApiProperty({ description: 'Unix time the link expires' }) @IsOptional() @IsString() expires?: string;
   @ApiProperty({ description: 'HMAC-SHA256 of the path and expiry' }) @IsOptional() @IsString() signature?: string;
+}
+
+
+/** The `overwrite` of a multipart form or of tus metadata: `true` or `false`, absent or empty meaning false. */
+export function parseOverwrite(value: unknown): boolean {
+  if (value === undefined || value === '') return false;
+  if (value === 'true') return true;
+  if (value === 'false') return false;
+  throw InvalidRequest.fields([{ field: 'overwrite', message: OVERWRITE_VALUES_MESSAGE }]);
 }
