@@ -263,6 +263,17 @@ class AgainstTheServer(unittest.TestCase):
         with self.assertRaises(NotFoundError):
             self.client.files.restore(uploaded["id"])
 
+    def test_share_listings_answer_each_link_with_its_status_as_get_does(self) -> None:
+        uploaded = self.client.files.upload(b"listed links", name="listed.txt")
+        kept = self.client.shares.create(uploaded["id"])
+        revoked = self.client.shares.create(uploaded["id"])
+        revoked_at = self.client.shares.revoke(revoked["id"])["revoked_at"]
+        # Typed as what the server answers (ShareStatus): mypy refuses "active" and "revoked_at" on a Share.
+        listed = {share["id"]: (share["active"], share["revoked_at"]) for share in self.client.shares.list(file_id=uploaded["id"]).data}
+        walked = {share["id"]: (share["active"], share["revoked_at"]) for share in self.client.shares.list_all(file_id=uploaded["id"])}
+        self.assertEqual(listed, {kept["id"]: (True, None), revoked["id"]: (False, revoked_at)})
+        self.assertEqual(walked, listed)
+
     def test_list_all_follows_cursors_so_a_delete_while_iterating_skips_nothing(self) -> None:
         folder = self.client.folders.create("Cursor walk")
         names = [f"walk-{i}.txt" for i in range(4)]

@@ -25,7 +25,12 @@ final class Shares
         return $this->http->data('POST', '/v1/shares', ['json' => $share, 'headers' => self::idempotency($idempotencyKey)]);
     }
 
-    /** @param array<string, mixed> $query page, per_page, file_id */
+    /**
+     * Each link with its status and analytics, as get() answers it (active, revoked_at, invalidated_at, access_count,
+     * last_accessed_at), revoked and expired links too.
+     *
+     * @param array<string, mixed> $query page, per_page, cursor, file_id
+     */
     public function list(array $query = []): Page
     {
         return $this->fetchPage('/v1/shares', $query);

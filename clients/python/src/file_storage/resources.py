@@ -342,10 +342,11 @@ class Shares:
             body["expires_in"] = expires_in
         return self._http.data("POST", "/v1/shares", json=body, idempotency_key=idempotency_key)  # type: ignore[no-any-return]
 
-    def list(self, **query: Any) -> Page[Share]:
+    def list(self, **query: Any) -> Page[ShareStatus]:
+        """One page of the account's links (``file_id=`` filters), each with its status and analytics as ``get`` answers it."""
         return _fetch_page(self._http, "/v1/shares", query)
 
-    def list_all(self, **query: Any) -> Iterator[Share]:
+    def list_all(self, **query: Any) -> Iterator[ShareStatus]:
         return _paginate(self._http, "/v1/shares", query)
 
     def get(self, share_id: str) -> ShareStatus:

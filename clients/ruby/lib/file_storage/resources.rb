@@ -209,7 +209,8 @@ module FileStorage
       @http.data(:post, '/v1/shares', json: share, headers: idempotency(idempotency_key))
     end
 
-    # page:, per_page:, file_id:
+    # page:, per_page:, file_id:. Each link with its status and analytics, as `get` answers it (`active`, `revoked_at`,
+    # `invalidated_at`, `access_count`, `last_accessed_at`), revoked and expired links too.
     def list(**query) = fetch_page('/v1/shares', query)
 
     def each(**query, &)
