@@ -7,7 +7,7 @@ import os
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import IO, Any, Union
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 from ._http import HttpClient, Response
 from ._source import ProgressCallback, UploadSource, multipart_body, open_source
@@ -45,8 +45,26 @@ from .types import (
 Destination = Union[str, "os.PathLike[str]", IO[bytes]]
 
 
-def _path(template: str, *ids: str) -> str:
-    return template.format(*(quote(value, safe="") for value in ids))
+def _path(template: str, **ids: str) -> str:
+    """``_path("/v1/files/{file_id}", file_id=...)``: each id checked (``_assert_id``), then percent-encoded."""
+    for field, value in ids.items():
+        _assert_id(value, field)
+    return template.format(**{field: quote(value, safe="") for field, value in ids.items()})
+
+
+def _invalid(field: str, problem: str) -> InvalidRequestError:
+    """The error the server would answer for a bad field, raised here before any request is sent."""
+    return InvalidRequestError(f"Request validation failed: {field}: {problem}", code="invalid_request", details={"fields": [{"field": field, "message": problem}]})
+
+
+def _assert_id(value: object, field: str) -> None:
+    """
+    An id as the API gives them (``file_…``) names one resource. An empty one, ``.`` or ``..``, or one with ``/``,
+    ``?`` or ``#``, would send the request to another route (the listing, the parent) or a path a proxy rewrites: it
+    is refused here, before sending, instead of ending in a confusing 404 or another route's answer.
+    """
+    if not isinstance(value, str) or value in ("", ".", "..") or any(char in value for char in "/?#"):
+        raise _invalid(field, f"must be an id as the API gives it (not empty, . or .., and without /, ? or #), not {value!r}")
 
 
 def _assert_well_formed(name: str, field: str) -> None:
@@ -55,8 +73,7 @@ def _assert_well_formed(name: str, field: str) -> None:
     for file names that are not UTF-8): refused here the same way, before sending, instead of a UnicodeEncodeError.
     """
     if any("\ud800" <= char <= "\udfff" for char in name):
-        problem = "must be well-formed Unicode (no surrogate, U+D800 to U+DFFF)"
-        raise InvalidRequestError(f"Request validation failed: {field}: {problem}", code="invalid_request", details={"fields": [{"field": field, "message": problem}]})
+        raise _invalid(field, "must be well-formed Unicode (no surrogate, U+D800 to U+DFFF)")
 
 
 def _fetch_page(http: HttpClient, path: str, query: Mapping[str, Any]) -> Page[Any]:
@@ -174,21 +191,21 @@ class Files:
         return _paginate(self._http, "/v1/files", query)
 
     def get(self, file_id: str) -> FileObject:
-        return self._http.data("GET", _path("/v1/files/{}", file_id))  # type: ignore[no-any-return]
+        return self._http.data("GET", _path("/v1/files/{file_id}", file_id=file_id))  # type: ignore[no-any-return]
 
     def update(self, file_id: str, **changes: Any) -> FileObject:
         """Renames (``name=``) and/or moves (``folder_id=``; None moves it to the root) a file."""
-        return self._http.data("PATCH", _path("/v1/files/{}", file_id), json=changes)  # type: ignore[no-any-return]
+        return self._http.data("PATCH", _path("/v1/files/{file_id}", file_id=file_id), json=changes)  # type: ignore[no-any-return]
 
     def delete(self, file_id: str, *, permanent: bool | None = None) -> DeletedFile:
         """Moves a file to the trash, or with ``permanent=True`` (an elevated key) deletes it for good."""
-        return self._http.data("DELETE", _path("/v1/files/{}", file_id), query={"permanent": permanent})  # type: ignore[no-any-return]
+        return self._http.data("DELETE", _path("/v1/files/{file_id}", file_id=file_id), query={"permanent": permanent})  # type: ignore[no-any-return]
 
     def bulk_delete(self, file_ids: Sequence[str], *, idempotency_key: str | None = None) -> BulkDeleteResult:
         return self._http.data("POST", "/v1/files/bulk-delete", json={"file_ids": [*file_ids]}, idempotency_key=idempotency_key)  # type: ignore[no-any-return]
 
     def restore(self, file_id: str, *, idempotency_key: str | None = None) -> RestoredFile:
-        return self._http.data("POST", _path("/v1/files/{}/restore", file_id), idempotency_key=idempotency_key)  # type: ignore[no-any-return]
+        return self._http.data("POST", _path("/v1/files/{file_id}/restore", file_id=file_id), idempotency_key=idempotency_key)  # type: ignore[no-any-return]
 
     def download(self, file_id: str) -> Response:
         """
@@ -224,7 +241,7 @@ class Files:
         if link is None:
             raise NotFoundError(f"File {file_id} has no thumbnail (not yet made, or its type gets none)", code="not_found", status=404)
         signature = urlsplit(link).query
-        path = _path("/v1/files/{}/" + route, file_id)
+        path = _path("/v1/files/{file_id}/" + route, file_id=file_id)
         return self._http.send("GET", f"{path}?{signature}" if signature else path, anonymous=True, headers={"Accept": "*/*"})
 
 
@@ -307,21 +324,29 @@ class Folders:
 
     def get(self, folder_id: str) -> Folder:
         """One folder; following ``parent_id`` up to None gives its path from the root."""
-        return self._http.data("GET", _path("/v1/folders/{}", folder_id))  # type: ignore[no-any-return]
+        return self._http.data("GET", _path("/v1/folders/{folder_id}", folder_id=folder_id))  # type: ignore[no-any-return]
 
     def update(self, folder_id: str, **changes: Any) -> Folder:
         """Renames (``name=``) and/or moves (``parent_id=``; None moves it to the root) a folder."""
-        return self._http.data("PATCH", _path("/v1/folders/{}", folder_id), json=changes)  # type: ignore[no-any-return]
+        return self._http.data("PATCH", _path("/v1/folders/{folder_id}", folder_id=folder_id), json=changes)  # type: ignore[no-any-return]
 
     def delete(self, folder_id: str) -> DeletedFolder:
         """Moves the folder and everything in it to the trash."""
-        return self._http.data("DELETE", _path("/v1/folders/{}", folder_id))  # type: ignore[no-any-return]
+        return self._http.data("DELETE", _path("/v1/folders/{folder_id}", folder_id=folder_id))  # type: ignore[no-any-return]
 
 
 def _share_token(url_or_token: str) -> str:
+    """
+    The token of a share url (its last path segment) or the token itself, percent-encoded as one path segment. A token
+    is whatever a visitor pasted, so it is sent as it is, ``.`` and ``..`` encoded too (a proxy would resolve them as
+    the parent path), and the server answers not found for one it never gave; only an empty one is refused.
+    """
+    token = url_or_token
     if url_or_token.startswith(("http://", "https://")):
-        return [part for part in urlsplit(url_or_token).path.split("/") if part][-1]
-    return url_or_token
+        token = unquote(next((part for part in reversed(urlsplit(url_or_token).path.split("/")) if part), ""))
+    if not token:
+        raise _invalid("url_or_token", f"must be a share url or its token, not {url_or_token!r}")
+    return quote(token, safe="") if token not in (".", "..") else token.replace(".", "%2E")
 
 
 def _password_header(password: str | None) -> dict[str, str]:
@@ -351,19 +376,19 @@ class Shares:
 
     def get(self, share_id: str) -> ShareStatus:
         """One share link with its status and analytics (``active``, ``revoked_at``, ``access_count``, ...); revoked and expired links too."""
-        return self._http.data("GET", _path("/v1/shares/{}", share_id))  # type: ignore[no-any-return]
+        return self._http.data("GET", _path("/v1/shares/{share_id}", share_id=share_id))  # type: ignore[no-any-return]
 
     def revoke(self, share_id: str) -> RevokedShare:
-        return self._http.data("DELETE", _path("/v1/shares/{}", share_id))  # type: ignore[no-any-return]
+        return self._http.data("DELETE", _path("/v1/shares/{share_id}", share_id=share_id))  # type: ignore[no-any-return]
 
     def open(self, url_or_token: str, *, password: str | None = None) -> PublicShare:
         """What a share link shows its visitor, without an API key. Takes the share's url or its token."""
-        return self._http.data("GET", _path("/s/{}", _share_token(url_or_token)), anonymous=True, headers=_password_header(password))  # type: ignore[no-any-return]
+        return self._http.data("GET", "/s/" + _share_token(url_or_token), anonymous=True, headers=_password_header(password))  # type: ignore[no-any-return]
 
     def download(self, url_or_token: str, *, password: str | None = None) -> Response:
         """The shared file's content as a visitor downloads it, without an API key, as a stream (close it when done)."""
         headers = {"Accept": "*/*", **_password_header(password)}
-        return self._http.send("GET", _path("/s/{}/download", _share_token(url_or_token)), anonymous=True, headers=headers)
+        return self._http.send("GET", "/s/" + _share_token(url_or_token) + "/download", anonymous=True, headers=headers)
 
     def download_to(self, url_or_token: str, destination: Destination, *, password: str | None = None) -> int:
         return _write_to(self.download(url_or_token, password=password), destination)
@@ -399,14 +424,14 @@ class Webhooks:
         return _paginate(self._http, "/v1/webhooks", query)
 
     def get(self, webhook_id: str) -> Webhook:
-        return self._http.data("GET", _path("/v1/webhooks/{}", webhook_id))  # type: ignore[no-any-return]
+        return self._http.data("GET", _path("/v1/webhooks/{webhook_id}", webhook_id=webhook_id))  # type: ignore[no-any-return]
 
     def update(self, webhook_id: str, **changes: Any) -> Webhook:
         """Changes ``events=`` and/or ``active=``."""
-        return self._http.data("PATCH", _path("/v1/webhooks/{}", webhook_id), json=changes)  # type: ignore[no-any-return]
+        return self._http.data("PATCH", _path("/v1/webhooks/{webhook_id}", webhook_id=webhook_id), json=changes)  # type: ignore[no-any-return]
 
     def delete(self, webhook_id: str) -> DeletedWebhook:
-        return self._http.data("DELETE", _path("/v1/webhooks/{}", webhook_id))  # type: ignore[no-any-return]
+        return self._http.data("DELETE", _path("/v1/webhooks/{webhook_id}", webhook_id=webhook_id))  # type: ignore[no-any-return]
 
     def rotate_secret(self, webhook_id: str, *, expires_in: int | None = None, idempotency_key: str | None = None) -> RotatedWebhookSecret:
         """
@@ -414,7 +439,7 @@ class Webhooks:
         (default 86400, 0 to 604800) deliveries are signed with the old and the new secret, then with the new one only.
         """
         body = {} if expires_in is None else {"expires_in": expires_in}
-        return self._http.data("POST", _path("/v1/webhooks/{}/rotate-secret", webhook_id), json=body, idempotency_key=idempotency_key)  # type: ignore[no-any-return]
+        return self._http.data("POST", _path("/v1/webhooks/{webhook_id}/rotate-secret", webhook_id=webhook_id), json=body, idempotency_key=idempotency_key)  # type: ignore[no-any-return]
 
     def replay(
         self,
@@ -431,26 +456,26 @@ class Webhooks:
         body = {"since": _iso(since)}
         if until is not None:
             body["until"] = _iso(until)
-        return self._http.data("POST", _path("/v1/webhooks/{}/replay", webhook_id), json=body, idempotency_key=idempotency_key)  # type: ignore[no-any-return]
+        return self._http.data("POST", _path("/v1/webhooks/{webhook_id}/replay", webhook_id=webhook_id), json=body, idempotency_key=idempotency_key)  # type: ignore[no-any-return]
 
     def test(self, webhook_id: str, *, idempotency_key: str | None = None) -> WebhookDelivery:
         """Sends a ``webhook.test`` event to the webhook; answers the queued delivery."""
-        return self._http.data("POST", _path("/v1/webhooks/{}/test", webhook_id), idempotency_key=idempotency_key)  # type: ignore[no-any-return]
+        return self._http.data("POST", _path("/v1/webhooks/{webhook_id}/test", webhook_id=webhook_id), idempotency_key=idempotency_key)  # type: ignore[no-any-return]
 
     def deliveries(self, webhook_id: str, **query: Any) -> Page[WebhookDelivery]:
         """One page of the delivery log, newest first (``status=`` pending, succeeded or failed)."""
-        return _fetch_page(self._http, _path("/v1/webhooks/{}/deliveries", webhook_id), query)
+        return _fetch_page(self._http, _path("/v1/webhooks/{webhook_id}/deliveries", webhook_id=webhook_id), query)
 
     def all_deliveries(self, webhook_id: str, **query: Any) -> Iterator[WebhookDelivery]:
-        return _paginate(self._http, _path("/v1/webhooks/{}/deliveries", webhook_id), query)
+        return _paginate(self._http, _path("/v1/webhooks/{webhook_id}/deliveries", webhook_id=webhook_id), query)
 
     def delivery(self, webhook_id: str, delivery_id: str) -> WebhookDelivery:
-        return self._http.data("GET", _path("/v1/webhooks/{}/deliveries/{}", webhook_id, delivery_id))  # type: ignore[no-any-return]
+        return self._http.data("GET", _path("/v1/webhooks/{webhook_id}/deliveries/{delivery_id}", webhook_id=webhook_id, delivery_id=delivery_id))  # type: ignore[no-any-return]
 
     def redeliver(self, webhook_id: str, delivery_id: str, *, idempotency_key: str | None = None) -> WebhookDelivery:
         """Sends a finished delivery again (same delivery id); answers the delivery, queued."""
         return self._http.data(  # type: ignore[no-any-return]
-            "POST", _path("/v1/webhooks/{}/deliveries/{}/redeliver", webhook_id, delivery_id), idempotency_key=idempotency_key
+            "POST", _path("/v1/webhooks/{webhook_id}/deliveries/{delivery_id}/redeliver", webhook_id=webhook_id, delivery_id=delivery_id), idempotency_key=idempotency_key
         )
 
 
@@ -472,7 +497,7 @@ class ApiKeys:
         return _paginate(self._http, "/v1/api-keys", query)
 
     def revoke(self, key_id: str) -> RevokedApiKey:
-        return self._http.data("DELETE", _path("/v1/api-keys/{}", key_id))  # type: ignore[no-any-return]
+        return self._http.data("DELETE", _path("/v1/api-keys/{key_id}", key_id=key_id))  # type: ignore[no-any-return]
 
 
 class User:
