@@ -147,7 +147,7 @@ end
 
 class PathsTest < Minitest::Test
   def test_ids_are_escaped_in_paths
-    assert_equal '/v1/files/a%2Fb', FileStorage::Paths.build('v1', 'files', 'a/b')
+    assert_equal '/v1/files/a%20b%25/restore', FileStorage::Paths.of('/v1/files/%<file_id>s/restore', file_id: 'a b%')
   end
 end
 
