@@ -15,6 +15,7 @@ use FileStorage\Exception\ConnectionException;
 use FileStorage\Exception\ErrorFactory;
 use FileStorage\Exception\FileTooLargeException;
 use FileStorage\Exception\InternalServerException;
+use FileStorage\Exception\InvalidRequestException;
 use FileStorage\Exception\InvalidResponseException;
 use FileStorage\Exception\NotFoundException;
 use FileStorage\Exception\RateLimitException;
@@ -672,6 +673,89 @@ test('a server mounted under a path is reached on every route through a base URL
         }
         $proxy->close();
         exec('rm -rf ' . escapeshellarg($dir));
+    }
+});
+
+/** Each call that takes an id, with the id put where it goes. @return array<string, callable(Client, string): mixed> */
+function callsTakingAnId(): array
+{
+    return [
+        'files->get' => fn (Client $client, string $id) => $client->files->get($id),
+        'files->update' => fn (Client $client, string $id) => $client->files->update($id, ['name' => 'renamed.txt']),
+        'files->delete' => fn (Client $client, string $id) => $client->files->delete($id),
+        'files->restore' => fn (Client $client, string $id) => $client->files->restore($id),
+        'files->download' => fn (Client $client, string $id) => $client->files->download($id, fn (string $chunk) => null),
+        'files->thumbnail' => fn (Client $client, string $id) => $client->files->thumbnail($id, fn (string $chunk) => null),
+        'folders->get' => fn (Client $client, string $id) => $client->folders->get($id),
+        'folders->update' => fn (Client $client, string $id) => $client->folders->update($id, ['name' => 'Renamed']),
+        'folders->delete' => fn (Client $client, string $id) => $client->folders->delete($id),
+        'shares->get' => fn (Client $client, string $id) => $client->shares->get($id),
+        'shares->revoke' => fn (Client $client, string $id) => $client->shares->revoke($id),
+        'webhooks->get' => fn (Client $client, string $id) => $client->webhooks->get($id),
+        'webhooks->update' => fn (Client $client, string $id) => $client->webhooks->update($id, ['active' => false]),
+        'webhooks->delete' => fn (Client $client, string $id) => $client->webhooks->delete($id),
+        'webhooks->test' => fn (Client $client, string $id) => $client->webhooks->test($id),
+        'webhooks->rotateSecret' => fn (Client $client, string $id) => $client->webhooks->rotateSecret($id),
+        'webhooks->replay' => fn (Client $client, string $id) => $client->webhooks->replay($id, '2026-01-01T00:00:00.000Z'),
+        'webhooks->deliveries' => fn (Client $client, string $id) => $client->webhooks->deliveries($id),
+        'webhooks->iterateDeliveries' => fn (Client $client, string $id) => iterator_to_array($client->webhooks->iterateDeliveries($id)),
+        'webhooks->delivery (webhook)' => fn (Client $client, string $id) => $client->webhooks->delivery($id, 'dlv_0'),
+        'webhooks->delivery (delivery)' => fn (Client $client, string $id) => $client->webhooks->delivery('wh_0', $id),
+        'webhooks->redeliver (webhook)' => fn (Client $client, string $id) => $client->webhooks->redeliver($id, 'dlv_0'),
+        'webhooks->redeliver (delivery)' => fn (Client $client, string $id) => $client->webhooks->redeliver('wh_0', $id),
+        'apiKeys->revoke' => fn (Client $client, string $id) => $client->apiKeys->revoke($id),
+    ];
+}
+
+test('an id that cannot name a resource throws InvalidRequestException before any request', function () {
+    $proxy = TestProxy::start((string) getenv('FILE_STORAGE_BASE_URL'));
+    try {
+        $client = live(baseUrl: $proxy->url);
+        // Each would end in another route (the listing for '', the parent for '..'), or a path a proxy rewrites.
+        foreach (callsTakingAnId() as $call => $send) {
+            foreach (['', '.', '..', 'a/b', 'file?x=1', 'file#top'] as $bad) {
+                try {
+                    $send($client, $bad);
+                    throw new RuntimeException("$call('$bad') did not throw");
+                } catch (InvalidRequestException $error) {
+                    same(['invalid_request', null], [$error->getErrorCode(), $error->getStatus()], "$call('$bad')");
+                    same(1, preg_match('/^(file|folder|share|webhook|delivery|key)_id$/', $error->getDetails()['fields'][0]['field']), "$call('$bad') names the field");
+                }
+            }
+        }
+        same(0, $proxy->count(), 'requests sent');
+    } finally {
+        $proxy->close();
+    }
+});
+
+test('a share token is sent percent-encoded, and an unknown one is not found; an empty one is refused', function () {
+    $proxy = TestProxy::start((string) getenv('FILE_STORAGE_BASE_URL'));
+    try {
+        $client = live(baseUrl: $proxy->url);
+        foreach (['', 'https://files.example.com/'] as $empty) {
+            foreach ([fn () => $client->shares->open($empty), fn () => $client->shares->download($empty, fn (string $chunk) => null)] as $send) {
+                try {
+                    $send();
+                    throw new RuntimeException("'$empty' did not throw");
+                } catch (InvalidRequestException) {
+                }
+            }
+        }
+        same(0, $proxy->count(), 'requests sent for an empty token');
+        foreach (['.' => '%2E', '..' => '%2E%2E', 'a/b?c#d' => 'a%2Fb%3Fc%23d'] as $token => $sent) {
+            foreach ([fn () => $client->shares->open($token), fn () => $client->shares->download($token, fn (string $chunk) => null)] as $send) {
+                try {
+                    $send();
+                    throw new RuntimeException("'$token' did not throw");
+                } catch (NotFoundException) {
+                }
+            }
+            same(1, $proxy->count('#^GET /s/' . preg_quote($sent, '#') . ' #'), "the request for '$token'");
+            same(1, $proxy->count('#^GET /s/' . preg_quote($sent, '#') . '/download #'), "the download request for '$token'");
+        }
+    } finally {
+        $proxy->close();
     }
 });
 

@@ -110,7 +110,7 @@ final class Files
     /** @return array<string, mixed> */
     public function get(string $fileId): array
     {
-        return $this->http->data('GET', self::path('v1', 'files', $fileId));
+        return $this->http->data('GET', Paths::of('/v1/files/{file_id}', ['file_id' => $fileId]));
     }
 
     /**
@@ -121,7 +121,7 @@ final class Files
      */
     public function update(string $fileId, array $changes): array
     {
-        return $this->http->data('PATCH', self::path('v1', 'files', $fileId), ['json' => $changes]);
+        return $this->http->data('PATCH', Paths::of('/v1/files/{file_id}', ['file_id' => $fileId]), ['json' => $changes]);
     }
 
     /**
@@ -131,7 +131,7 @@ final class Files
      */
     public function delete(string $fileId, bool $permanent = false): array
     {
-        return $this->http->data('DELETE', self::path('v1', 'files', $fileId), ['query' => ['permanent' => $permanent ?: null]]);
+        return $this->http->data('DELETE', Paths::of('/v1/files/{file_id}', ['file_id' => $fileId]), ['query' => ['permanent' => $permanent ?: null]]);
     }
 
     /**
@@ -146,7 +146,7 @@ final class Files
     /** @return array<string, mixed> */
     public function restore(string $fileId, ?string $idempotencyKey = null): array
     {
-        return $this->http->data('POST', self::path('v1', 'files', $fileId, 'restore'), ['headers' => self::idempotency($idempotencyKey)]);
+        return $this->http->data('POST', Paths::of('/v1/files/{file_id}/restore', ['file_id' => $fileId]), ['headers' => self::idempotency($idempotencyKey)]);
     }
 
     /**
@@ -183,7 +183,7 @@ final class Files
         if (!is_string($link)) {
             throw new NotFoundException('not_found', "File $fileId has no thumbnail (not yet made, or its type gets none)", 404);
         }
-        $path = self::path('v1', 'files', $fileId, $route) . '?' . (string) parse_url($link, PHP_URL_QUERY);
+        $path = Paths::of("/v1/files/{file_id}/$route", ['file_id' => $fileId]) . '?' . (string) parse_url($link, PHP_URL_QUERY);
         Download::to($destination, fn (callable $sink) => $this->http->send('GET', $path, ['anonymous' => true, 'headers' => ['Accept' => '*/*'], 'sink' => $sink]));
     }
 }

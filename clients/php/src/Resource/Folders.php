@@ -45,7 +45,7 @@ final class Folders
      */
     public function get(string $folderId): array
     {
-        return $this->http->data('GET', self::path('v1', 'folders', $folderId));
+        return $this->http->data('GET', Paths::of('/v1/folders/{folder_id}', ['folder_id' => $folderId]));
     }
 
     /**
@@ -56,12 +56,12 @@ final class Folders
      */
     public function update(string $folderId, array $changes): array
     {
-        return $this->http->data('PATCH', self::path('v1', 'folders', $folderId), ['json' => $changes]);
+        return $this->http->data('PATCH', Paths::of('/v1/folders/{folder_id}', ['folder_id' => $folderId]), ['json' => $changes]);
     }
 
     /** @return array<string, mixed> */
     public function delete(string $folderId): array
     {
-        return $this->http->data('DELETE', self::path('v1', 'folders', $folderId));
+        return $this->http->data('DELETE', Paths::of('/v1/folders/{folder_id}', ['folder_id' => $folderId]));
     }
 }

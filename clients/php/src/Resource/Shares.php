@@ -52,13 +52,13 @@ final class Shares
      */
     public function get(string $shareId): array
     {
-        return $this->http->data('GET', self::path('v1', 'shares', $shareId));
+        return $this->http->data('GET', Paths::of('/v1/shares/{share_id}', ['share_id' => $shareId]));
     }
 
     /** @return array<string, mixed> */
     public function revoke(string $shareId): array
     {
-        return $this->http->data('DELETE', self::path('v1', 'shares', $shareId));
+        return $this->http->data('DELETE', Paths::of('/v1/shares/{share_id}', ['share_id' => $shareId]));
     }
 
     /**
@@ -68,7 +68,7 @@ final class Shares
      */
     public function open(string $urlOrToken, ?string $password = null): array
     {
-        return $this->http->data('GET', self::path('s', self::token($urlOrToken)), ['anonymous' => true, 'headers' => self::passwordHeader($password)]);
+        return $this->http->data('GET', '/s/' . Paths::shareToken($urlOrToken), ['anonymous' => true, 'headers' => self::passwordHeader($password)]);
     }
 
     /**
@@ -78,18 +78,9 @@ final class Shares
      */
     public function download(string $urlOrToken, mixed $destination, ?string $password = null): void
     {
-        $path = self::path('s', self::token($urlOrToken), 'download');
+        $path = '/s/' . Paths::shareToken($urlOrToken) . '/download';
         $headers = ['Accept' => '*/*'] + self::passwordHeader($password);
         Download::to($destination, fn (callable $sink) => $this->http->send('GET', $path, ['anonymous' => true, 'headers' => $headers, 'sink' => $sink]));
-    }
-
-    private static function token(string $urlOrToken): string
-    {
-        if (preg_match('#^https?://#', $urlOrToken) !== 1) {
-            return $urlOrToken;
-        }
-        $segments = array_values(array_filter(explode('/', (string) parse_url($urlOrToken, PHP_URL_PATH))));
-        return (string) end($segments);
     }
 
     /** @return array<string, string> */
