@@ -298,6 +298,18 @@ class AgainstTheServer(unittest.TestCase):
         event = next(iter(tail))
         self.assertEqual((event["event"], event["data"]["folder"]["name"]), ("folder.created", "Tailed"))
 
+    def test_a_tail_left_at_an_event_resumes_after_it_without_repeating_it(self) -> None:
+        caught_up = self.client.events.stream()
+        for _ in caught_up:
+            pass
+        folder = self.client.folders.create("Left at")
+        tail = self.client.events.tail(after=caught_up.cursor, types=["folder.created"], wait=20)
+        for event in tail:
+            if event["data"]["folder"]["id"] == folder["id"]:
+                break  # a tail never ends by itself: a program stops at an event, keeps tail.cursor, resumes later
+        resumed = [event["data"]["folder"]["id"] for event in self.client.events.stream(after=tail.cursor, types=["folder.created"])]
+        self.assertNotIn(folder["id"], resumed)
+
     def test_rotates_a_webhook_secret_and_deliveries_verify_with_the_new_one(self) -> None:
         receiver = WebhookReceiver()
         self.addCleanup(receiver.close)

@@ -512,7 +512,9 @@ class User:
 class EventStream:
     """
     Iterates the event feed from a cursor: every event after it, page after page. It stops once caught up, unless
-    ``follow=True`` (then it long-polls for new events forever). ``cursor`` is where to continue next time.
+    ``follow=True`` (then it long-polls for new events forever). ``cursor`` is where to continue next time: after the
+    last page read to its end, or to the event a loop stopped at when that was its page's last (a loop left in the
+    middle of a page resumes at that page's start, repeating its events).
     """
 
     def __init__(self, events: Events, *, after: str | None, types: Sequence[str] | None, limit: int | None, follow: bool, wait: int) -> None:
@@ -526,7 +528,10 @@ class EventStream:
     def __iter__(self) -> Iterator[Event]:
         while True:
             page = self._events.list(after=self.cursor, types=self._types, limit=self._limit, wait=self._wait if self._follow else None)
-            for event in page.data:
+            for index, event in enumerate(page.data):
+                # Moved before the page's last event is handed out, so a loop that stops at it resumes after it.
+                if index == len(page.data) - 1:
+                    self.cursor = page.next_cursor
                 yield event
             self.cursor = page.next_cursor
             if not page.data and not self._follow:
