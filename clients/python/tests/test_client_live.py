@@ -286,6 +286,21 @@ class AgainstTheServer(unittest.TestCase):
                 self.client.files.delete(file["id"])  # with page numbers, the next page would now skip walk-1.txt
         self.assertEqual(seen, names)
 
+    def test_pages_by_cursor_by_hand_with_the_next_cursor_each_page_answers(self) -> None:
+        folder = self.client.folders.create("Cursor by hand")
+        names = [f"page-{i}.txt" for i in range(3)]
+        for name in names:
+            self.client.files.upload(name.encode(), name=name, folder_id=folder["id"])
+        page = self.client.files.list(folder_id=folder["id"], sort="name_asc", per_page=2)
+        seen = [file["name"] for file in page.data]
+        cursor = page.pagination["next_cursor"]  # typed: mypy refuses a key the page's type does not have
+        self.assertIsNotNone(cursor)
+        last = self.client.files.list(folder_id=folder["id"], sort="name_asc", per_page=2, cursor=cursor)
+        seen += [file["name"] for file in last.data]
+        self.assertEqual((seen, last.pagination["next_cursor"]), (names, None))
+        for pagination in (self.client.folders.list().pagination, self.client.trash.list().pagination, self.client.shares.list().pagination):
+            self.assertIn("next_cursor", pagination)
+
     def test_tails_the_event_feed_with_a_long_poll_filtered_by_type(self) -> None:
         caught_up = self.client.events.stream()
         for _ in caught_up:

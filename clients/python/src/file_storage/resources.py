@@ -18,6 +18,7 @@ from .types import (
     BulkDeleteResult,
     CreatedApiKey,
     CreatedWebhook,
+    CursorPage,
     DeletedFile,
     DeletedFolder,
     DeletedWebhook,
@@ -79,6 +80,11 @@ def _assert_well_formed(name: str, field: str) -> None:
 def _fetch_page(http: HttpClient, path: str, query: Mapping[str, Any]) -> Page[Any]:
     envelope = http.envelope("GET", path, query=query)
     return Page(data=envelope["data"], pagination=envelope["pagination"])
+
+
+def _fetch_cursor_page(http: HttpClient, path: str, query: Mapping[str, Any]) -> CursorPage[Any]:
+    envelope = http.envelope("GET", path, query=query)
+    return CursorPage(data=envelope["data"], pagination=envelope["pagination"])
 
 
 def _paginate(http: HttpClient, path: str, query: Mapping[str, Any]) -> Iterator[Any]:
@@ -182,9 +188,12 @@ class Files:
         body = multipart_body(opened, filename, fields, on_progress)
         return self._http.data("POST", "/v1/files/upload", body=body, idempotency_key=idempotency_key)  # type: ignore[no-any-return]
 
-    def list(self, **query: Any) -> Page[FileObject]:
-        """One page of the files of a folder (the root by default): ``folder_id``, ``page``, ``per_page``, ``sort``, ``type``, ``search``."""
-        return _fetch_page(self._http, "/v1/files", query)
+    def list(self, **query: Any) -> CursorPage[FileObject]:
+        """
+        One page of the files of a folder (the root by default): ``folder_id``, ``page``, ``per_page``, ``sort``, ``type``,
+        ``search``, and ``cursor`` (the ``pagination["next_cursor"]`` of the page before, with the same filters).
+        """
+        return _fetch_cursor_page(self._http, "/v1/files", query)
 
     def list_all(self, **query: Any) -> Iterator[FileObject]:
         """Every file of a folder, fetching page after page: ``for file in client.files.list_all(sort="name_asc")``."""
@@ -295,8 +304,9 @@ class Trash:
     def __init__(self, http: HttpClient) -> None:
         self._http = http
 
-    def list(self, **query: Any) -> Page[TrashedFile]:
-        return _fetch_page(self._http, "/v1/trash", query)
+    def list(self, **query: Any) -> CursorPage[TrashedFile]:
+        """One page of the trash: ``page``, ``per_page``, ``sort``, ``search``, ``cursor``."""
+        return _fetch_cursor_page(self._http, "/v1/trash", query)
 
     def list_all(self, **query: Any) -> Iterator[TrashedFile]:
         return _paginate(self._http, "/v1/trash", query)
@@ -316,8 +326,9 @@ class Folders:
             body["parent_id"] = parent_id
         return self._http.data("POST", "/v1/folders", json=body, idempotency_key=idempotency_key)  # type: ignore[no-any-return]
 
-    def list(self, **query: Any) -> Page[Folder]:
-        return _fetch_page(self._http, "/v1/folders", query)
+    def list(self, **query: Any) -> CursorPage[Folder]:
+        """One page of the folders of a folder (the root by default): ``parent_id``, ``page``, ``per_page``, ``sort``, ``search``, ``cursor``."""
+        return _fetch_cursor_page(self._http, "/v1/folders", query)
 
     def list_all(self, **query: Any) -> Iterator[Folder]:
         return _paginate(self._http, "/v1/folders", query)
@@ -367,9 +378,9 @@ class Shares:
             body["expires_in"] = expires_in
         return self._http.data("POST", "/v1/shares", json=body, idempotency_key=idempotency_key)  # type: ignore[no-any-return]
 
-    def list(self, **query: Any) -> Page[ShareStatus]:
+    def list(self, **query: Any) -> CursorPage[ShareStatus]:
         """One page of the account's links (``file_id=`` filters), each with its status and analytics as ``get`` answers it."""
-        return _fetch_page(self._http, "/v1/shares", query)
+        return _fetch_cursor_page(self._http, "/v1/shares", query)
 
     def list_all(self, **query: Any) -> Iterator[ShareStatus]:
         return _paginate(self._http, "/v1/shares", query)
@@ -462,9 +473,9 @@ class Webhooks:
         """Sends a ``webhook.test`` event to the webhook; answers the queued delivery."""
         return self._http.data("POST", _path("/v1/webhooks/{webhook_id}/test", webhook_id=webhook_id), idempotency_key=idempotency_key)  # type: ignore[no-any-return]
 
-    def deliveries(self, webhook_id: str, **query: Any) -> Page[WebhookDelivery]:
+    def deliveries(self, webhook_id: str, **query: Any) -> CursorPage[WebhookDelivery]:
         """One page of the delivery log, newest first (``status=`` pending, succeeded or failed)."""
-        return _fetch_page(self._http, _path("/v1/webhooks/{webhook_id}/deliveries", webhook_id=webhook_id), query)
+        return _fetch_cursor_page(self._http, _path("/v1/webhooks/{webhook_id}/deliveries", webhook_id=webhook_id), query)
 
     def all_deliveries(self, webhook_id: str, **query: Any) -> Iterator[WebhookDelivery]:
         return _paginate(self._http, _path("/v1/webhooks/{webhook_id}/deliveries", webhook_id=webhook_id), query)
