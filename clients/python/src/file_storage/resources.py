@@ -112,6 +112,24 @@ def _paginate(http: HttpClient, path: str, query: Mapping[str, Any]) -> Iterator
         page_query = {**filters, "page": page_number}
 
 
+def _range_header(start: int | None, end: int | None) -> dict[str, str]:
+    """
+    The Range header of bytes ``start`` to ``end`` inclusive (``end`` None: to the end of the file; a negative
+    ``start``: the last ``-start`` bytes), or none without ``start``.
+    """
+    if start is None:
+        if end is not None:
+            raise ValueError("A range needs start= (end= alone says nothing about where it begins).")
+        return {}
+    if start < 0:
+        if end is not None:
+            raise ValueError("A negative start= takes the last bytes of the file; it takes no end=.")
+        return {"Range": f"bytes={start}"}
+    if end is not None and end < 0:
+        raise ValueError("end= is the index of the last byte wanted: 0 or more.")
+    return {"Range": f"bytes={start}-{'' if end is None else end}"}
+
+
 def _write_to(response: Response, destination: Destination) -> int:
     """
     Writes an answer's body to a file object, or to a path. Answers the size. A download that fails or is cut off
@@ -216,32 +234,35 @@ class Files:
     def restore(self, file_id: str, *, idempotency_key: str | None = None) -> RestoredFile:
         return self._http.data("POST", _path("/v1/files/{file_id}/restore", file_id=file_id), idempotency_key=idempotency_key)  # type: ignore[no-any-return]
 
-    def download(self, file_id: str) -> Response:
+    def download(self, file_id: str, *, start: int | None = None, end: int | None = None) -> Response:
         """
         The file's content as a stream: ``with client.files.download(id) as content: for chunk in content.iter_bytes(): …``
-        (or ``content.read()``). Close it when done.
+        (or ``content.read()``). Close it when done. With ``start`` (and ``end``), only bytes ``start`` to ``end``
+        inclusive, as HTTP Range counts them (``end`` None: to the end; a negative ``start``: the last ``-start``
+        bytes), answered 206 with a ``content-range`` header; a range past the end raises ``InvalidRequestError`` (416).
         """
-        return self._signed_content(file_id, "download")
+        return self._signed_content(file_id, "download", _range_header(start, end))
 
-    def download_to(self, file_id: str, destination: Destination) -> int:
+    def download_to(self, file_id: str, destination: Destination, *, start: int | None = None, end: int | None = None) -> int:
         """
-        Writes the file's content to a path or a binary file object, streamed. Answers the number of bytes. Raises
-        ``APIConnectionError`` when the download is cut off (``APITimeoutError`` when it stalls); a path is then removed.
+        Writes the file's content (or bytes ``start`` to ``end``, as ``download`` takes them) to a path or a binary file
+        object, streamed. Answers the number of bytes. Raises ``APIConnectionError`` when the download is cut off
+        (``APITimeoutError`` when it stalls); a path is then removed.
         """
-        return _write_to(self.download(file_id), destination)
+        return _write_to(self.download(file_id, start=start, end=end), destination)
 
     def thumbnail(self, file_id: str) -> Response:
         """
         The file's thumbnail, a WebP of at most 256 x 256, as a stream (close it when done). Images, videos and PDFs get
         one shortly after their upload (a background job); until then, and for other types, raises ``NotFoundError``.
         """
-        return self._signed_content(file_id, "thumbnail")
+        return self._signed_content(file_id, "thumbnail", {})
 
     def thumbnail_to(self, file_id: str, destination: Destination) -> int:
         """Writes the file's thumbnail (WebP) to a path or a binary file object, as ``download_to`` does the content."""
         return _write_to(self.thumbnail(file_id), destination)
 
-    def _signed_content(self, file_id: str, route: str) -> Response:
+    def _signed_content(self, file_id: str, route: str, range_header: dict[str, str]) -> Response:
         # These routes take a signed link, not the key: the file's fresh download_url / thumbnail_url is that link. Its
         # signature goes to the route under this client's base_url, which may differ from the server's public address
         # (and its path prefix from PUBLIC_BASE_URL's).
@@ -251,7 +272,7 @@ class Files:
             raise NotFoundError(f"File {file_id} has no thumbnail (not yet made, or its type gets none)", code="not_found", status=404)
         signature = urlsplit(link).query
         path = _path("/v1/files/{file_id}/" + route, file_id=file_id)
-        return self._http.send("GET", f"{path}?{signature}" if signature else path, anonymous=True, headers={"Accept": "*/*"})
+        return self._http.send("GET", f"{path}?{signature}" if signature else path, anonymous=True, headers={"Accept": "*/*", **range_header})
 
 
 class Uploads:
@@ -396,13 +417,18 @@ class Shares:
         """What a share link shows its visitor, without an API key. Takes the share's url or its token."""
         return self._http.data("GET", "/s/" + _share_token(url_or_token), anonymous=True, headers=_password_header(password))  # type: ignore[no-any-return]
 
-    def download(self, url_or_token: str, *, password: str | None = None) -> Response:
-        """The shared file's content as a visitor downloads it, without an API key, as a stream (close it when done)."""
-        headers = {"Accept": "*/*", **_password_header(password)}
+    def download(self, url_or_token: str, *, password: str | None = None, start: int | None = None, end: int | None = None) -> Response:
+        """
+        The shared file's content as a visitor downloads it, without an API key, as a stream (close it when done); with
+        ``start`` and ``end``, only those bytes, as ``files.download`` takes them.
+        """
+        headers = {"Accept": "*/*", **_password_header(password), **_range_header(start, end)}
         return self._http.send("GET", "/s/" + _share_token(url_or_token) + "/download", anonymous=True, headers=headers)
 
-    def download_to(self, url_or_token: str, destination: Destination, *, password: str | None = None) -> int:
-        return _write_to(self.download(url_or_token, password=password), destination)
+    def download_to(
+        self, url_or_token: str, destination: Destination, *, password: str | None = None, start: int | None = None, end: int | None = None
+    ) -> int:
+        return _write_to(self.download(url_or_token, password=password, start=start, end=end), destination)
 
 
 def _iso(moment: datetime.datetime | str) -> str:
