@@ -129,21 +129,23 @@ module FileStorage
     end
 
     # Streams the file's content to `destination`: a path (a failed download leaves no partial file behind), an
-    # IO (anything with #write), or a block that receives each chunk.
-    def download(file_id, destination = nil, &on_chunk)
-      signed_content(file_id, 'download', destination, on_chunk)
+    # IO (anything with #write), or a block that receives each chunk. With `range:` (byte indexes, as a Range indexes
+    # an Array: 0..99, 100..., -500.. for the last 500 bytes), only those bytes (HTTP Range); one that starts past the
+    # end raises InvalidRequestError (416).
+    def download(file_id, destination = nil, range: nil, &on_chunk)
+      signed_content(file_id, 'download', destination, on_chunk, FileStorage.range_header(range))
     end
 
     # Streams the file's thumbnail, a WebP of at most 256 x 256, to `destination` as #download does the content.
     # Images, videos and PDFs get one shortly after their upload (a background job); until then, and for other types,
     # raises NotFoundError.
     def thumbnail(file_id, destination = nil, &on_chunk)
-      signed_content(file_id, 'thumbnail', destination, on_chunk)
+      signed_content(file_id, 'thumbnail', destination, on_chunk, {})
     end
 
     private
 
-    def signed_content(file_id, route, destination, on_chunk)
+    def signed_content(file_id, route, destination, on_chunk, range_header)
       # These routes take a signed link, not the key: the file's fresh download_url / thumbnail_url is that link. Its
       # signature (the query) goes to the route under this client's base URL, like every request: the link's own
       # address is the server's PUBLIC_BASE_URL, which this client may not reach, and its path repeats the prefix the
@@ -155,9 +157,27 @@ module FileStorage
       end
       path = "#{Paths.of("/v1/files/%<file_id>s/#{route}", file_id:)}?#{URI(link).query}"
       FileStorage.stream_to(destination, on_chunk) do |sink|
-        @http.send_request(:get, path, anonymous: true, headers: { 'Accept' => '*/*' }, &sink)
+        @http.send_request(:get, path, anonymous: true, headers: { 'Accept' => '*/*' }.merge(range_header), &sink)
       end
     end
+  end
+
+  # The Range header of a Range of byte indexes, read as it indexes an Array: `2..5` and `2...6` bytes 2 to 5, `7..`
+  # from byte 7 to the end, `..2` the first three bytes, `-3..` the last three. None for nil.
+  def self.range_header(range)
+    return {} if range.nil?
+    unless range.is_a?(Range) && [range.begin, range.end].all? { |index| index.nil? || index.is_a?(Integer) }
+      raise ArgumentError, "range: takes a Range of byte indexes such as 0..99, not #{range.inspect}"
+    end
+
+    first = range.begin || 0
+    last = range.end && (range.exclude_end? ? range.end - 1 : range.end)
+    if first.negative? || last&.negative?
+      raise ArgumentError, "range: #{range.inspect}: only an endless range (-500..) counts from the end" if last
+
+      return { 'Range' => "bytes=#{first}" }
+    end
+    { 'Range' => "bytes=#{first}-#{last}" }
   end
 
   # Streams a download into a path, an IO or a block; a path is removed again when the download fails.
@@ -262,11 +282,12 @@ module FileStorage
       @http.data(:get, "/s/#{Paths.share_token(url_or_token)}", anonymous: true, headers: password_header(password))
     end
 
-    # The shared file's content as a visitor downloads it, to a path, an IO or a block.
-    def download(url_or_token, destination = nil, password: nil, &on_chunk)
+    # The shared file's content as a visitor downloads it, to a path, an IO or a block; with `range:`, only those
+    # bytes, as Files#download takes them.
+    def download(url_or_token, destination = nil, password: nil, range: nil, &on_chunk)
+      headers = { 'Accept' => '*/*' }.merge(password_header(password), FileStorage.range_header(range))
       FileStorage.stream_to(destination, on_chunk) do |sink|
-        @http.send_request(:get, "/s/#{Paths.share_token(url_or_token)}/download",
-                           anonymous: true, headers: { 'Accept' => '*/*' }.merge(password_header(password)), &sink)
+        @http.send_request(:get, "/s/#{Paths.share_token(url_or_token)}/download", anonymous: true, headers:, &sink)
       end
     end
 
