@@ -555,6 +555,63 @@ test('a download that fails names its request without the signature of its link'
     }
 });
 
+test('a range downloads those bytes of a file or a shared file; past the end is InvalidRequestException (416)', function () {
+    $client = live();
+    $content = fopen('php://temp', 'w+');
+    fwrite($content, '0123456789');
+    rewind($content);
+    $file = $client->files->upload($content, ['name' => 'digits.txt']);
+    $share = $client->shares->create(['file_id' => $file['id'], 'password' => 'open sesame']);
+    // Bytes $start to $end inclusive, as HTTP counts them; no end: to the end; a negative start: the last bytes.
+    foreach ([[2, 5, '2345'], [7, null, '789'], [-3, null, '789']] as [$start, $end, $expected]) {
+        $got = '';
+        $client->files->download($file['id'], function (string $chunk) use (&$got) {
+            $got .= $chunk;
+        }, start: $start, end: $end);
+        same($expected, $got, "bytes $start to $end");
+        $shared = '';
+        $client->shares->download($share['url'], function (string $chunk) use (&$shared) {
+            $shared .= $chunk;
+        }, 'open sesame', start: $start, end: $end);
+        same($expected, $shared, "shared bytes $start to $end");
+    }
+    $path = tempnam(sys_get_temp_dir(), 'fss-php-range-');
+    $client->files->download($file['id'], $path, start: 4, end: 6);
+    same('456', file_get_contents($path), 'the bytes written to a path');
+    unlink($path);
+    try {
+        $client->files->download($file['id'], fn (string $chunk) => null, start: 20);
+        throw new RuntimeException('a range past the end did not throw');
+    } catch (InvalidRequestException $e) {
+        same([416, ['size' => 10]], [$e->getStatus(), $e->getDetails()], 'past the end');
+    }
+    foreach ([[null, 5], [-3, 9], [2, -1]] as [$start, $end]) {
+        try {
+            $client->files->download($file['id'], fn (string $chunk) => null, start: $start, end: $end);
+            throw new RuntimeException("start $start, end $end did not throw");
+        } catch (InvalidArgumentException) {
+        }
+    }
+});
+
+test('a range cut mid-body is resumed from the byte it stopped at, within the range', function () {
+    $client = live();
+    [$path] = randomFile(3 * Client::MIB);
+    $file = $client->files->upload($path);
+    $proxy = TestProxy::start((string) getenv('FILE_STORAGE_BASE_URL'))->cut('answer', 300_000, '#/download\?#');
+    try {
+        $got = '';
+        live(baseUrl: $proxy->url)->files->download($file['id'], function (string $chunk) use (&$got) {
+            $got .= $chunk;
+        }, start: Client::MIB, end: 2 * Client::MIB - 1);
+        same(1, $proxy->cuts(), 'cuts');
+        same(md5((string) file_get_contents($path, false, null, Client::MIB, Client::MIB)), md5($got), 'the bytes of the range, each once');
+    } finally {
+        $proxy->close();
+        unlink($path);
+    }
+});
+
 test('an answer that is not JSON (a captive portal, a proxy page) throws InvalidResponseException quoting it', function () {
     $page = "<html><head><title>Hotel Wi-Fi</title></head>\n<body>Accept the terms to go on.</body></html>";
     $proxy = TestProxy::start((string) getenv('FILE_STORAGE_BASE_URL'))

@@ -97,7 +97,8 @@ final class HttpClient
 
         for ($attempt = 0; ; $attempt++) {
             try {
-                $response = $this->perform($method, $url, $headers + ($sink?->beginAttempt() ?? []), $options, $shown, $sink);
+                // The sink's Range (the rest of the body) replaces the caller's on a retry.
+                $response = $this->perform($method, $url, ($sink?->beginAttempt() ?? []) + $headers, $options, $shown, $sink);
             } catch (ConnectionException | TimeoutException $error) {
                 $notResumable = $sink?->whyNotResumable();
                 if ($notResumable !== null) {

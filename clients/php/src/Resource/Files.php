@@ -151,13 +151,15 @@ final class Files
 
     /**
      * Streams the file's content to a path (removed again if the download fails), a stream resource, or a callable
-     * that receives each chunk.
+     * that receives each chunk. With $start (and $end), only bytes $start to $end inclusive, as HTTP Range counts them
+     * ($end null: to the end; a negative $start: the last -$start bytes); a range that starts past the end throws
+     * InvalidRequestException (416).
      *
      * @param string|resource|callable(string): void $destination
      */
-    public function download(string $fileId, mixed $destination): void
+    public function download(string $fileId, mixed $destination, ?int $start = null, ?int $end = null): void
     {
-        $this->signedContent($fileId, 'download', $destination);
+        $this->signedContent($fileId, 'download', $destination, Download::range($start, $end));
     }
 
     /**
@@ -169,11 +171,14 @@ final class Files
      */
     public function thumbnail(string $fileId, mixed $destination): void
     {
-        $this->signedContent($fileId, 'thumbnail', $destination);
+        $this->signedContent($fileId, 'thumbnail', $destination, []);
     }
 
-    /** @param string|resource|callable(string): void $destination */
-    private function signedContent(string $fileId, string $route, mixed $destination): void
+    /**
+     * @param string|resource|callable(string): void $destination
+     * @param array<string, string> $range
+     */
+    private function signedContent(string $fileId, string $route, mixed $destination, array $range): void
     {
         // These routes take a signed link, not the key: the file's fresh download_url / thumbnail_url is that link. Its
         // signature (the query) goes to the route under this client's base URL, like every request: the link's own
@@ -184,6 +189,6 @@ final class Files
             throw new NotFoundException('not_found', "File $fileId has no thumbnail (not yet made, or its type gets none)", 404);
         }
         $path = Paths::of("/v1/files/{file_id}/$route", ['file_id' => $fileId]) . '?' . (string) parse_url($link, PHP_URL_QUERY);
-        Download::to($destination, fn (callable $sink) => $this->http->send('GET', $path, ['anonymous' => true, 'headers' => ['Accept' => '*/*'], 'sink' => $sink]));
+        Download::to($destination, fn (callable $sink) => $this->http->send('GET', $path, ['anonymous' => true, 'headers' => ['Accept' => '*/*'] + $range, 'sink' => $sink]));
     }
 }

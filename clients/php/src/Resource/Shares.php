@@ -72,14 +72,15 @@ final class Shares
     }
 
     /**
-     * The shared file's content as a visitor downloads it, to a path, a stream resource or a callable.
+     * The shared file's content as a visitor downloads it, to a path, a stream resource or a callable; with $start and
+     * $end, only those bytes, as Files::download() takes them.
      *
      * @param string|resource|callable(string): void $destination
      */
-    public function download(string $urlOrToken, mixed $destination, ?string $password = null): void
+    public function download(string $urlOrToken, mixed $destination, ?string $password = null, ?int $start = null, ?int $end = null): void
     {
         $path = '/s/' . Paths::shareToken($urlOrToken) . '/download';
-        $headers = ['Accept' => '*/*'] + self::passwordHeader($password);
+        $headers = ['Accept' => '*/*'] + self::passwordHeader($password) + Download::range($start, $end);
         Download::to($destination, fn (callable $sink) => $this->http->send('GET', $path, ['anonymous' => true, 'headers' => $headers, 'sink' => $sink]));
     }
 
