@@ -395,6 +395,36 @@ module FileStorage
     def info = @http.data(:get, '/v1/user/info')
   end
 
+  # The tail of the event feed: every event from a cursor on, as they happen (long polls of `wait` seconds); iterating
+  # never ends by itself. `cursor` is where to resume: after the last event handed out when the loop stopped at the
+  # last event of a batch (as a long poll's single event usually is), else at the start of the batch it left.
+  class EventTail
+    include Enumerable
+
+    attr_reader :cursor
+
+    def initialize(events, after:, types:, limit:, wait:)
+      @events = events
+      @cursor = after
+      @query = { types: types, limit: limit, wait: wait }
+    end
+
+    def each
+      return enum_for(:each) unless block_given?
+
+      loop do
+        batch = @events.list(after: @cursor, **@query)
+        last = batch['data'].size - 1
+        @cursor = batch['next_cursor'] if last.negative?
+        batch['data'].each_with_index do |event, index|
+          # Moved before the batch's last event is handed out, so a loop that stops at it resumes after it.
+          @cursor = batch['next_cursor'] if index == last
+          yield event
+        end
+      end
+    end
+  end
+
   # The account's event feed: every change, oldest first, from a cursor (GET /v1/events).
   class Events
     def initialize(http) = @http = http
@@ -422,5 +452,9 @@ module FileStorage
         return cursor if stop_when_idle && batch['data'].empty?
       end
     end
+
+    # Every event from `after` on, as they happen, with the cursor to resume from when the loop stops (EventTail):
+    # `tail = client.events.tail(after: saved); tail.each { |event| ...; break if done }; saved = tail.cursor`.
+    def tail(after: nil, types: nil, limit: nil, wait: 30) = EventTail.new(self, after:, types:, limit:, wait:)
   end
 end
