@@ -352,6 +352,23 @@ test('iterate reads the feed in batches of $limit events, as the other libraries
     }
 });
 
+test('a tail left at an event resumes after it, without repeating it', function () {
+    $client = live();
+    $end = $client->events->iterate(stopWhenIdle: true);
+    foreach ($end as $event) {
+    }
+    $folder = $client->folders->create('left at ' . bin2hex(random_bytes(4)));
+    $tail = $client->events->tail(after: $end->getReturn(), types: ['folder.created'], wait: 20);
+    // A tail never ends by itself: a program stops at an event, keeps $tail->cursor(), and resumes from it later.
+    foreach ($tail as $event) {
+        if ($event['data']['folder']['id'] === $folder['id']) {
+            break;
+        }
+    }
+    $resumed = array_map(fn ($event) => $event['data']['folder']['id'], iterator_to_array($client->events->iterate(after: $tail->cursor(), types: ['folder.created'], stopWhenIdle: true), false));
+    same(false, in_array($folder['id'], $resumed, true), 'the event stopped at, resumed again');
+});
+
 test('iterator_to_array over the event feed keeps the events of every batch', function () {
     $client = live();
     $feed = $client->events->iterate(stopWhenIdle: true);
