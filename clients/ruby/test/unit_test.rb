@@ -211,3 +211,15 @@ class ReplayTimeTest < Minitest::Test
     assert_equal 7200, since.utc_offset
   end
 end
+
+class ApiKeyKeptSecretTest < Minitest::Test
+  KEY = 'fss_this-key-must-not-reach-a-log'
+
+  # Ruby 3.1's NoMethodError message quotes the receiver's inspect, and error trackers log both.
+  def test_the_api_key_shows_neither_in_inspect_nor_in_error_messages
+    client = FileStorage::Client.new(api_key: KEY, base_url: 'https://files.example.com')
+    [client, client.files, client.events.tail].each { |object| refute_includes object.inspect, KEY }
+    error = assert_raises(NoMethodError) { client.files.no_such_method }
+    refute_includes error.message, KEY
+  end
+end

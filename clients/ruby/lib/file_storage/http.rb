@@ -109,6 +109,10 @@ module FileStorage
       @max_retries = max_retries
     end
 
+    # Without the API key: every object of the client shows this one in its own inspect, and Ruby 3.1 quotes a
+    # receiver's inspect in a NoMethodError's message, which ends up in logs and error trackers.
+    def inspect = "#<#{self.class.name} base_url=#{@base_url.inspect} api_key=[redacted]>"
+
     # A path goes under the base URL, path prefix included (a server mounted under /storage by a reverse proxy):
     # "/v1/files" -> "https://files.example.com/storage/v1/files". An absolute URL (a tus Location) is used as it is.
     def url(path, query = nil)
