@@ -210,6 +210,26 @@ test('a download resumes with a Range after the bytes written, and only from a 2
     same(true, $none->whyNotResumable() !== null, 'no ETag');
 });
 
+test('the API key shows neither in print_r or var_dump of the client nor in the trace of an exception', function () {
+    $key = 'fss_this-key-must-not-reach-a-log';
+    $client = new Client($key, 'https://files.example.com');
+    same(false, str_contains(print_r($client, true), $key), 'print_r');
+    ob_start();
+    var_dump($client->files);
+    same(false, str_contains((string) ob_get_clean(), $key), 'var_dump');
+    // As php.ini-development sets them: a trace shows each call's arguments, error trackers and logs keep it.
+    $previous = [ini_set('zend.exception_ignore_args', '0'), ini_set('zend.exception_string_param_max_len', '1000000')];
+    try {
+        new Client($key, 'ftp://files.example.com');
+        throw new RuntimeException('an ftp:// base URL was taken');
+    } catch (InvalidArgumentException $e) {
+        same(false, str_contains($e->getTraceAsString(), $key), "the trace: {$e->getTraceAsString()}");
+    } finally {
+        ini_set('zend.exception_ignore_args', (string) $previous[0]);
+        ini_set('zend.exception_string_param_max_len', (string) $previous[1]);
+    }
+});
+
 // Against the live server.
 
 function live(int $maxRetries = 2, ?string $baseUrl = null, int $resumableChunk = 8 * Client::MIB): Client
