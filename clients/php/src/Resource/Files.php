@@ -87,7 +87,8 @@ final class Files
     }
 
     /**
-     * One page of the files of a folder (the root by default): page, per_page, folder_id, sort, type, search.
+     * One page of the files of a folder (the root by default): page, per_page, folder_id, sort, type, search, and cursor
+     * (the pagination's next_cursor of the page before, with the same filters).
      *
      * @param array<string, mixed> $query
      */

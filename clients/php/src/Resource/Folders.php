@@ -23,7 +23,7 @@ final class Folders
         return $this->http->data('POST', '/v1/folders', ['json' => $body, 'headers' => self::idempotency($idempotencyKey)]);
     }
 
-    /** @param array<string, mixed> $query page, per_page, parent_id, sort, search */
+    /** @param array<string, mixed> $query page, per_page, parent_id, sort, search, cursor */
     public function list(array $query = []): Page
     {
         return $this->fetchPage('/v1/folders', $query);

@@ -73,7 +73,7 @@ final class Webhooks
         return $this->http->data('POST', Paths::of('/v1/webhooks/{webhook_id}/test', ['webhook_id' => $webhookId]), ['headers' => self::idempotency($idempotencyKey)]);
     }
 
-    /** @param array<string, mixed> $query page, per_page, status */
+    /** @param array<string, mixed> $query page, per_page, status, cursor */
     public function deliveries(string $webhookId, array $query = []): Page
     {
         return $this->fetchPage(Paths::of('/v1/webhooks/{webhook_id}/deliveries', ['webhook_id' => $webhookId]), $query);

@@ -96,7 +96,8 @@ module FileStorage
     # Gives up a resumable upload: deletes it with the bytes sent so far, and its reserved quota is given back.
     def abort_upload(location) = Tus.terminate(@http, location)
 
-    # One page of the files of a folder (the root by default): page:, per_page:, folder_id:, sort:, type:, search:.
+    # One page of the files of a folder (the root by default): page:, per_page:, folder_id:, sort:, type:, search:,
+    # and cursor: (the pagination's next_cursor of the page before, with the same filters).
     def list(**query) = fetch_page('/v1/files', query)
 
     # Every file, page after page: `client.files.each(search: 'report').each { |file| ... }`.
@@ -204,7 +205,7 @@ module FileStorage
 
     def initialize(http) = @http = http
 
-    # page:, per_page:, sort:, search:
+    # page:, per_page:, sort:, search:, cursor:
     def list(**query) = fetch_page('/v1/trash', query)
 
     def each(**query, &)
@@ -228,7 +229,7 @@ module FileStorage
       @http.data(:post, '/v1/folders', json: body, headers: idempotency(idempotency_key))
     end
 
-    # page:, per_page:, parent_id:, sort:, search:
+    # page:, per_page:, parent_id:, sort:, search:, cursor:
     def list(**query) = fetch_page('/v1/folders', query)
 
     def each(**query, &)
@@ -262,7 +263,7 @@ module FileStorage
       @http.data(:post, '/v1/shares', json: share, headers: idempotency(idempotency_key))
     end
 
-    # page:, per_page:, file_id:. Each link with its status and analytics, as `get` answers it (`active`, `revoked_at`,
+    # page:, per_page:, file_id:, cursor:. Each link with its status and analytics, as `get` answers it (`active`, `revoked_at`,
     # `invalidated_at`, `access_count`, `last_accessed_at`), revoked and expired links too.
     def list(**query) = fetch_page('/v1/shares', query)
 
@@ -325,7 +326,7 @@ module FileStorage
       @http.data(:post, hook_path(webhook_id, '/test'), headers: idempotency(idempotency_key))
     end
 
-    # One page of a webhook's deliveries: page:, per_page:, status:
+    # One page of a webhook's deliveries: page:, per_page:, status:, cursor:
     def deliveries(webhook_id, **query) = fetch_page(hook_path(webhook_id, '/deliveries'), query)
 
     def each_delivery(webhook_id, **query, &)
