@@ -425,6 +425,33 @@ test('resumeUpload takes an absolute upload URL as it is', function () {
     same([300_000, $md5], [$file['size'], $file['md5_hash']], 'the stored file');
 });
 
+test('resumeUpload with a file of another size throws InvalidArgumentException before sending a byte', function () {
+    $client = live();
+    [$path, $md5] = randomFile(300_000);
+    $location = $client->files->startResumableUpload($path);
+    // A guard against a hang only (it looped on empty PATCHes): the answer comes from one HEAD.
+    pcntl_async_signals(true);
+    pcntl_signal(SIGALRM, static fn () => throw new RuntimeException('resumeUpload did not return within 120 s'));
+    pcntl_alarm(120);
+    try {
+        foreach ([100_000, 500_000] as $size) {
+            [$other] = randomFile($size);
+            try {
+                $client->files->resumeUpload($location, $other);
+                throw new RuntimeException("a $size-byte file resumed a 300000-byte upload");
+            } catch (InvalidArgumentException $e) {
+                same(1, preg_match("/300000 bytes.*$size/", $e->getMessage()), "the message: {$e->getMessage()}");
+            } finally {
+                unlink($other);
+            }
+        }
+    } finally {
+        pcntl_alarm(0);
+    }
+    same($md5, $client->files->resumeUpload($location, $path)['md5_hash'], 'resumed with its own file, nothing else in it');
+    unlink($path);
+});
+
 test('an upload sent again with its idempotencyKey (a restarted process) stores the file once, in one request or resumable', function () {
     $client = live();
     [$path] = randomFile(300_000);
