@@ -41,7 +41,7 @@ final class Client
      * (default 64 MiB) go through the resumable tus endpoint in chunks of $resumableChunk bytes (default 8 MiB).
      */
     public function __construct(
-        string $apiKey,
+        #[\SensitiveParameter] string $apiKey,
         string $baseUrl,
         int $timeout = 60,
         int $maxRetries = 2,

@@ -6,7 +6,7 @@ namespace FileStorage;
 
 /**
  * One page of a listing: its items (`data`, arrays as the API sends them) and `pagination`
- * (page, per_page, total_items, total_pages).
+ * (page, per_page, total_items, total_pages, and next_cursor where the listing also pages by cursor).
  *
  * @implements \IteratorAggregate<int, array<string, mixed>>
  */
@@ -14,7 +14,7 @@ final class Page implements \IteratorAggregate, \Countable
 {
     /**
      * @param list<array<string, mixed>> $data
-     * @param array<string, int> $pagination
+     * @param array<string, int|string|null> $pagination
      */
     public function __construct(public readonly array $data, public readonly array $pagination)
     {

@@ -15,6 +15,7 @@ use FileStorage\Exception\ConnectionException;
 use FileStorage\Exception\ErrorFactory;
 use FileStorage\Exception\FileTooLargeException;
 use FileStorage\Exception\InternalServerException;
+use FileStorage\Exception\InvalidRequestException;
 use FileStorage\Exception\InvalidResponseException;
 use FileStorage\Exception\NotFoundException;
 use FileStorage\Exception\RateLimitException;
@@ -209,6 +210,26 @@ test('a download resumes with a Range after the bytes written, and only from a 2
     same(true, $none->whyNotResumable() !== null, 'no ETag');
 });
 
+test('the API key shows neither in print_r or var_dump of the client nor in the trace of an exception', function () {
+    $key = 'fss_this-key-must-not-reach-a-log';
+    $client = new Client($key, 'https://files.example.com');
+    same(false, str_contains(print_r($client, true), $key), 'print_r');
+    ob_start();
+    var_dump($client->files);
+    same(false, str_contains((string) ob_get_clean(), $key), 'var_dump');
+    // As php.ini-development sets them: a trace shows each call's arguments, error trackers and logs keep it.
+    $previous = [ini_set('zend.exception_ignore_args', '0'), ini_set('zend.exception_string_param_max_len', '1000000')];
+    try {
+        new Client($key, 'ftp://files.example.com');
+        throw new RuntimeException('an ftp:// base URL was taken');
+    } catch (InvalidArgumentException $e) {
+        same(false, str_contains($e->getTraceAsString(), $key), "the trace: {$e->getTraceAsString()}");
+    } finally {
+        ini_set('zend.exception_ignore_args', (string) $previous[0]);
+        ini_set('zend.exception_string_param_max_len', (string) $previous[1]);
+    }
+});
+
 // Against the live server.
 
 function live(int $maxRetries = 2, ?string $baseUrl = null, int $resumableChunk = 8 * Client::MIB): Client
@@ -351,6 +372,23 @@ test('iterate reads the feed in batches of $limit events, as the other libraries
     }
 });
 
+test('a tail left at an event resumes after it, without repeating it', function () {
+    $client = live();
+    $end = $client->events->iterate(stopWhenIdle: true);
+    foreach ($end as $event) {
+    }
+    $folder = $client->folders->create('left at ' . bin2hex(random_bytes(4)));
+    $tail = $client->events->tail(after: $end->getReturn(), types: ['folder.created'], wait: 20);
+    // A tail never ends by itself: a program stops at an event, keeps $tail->cursor(), and resumes from it later.
+    foreach ($tail as $event) {
+        if ($event['data']['folder']['id'] === $folder['id']) {
+            break;
+        }
+    }
+    $resumed = array_map(fn ($event) => $event['data']['folder']['id'], iterator_to_array($client->events->iterate(after: $tail->cursor(), types: ['folder.created'], stopWhenIdle: true), false));
+    same(false, in_array($folder['id'], $resumed, true), 'the event stopped at, resumed again');
+});
+
 test('iterator_to_array over the event feed keeps the events of every batch', function () {
     $client = live();
     $feed = $client->events->iterate(stopWhenIdle: true);
@@ -385,6 +423,33 @@ test('resumeUpload takes an absolute upload URL as it is', function () {
     $file = $client->files->resumeUpload($absolute, $path);
     unlink($path);
     same([300_000, $md5], [$file['size'], $file['md5_hash']], 'the stored file');
+});
+
+test('resumeUpload with a file of another size throws InvalidArgumentException before sending a byte', function () {
+    $client = live();
+    [$path, $md5] = randomFile(300_000);
+    $location = $client->files->startResumableUpload($path);
+    // A guard against a hang only (it looped on empty PATCHes): the answer comes from one HEAD.
+    pcntl_async_signals(true);
+    pcntl_signal(SIGALRM, static fn () => throw new RuntimeException('resumeUpload did not return within 120 s'));
+    pcntl_alarm(120);
+    try {
+        foreach ([100_000, 500_000] as $size) {
+            [$other] = randomFile($size);
+            try {
+                $client->files->resumeUpload($location, $other);
+                throw new RuntimeException("a $size-byte file resumed a 300000-byte upload");
+            } catch (InvalidArgumentException $e) {
+                same(1, preg_match("/300000 bytes.*$size/", $e->getMessage()), "the message: {$e->getMessage()}");
+            } finally {
+                unlink($other);
+            }
+        }
+    } finally {
+        pcntl_alarm(0);
+    }
+    same($md5, $client->files->resumeUpload($location, $path)['md5_hash'], 'resumed with its own file, nothing else in it');
+    unlink($path);
 });
 
 test('an upload sent again with its idempotencyKey (a restarted process) stores the file once, in one request or resumable', function () {
@@ -554,6 +619,63 @@ test('a download that fails names its request without the signature of its link'
     }
 });
 
+test('a range downloads those bytes of a file or a shared file; past the end is InvalidRequestException (416)', function () {
+    $client = live();
+    $content = fopen('php://temp', 'w+');
+    fwrite($content, '0123456789');
+    rewind($content);
+    $file = $client->files->upload($content, ['name' => 'digits.txt']);
+    $share = $client->shares->create(['file_id' => $file['id'], 'password' => 'open sesame']);
+    // Bytes $start to $end inclusive, as HTTP counts them; no end: to the end; a negative start: the last bytes.
+    foreach ([[2, 5, '2345'], [7, null, '789'], [-3, null, '789']] as [$start, $end, $expected]) {
+        $got = '';
+        $client->files->download($file['id'], function (string $chunk) use (&$got) {
+            $got .= $chunk;
+        }, start: $start, end: $end);
+        same($expected, $got, "bytes $start to $end");
+        $shared = '';
+        $client->shares->download($share['url'], function (string $chunk) use (&$shared) {
+            $shared .= $chunk;
+        }, 'open sesame', start: $start, end: $end);
+        same($expected, $shared, "shared bytes $start to $end");
+    }
+    $path = tempnam(sys_get_temp_dir(), 'fss-php-range-');
+    $client->files->download($file['id'], $path, start: 4, end: 6);
+    same('456', file_get_contents($path), 'the bytes written to a path');
+    unlink($path);
+    try {
+        $client->files->download($file['id'], fn (string $chunk) => null, start: 20);
+        throw new RuntimeException('a range past the end did not throw');
+    } catch (InvalidRequestException $e) {
+        same([416, ['size' => 10]], [$e->getStatus(), $e->getDetails()], 'past the end');
+    }
+    foreach ([[null, 5], [-3, 9], [2, -1]] as [$start, $end]) {
+        try {
+            $client->files->download($file['id'], fn (string $chunk) => null, start: $start, end: $end);
+            throw new RuntimeException("start $start, end $end did not throw");
+        } catch (InvalidArgumentException) {
+        }
+    }
+});
+
+test('a range cut mid-body is resumed from the byte it stopped at, within the range', function () {
+    $client = live();
+    [$path] = randomFile(3 * Client::MIB);
+    $file = $client->files->upload($path);
+    $proxy = TestProxy::start((string) getenv('FILE_STORAGE_BASE_URL'))->cut('answer', 300_000, '#/download\?#');
+    try {
+        $got = '';
+        live(baseUrl: $proxy->url)->files->download($file['id'], function (string $chunk) use (&$got) {
+            $got .= $chunk;
+        }, start: Client::MIB, end: 2 * Client::MIB - 1);
+        same(1, $proxy->cuts(), 'cuts');
+        same(md5((string) file_get_contents($path, false, null, Client::MIB, Client::MIB)), md5($got), 'the bytes of the range, each once');
+    } finally {
+        $proxy->close();
+        unlink($path);
+    }
+});
+
 test('an answer that is not JSON (a captive portal, a proxy page) throws InvalidResponseException quoting it', function () {
     $page = "<html><head><title>Hotel Wi-Fi</title></head>\n<body>Accept the terms to go on.</body></html>";
     $proxy = TestProxy::start((string) getenv('FILE_STORAGE_BASE_URL'))
@@ -672,6 +794,89 @@ test('a server mounted under a path is reached on every route through a base URL
         }
         $proxy->close();
         exec('rm -rf ' . escapeshellarg($dir));
+    }
+});
+
+/** Each call that takes an id, with the id put where it goes. @return array<string, callable(Client, string): mixed> */
+function callsTakingAnId(): array
+{
+    return [
+        'files->get' => fn (Client $client, string $id) => $client->files->get($id),
+        'files->update' => fn (Client $client, string $id) => $client->files->update($id, ['name' => 'renamed.txt']),
+        'files->delete' => fn (Client $client, string $id) => $client->files->delete($id),
+        'files->restore' => fn (Client $client, string $id) => $client->files->restore($id),
+        'files->download' => fn (Client $client, string $id) => $client->files->download($id, fn (string $chunk) => null),
+        'files->thumbnail' => fn (Client $client, string $id) => $client->files->thumbnail($id, fn (string $chunk) => null),
+        'folders->get' => fn (Client $client, string $id) => $client->folders->get($id),
+        'folders->update' => fn (Client $client, string $id) => $client->folders->update($id, ['name' => 'Renamed']),
+        'folders->delete' => fn (Client $client, string $id) => $client->folders->delete($id),
+        'shares->get' => fn (Client $client, string $id) => $client->shares->get($id),
+        'shares->revoke' => fn (Client $client, string $id) => $client->shares->revoke($id),
+        'webhooks->get' => fn (Client $client, string $id) => $client->webhooks->get($id),
+        'webhooks->update' => fn (Client $client, string $id) => $client->webhooks->update($id, ['active' => false]),
+        'webhooks->delete' => fn (Client $client, string $id) => $client->webhooks->delete($id),
+        'webhooks->test' => fn (Client $client, string $id) => $client->webhooks->test($id),
+        'webhooks->rotateSecret' => fn (Client $client, string $id) => $client->webhooks->rotateSecret($id),
+        'webhooks->replay' => fn (Client $client, string $id) => $client->webhooks->replay($id, '2026-01-01T00:00:00.000Z'),
+        'webhooks->deliveries' => fn (Client $client, string $id) => $client->webhooks->deliveries($id),
+        'webhooks->iterateDeliveries' => fn (Client $client, string $id) => iterator_to_array($client->webhooks->iterateDeliveries($id)),
+        'webhooks->delivery (webhook)' => fn (Client $client, string $id) => $client->webhooks->delivery($id, 'dlv_0'),
+        'webhooks->delivery (delivery)' => fn (Client $client, string $id) => $client->webhooks->delivery('wh_0', $id),
+        'webhooks->redeliver (webhook)' => fn (Client $client, string $id) => $client->webhooks->redeliver($id, 'dlv_0'),
+        'webhooks->redeliver (delivery)' => fn (Client $client, string $id) => $client->webhooks->redeliver('wh_0', $id),
+        'apiKeys->revoke' => fn (Client $client, string $id) => $client->apiKeys->revoke($id),
+    ];
+}
+
+test('an id that cannot name a resource throws InvalidRequestException before any request', function () {
+    $proxy = TestProxy::start((string) getenv('FILE_STORAGE_BASE_URL'));
+    try {
+        $client = live(baseUrl: $proxy->url);
+        // Each would end in another route (the listing for '', the parent for '..'), or a path a proxy rewrites.
+        foreach (callsTakingAnId() as $call => $send) {
+            foreach (['', '.', '..', 'a/b', 'file?x=1', 'file#top'] as $bad) {
+                try {
+                    $send($client, $bad);
+                    throw new RuntimeException("$call('$bad') did not throw");
+                } catch (InvalidRequestException $error) {
+                    same(['invalid_request', null], [$error->getErrorCode(), $error->getStatus()], "$call('$bad')");
+                    same(1, preg_match('/^(file|folder|share|webhook|delivery|key)_id$/', $error->getDetails()['fields'][0]['field']), "$call('$bad') names the field");
+                }
+            }
+        }
+        same(0, $proxy->count(), 'requests sent');
+    } finally {
+        $proxy->close();
+    }
+});
+
+test('a share token is sent percent-encoded, and an unknown one is not found; an empty one is refused', function () {
+    $proxy = TestProxy::start((string) getenv('FILE_STORAGE_BASE_URL'));
+    try {
+        $client = live(baseUrl: $proxy->url);
+        foreach (['', 'https://files.example.com/'] as $empty) {
+            foreach ([fn () => $client->shares->open($empty), fn () => $client->shares->download($empty, fn (string $chunk) => null)] as $send) {
+                try {
+                    $send();
+                    throw new RuntimeException("'$empty' did not throw");
+                } catch (InvalidRequestException) {
+                }
+            }
+        }
+        same(0, $proxy->count(), 'requests sent for an empty token');
+        foreach (['.' => '%2E', '..' => '%2E%2E', 'a/b?c#d' => 'a%2Fb%3Fc%23d'] as $token => $sent) {
+            foreach ([fn () => $client->shares->open($token), fn () => $client->shares->download($token, fn (string $chunk) => null)] as $send) {
+                try {
+                    $send();
+                    throw new RuntimeException("'$token' did not throw");
+                } catch (NotFoundException) {
+                }
+            }
+            same(1, $proxy->count('#^GET /s/' . preg_quote($sent, '#') . ' #'), "the request for '$token'");
+            same(1, $proxy->count('#^GET /s/' . preg_quote($sent, '#') . '/download #'), "the download request for '$token'");
+        }
+    } finally {
+        $proxy->close();
     }
 });
 

@@ -263,6 +263,17 @@ class AgainstTheServer(unittest.TestCase):
         with self.assertRaises(NotFoundError):
             self.client.files.restore(uploaded["id"])
 
+    def test_share_listings_answer_each_link_with_its_status_as_get_does(self) -> None:
+        uploaded = self.client.files.upload(b"listed links", name="listed.txt")
+        kept = self.client.shares.create(uploaded["id"])
+        revoked = self.client.shares.create(uploaded["id"])
+        revoked_at = self.client.shares.revoke(revoked["id"])["revoked_at"]
+        # Typed as what the server answers (ShareStatus): mypy refuses "active" and "revoked_at" on a Share.
+        listed = {share["id"]: (share["active"], share["revoked_at"]) for share in self.client.shares.list(file_id=uploaded["id"]).data}
+        walked = {share["id"]: (share["active"], share["revoked_at"]) for share in self.client.shares.list_all(file_id=uploaded["id"])}
+        self.assertEqual(listed, {kept["id"]: (True, None), revoked["id"]: (False, revoked_at)})
+        self.assertEqual(walked, listed)
+
     def test_list_all_follows_cursors_so_a_delete_while_iterating_skips_nothing(self) -> None:
         folder = self.client.folders.create("Cursor walk")
         names = [f"walk-{i}.txt" for i in range(4)]
@@ -275,6 +286,21 @@ class AgainstTheServer(unittest.TestCase):
                 self.client.files.delete(file["id"])  # with page numbers, the next page would now skip walk-1.txt
         self.assertEqual(seen, names)
 
+    def test_pages_by_cursor_by_hand_with_the_next_cursor_each_page_answers(self) -> None:
+        folder = self.client.folders.create("Cursor by hand")
+        names = [f"page-{i}.txt" for i in range(3)]
+        for name in names:
+            self.client.files.upload(name.encode(), name=name, folder_id=folder["id"])
+        page = self.client.files.list(folder_id=folder["id"], sort="name_asc", per_page=2)
+        seen = [file["name"] for file in page.data]
+        cursor = page.pagination["next_cursor"]  # typed: mypy refuses a key the page's type does not have
+        self.assertIsNotNone(cursor)
+        last = self.client.files.list(folder_id=folder["id"], sort="name_asc", per_page=2, cursor=cursor)
+        seen += [file["name"] for file in last.data]
+        self.assertEqual((seen, last.pagination["next_cursor"]), (names, None))
+        for pagination in (self.client.folders.list().pagination, self.client.trash.list().pagination, self.client.shares.list().pagination):
+            self.assertIn("next_cursor", pagination)
+
     def test_tails_the_event_feed_with_a_long_poll_filtered_by_type(self) -> None:
         caught_up = self.client.events.stream()
         for _ in caught_up:
@@ -286,6 +312,18 @@ class AgainstTheServer(unittest.TestCase):
         tail = self.client.events.tail(after=caught_up.cursor, types=["folder.created"], wait=20)
         event = next(iter(tail))
         self.assertEqual((event["event"], event["data"]["folder"]["name"]), ("folder.created", "Tailed"))
+
+    def test_a_tail_left_at_an_event_resumes_after_it_without_repeating_it(self) -> None:
+        caught_up = self.client.events.stream()
+        for _ in caught_up:
+            pass
+        folder = self.client.folders.create("Left at")
+        tail = self.client.events.tail(after=caught_up.cursor, types=["folder.created"], wait=20)
+        for event in tail:
+            if event["data"]["folder"]["id"] == folder["id"]:
+                break  # a tail never ends by itself: a program stops at an event, keeps tail.cursor, resumes later
+        resumed = [event["data"]["folder"]["id"] for event in self.client.events.stream(after=tail.cursor, types=["folder.created"])]
+        self.assertNotIn(folder["id"], resumed)
 
     def test_rotates_a_webhook_secret_and_deliveries_verify_with_the_new_one(self) -> None:
         receiver = WebhookReceiver()

@@ -10,6 +10,7 @@ OPENAPI = pathlib.Path(__file__).resolve().parents[3] / "openapi.json"
 # Each TypedDict of file_storage.types and the openapi.json schema it mirrors.
 SCHEMAS = {
     types.Pagination: "Pagination",
+    types.CursorPagination: "CursorPagination",
     types.FileObject: "FileResponse",
     types.DeletedFile: "DeletedFileResponse",
     types.RestoredFile: "RestoredFileResponse",

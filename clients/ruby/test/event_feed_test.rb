@@ -28,4 +28,15 @@ class EventFeedTest < Minitest::Test
   ensure
     proxy&.close
   end
+
+  def test_a_tail_left_at_an_event_resumes_after_it_without_repeating_it
+    cursor = client.events.each(stop_when_idle: true) { |_event| nil } # the end of the feed
+    folder = client.folders.create(name: "left at #{SecureRandom.hex(4)}")
+    tail = client.events.tail(after: cursor, types: ['folder.created'], wait: 20)
+    # A tail never ends by itself: a program stops at an event, keeps tail.cursor, and resumes from it later.
+    tail.each { |event| break if event['data']['folder']['id'] == folder['id'] }
+    resumed = []
+    client.events.each(after: tail.cursor, types: ['folder.created'], stop_when_idle: true) { |event| resumed << event }
+    refute_includes resumed.map { |event| event['data']['folder']['id'] }, folder['id']
+  end
 end

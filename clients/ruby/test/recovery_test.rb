@@ -6,31 +6,19 @@
 # HTML page, a Retry-After longer than the client waits).
 require 'minitest/autorun'
 require 'digest'
-require 'fileutils'
 require 'json'
 require 'securerandom'
 require 'socket'
 require 'stringio'
-require 'tmpdir'
 require 'file_storage'
+require_relative 'live_server'
 require_relative 'test_proxy'
 
+# The shared set-up (client, scratch folders, random files) and what only these tests need.
 module Recovery
-  KIB = 1024
-  MIB = FileStorage::MIB
+  include LiveServer
 
-  def base_url = ENV.fetch('FILE_STORAGE_BASE_URL')
-  def api_key = ENV.fetch('FILE_STORAGE_API_KEY')
-  def client(**options) = FileStorage::Client.new(api_key: api_key, base_url: base_url, **options)
   def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
-
-  # A file of random bytes in the test's scratch folder; answers its path and MD5.
-  def random_file(name, size)
-    path = File.join(@dir, name)
-    bytes = Random.bytes(size)
-    File.binwrite(path, bytes)
-    [path, Digest::MD5.hexdigest(bytes)]
-  end
 
   # A socket to the server with this request's head already sent.
   def raw_request(method, path, headers)
@@ -40,15 +28,6 @@ module Recovery
              'Connection: close'] + headers.map { |name, value| "#{name}: #{value}" }
     socket.write("#{lines.join("\r\n")}\r\n\r\n")
     socket
-  end
-
-  def setup
-    @dir = Dir.mktmpdir('fss-ruby-recovery-')
-    @folder = client.folders.create(name: "#{self.class.name} #{name} #{SecureRandom.hex(4)}")
-  end
-
-  def teardown
-    FileUtils.remove_entry(@dir) if @dir
   end
 end
 

@@ -147,7 +147,7 @@ end
 
 class PathsTest < Minitest::Test
   def test_ids_are_escaped_in_paths
-    assert_equal '/v1/files/a%2Fb', FileStorage::Paths.build('v1', 'files', 'a/b')
+    assert_equal '/v1/files/a%20b%25/restore', FileStorage::Paths.of('/v1/files/%<file_id>s/restore', file_id: 'a b%')
   end
 end
 
@@ -209,5 +209,17 @@ class ReplayTimeTest < Minitest::Test
     since = Time.new(2026, 11, 24, 12, 0, 0, '+02:00')
     assert_equal '2026-11-24T10:00:00.000Z', FileStorage::Webhooks.new(nil).iso8601(since)
     assert_equal 7200, since.utc_offset
+  end
+end
+
+class ApiKeyKeptSecretTest < Minitest::Test
+  KEY = 'fss_this-key-must-not-reach-a-log'
+
+  # Ruby 3.1's NoMethodError message quotes the receiver's inspect, and error trackers log both.
+  def test_the_api_key_shows_neither_in_inspect_nor_in_error_messages
+    client = FileStorage::Client.new(api_key: KEY, base_url: 'https://files.example.com')
+    [client, client.files, client.events.tail].each { |object| refute_includes object.inspect, KEY }
+    error = assert_raises(NoMethodError) { client.files.no_such_method }
+    refute_includes error.message, KEY
   end
 end

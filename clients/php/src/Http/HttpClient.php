@@ -20,7 +20,7 @@ final class HttpClient
     public readonly string $baseUrl;
 
     public function __construct(
-        private readonly string $apiKey,
+        #[\SensitiveParameter] private readonly string $apiKey,
         string $baseUrl,
         public readonly int $timeout = 60,
         public readonly int $maxRetries = 2,
@@ -36,6 +36,16 @@ final class HttpClient
             throw new \InvalidArgumentException("baseUrl must be an http(s) URL such as https://files.example.com, not '$baseUrl'.");
         }
         $this->baseUrl = rtrim($baseUrl, '/');
+    }
+
+    /**
+     * What var_dump() and print_r() show: everything but the API key, which would end up in logs.
+     *
+     * @return array<string, mixed>
+     */
+    public function __debugInfo(): array
+    {
+        return ['baseUrl' => $this->baseUrl, 'timeout' => $this->timeout, 'maxRetries' => $this->maxRetries, 'apiKey' => '[redacted]'];
     }
 
     /** @param array<string, mixed> $query */
@@ -97,7 +107,8 @@ final class HttpClient
 
         for ($attempt = 0; ; $attempt++) {
             try {
-                $response = $this->perform($method, $url, $headers + ($sink?->beginAttempt() ?? []), $options, $shown, $sink);
+                // The sink's Range (the rest of the body) replaces the caller's on a retry.
+                $response = $this->perform($method, $url, ($sink?->beginAttempt() ?? []) + $headers, $options, $shown, $sink);
             } catch (ConnectionException | TimeoutException $error) {
                 $notResumable = $sink?->whyNotResumable();
                 if ($notResumable !== null) {

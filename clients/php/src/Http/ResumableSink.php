@@ -7,7 +7,8 @@ namespace FileStorage\Http;
 /**
  * The caller's sink of a download, counting what it was given: a retry after bytes reached it asks only for the rest
  * (Range from the count, If-Range with the first answer's ETag) and passes on nothing but that rest, so the sink
- * never sees a byte twice.
+ * never sees a byte twice. A download of a range (206) continues the same way, within the bytes its first answer's
+ * Content-Range named.
  */
 final class ResumableSink
 {
@@ -17,6 +18,9 @@ final class ResumableSink
     private bool $checked = false;
     /** Why the current attempt's answer could not continue the body, if it could not. */
     private ?string $refusal = null;
+    /** The first and last byte of the file the first answer carries (null: to the end of the file). */
+    private int $first = 0;
+    private ?int $last = null;
 
     /** @param callable(string): void $sink */
     public function __construct(private readonly mixed $sink)
@@ -35,7 +39,7 @@ final class ResumableSink
         if ($this->written === 0) {
             return [];
         }
-        return ['Range' => "bytes={$this->written}-", 'If-Range' => (string) $this->etag];
+        return ['Range' => 'bytes=' . ($this->first + $this->written) . '-' . ($this->last ?? ''), 'If-Range' => (string) $this->etag];
     }
 
     /**
@@ -50,7 +54,9 @@ final class ResumableSink
             $this->checked = true;
             if ($this->written === 0) {
                 $this->etag = $headers['etag'] ?? null;
-            } elseif ($status !== 206 || self::rangeStart($headers['content-range'] ?? '') !== $this->written) {
+                [$first, $this->last] = $status === 206 ? self::range($headers['content-range'] ?? '') : [0, null];
+                $this->first = $first ?? 0;
+            } elseif ($status !== 206 || self::range($headers['content-range'] ?? '')[0] !== $this->first + $this->written) {
                 $this->refusal = 'the file changed on the server since the download began';
                 return false;
             }
@@ -81,8 +87,13 @@ final class ResumableSink
         return null;
     }
 
-    private static function rangeStart(string $contentRange): ?int
+    /**
+     * The first and last byte a 206's Content-Range names ("bytes 7-9/10"), or [null, null].
+     *
+     * @return array{0: ?int, 1: ?int}
+     */
+    private static function range(string $contentRange): array
     {
-        return preg_match('#^bytes\s+(\d+)-#i', trim($contentRange), $match) === 1 ? (int) $match[1] : null;
+        return preg_match('#^bytes\s+(\d+)-(\d+)/#i', trim($contentRange), $match) === 1 ? [(int) $match[1], (int) $match[2]] : [null, null];
     }
 }

@@ -45,6 +45,6 @@ final class ApiKeys
     /** @return array<string, mixed> */
     public function revoke(string $keyId): array
     {
-        return $this->http->data('DELETE', self::path('v1', 'api-keys', $keyId));
+        return $this->http->data('DELETE', Paths::of('/v1/api-keys/{key_id}', ['key_id' => $keyId]));
     }
 }

@@ -8,6 +8,32 @@ namespace FileStorage\Resource;
 final class Download
 {
     /**
+     * The Range header of bytes $start to $end inclusive ($end null: to the end of the file; a negative $start: the last
+     * -$start bytes), or none without $start.
+     *
+     * @return array<string, string>
+     */
+    public static function range(?int $start, ?int $end): array
+    {
+        if ($start === null) {
+            if ($end !== null) {
+                throw new \InvalidArgumentException('A range needs a start (an end alone says nothing about where it begins).');
+            }
+            return [];
+        }
+        if ($start < 0) {
+            if ($end !== null) {
+                throw new \InvalidArgumentException('A negative start takes the last bytes of the file; it takes no end.');
+            }
+            return ['Range' => "bytes=$start"];
+        }
+        if ($end !== null && $end < 0) {
+            throw new \InvalidArgumentException('The end is the index of the last byte wanted: 0 or more.');
+        }
+        return ['Range' => "bytes=$start-" . ($end ?? '')];
+    }
+
+    /**
      * @param string|resource|callable(string): void $destination
      * @param callable(callable(string): void): void $fetch sends the request with the given sink
      */

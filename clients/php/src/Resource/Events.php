@@ -51,4 +51,15 @@ final class Events
             }
         }
     }
+
+    /**
+     * Every event from $after on, as they happen, with the cursor to resume from once the loop stops (EventTail):
+     * `foreach ($tail = $client->events->tail($saved) as $event) { …; break; }` then `$saved = $tail->cursor()`.
+     *
+     * @param list<string>|null $types
+     */
+    public function tail(?string $after = null, ?array $types = null, int $wait = 30, ?int $limit = null): EventTail
+    {
+        return new EventTail($this, $after, $types, $wait, $limit);
+    }
 }

@@ -87,7 +87,8 @@ final class Files
     }
 
     /**
-     * One page of the files of a folder (the root by default): page, per_page, folder_id, sort, type, search.
+     * One page of the files of a folder (the root by default): page, per_page, folder_id, sort, type, search, and cursor
+     * (the pagination's next_cursor of the page before, with the same filters).
      *
      * @param array<string, mixed> $query
      */
@@ -110,7 +111,7 @@ final class Files
     /** @return array<string, mixed> */
     public function get(string $fileId): array
     {
-        return $this->http->data('GET', self::path('v1', 'files', $fileId));
+        return $this->http->data('GET', Paths::of('/v1/files/{file_id}', ['file_id' => $fileId]));
     }
 
     /**
@@ -121,7 +122,7 @@ final class Files
      */
     public function update(string $fileId, array $changes): array
     {
-        return $this->http->data('PATCH', self::path('v1', 'files', $fileId), ['json' => $changes]);
+        return $this->http->data('PATCH', Paths::of('/v1/files/{file_id}', ['file_id' => $fileId]), ['json' => $changes]);
     }
 
     /**
@@ -131,7 +132,7 @@ final class Files
      */
     public function delete(string $fileId, bool $permanent = false): array
     {
-        return $this->http->data('DELETE', self::path('v1', 'files', $fileId), ['query' => ['permanent' => $permanent ?: null]]);
+        return $this->http->data('DELETE', Paths::of('/v1/files/{file_id}', ['file_id' => $fileId]), ['query' => ['permanent' => $permanent ?: null]]);
     }
 
     /**
@@ -146,18 +147,20 @@ final class Files
     /** @return array<string, mixed> */
     public function restore(string $fileId, ?string $idempotencyKey = null): array
     {
-        return $this->http->data('POST', self::path('v1', 'files', $fileId, 'restore'), ['headers' => self::idempotency($idempotencyKey)]);
+        return $this->http->data('POST', Paths::of('/v1/files/{file_id}/restore', ['file_id' => $fileId]), ['headers' => self::idempotency($idempotencyKey)]);
     }
 
     /**
      * Streams the file's content to a path (removed again if the download fails), a stream resource, or a callable
-     * that receives each chunk.
+     * that receives each chunk. With $start (and $end), only bytes $start to $end inclusive, as HTTP Range counts them
+     * ($end null: to the end; a negative $start: the last -$start bytes); a range that starts past the end throws
+     * InvalidRequestException (416).
      *
      * @param string|resource|callable(string): void $destination
      */
-    public function download(string $fileId, mixed $destination): void
+    public function download(string $fileId, mixed $destination, ?int $start = null, ?int $end = null): void
     {
-        $this->signedContent($fileId, 'download', $destination);
+        $this->signedContent($fileId, 'download', $destination, Download::range($start, $end));
     }
 
     /**
@@ -169,11 +172,14 @@ final class Files
      */
     public function thumbnail(string $fileId, mixed $destination): void
     {
-        $this->signedContent($fileId, 'thumbnail', $destination);
+        $this->signedContent($fileId, 'thumbnail', $destination, []);
     }
 
-    /** @param string|resource|callable(string): void $destination */
-    private function signedContent(string $fileId, string $route, mixed $destination): void
+    /**
+     * @param string|resource|callable(string): void $destination
+     * @param array<string, string> $range
+     */
+    private function signedContent(string $fileId, string $route, mixed $destination, array $range): void
     {
         // These routes take a signed link, not the key: the file's fresh download_url / thumbnail_url is that link. Its
         // signature (the query) goes to the route under this client's base URL, like every request: the link's own
@@ -183,7 +189,7 @@ final class Files
         if (!is_string($link)) {
             throw new NotFoundException('not_found', "File $fileId has no thumbnail (not yet made, or its type gets none)", 404);
         }
-        $path = self::path('v1', 'files', $fileId, $route) . '?' . (string) parse_url($link, PHP_URL_QUERY);
-        Download::to($destination, fn (callable $sink) => $this->http->send('GET', $path, ['anonymous' => true, 'headers' => ['Accept' => '*/*'], 'sink' => $sink]));
+        $path = Paths::of("/v1/files/{file_id}/$route", ['file_id' => $fileId]) . '?' . (string) parse_url($link, PHP_URL_QUERY);
+        Download::to($destination, fn (callable $sink) => $this->http->send('GET', $path, ['anonymous' => true, 'headers' => ['Accept' => '*/*'] + $range, 'sink' => $sink]));
     }
 }

@@ -23,7 +23,7 @@ final class Folders
         return $this->http->data('POST', '/v1/folders', ['json' => $body, 'headers' => self::idempotency($idempotencyKey)]);
     }
 
-    /** @param array<string, mixed> $query page, per_page, parent_id, sort, search */
+    /** @param array<string, mixed> $query page, per_page, parent_id, sort, search, cursor */
     public function list(array $query = []): Page
     {
         return $this->fetchPage('/v1/folders', $query);
@@ -45,7 +45,7 @@ final class Folders
      */
     public function get(string $folderId): array
     {
-        return $this->http->data('GET', self::path('v1', 'folders', $folderId));
+        return $this->http->data('GET', Paths::of('/v1/folders/{folder_id}', ['folder_id' => $folderId]));
     }
 
     /**
@@ -56,12 +56,12 @@ final class Folders
      */
     public function update(string $folderId, array $changes): array
     {
-        return $this->http->data('PATCH', self::path('v1', 'folders', $folderId), ['json' => $changes]);
+        return $this->http->data('PATCH', Paths::of('/v1/folders/{folder_id}', ['folder_id' => $folderId]), ['json' => $changes]);
     }
 
     /** @return array<string, mixed> */
     public function delete(string $folderId): array
     {
-        return $this->http->data('DELETE', self::path('v1', 'folders', $folderId));
+        return $this->http->data('DELETE', Paths::of('/v1/folders/{folder_id}', ['folder_id' => $folderId]));
     }
 }

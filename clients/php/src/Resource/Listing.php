@@ -57,9 +57,4 @@ trait Listing
     {
         return $key === null ? [] : ['Idempotency-Key' => $key];
     }
-
-    private static function path(string ...$segments): string
-    {
-        return '/' . implode('/', array_map('rawurlencode', $segments));
-    }
 }

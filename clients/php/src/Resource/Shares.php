@@ -25,7 +25,12 @@ final class Shares
         return $this->http->data('POST', '/v1/shares', ['json' => $share, 'headers' => self::idempotency($idempotencyKey)]);
     }
 
-    /** @param array<string, mixed> $query page, per_page, file_id */
+    /**
+     * Each link with its status and analytics, as get() answers it (active, revoked_at, invalidated_at, access_count,
+     * last_accessed_at), revoked and expired links too.
+     *
+     * @param array<string, mixed> $query page, per_page, cursor, file_id
+     */
     public function list(array $query = []): Page
     {
         return $this->fetchPage('/v1/shares', $query);
@@ -47,13 +52,13 @@ final class Shares
      */
     public function get(string $shareId): array
     {
-        return $this->http->data('GET', self::path('v1', 'shares', $shareId));
+        return $this->http->data('GET', Paths::of('/v1/shares/{share_id}', ['share_id' => $shareId]));
     }
 
     /** @return array<string, mixed> */
     public function revoke(string $shareId): array
     {
-        return $this->http->data('DELETE', self::path('v1', 'shares', $shareId));
+        return $this->http->data('DELETE', Paths::of('/v1/shares/{share_id}', ['share_id' => $shareId]));
     }
 
     /**
@@ -63,28 +68,20 @@ final class Shares
      */
     public function open(string $urlOrToken, ?string $password = null): array
     {
-        return $this->http->data('GET', self::path('s', self::token($urlOrToken)), ['anonymous' => true, 'headers' => self::passwordHeader($password)]);
+        return $this->http->data('GET', '/s/' . Paths::shareToken($urlOrToken), ['anonymous' => true, 'headers' => self::passwordHeader($password)]);
     }
 
     /**
-     * The shared file's content as a visitor downloads it, to a path, a stream resource or a callable.
+     * The shared file's content as a visitor downloads it, to a path, a stream resource or a callable; with $start and
+     * $end, only those bytes, as Files::download() takes them.
      *
      * @param string|resource|callable(string): void $destination
      */
-    public function download(string $urlOrToken, mixed $destination, ?string $password = null): void
+    public function download(string $urlOrToken, mixed $destination, ?string $password = null, ?int $start = null, ?int $end = null): void
     {
-        $path = self::path('s', self::token($urlOrToken), 'download');
-        $headers = ['Accept' => '*/*'] + self::passwordHeader($password);
+        $path = '/s/' . Paths::shareToken($urlOrToken) . '/download';
+        $headers = ['Accept' => '*/*'] + self::passwordHeader($password) + Download::range($start, $end);
         Download::to($destination, fn (callable $sink) => $this->http->send('GET', $path, ['anonymous' => true, 'headers' => $headers, 'sink' => $sink]));
-    }
-
-    private static function token(string $urlOrToken): string
-    {
-        if (preg_match('#^https?://#', $urlOrToken) !== 1) {
-            return $urlOrToken;
-        }
-        $segments = array_values(array_filter(explode('/', (string) parse_url($urlOrToken, PHP_URL_PATH))));
-        return (string) end($segments);
     }
 
     /** @return array<string, string> */

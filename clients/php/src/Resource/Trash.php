@@ -16,7 +16,7 @@ final class Trash
         $this->http = $http;
     }
 
-    /** @param array<string, mixed> $query page, per_page, sort, search */
+    /** @param array<string, mixed> $query page, per_page, sort, search, cursor */
     public function list(array $query = []): Page
     {
         return $this->fetchPage('/v1/trash', $query);

@@ -45,7 +45,7 @@ final class Webhooks
     /** @return array<string, mixed> */
     public function get(string $webhookId): array
     {
-        return $this->http->data('GET', self::path('v1', 'webhooks', $webhookId));
+        return $this->http->data('GET', Paths::of('/v1/webhooks/{webhook_id}', ['webhook_id' => $webhookId]));
     }
 
     /**
@@ -54,13 +54,13 @@ final class Webhooks
      */
     public function update(string $webhookId, array $changes): array
     {
-        return $this->http->data('PATCH', self::path('v1', 'webhooks', $webhookId), ['json' => $changes]);
+        return $this->http->data('PATCH', Paths::of('/v1/webhooks/{webhook_id}', ['webhook_id' => $webhookId]), ['json' => $changes]);
     }
 
     /** @return array<string, mixed> */
     public function delete(string $webhookId): array
     {
-        return $this->http->data('DELETE', self::path('v1', 'webhooks', $webhookId));
+        return $this->http->data('DELETE', Paths::of('/v1/webhooks/{webhook_id}', ['webhook_id' => $webhookId]));
     }
 
     /**
@@ -70,13 +70,13 @@ final class Webhooks
      */
     public function test(string $webhookId, ?string $idempotencyKey = null): array
     {
-        return $this->http->data('POST', self::path('v1', 'webhooks', $webhookId, 'test'), ['headers' => self::idempotency($idempotencyKey)]);
+        return $this->http->data('POST', Paths::of('/v1/webhooks/{webhook_id}/test', ['webhook_id' => $webhookId]), ['headers' => self::idempotency($idempotencyKey)]);
     }
 
-    /** @param array<string, mixed> $query page, per_page, status */
+    /** @param array<string, mixed> $query page, per_page, status, cursor */
     public function deliveries(string $webhookId, array $query = []): Page
     {
-        return $this->fetchPage(self::path('v1', 'webhooks', $webhookId, 'deliveries'), $query);
+        return $this->fetchPage(Paths::of('/v1/webhooks/{webhook_id}/deliveries', ['webhook_id' => $webhookId]), $query);
     }
 
     /**
@@ -85,13 +85,13 @@ final class Webhooks
      */
     public function iterateDeliveries(string $webhookId, array $query = []): \Generator
     {
-        return $this->eachItem(self::path('v1', 'webhooks', $webhookId, 'deliveries'), $query);
+        return $this->eachItem(Paths::of('/v1/webhooks/{webhook_id}/deliveries', ['webhook_id' => $webhookId]), $query);
     }
 
     /** @return array<string, mixed> */
     public function delivery(string $webhookId, string $deliveryId): array
     {
-        return $this->http->data('GET', self::path('v1', 'webhooks', $webhookId, 'deliveries', $deliveryId));
+        return $this->http->data('GET', Paths::of('/v1/webhooks/{webhook_id}/deliveries/{delivery_id}', ['webhook_id' => $webhookId, 'delivery_id' => $deliveryId]));
     }
 
     /**
@@ -103,7 +103,7 @@ final class Webhooks
     public function rotateSecret(string $webhookId, ?int $expiresIn = null, ?string $idempotencyKey = null): array
     {
         $body = $expiresIn === null ? new \stdClass() : ['expires_in' => $expiresIn];
-        return $this->http->data('POST', self::path('v1', 'webhooks', $webhookId, 'rotate-secret'), ['json' => $body, 'headers' => self::idempotency($idempotencyKey)]);
+        return $this->http->data('POST', Paths::of('/v1/webhooks/{webhook_id}/rotate-secret', ['webhook_id' => $webhookId]), ['json' => $body, 'headers' => self::idempotency($idempotencyKey)]);
     }
 
     /**
@@ -118,7 +118,7 @@ final class Webhooks
             ? \DateTimeImmutable::createFromInterface($time)->setTimezone(new \DateTimeZone('UTC'))->format('Y-m-d\\TH:i:s.v\\Z')
             : $time;
         $window = ['since' => $iso($since)] + ($until === null ? [] : ['until' => $iso($until)]);
-        return $this->http->data('POST', self::path('v1', 'webhooks', $webhookId, 'replay'), ['json' => $window, 'headers' => self::idempotency($idempotencyKey)]);
+        return $this->http->data('POST', Paths::of('/v1/webhooks/{webhook_id}/replay', ['webhook_id' => $webhookId]), ['json' => $window, 'headers' => self::idempotency($idempotencyKey)]);
     }
 
     /**
@@ -128,6 +128,6 @@ final class Webhooks
      */
     public function redeliver(string $webhookId, string $deliveryId, ?string $idempotencyKey = null): array
     {
-        return $this->http->data('POST', self::path('v1', 'webhooks', $webhookId, 'deliveries', $deliveryId, 'redeliver'), ['headers' => self::idempotency($idempotencyKey)]);
+        return $this->http->data('POST', Paths::of('/v1/webhooks/{webhook_id}/deliveries/{delivery_id}/redeliver', ['webhook_id' => $webhookId, 'delivery_id' => $deliveryId]), ['headers' => self::idempotency($idempotencyKey)]);
     }
 }

@@ -49,13 +49,18 @@ final class Tus
     }
 
     /**
-     * Sends the rest of the file from the server's offset; answers the id of the committed file.
+     * Sends the rest of the file from the server's offset; answers the id of the committed file. A source of another size
+     * than the upload's is refused before a byte is sent (the server checks only the length; a shorter one sent empty
+     * PATCHes forever).
      *
      * @param (callable(int, ?int): void)|null $onProgress
      */
     public static function resume(HttpClient $http, string $location, UploadSource $source, int $chunkBytes, ?callable $onProgress = null): string
     {
-        [$offset, $fileId] = self::where($http, $location);
+        [$offset, $fileId, $length] = self::where($http, $location);
+        if ($length !== null && $length !== $source->size) {
+            throw new \InvalidArgumentException("The upload at $location is $length bytes long; the source given to resume it is {$source->size}.");
+        }
         $failures = 0;
         $giveUpAt = null;
         while ($fileId === null) {
@@ -86,18 +91,19 @@ final class Tus
     }
 
     /**
-     * The server's offset for the upload, and the file id once it is complete. HEAD is asked again after a 423 (the
-     * upload is locked by another request), 429, 5xx or network error, until $giveUpAt (by default RETRY_SECONDS
-     * after the first failure).
+     * The server's offset for the upload, the file id once it is complete, and the upload's length. HEAD is asked again
+     * after a 423 (the upload is locked by another request), 429, 5xx or network error, until $giveUpAt (by default
+     * RETRY_SECONDS after the first failure).
      *
-     * @return array{0: int, 1: ?string}
+     * @return array{0: int, 1: ?string, 2: ?int}
      */
     public static function where(HttpClient $http, string $location, ?float $giveUpAt = null): array
     {
         for ($failures = 0; ; $failures++) {
             try {
                 $head = $http->send('HEAD', $location, ['headers' => ['Tus-Resumable' => self::VERSION], 'retryable' => false]);
-                return [(int) $head->header('upload-offset'), $head->header('x-file-id')];
+                $length = $head->header('upload-length');
+                return [(int) $head->header('upload-offset'), $head->header('x-file-id'), $length === null ? null : (int) $length];
             } catch (FileStorageException $error) {
                 $giveUpAt ??= microtime(true) + self::RETRY_SECONDS;
                 self::waitBeforeRetry($http, $error, self::RETRYABLE_STATUSES, $failures, $giveUpAt);

@@ -28,7 +28,7 @@ from .errors import (
     WebhookSignatureError,
 )
 from .resources import EventStream
-from .types import EventPage, Page
+from .types import CursorPage, EventPage, Page
 from .webhooks import parse_webhook, verify_standard_webhook, verify_webhook_signature
 
 __all__ = [
@@ -37,6 +37,7 @@ __all__ = [
     "AuthenticationError",
     "ConflictError",
     "CursorExpiredError",
+    "CursorPage",
     "EventPage",
     "EventStream",
     "FileInfectedError",

@@ -17,6 +17,12 @@ class Pagination(TypedDict):
     total_pages: int
 
 
+class CursorPagination(Pagination):
+    """The pagination of a listing that also pages by cursor: send ``next_cursor`` as ``cursor=``; None on the last page."""
+
+    next_cursor: str | None
+
+
 class FileObject(TypedDict):
     id: str
     name: str
@@ -259,6 +265,17 @@ class Page(Generic[T]):
 
     data: list[T]
     pagination: Pagination
+
+
+@dataclass
+class CursorPage(Page[T]):
+    """
+    One page of a listing that also pages by cursor (files, folders, trash, shares, deliveries): pass
+    ``pagination["next_cursor"]`` as ``cursor=`` (with the same filters) for the next page, which never repeats or skips
+    an item while others add and delete items.
+    """
+
+    pagination: CursorPagination
 
 
 @dataclass

@@ -28,7 +28,8 @@ module FileStorage
   # failed attempt is never started again from byte 0 (the block would get them twice): the next attempt asks for
   # the rest of the same version of the file (Range from the bytes delivered, If-Range its ETag), and an answer that
   # is not exactly that rest ends the download with a ConnectionError. A body that ends before its Content-Length
-  # (Net::HTTP takes that early end for the end) is such a cut too.
+  # (Net::HTTP takes that early end for the end) is such a cut too. A download of a range (206) continues the same
+  # way, within the bytes its first answer's Content-Range named.
   class BodyStream
     # The body ended before its Content-Length: the peer closed the connection part-way.
     class Incomplete < IOError; end
@@ -39,6 +40,9 @@ module FileStorage
       @sink = sink
       @delivered = 0
       @etag = nil
+      # The first and last byte of the file that the first answer carries (nil: to the end of the file).
+      @first = 0
+      @last = nil
     end
 
     # Whether a failed attempt can be tried again: nothing delivered yet, or a version whose rest can be asked for.
@@ -46,7 +50,7 @@ module FileStorage
 
     # The headers of the next attempt.
     def headers(base)
-      @delivered.zero? ? base : base.merge('Range' => "bytes=#{@delivered}-", 'If-Range' => @etag)
+      @delivered.zero? ? base : base.merge('Range' => "bytes=#{@first + @delivered}-#{@last}", 'If-Range' => @etag)
     end
 
     # Called with each successful answer's head, before its body is delivered.
@@ -54,17 +58,21 @@ module FileStorage
       length = headers['content-length']
       @end = length && (@delivered + Integer(length, exception: false).to_i)
       if @delivered.zero?
-        # Only a whole answer (200) with a strong ETag can be continued by a range of the same version.
-        @etag = status == 200 && headers['etag']&.start_with?('"') ? headers['etag'] : nil
+        # Only an answer with a strong ETag can be continued by a range of the same version.
+        @etag = [200, 206].include?(status) && headers['etag']&.start_with?('"') ? headers['etag'] : nil
+        @first, @last = status == 206 ? BodyStream.content_range(headers).map { |byte| Integer(byte) } : [0, nil]
         return
       end
-      first = headers['content-range'].to_s[%r{\Abytes (\d+)-\d+/\d+\z}, 1]
-      return if status == 206 && first && Integer(first) == @delivered && headers['etag'] == @etag
+      first, = BodyStream.content_range(headers)
+      return if status == 206 && first && Integer(first) == @first + @delivered && headers['etag'] == @etag
 
       reason = status == 200 ? 'the file changed while it downloaded' : "the server did not send the rest (HTTP #{status})"
       raise ConnectionError.new(code: 'connection_error',
                                 message: "The download was cut after #{@delivered} bytes and #{reason}; download it again.")
     end
+
+    # The first and last byte a 206's Content-Range names ("bytes 7-9/10"), as strings, or [].
+    def self.content_range(headers) = headers['content-range'].to_s.match(%r{\Abytes (\d+)-(\d+)/\d+\z})&.captures.to_a
 
     def <<(chunk)
       @sink.call(chunk)
@@ -100,6 +108,10 @@ module FileStorage
       @timeout = timeout
       @max_retries = max_retries
     end
+
+    # Without the API key: every object of the client shows this one in its own inspect, and Ruby 3.1 quotes a
+    # receiver's inspect in a NoMethodError's message, which ends up in logs and error trackers.
+    def inspect = "#<#{self.class.name} base_url=#{@base_url.inspect} api_key=[redacted]>"
 
     # A path goes under the base URL, path prefix included (a server mounted under /storage by a reverse proxy):
     # "/v1/files" -> "https://files.example.com/storage/v1/files". An absolute URL (a tus Location) is used as it is.

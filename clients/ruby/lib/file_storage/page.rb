@@ -2,7 +2,7 @@
 
 module FileStorage
   # One page of a listing: its items (`data`, Hashes as the API sends them) and `pagination`
-  # (page, per_page, total_items, total_pages).
+  # (page, per_page, total_items, total_pages, and next_cursor where the listing also pages by cursor).
   Page = Struct.new(:data, :pagination) do
     include Enumerable
 

@@ -3,11 +3,44 @@
 require 'erb'
 
 module FileStorage
-  # Builds `/v1/files/{id}`-style paths with each id escaped.
+  # Builds `/v1/files/{id}`-style paths with each id checked and escaped.
   module Paths
     module_function
 
-    def build(*segments) = segments.map { |segment| ERB::Util.url_encode(segment.to_s) }.join('/').prepend('/')
+    # `Paths.of('/v1/files/%<file_id>s/restore', file_id: id)`: each id checked (`id!`), then percent-encoded.
+    def of(template, **ids)
+      ids.each { |field, value| id!(value, field) }
+      format(template, **ids.transform_values { |value| ERB::Util.url_encode(value) })
+    end
+
+    # An id as the API gives them (`file_...`) names one resource. An empty one, `.` or `..`, or one with `/`, `?` or
+    # `#`, would send the request to another route (the listing, the parent) or a path a proxy rewrites: it is refused
+    # here, before sending, instead of ending in a confusing 404 or another route's answer.
+    def id!(value, field)
+      return if value.is_a?(String) && !['', '.', '..'].include?(value) && !value.match?(%r{[/?#]})
+
+      raise invalid(field, 'must be an id as the API gives it (not empty, . or .., and without /, ? or #), ' \
+                           "not #{value.inspect}")
+    end
+
+    # The path segment of a share url's token (its last path segment) or of the token itself, percent-encoded. A token
+    # is whatever a visitor pasted, so it is sent as it is, `.` and `..` encoded too (a proxy would resolve them as the
+    # parent path), and the server answers not found for one it never gave; only an empty one is refused.
+    def share_token(url_or_token)
+      token = url_or_token.to_s
+      if token.match?(%r{\Ahttps?://}i)
+        token = URI::DEFAULT_PARSER.unescape(URI(token).path.split('/').reject(&:empty?).last.to_s)
+      end
+      raise invalid('url_or_token', "must be a share url or its token, not #{url_or_token.inspect}") if token.empty?
+
+      ['.', '..'].include?(token) ? token.gsub('.', '%2E') : ERB::Util.url_encode(token)
+    end
+
+    # The error the server would answer for a bad field, raised before any request is sent.
+    def invalid(field, problem)
+      InvalidRequestError.new(code: 'invalid_request', message: "Request validation failed: #{field}: #{problem}",
+                              details: { 'fields' => [{ 'field' => field.to_s, 'message' => problem }] })
+    end
   end
 
   # Options every POST takes: an Idempotency-Key is generated unless given (give one to retry across restarts).
@@ -38,7 +71,7 @@ module FileStorage
       raise ArgumentError, 'upload needs name: when the source is a stream without a path.' if filename.nil?
 
       if opened.replayable? && opened.size.positive? && opened.size >= resumable_threshold
-        location = Tus.create(@http, opened.size, filename: filename, name: name, folder_id: folder_id,
+        location = Tus.create(@http, opened.size, filename: filename, name: name, folder_id:,
                                                   overwrite: overwrite, idempotency_key: idempotency_key)
         return get(Tus.resume(@http, location, opened, chunk_bytes: @resumable_chunk, on_progress: on_progress))
       end
@@ -51,7 +84,7 @@ module FileStorage
     # another process after this one stopped.
     def start_resumable_upload(path, name: nil, folder_id: nil, overwrite: nil, idempotency_key: nil)
       opened = UploadSource.open(path)
-      Tus.create(@http, opened.size, filename: name || opened.name, name: name, folder_id: folder_id,
+      Tus.create(@http, opened.size, filename: name || opened.name, name: name, folder_id:,
                                      overwrite: overwrite, idempotency_key: idempotency_key)
     end
 
@@ -63,7 +96,8 @@ module FileStorage
     # Gives up a resumable upload: deletes it with the bytes sent so far, and its reserved quota is given back.
     def abort_upload(location) = Tus.terminate(@http, location)
 
-    # One page of the files of a folder (the root by default): page:, per_page:, folder_id:, sort:, type:, search:.
+    # One page of the files of a folder (the root by default): page:, per_page:, folder_id:, sort:, type:, search:,
+    # and cursor: (the pagination's next_cursor of the page before, with the same filters).
     def list(**query) = fetch_page('/v1/files', query)
 
     # Every file, page after page: `client.files.each(search: 'report').each { |file| ... }`.
@@ -72,19 +106,19 @@ module FileStorage
       block_given? ? items.each(&) : items
     end
 
-    def get(file_id) = @http.data(:get, Paths.build('v1', 'files', file_id))
+    def get(file_id) = @http.data(:get, Paths.of('/v1/files/%<file_id>s', file_id:))
 
     # Renames and/or moves a file (`folder_id: nil` moves it to the root).
     def update(file_id, name: nil, folder_id: :unchanged)
       changes = {}
       changes['name'] = name unless name.nil?
       changes['folder_id'] = folder_id unless folder_id == :unchanged
-      @http.data(:patch, Paths.build('v1', 'files', file_id), json: changes)
+      @http.data(:patch, Paths.of('/v1/files/%<file_id>s', file_id:), json: changes)
     end
 
     # Moves a file to the trash, or with `permanent: true` (an elevated key) deletes it for good.
     def delete(file_id, permanent: nil)
-      @http.data(:delete, Paths.build('v1', 'files', file_id), query: { permanent: permanent })
+      @http.data(:delete, Paths.of('/v1/files/%<file_id>s', file_id:), query: { permanent: permanent })
     end
 
     def bulk_delete(file_ids, idempotency_key: nil)
@@ -92,25 +126,27 @@ module FileStorage
     end
 
     def restore(file_id, idempotency_key: nil)
-      @http.data(:post, Paths.build('v1', 'files', file_id, 'restore'), headers: idempotency(idempotency_key))
+      @http.data(:post, Paths.of('/v1/files/%<file_id>s/restore', file_id:), headers: idempotency(idempotency_key))
     end
 
     # Streams the file's content to `destination`: a path (a failed download leaves no partial file behind), an
-    # IO (anything with #write), or a block that receives each chunk.
-    def download(file_id, destination = nil, &on_chunk)
-      signed_content(file_id, 'download', destination, on_chunk)
+    # IO (anything with #write), or a block that receives each chunk. With `range:` (byte indexes, as a Range indexes
+    # an Array: 0..99, 100..., -500.. for the last 500 bytes), only those bytes (HTTP Range); one that starts past the
+    # end raises InvalidRequestError (416).
+    def download(file_id, destination = nil, range: nil, &on_chunk)
+      signed_content(file_id, 'download', destination, on_chunk, FileStorage.range_header(range))
     end
 
     # Streams the file's thumbnail, a WebP of at most 256 x 256, to `destination` as #download does the content.
     # Images, videos and PDFs get one shortly after their upload (a background job); until then, and for other types,
     # raises NotFoundError.
     def thumbnail(file_id, destination = nil, &on_chunk)
-      signed_content(file_id, 'thumbnail', destination, on_chunk)
+      signed_content(file_id, 'thumbnail', destination, on_chunk, {})
     end
 
     private
 
-    def signed_content(file_id, route, destination, on_chunk)
+    def signed_content(file_id, route, destination, on_chunk, range_header)
       # These routes take a signed link, not the key: the file's fresh download_url / thumbnail_url is that link. Its
       # signature (the query) goes to the route under this client's base URL, like every request: the link's own
       # address is the server's PUBLIC_BASE_URL, which this client may not reach, and its path repeats the prefix the
@@ -120,11 +156,29 @@ module FileStorage
         raise NotFoundError.new(code: 'not_found', status: 404,
                                 message: "File #{file_id} has no thumbnail (not yet made, or its type gets none)")
       end
-      path = "#{Paths.build('v1', 'files', file_id, route)}?#{URI(link).query}"
+      path = "#{Paths.of("/v1/files/%<file_id>s/#{route}", file_id:)}?#{URI(link).query}"
       FileStorage.stream_to(destination, on_chunk) do |sink|
-        @http.send_request(:get, path, anonymous: true, headers: { 'Accept' => '*/*' }, &sink)
+        @http.send_request(:get, path, anonymous: true, headers: { 'Accept' => '*/*' }.merge(range_header), &sink)
       end
     end
+  end
+
+  # The Range header of a Range of byte indexes, read as it indexes an Array: `2..5` and `2...6` bytes 2 to 5, `7..`
+  # from byte 7 to the end, `..2` the first three bytes, `-3..` the last three. None for nil.
+  def self.range_header(range)
+    return {} if range.nil?
+    unless range.is_a?(Range) && [range.begin, range.end].all? { |index| index.nil? || index.is_a?(Integer) }
+      raise ArgumentError, "range: takes a Range of byte indexes such as 0..99, not #{range.inspect}"
+    end
+
+    first = range.begin || 0
+    last = range.end && (range.exclude_end? ? range.end - 1 : range.end)
+    if first.negative? || last&.negative?
+      raise ArgumentError, "range: #{range.inspect}: only an endless range (-500..) counts from the end" if last
+
+      return { 'Range' => "bytes=#{first}" }
+    end
+    { 'Range' => "bytes=#{first}-#{last}" }
   end
 
   # Streams a download into a path, an IO or a block; a path is removed again when the download fails.
@@ -151,7 +205,7 @@ module FileStorage
 
     def initialize(http) = @http = http
 
-    # page:, per_page:, sort:, search:
+    # page:, per_page:, sort:, search:, cursor:
     def list(**query) = fetch_page('/v1/trash', query)
 
     def each(**query, &)
@@ -175,7 +229,7 @@ module FileStorage
       @http.data(:post, '/v1/folders', json: body, headers: idempotency(idempotency_key))
     end
 
-    # page:, per_page:, parent_id:, sort:, search:
+    # page:, per_page:, parent_id:, sort:, search:, cursor:
     def list(**query) = fetch_page('/v1/folders', query)
 
     def each(**query, &)
@@ -184,17 +238,17 @@ module FileStorage
     end
 
     # One folder; following `parent_id` up to nil gives its path from the root.
-    def get(folder_id) = @http.data(:get, Paths.build('v1', 'folders', folder_id))
+    def get(folder_id) = @http.data(:get, Paths.of('/v1/folders/%<folder_id>s', folder_id:))
 
     # Renames and/or moves a folder (`parent_id: nil` moves it to the root).
     def update(folder_id, name: nil, parent_id: :unchanged)
       changes = {}
       changes['name'] = name unless name.nil?
       changes['parent_id'] = parent_id unless parent_id == :unchanged
-      @http.data(:patch, Paths.build('v1', 'folders', folder_id), json: changes)
+      @http.data(:patch, Paths.of('/v1/folders/%<folder_id>s', folder_id:), json: changes)
     end
 
-    def delete(folder_id) = @http.data(:delete, Paths.build('v1', 'folders', folder_id))
+    def delete(folder_id) = @http.data(:delete, Paths.of('/v1/folders/%<folder_id>s', folder_id:))
   end
 
   class Shares
@@ -209,7 +263,8 @@ module FileStorage
       @http.data(:post, '/v1/shares', json: share, headers: idempotency(idempotency_key))
     end
 
-    # page:, per_page:, file_id:
+    # page:, per_page:, file_id:, cursor:. Each link with its status and analytics, as `get` answers it (`active`, `revoked_at`,
+    # `invalidated_at`, `access_count`, `last_accessed_at`), revoked and expired links too.
     def list(**query) = fetch_page('/v1/shares', query)
 
     def each(**query, &)
@@ -219,28 +274,25 @@ module FileStorage
 
     # One share link with its status and analytics (`active`, `revoked_at`, `access_count`, …); revoked and expired
     # links too.
-    def get(share_id) = @http.data(:get, Paths.build('v1', 'shares', share_id))
+    def get(share_id) = @http.data(:get, Paths.of('/v1/shares/%<share_id>s', share_id:))
 
-    def revoke(share_id) = @http.data(:delete, Paths.build('v1', 'shares', share_id))
+    def revoke(share_id) = @http.data(:delete, Paths.of('/v1/shares/%<share_id>s', share_id:))
 
     # What a share link shows its visitor, without an API key. Takes the share's url or its token.
     def open(url_or_token, password: nil)
-      @http.data(:get, Paths.build('s', token_of(url_or_token)), anonymous: true, headers: password_header(password))
+      @http.data(:get, "/s/#{Paths.share_token(url_or_token)}", anonymous: true, headers: password_header(password))
     end
 
-    # The shared file's content as a visitor downloads it, to a path, an IO or a block.
-    def download(url_or_token, destination = nil, password: nil, &on_chunk)
+    # The shared file's content as a visitor downloads it, to a path, an IO or a block; with `range:`, only those
+    # bytes, as Files#download takes them.
+    def download(url_or_token, destination = nil, password: nil, range: nil, &on_chunk)
+      headers = { 'Accept' => '*/*' }.merge(password_header(password), FileStorage.range_header(range))
       FileStorage.stream_to(destination, on_chunk) do |sink|
-        @http.send_request(:get, Paths.build('s', token_of(url_or_token), 'download'), anonymous: true,
-                                                                                        headers: { 'Accept' => '*/*' }.merge(password_header(password)), &sink)
+        @http.send_request(:get, "/s/#{Paths.share_token(url_or_token)}/download", anonymous: true, headers:, &sink)
       end
     end
 
     private
-
-    def token_of(url_or_token)
-      url_or_token.match?(%r{\Ahttps?://}) ? URI(url_or_token).path.split('/').reject(&:empty?).last : url_or_token
-    end
 
     def password_header(password) = password.nil? ? {} : { 'X-Share-Password' => password }
   end
@@ -263,22 +315,22 @@ module FileStorage
       block_given? ? items.each(&) : items
     end
 
-    def get(webhook_id) = @http.data(:get, Paths.build('v1', 'webhooks', webhook_id))
+    def get(webhook_id) = @http.data(:get, hook_path(webhook_id))
 
-    def update(webhook_id, **changes) = @http.data(:patch, Paths.build('v1', 'webhooks', webhook_id), json: changes)
+    def update(webhook_id, **changes) = @http.data(:patch, hook_path(webhook_id), json: changes)
 
-    def delete(webhook_id) = @http.data(:delete, Paths.build('v1', 'webhooks', webhook_id))
+    def delete(webhook_id) = @http.data(:delete, hook_path(webhook_id))
 
     # Sends a `webhook.test` event to the webhook; answers the queued delivery.
     def test(webhook_id, idempotency_key: nil)
-      @http.data(:post, Paths.build('v1', 'webhooks', webhook_id, 'test'), headers: idempotency(idempotency_key))
+      @http.data(:post, hook_path(webhook_id, '/test'), headers: idempotency(idempotency_key))
     end
 
-    # One page of a webhook's deliveries: page:, per_page:, status:
-    def deliveries(webhook_id, **query) = fetch_page(Paths.build('v1', 'webhooks', webhook_id, 'deliveries'), query)
+    # One page of a webhook's deliveries: page:, per_page:, status:, cursor:
+    def deliveries(webhook_id, **query) = fetch_page(hook_path(webhook_id, '/deliveries'), query)
 
     def each_delivery(webhook_id, **query, &)
-      items = each_item(Paths.build('v1', 'webhooks', webhook_id, 'deliveries'), query)
+      items = each_item(hook_path(webhook_id, '/deliveries'), query)
       block_given? ? items.each(&) : items
     end
 
@@ -286,15 +338,14 @@ module FileStorage
     def iso8601(time) = time.respond_to?(:getutc) ? time.getutc.strftime('%Y-%m-%dT%H:%M:%S.%LZ') : time.to_s
 
     def delivery(webhook_id, delivery_id)
-      @http.data(:get, Paths.build('v1', 'webhooks', webhook_id, 'deliveries', delivery_id))
+      @http.data(:get, hook_path(webhook_id, '/deliveries/%<delivery_id>s', delivery_id:))
     end
 
     # A new signing secret, shown this once. For `expires_in` seconds (default 24 hours) deliveries are signed
     # with both the old and the new secret, so receivers can switch over.
     def rotate_secret(webhook_id, expires_in: nil, idempotency_key: nil)
       body = expires_in.nil? ? {} : { expires_in: expires_in }
-      @http.data(:post, Paths.build('v1', 'webhooks', webhook_id, 'rotate-secret'), json: body,
-                                                                                    headers: idempotency(idempotency_key))
+      @http.data(:post, hook_path(webhook_id, '/rotate-secret'), json: body, headers: idempotency(idempotency_key))
     end
 
     # Queues a new delivery of every retained event from `since` until `before` (exclusive; now when nil) that the
@@ -302,14 +353,19 @@ module FileStorage
     def replay(webhook_id, since:, before: nil, idempotency_key: nil)
       window = { since: iso8601(since) }
       window[:until] = iso8601(before) unless before.nil?
-      @http.data(:post, Paths.build('v1', 'webhooks', webhook_id, 'replay'), json: window, headers: idempotency(idempotency_key))
+      @http.data(:post, hook_path(webhook_id, '/replay'), json: window, headers: idempotency(idempotency_key))
     end
 
     # Sends a delivery again (same delivery id); answers the delivery, queued.
     def redeliver(webhook_id, delivery_id, idempotency_key: nil)
-      @http.data(:post, Paths.build('v1', 'webhooks', webhook_id, 'deliveries', delivery_id, 'redeliver'),
+      @http.data(:post, hook_path(webhook_id, '/deliveries/%<delivery_id>s/redeliver', delivery_id:),
                  headers: idempotency(idempotency_key))
     end
+
+    private
+
+    # `/v1/webhooks/{webhook_id}` and what follows it, each id checked and escaped (Paths.of).
+    def hook_path(webhook_id, tail = '', **ids) = Paths.of("/v1/webhooks/%<webhook_id>s#{tail}", webhook_id:, **ids)
   end
 
   class ApiKeys
@@ -330,7 +386,7 @@ module FileStorage
       block_given? ? items.each(&) : items
     end
 
-    def revoke(key_id) = @http.data(:delete, Paths.build('v1', 'api-keys', key_id))
+    def revoke(key_id) = @http.data(:delete, Paths.of('/v1/api-keys/%<key_id>s', key_id:))
   end
 
   class User
@@ -338,6 +394,36 @@ module FileStorage
 
     # The account, its plan, storage use and limits, and the calling key.
     def info = @http.data(:get, '/v1/user/info')
+  end
+
+  # The tail of the event feed: every event from a cursor on, as they happen (long polls of `wait` seconds); iterating
+  # never ends by itself. `cursor` is where to resume: after the last event handed out when the loop stopped at the
+  # last event of a batch (as a long poll's single event usually is), else at the start of the batch it left.
+  class EventTail
+    include Enumerable
+
+    attr_reader :cursor
+
+    def initialize(events, after:, types:, limit:, wait:)
+      @events = events
+      @cursor = after
+      @query = { types: types, limit: limit, wait: wait }
+    end
+
+    def each
+      return enum_for(:each) unless block_given?
+
+      loop do
+        batch = @events.list(after: @cursor, **@query)
+        last = batch['data'].size - 1
+        @cursor = batch['next_cursor'] if last.negative?
+        batch['data'].each_with_index do |event, index|
+          # Moved before the batch's last event is handed out, so a loop that stops at it resumes after it.
+          @cursor = batch['next_cursor'] if index == last
+          yield event
+        end
+      end
+    end
   end
 
   # The account's event feed: every change, oldest first, from a cursor (GET /v1/events).
@@ -367,5 +453,9 @@ module FileStorage
         return cursor if stop_when_idle && batch['data'].empty?
       end
     end
+
+    # Every event from `after` on, as they happen, with the cursor to resume from when the loop stops (EventTail):
+    # `tail = client.events.tail(after: saved); tail.each { |event| ...; break if done }; saved = tail.cursor`.
+    def tail(after: nil, types: nil, limit: nil, wait: 30) = EventTail.new(self, after:, types:, limit:, wait:)
   end
 end

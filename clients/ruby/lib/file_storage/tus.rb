@@ -57,10 +57,16 @@ module FileStorage
                                        status: created.status, headers: created.headers)
     end
 
-    # Sends the rest of the source from the server's offset; answers the id of the committed file.
+    # Sends the rest of the source from the server's offset; answers the id of the committed file. A source of another
+    # size than the upload's is refused before a byte is sent (the server checks only the length; a shorter one sent
+    # empty PATCHes forever).
     def resume(http, location, source, chunk_bytes:, on_progress: nil)
       patience = Patience.new(http)
-      offset, file_id = where(http, location, patience)
+      offset, file_id, length = where(http, location, patience)
+      if length && length != source.size
+        raise ArgumentError,
+              "The upload at #{location} is #{length} bytes long; the source given to resume it is #{source.size}."
+      end
       while file_id.nil?
         begin
           chunk = source.chunk(offset, [source.size, offset + chunk_bytes].min)
@@ -84,11 +90,12 @@ module FileStorage
       file_id
     end
 
-    # The server's offset for the upload, and the file id once it is complete. Asked again while the upload is locked
-    # (423), rate limited, or the server or network fails, as long as `patience` lasts.
+    # The server's offset for the upload, the file id once it is complete, and the upload's length. Asked again while
+    # the upload is locked (423), rate limited, or the server or network fails, as long as `patience` lasts.
     def where(http, location, patience = Patience.new(http))
       head = http.send_request(:head, location, headers: { 'Tus-Resumable' => VERSION }, retryable: false)
-      [Integer(head.headers['upload-offset']), head.headers['x-file-id']]
+      length = head.headers['upload-length']
+      [Integer(head.headers['upload-offset']), head.headers['x-file-id'], length && Integer(length)]
     rescue Error => e
       raise unless e.status.nil? || [423, 429].include?(e.status) || e.status >= 500
 
