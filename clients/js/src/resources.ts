@@ -50,7 +50,50 @@ export interface UploadOptions extends PostOptions {
   resumableThresholdBytes?: number;
 }
 
-const path = (template: TemplateStringsArray, ...ids: string[]) => template.reduce((out, part, i) => out + part + (i < ids.length ? encodeURIComponent(ids[i]) : ''), '');
+/** The field an id of each collection's path is, as the server's errors name it. */
+const ID_FIELDS: Record<string, string> = { files: 'file_id', folders: 'folder_id', shares: 'share_id', webhooks: 'webhook_id', deliveries: 'delivery_id', 'api-keys': 'key_id', s: 'url_or_token' };
+
+/**
+ * A path of the API with its ids percent-encoded. An id that cannot name a resource (empty, `.` or `..`, or holding `/`,
+ * `?` or `#`) is refused before any request: it would reach another route (the listing, the parent) or a path a proxy
+ * rewrites. A share token (`/s/…`) is whatever a visitor pasted, sent as it is; only one no URL can carry as a path
+ * segment (empty, `.` or `..`, which URLs resolve away however encoded) is refused.
+ */
+/** A part of a file's content: bytes `start` to `end` inclusive (to the end when `end` is absent), or with a negative `start` and no `end`, the last `-start` bytes. */
+export interface ByteRangeOptions {
+  start?: number;
+  end?: number;
+}
+
+/** The Range header of a ByteRangeOptions; none for the whole file. Answered 206 with Content-Range, or 416 beyond the end. */
+function rangeHeader({ start, end }: ByteRangeOptions): Record<string, string> {
+  if (start === undefined && end === undefined) return {};
+  const whole = (n: number | undefined) => n === undefined || Number.isSafeInteger(n);
+  const problem =
+    !whole(start) || !whole(end)
+      ? 'start and end must be whole numbers of bytes'
+      : start !== undefined && start < 0
+        ? end !== undefined ? 'a negative start (the last bytes) takes no end' : null
+        : end !== undefined && end < (start ?? 0) ? 'end must not come before start' : null;
+  if (problem) throw new InvalidRequestError({ code: 'invalid_request', message: `Request validation failed: range: ${problem}`, details: { fields: [{ field: 'range', message: problem }] } });
+  return { Range: start !== undefined && start < 0 ? `bytes=${start}` : `bytes=${start ?? 0}-${end ?? ''}` };
+}
+
+const path = (template: TemplateStringsArray, ...ids: string[]) =>
+  template.reduce((out, part, i) => {
+    if (i >= ids.length) return out + part;
+    const collection = (out + part).split('/').filter(Boolean).pop() ?? '';
+    return out + part + pathSegment(ids[i], ID_FIELDS[collection] ?? 'id', collection === 's');
+  }, '');
+
+function pathSegment(value: string, field: string, anyText: boolean): string {
+  const unusable = typeof value !== 'string' || value === '' || value === '.' || value === '..' || (!anyText && /[/?#]/.test(value));
+  if (!unusable) return encodeURIComponent(value);
+  const problem = anyText
+    ? `must be a share url or its token, not ${JSON.stringify(value)}`
+    : `must be an id as the API gives it (not empty, . or .., and without /, ? or #), not ${JSON.stringify(value)}`;
+  throw new InvalidRequestError({ code: 'invalid_request', message: `Request validation failed: ${field}: ${problem}`, details: { fields: [{ field, message: problem }] } });
+}
 const post = (options: PostOptions) => ({ signal: options.signal, headers: options.idempotencyKey ? { 'Idempotency-Key': options.idempotencyKey } : undefined });
 
 export class Files {
@@ -81,7 +124,7 @@ export class Files {
   }
 
   /** One page of the files of a folder (the root by default). */
-  list(query: QueryOf<'listFiles'> = {}, options: CallOptions = {}): Promise<CursorPage<FileObject>> {
+  async list(query: QueryOf<'listFiles'> = {}, options: CallOptions = {}): Promise<CursorPage<FileObject>> {
     return fetchCursorPage(this.http, '/v1/files', query, options);
   }
 
@@ -90,25 +133,25 @@ export class Files {
     return paginateByCursor(this.http, '/v1/files', query, options);
   }
 
-  get(fileId: string, options: CallOptions = {}): Promise<FileObject> {
+  async get(fileId: string, options: CallOptions = {}): Promise<FileObject> {
     return this.http.data({ method: 'GET', path: path`/v1/files/${fileId}`, signal: options.signal });
   }
 
   /** Renames and/or moves a file (`folder_id: null` moves it to the root). */
-  update(fileId: string, changes: BodyOf<'updateFile'>, options: CallOptions = {}): Promise<FileObject> {
+  async update(fileId: string, changes: BodyOf<'updateFile'>, options: CallOptions = {}): Promise<FileObject> {
     return this.http.data({ method: 'PATCH', path: path`/v1/files/${fileId}`, json: changes, signal: options.signal });
   }
 
   /** Moves a file to the trash, or with `permanent: true` (an elevated key) deletes it for good. */
-  delete(fileId: string, options: CallOptions & { permanent?: boolean } = {}): Promise<DeletedFile> {
+  async delete(fileId: string, options: CallOptions & { permanent?: boolean } = {}): Promise<DeletedFile> {
     return this.http.data({ method: 'DELETE', path: path`/v1/files/${fileId}`, query: { permanent: options.permanent }, signal: options.signal });
   }
 
-  bulkDelete(fileIds: string[], options: PostOptions = {}): Promise<BulkDeleteResult> {
+  async bulkDelete(fileIds: string[], options: PostOptions = {}): Promise<BulkDeleteResult> {
     return this.http.data({ method: 'POST', path: '/v1/files/bulk-delete', json: { file_ids: fileIds }, ...post(options) });
   }
 
-  restore(fileId: string, options: PostOptions = {}): Promise<RestoredFile> {
+  async restore(fileId: string, options: PostOptions = {}): Promise<RestoredFile> {
     return this.http.data({ method: 'POST', path: path`/v1/files/${fileId}/restore`, ...post(options) });
   }
 
@@ -116,15 +159,15 @@ export class Files {
    * The file's content as a web ReadableStream (`Readable.fromWeb(stream)` makes it a Node stream); reading it fails
    * with a ConnectionError if the connection is cut before the end, and a TimeoutError if it stalls for `timeoutMs`.
    */
-  download(fileId: string, options: CallOptions = {}): Promise<ReadableStream<Uint8Array>> {
-    return this.signedContent(fileId, 'download', options);
+  async download(fileId: string, options: CallOptions & ByteRangeOptions = {}): Promise<ReadableStream<Uint8Array>> {
+    return this.signedContent(fileId, 'download', options, rangeHeader(options));
   }
 
   /**
    * Writes the file's content to a path (Node), streamed; a failed download leaves no partial file behind. A connection
    * cut before the end raises a ConnectionError, one that stalls for `timeoutMs` a TimeoutError.
    */
-  async downloadTo(fileId: string, destination: string, options: CallOptions = {}): Promise<void> {
+  async downloadTo(fileId: string, destination: string, options: CallOptions & ByteRangeOptions = {}): Promise<void> {
     await writeToPath(() => this.download(fileId, options), destination, options);
   }
 
@@ -132,7 +175,7 @@ export class Files {
    * The file's thumbnail, a WebP of at most 256 × 256, as a web ReadableStream. Images, videos and PDFs get one shortly
    * after their upload (a background job); until then, and for other types, this raises a NotFoundError (404).
    */
-  thumbnail(fileId: string, options: CallOptions = {}): Promise<ReadableStream<Uint8Array>> {
+  async thumbnail(fileId: string, options: CallOptions = {}): Promise<ReadableStream<Uint8Array>> {
     return this.signedContent(fileId, 'thumbnail', options);
   }
 
@@ -141,7 +184,7 @@ export class Files {
     await writeToPath(() => this.thumbnail(fileId, options), destination, options);
   }
 
-  private async signedContent(fileId: string, route: 'download' | 'thumbnail', options: CallOptions): Promise<ReadableStream<Uint8Array>> {
+  private async signedContent(fileId: string, route: 'download' | 'thumbnail', options: CallOptions, range: Record<string, string> = {}): Promise<ReadableStream<Uint8Array>> {
     // These routes take a signed link, not the key: the file's fresh download_url / thumbnail_url is that link. Its
     // signature goes to the route under this client's baseUrl, which may differ from the server's public address (and
     // its path prefix from PUBLIC_BASE_URL's).
@@ -151,7 +194,7 @@ export class Files {
       throw new NotFoundError({ code: 'not_found', status: 404, message: `File ${fileId} has no thumbnail (not yet made, or its type gets none)` });
     }
     const signature = new URL(link, 'http://base.invalid').search;
-    const response = await this.http.send({ method: 'GET', path: path`/v1/files/${fileId}/${route}` + signature, anonymous: true, headers: { Accept: '*/*' }, signal: options.signal });
+    const response = await this.http.send({ method: 'GET', path: path`/v1/files/${fileId}/${route}` + signature, anonymous: true, headers: { Accept: '*/*', ...range }, signal: options.signal });
     return this.http.body(response, `The ${route} of ${fileId}`, options.signal);
   }
 }
@@ -240,7 +283,7 @@ export class ResumableUpload {
   }
 
   /** Deletes the upload and the bytes sent so far (tus termination); the quota it reserved is given back. */
-  abort(options: CallOptions = {}): Promise<void> {
+  async abort(options: CallOptions = {}): Promise<void> {
     return deleteUpload(this.http, this.url, options);
   }
 }
@@ -290,7 +333,7 @@ export class Uploads {
 export class Trash {
   constructor(private readonly http: HttpClient) {}
 
-  list(query: QueryOf<'listTrash'> = {}, options: CallOptions = {}): Promise<CursorPage<TrashedFile>> {
+  async list(query: QueryOf<'listTrash'> = {}, options: CallOptions = {}): Promise<CursorPage<TrashedFile>> {
     return fetchCursorPage(this.http, '/v1/trash', query, options);
   }
 
@@ -299,7 +342,7 @@ export class Trash {
   }
 
   /** Deletes every file in the trash for good. */
-  empty(options: CallOptions = {}): Promise<EmptiedTrash> {
+  async empty(options: CallOptions = {}): Promise<EmptiedTrash> {
     return this.http.data({ method: 'DELETE', path: '/v1/trash', signal: options.signal });
   }
 }
@@ -307,11 +350,11 @@ export class Trash {
 export class Folders {
   constructor(private readonly http: HttpClient) {}
 
-  create(folder: BodyOf<'createFolder'>, options: PostOptions = {}): Promise<Folder> {
+  async create(folder: BodyOf<'createFolder'>, options: PostOptions = {}): Promise<Folder> {
     return this.http.data({ method: 'POST', path: '/v1/folders', json: folder, ...post(options) });
   }
 
-  list(query: QueryOf<'listFolders'> = {}, options: CallOptions = {}): Promise<CursorPage<Folder>> {
+  async list(query: QueryOf<'listFolders'> = {}, options: CallOptions = {}): Promise<CursorPage<Folder>> {
     return fetchCursorPage(this.http, '/v1/folders', query, options);
   }
 
@@ -320,16 +363,16 @@ export class Folders {
   }
 
   /** One folder; following `parent_id` up to null gives its path from the root. */
-  get(folderId: string, options: CallOptions = {}): Promise<Folder> {
+  async get(folderId: string, options: CallOptions = {}): Promise<Folder> {
     return this.http.data({ method: 'GET', path: path`/v1/folders/${folderId}`, signal: options.signal });
   }
 
   /** Renames and/or moves a folder (`parent_id: null` moves it to the root). */
-  update(folderId: string, changes: BodyOf<'updateFolder'>, options: CallOptions = {}): Promise<Folder> {
+  async update(folderId: string, changes: BodyOf<'updateFolder'>, options: CallOptions = {}): Promise<Folder> {
     return this.http.data({ method: 'PATCH', path: path`/v1/folders/${folderId}`, json: changes, signal: options.signal });
   }
 
-  delete(folderId: string, options: CallOptions = {}): Promise<DeletedFolder> {
+  async delete(folderId: string, options: CallOptions = {}): Promise<DeletedFolder> {
     return this.http.data({ method: 'DELETE', path: path`/v1/folders/${folderId}`, signal: options.signal });
   }
 }
@@ -341,12 +384,12 @@ export interface ShareAccessOptions extends CallOptions {
 export class Shares {
   constructor(private readonly http: HttpClient) {}
 
-  create(share: BodyOf<'createShare'>, options: PostOptions = {}): Promise<Share> {
+  async create(share: BodyOf<'createShare'>, options: PostOptions = {}): Promise<Share> {
     return this.http.data({ method: 'POST', path: '/v1/shares', json: share, ...post(options) });
   }
 
   /** The account's links with their status and analytics, as `get` answers each. */
-  list(query: QueryOf<'listShares'> = {}, options: CallOptions = {}): Promise<CursorPage<ShareStatus>> {
+  async list(query: QueryOf<'listShares'> = {}, options: CallOptions = {}): Promise<CursorPage<ShareStatus>> {
     return fetchCursorPage(this.http, '/v1/shares', query, options);
   }
 
@@ -355,39 +398,46 @@ export class Shares {
   }
 
   /** One share link with its status and analytics (`active`, `revoked_at`, `access_count`, …); revoked and expired links too. */
-  get(shareId: string, options: CallOptions = {}): Promise<ShareStatus> {
+  async get(shareId: string, options: CallOptions = {}): Promise<ShareStatus> {
     return this.http.data({ method: 'GET', path: path`/v1/shares/${shareId}`, signal: options.signal });
   }
 
-  revoke(shareId: string, options: CallOptions = {}): Promise<RevokedShare> {
+  async revoke(shareId: string, options: CallOptions = {}): Promise<RevokedShare> {
     return this.http.data({ method: 'DELETE', path: path`/v1/shares/${shareId}`, signal: options.signal });
   }
 
   /** What a share link shows its visitor, without an API key. Takes the share's url or its token. */
-  open(urlOrToken: string, options: ShareAccessOptions = {}): Promise<PublicShare> {
+  async open(urlOrToken: string, options: ShareAccessOptions = {}): Promise<PublicShare> {
     return this.http.data({ method: 'GET', path: path`/s/${shareToken(urlOrToken)}`, anonymous: true, headers: passwordHeader(options), signal: options.signal });
   }
 
   /** The shared file's content as a visitor downloads it, without an API key. */
-  async download(urlOrToken: string, options: ShareAccessOptions = {}): Promise<ReadableStream<Uint8Array>> {
+  async download(urlOrToken: string, options: ShareAccessOptions & ByteRangeOptions = {}): Promise<ReadableStream<Uint8Array>> {
     const response = await this.http.send({
       method: 'GET',
       path: path`/s/${shareToken(urlOrToken)}/download`,
       anonymous: true,
-      headers: { Accept: '*/*', ...passwordHeader(options) },
+      headers: { Accept: '*/*', ...passwordHeader(options), ...rangeHeader(options) },
       signal: options.signal,
     });
     return this.http.body(response, 'The download of the shared file', options.signal);
   }
 
   /** Writes the shared file's content to a path (Node), streamed; a refused or failed download leaves no file behind. */
-  async downloadTo(urlOrToken: string, destination: string, options: ShareAccessOptions = {}): Promise<void> {
+  async downloadTo(urlOrToken: string, destination: string, options: ShareAccessOptions & ByteRangeOptions = {}): Promise<void> {
     await writeToPath(() => this.download(urlOrToken, options), destination, options);
   }
 }
 
+/** The token of a share url (its last path segment, decoded) or the token itself. */
 function shareToken(urlOrToken: string): string {
-  return /^https?:\/\//.test(urlOrToken) ? new URL(urlOrToken).pathname.split('/').filter(Boolean).pop()! : urlOrToken;
+  if (!/^https?:\/\//.test(urlOrToken)) return urlOrToken;
+  const segment = new URL(urlOrToken).pathname.split('/').filter(Boolean).pop() ?? '';
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
 }
 
 function passwordHeader(options: ShareAccessOptions): Record<string, string> {
@@ -400,11 +450,11 @@ export class Webhooks {
   constructor(private readonly http: HttpClient) {}
 
   /** Registers a webhook; the answer shows its signing secret this once. */
-  create(webhook: BodyOf<'createWebhook'>, options: PostOptions = {}): Promise<CreatedWebhook> {
+  async create(webhook: BodyOf<'createWebhook'>, options: PostOptions = {}): Promise<CreatedWebhook> {
     return this.http.data({ method: 'POST', path: '/v1/webhooks', json: webhook, ...post(options) });
   }
 
-  list(query: QueryOf<'listWebhooks'> = {}, options: CallOptions = {}): Promise<Page<Webhook>> {
+  async list(query: QueryOf<'listWebhooks'> = {}, options: CallOptions = {}): Promise<Page<Webhook>> {
     return fetchPage(this.http, '/v1/webhooks', query, options);
   }
 
@@ -412,15 +462,15 @@ export class Webhooks {
     return paginate(this.http, '/v1/webhooks', query, options);
   }
 
-  get(webhookId: string, options: CallOptions = {}): Promise<Webhook> {
+  async get(webhookId: string, options: CallOptions = {}): Promise<Webhook> {
     return this.http.data({ method: 'GET', path: path`/v1/webhooks/${webhookId}`, signal: options.signal });
   }
 
-  update(webhookId: string, changes: BodyOf<'updateWebhook'>, options: CallOptions = {}): Promise<Webhook> {
+  async update(webhookId: string, changes: BodyOf<'updateWebhook'>, options: CallOptions = {}): Promise<Webhook> {
     return this.http.data({ method: 'PATCH', path: path`/v1/webhooks/${webhookId}`, json: changes, signal: options.signal });
   }
 
-  delete(webhookId: string, options: CallOptions = {}): Promise<DeletedWebhook> {
+  async delete(webhookId: string, options: CallOptions = {}): Promise<DeletedWebhook> {
     return this.http.data({ method: 'DELETE', path: path`/v1/webhooks/${webhookId}`, signal: options.signal });
   }
 
@@ -428,25 +478,26 @@ export class Webhooks {
    * Replaces the webhook's signing secret; the answer shows the new one this once. For `expiresIn` seconds
    * (default 86400, 0 to 604800) deliveries are signed with the old and the new secret, then with the new one only.
    */
-  rotateSecret(webhookId: string, rotation: { expiresIn?: number } = {}, options: PostOptions = {}): Promise<RotatedWebhookSecret> {
+  async rotateSecret(webhookId: string, rotation: { expiresIn?: number } = {}, options: PostOptions = {}): Promise<RotatedWebhookSecret> {
     const json: BodyOf<'rotateWebhookSecret'> = rotation.expiresIn === undefined ? {} : { expires_in: rotation.expiresIn };
     return this.http.data({ method: 'POST', path: path`/v1/webhooks/${webhookId}/rotate-secret`, json, ...post(options) });
   }
 
   /** Sends a `webhook.test` event to the webhook; answers the queued delivery. */
-  test(webhookId: string, options: PostOptions = {}): Promise<WebhookDelivery> {
+  async test(webhookId: string, options: PostOptions = {}): Promise<WebhookDelivery> {
     return this.http.data({ method: 'POST', path: path`/v1/webhooks/${webhookId}/test`, ...post(options) });
   }
 
-  deliveries(webhookId: string, query: QueryOf<'listWebhookDeliveries'> = {}, options: CallOptions = {}): Promise<CursorPage<WebhookDelivery>> {
+  async deliveries(webhookId: string, query: QueryOf<'listWebhookDeliveries'> = {}, options: CallOptions = {}): Promise<CursorPage<WebhookDelivery>> {
     return fetchCursorPage(this.http, path`/v1/webhooks/${webhookId}/deliveries`, query, options);
   }
 
-  allDeliveries(webhookId: string, query: QueryOf<'listWebhookDeliveries'> = {}, options: CallOptions = {}): AsyncGenerator<WebhookDelivery> {
-    return paginateByCursor(this.http, path`/v1/webhooks/${webhookId}/deliveries`, query, options);
+  async *allDeliveries(webhookId: string, query: QueryOf<'listWebhookDeliveries'> = {}, options: CallOptions = {}): AsyncGenerator<WebhookDelivery> {
+    // A generator of its own, so that a bad webhook id is refused when iterating starts, as any failure of it is.
+    yield* paginateByCursor(this.http, path`/v1/webhooks/${webhookId}/deliveries`, query, options);
   }
 
-  delivery(webhookId: string, deliveryId: string, options: CallOptions = {}): Promise<WebhookDelivery> {
+  async delivery(webhookId: string, deliveryId: string, options: CallOptions = {}): Promise<WebhookDelivery> {
     return this.http.data({ method: 'GET', path: path`/v1/webhooks/${webhookId}/deliveries/${deliveryId}`, signal: options.signal });
   }
 
@@ -455,13 +506,13 @@ export class Webhooks {
    * new delivery ids, the same event ids. Answers how many were queued; events still waiting in an earlier replay
    * are not queued again.
    */
-  replay(webhookId: string, window: { since: Date | string; until?: Date | string }, options: PostOptions = {}): Promise<ReplayQueued> {
+  async replay(webhookId: string, window: { since: Date | string; until?: Date | string }, options: PostOptions = {}): Promise<ReplayQueued> {
     const json = { since: isoString(window.since), ...(window.until === undefined ? {} : { until: isoString(window.until) }) };
     return this.http.data({ method: 'POST', path: path`/v1/webhooks/${webhookId}/replay`, json, ...post(options) });
   }
 
   /** Sends a delivery again (same delivery id); answers the delivery, queued. */
-  redeliver(webhookId: string, deliveryId: string, options: PostOptions = {}): Promise<WebhookDelivery> {
+  async redeliver(webhookId: string, deliveryId: string, options: PostOptions = {}): Promise<WebhookDelivery> {
     return this.http.data({ method: 'POST', path: path`/v1/webhooks/${webhookId}/deliveries/${deliveryId}/redeliver`, ...post(options) });
   }
 }
@@ -470,11 +521,11 @@ export class ApiKeys {
   constructor(private readonly http: HttpClient) {}
 
   /** Creates a key; the answer shows the key itself this once. */
-  create(key: BodyOf<'createApiKey'>, options: PostOptions = {}): Promise<CreatedApiKey> {
+  async create(key: BodyOf<'createApiKey'>, options: PostOptions = {}): Promise<CreatedApiKey> {
     return this.http.data({ method: 'POST', path: '/v1/api-keys', json: key, ...post(options) });
   }
 
-  list(query: QueryOf<'listApiKeys'> = {}, options: CallOptions = {}): Promise<Page<ApiKey>> {
+  async list(query: QueryOf<'listApiKeys'> = {}, options: CallOptions = {}): Promise<Page<ApiKey>> {
     return fetchPage(this.http, '/v1/api-keys', query, options);
   }
 
@@ -482,7 +533,7 @@ export class ApiKeys {
     return paginate(this.http, '/v1/api-keys', query, options);
   }
 
-  revoke(keyId: string, options: CallOptions = {}): Promise<RevokedApiKey> {
+  async revoke(keyId: string, options: CallOptions = {}): Promise<RevokedApiKey> {
     return this.http.data({ method: 'DELETE', path: path`/v1/api-keys/${keyId}`, signal: options.signal });
   }
 }
@@ -491,7 +542,7 @@ export class User {
   constructor(private readonly http: HttpClient) {}
 
   /** The account, its plan, storage use and limits, and the calling key. */
-  info(options: CallOptions = {}): Promise<UserInfo> {
+  async info(options: CallOptions = {}): Promise<UserInfo> {
     return this.http.data({ method: 'GET', path: '/v1/user/info', signal: options.signal });
   }
 }
@@ -517,7 +568,7 @@ export class Events {
   constructor(private readonly http: HttpClient) {}
 
   /** One answer of the event feed: events oldest first and `next_cursor`, always present, to read on from. */
-  list(query: EventListQuery = {}, options: CallOptions = {}): Promise<EventPage> {
+  async list(query: EventListQuery = {}, options: CallOptions = {}): Promise<EventPage> {
     const types = Array.isArray(query.types) ? query.types.join(',') : query.types;
     return this.http.envelope<EventPage>({ method: 'GET', path: '/v1/events', query: { ...query, types }, signal: options.signal });
   }

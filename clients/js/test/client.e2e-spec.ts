@@ -193,6 +193,45 @@ describe('the JavaScript client against a live server', () => {
     await expect(client.shares.get('shr_00000000000000000000000000000000')).rejects.toMatchObject({ name: 'NotFoundError', status: 404, code: 'not_found' });
   });
 
+  it('downloads a byte range of a file and of a shared file: start to end inclusive, to the end, or the last bytes', async () => {
+    const bytes = randomBytes(100_000);
+    const file = await client.files.upload(bytes, { name: 'ranged.bin' });
+    expect(await readAll(await client.files.download(file.id, { start: 1_000, end: 1_999 }))).toEqual(bytes.subarray(1_000, 2_000));
+    expect(await readAll(await client.files.download(file.id, { start: 99_000 }))).toEqual(bytes.subarray(99_000));
+    expect(await readAll(await client.files.download(file.id, { start: -10 }))).toEqual(bytes.subarray(-10));
+    const copy = join(dir, 'ranged-copy.bin');
+    await client.files.downloadTo(file.id, copy, { start: 5, end: 9 });
+    expect(readFileSync(copy)).toEqual(bytes.subarray(5, 10));
+    await expect(client.files.download(file.id, { start: 200_000 })).rejects.toMatchObject({ name: 'InvalidRequestError', status: 416 });
+    await expect(client.files.download(file.id, { start: 10, end: 5 })).rejects.toMatchObject({ name: 'InvalidRequestError', details: { fields: [{ field: 'range' }] } });
+    const share = await client.shares.create({ file_id: file.id });
+    expect(await readAll(await client.shares.download(share.url, { start: 50_000, end: 50_099 }))).toEqual(bytes.subarray(50_000, 50_100));
+  });
+
+  it.each(['', '.', '..', 'a/b', 'file?x=1', 'file#top'])('refuses the id %j before any request, naming the field, instead of reaching another route', async (bad) => {
+    // Nothing listens at this address: a request sent would fail as a ConnectionError, not as the client's own refusal.
+    const offline = new FileStorage({ apiKey, baseUrl: 'http://127.0.0.1:9', maxRetries: 0 });
+    const calls: Array<[string, () => Promise<unknown>]> = [
+      ['file_id', () => offline.files.get(bad)],
+      ['file_id', () => offline.files.download(bad)],
+      ['folder_id', () => offline.folders.delete(bad)],
+      ['share_id', () => offline.shares.get(bad)],
+      ['webhook_id', () => offline.webhooks.deliveries(bad)],
+      ['delivery_id', () => offline.webhooks.redeliver('wh_0', bad)],
+      ['key_id', () => offline.apiKeys.revoke(bad)],
+    ];
+    for (const [field, call] of calls) {
+      await expect(call()).rejects.toMatchObject({ name: 'InvalidRequestError', code: 'invalid_request', details: { fields: [{ field }] } });
+    }
+    if (['', '.', '..'].includes(bad)) {
+      await expect(offline.shares.open(bad)).rejects.toMatchObject({ name: 'InvalidRequestError', details: { fields: [{ field: 'url_or_token' }] } });
+    }
+  });
+
+  it('sends a pasted share token with / ? or # in it percent-encoded, as one token the server does not know', async () => {
+    await expect(client.shares.open('no/such?token#here')).rejects.toMatchObject({ name: 'NotFoundError', status: 404 });
+  });
+
   it('opens and downloads a share whose password goes beyond Latin-1', async () => {
     const file = await client.files.upload(Buffer.from('behind a password'), { name: 'guarded.txt' });
     for (const password of ['pässwörd', 'пароль 密码 😀']) {
