@@ -32,7 +32,9 @@ describe('thumbnail work dirs of a server that died mid-job', () => {
     // (It answers the start-up check, `ffmpeg -version`, at once.)
     writeFileSync(hangingFfmpeg, `#!/bin/sh\n[ "$1" = -version ] && exec echo 'ffmpeg version test'\necho $$ > ${join(serverTmp, 'ffmpeg.pid')}\nexec sleep 60\n`);
     chmodSync(hangingFfmpeg, 0o755);
-    const env = { ...environment.env, TMPDIR: serverTmp, FFMPEG_PATH: hangingFfmpeg, CLAMAV_SOCKET: join(serverTmp, 'no-clamd.sock') };
+    // No clamd (none at Debian's socket either, whatever else runs), and every file above its 1-byte limit: judged
+    // "skipped" at once, so the thumbnail, which waits for the verdict, is queued right after the upload.
+    const env = { ...environment.env, TMPDIR: serverTmp, FFMPEG_PATH: hangingFfmpeg, CLAMAV_SOCKET: join(serverTmp, 'no-clamd.sock'), CLAMAV_MAX_STREAM_BYTES: '1' };
     const first = await startServerProcess(env, undefined, 60_000);
     servers.push(first);
 
