@@ -1,15 +1,18 @@
 import { createHash } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { ApiError, InvalidRequest } from '../../common/errors/api-error.js';
+import { makeProcessTempDir, removeOrphanedProcessTempDirs } from '../../infra/instances/process-temp-dirs.js';
 
 /** The algorithms of the tus checksum extension we accept (Tus-Checksum-Algorithm). */
 export const CHECKSUM_ALGORITHMS = ['md5', 'sha1'] as const;
 type ChecksumAlgorithm = (typeof CHECKSUM_ALGORITHMS)[number];
+
+/** A chunk's dir is named after its process, so that those of a process that died mid-PATCH can be told apart. */
+const CHUNK_DIR_PREFIX = 'fss-tus-chunk';
 
 /** tus's 460 Checksum Mismatch. */
 export const CHECKSUM_MISMATCH = 460;
@@ -46,7 +49,7 @@ export class ChecksumMismatch extends ApiError {
  * digest matches goes on to the upload. Answers the verified bytes; `discard()` removes the file.
  */
 export async function verifiedChunk(source: Readable, checksum: UploadChecksum): Promise<{ bytes: Readable; discard: () => Promise<void> }> {
-  const dir = await mkdtemp(join(tmpdir(), `fss-tus-chunk-${process.pid}-`));
+  const dir = await makeProcessTempDir(CHUNK_DIR_PREFIX);
   const discard = () => rm(dir, { recursive: true, force: true });
   try {
     const digest = createHash(checksum.algorithm);
@@ -66,29 +69,7 @@ export async function verifiedChunk(source: Readable, checksum: UploadChecksum):
   }
 }
 
-/** A chunk's dir is named after its process, so that those of a process that died mid-PATCH can be told apart. */
-const CHUNK_DIR = /^fss-tus-chunk-(\d+)-[^/]+$/;
-
 /** Removes the chunk dirs of processes that are no longer running (a SIGKILL or the OOM killer leaves them); returns how many. */
-export async function removeOrphanedChunkDirs(): Promise<number> {
-  const dir = tmpdir();
-  let removed = 0;
-  for (const name of await readdir(dir)) {
-    const pid = Number(CHUNK_DIR.exec(name)?.[1]);
-    if (!pid || isRunning(pid)) continue;
-    await rm(join(dir, name), { recursive: true, force: true });
-    removed++;
-  }
-  return removed;
-}
-
-function isRunning(pid: number): boolean {
-  if (pid === process.pid) return true;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    // EPERM: alive, but someone else's.
-    return (error as NodeJS.ErrnoException).code !== 'ESRCH';
-  }
+export function removeOrphanedChunkDirs(): Promise<number> {
+  return removeOrphanedProcessTempDirs(CHUNK_DIR_PREFIX);
 }

@@ -1,38 +1,16 @@
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { makeProcessTempDir, removeOrphanedProcessTempDirs } from '../../../infra/instances/process-temp-dirs.js';
 
 /**
- * Each thumbnail job copies the blob into a private dir under os.tmpdir(), named after the process
- * (`fss-thumb-<pid>-XXXXXX`), and removes it when done. A process that dies mid-job (SIGKILL, OOM, power)
- * cannot remove its dirs, each holding a whole copy of a file; the next server start does, by their pid.
+ * Each thumbnail job copies the blob into a private dir under os.tmpdir(), `fss-thumb-<pid>-XXXXXX`, and removes it
+ * when done; the next server start removes those a dead process left (process-temp-dirs.ts).
  */
-const WORKDIR = /^fss-thumb-(\d+)-[^/]+$/;
+const PREFIX = 'fss-thumb';
 
 export function makeThumbnailWorkdir(): Promise<string> {
-  return mkdtemp(join(tmpdir(), `fss-thumb-${process.pid}-`));
+  return makeProcessTempDir(PREFIX);
 }
 
 /** Removes the work dirs of processes that are no longer running; returns how many. */
-export async function removeOrphanedThumbnailWorkdirs(): Promise<number> {
-  const dir = tmpdir();
-  let removed = 0;
-  for (const name of await readdir(dir)) {
-    const pid = Number(WORKDIR.exec(name)?.[1]);
-    if (!pid || isRunning(pid)) continue;
-    await rm(join(dir, name), { recursive: true, force: true });
-    removed++;
-  }
-  return removed;
-}
-
-function isRunning(pid: number): boolean {
-  if (pid === process.pid) return true;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    // EPERM: alive, but someone else's.
-    return (error as NodeJS.ErrnoException).code !== 'ESRCH';
-  }
+export function removeOrphanedThumbnailWorkdirs(): Promise<number> {
+  return removeOrphanedProcessTempDirs(PREFIX);
 }
