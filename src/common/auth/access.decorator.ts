@@ -1,6 +1,6 @@
 import { applyDecorators, SetMetadata } from '@nestjs/common';
 import { ApiBearerAuth, ApiExtension, ApiResponse } from '@nestjs/swagger';
-import { ErrorEnvelopeDoc } from '../http/openapi.js';
+import { ErrorEnvelopeDoc, KEY_FAILURES_401 } from '../http/openapi.js';
 import type { Scope } from './scopes.js';
 
 export const ACCESS_METADATA = 'fss:access';
@@ -20,7 +20,7 @@ export function RequireScope(scope: Scope | null, options: { elevated?: boolean 
     ApiExtension('x-required-scope', scope ?? 'any'),
     ApiExtension('x-requires-elevated-key', rule.elevated),
     ApiResponse({ status: 400, description: 'invalid_request: malformed input; `details.fields` lists each problem.', type: ErrorEnvelopeDoc }),
-    ApiResponse({ status: 401, description: 'authentication_failed: missing, malformed, unknown or revoked API key.', type: ErrorEnvelopeDoc }),
+    ApiResponse({ status: 401, description: KEY_FAILURES_401, type: ErrorEnvelopeDoc }),
     ApiResponse({ status: 403, description: `permission_denied: the key lacks ${needs || 'the needed permission'}.`, type: ErrorEnvelopeDoc }),
     ApiResponse({
       status: 429,

@@ -66,6 +66,22 @@ export function ApiErrors(...answers: Array<[status: number, description: string
   return applyDecorators(...answers.map(([status, description]) => ApiResponse({ status, description, type: ErrorEnvelopeDoc })));
 }
 
+/** What any route that takes an API key answers 401 for (RequireScope documents it). */
+export const KEY_FAILURES_401 = 'authentication_failed: missing, malformed, unknown or revoked API key.';
+
+/**
+ * The 401 of a creation refused because the calling key was revoked while the request waited (assertCallingKeyStillLive):
+ * counted against the rate limit, so it carries the X-RateLimit headers. `created` says what was not created.
+ */
+export function ApiCallingKeyRevokedMeanwhile(created: string) {
+  return ApiResponse({
+    status: 401,
+    description: `authentication_failed: the calling key was revoked while this request waited; no ${created} was created. Counted against the rate limit, this answer carries the X-RateLimit headers.`,
+    type: ErrorEnvelopeDoc,
+    headers: Object.fromEntries(['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset'].map((name) => [name, { $ref: `#/components/headers/${name}` }])),
+  });
+}
+
 /** The error codes each status can carry; the document narrows every error answer's `code` to them. */
 export const ERROR_CODES_BY_STATUS: Record<number, ErrorCode[]> = {
   400: ['invalid_request'],
@@ -189,6 +205,10 @@ export function completeOpenApiDocument(document: OpenAPIObject): OpenAPIObject 
       responses['500'] ??= { description: 'internal_error: an unexpected failure; details.request_id identifies it in the logs.' };
       responses['503'] ??= { description: 'service_unavailable: a dependency (database, Redis, the file store) is unavailable for a moment; see Retry-After.' };
       if (operation.requestBody && !responses['413']) responses['413'] = { description: 'invalid_request: the request body is too large.' };
+      // A route's own 401 (a key revoked meanwhile) replaces a class-level RequireScope's: the key failures every key route has come first.
+      if (operation.security && responses['401'] && !responses['401'].description.startsWith(KEY_FAILURES_401)) {
+        responses['401'].description = `${KEY_FAILURES_401}\n\n${responses['401'].description}`;
+      }
       for (const [status, response] of Object.entries(responses)) {
         const code = Number(status);
         const headers: Record<string, Reference> = { 'X-Request-Id': header('X-Request-Id') };

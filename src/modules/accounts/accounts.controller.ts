@@ -1,9 +1,9 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
 import { CommandBus, QueryBus } from '@nestjs/cqrs';
-import { ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { RequireScope } from '../../common/auth/access.decorator.js';
 import { type Actor, CurrentActor } from '../../common/auth/actor.js';
-import { ApiEnvelope, ApiErrors, ErrorEnvelopeDoc } from '../../common/http/openapi.js';
+import { ApiCallingKeyRevokedMeanwhile, ApiEnvelope, ApiErrors } from '../../common/http/openapi.js';
 import { PageRequest } from '../../common/http/pagination.request.js';
 import { CreateApiKeyCommand } from './commands/create-api-key.command.js';
 import { RevokeApiKeyCommand } from './commands/revoke-api-key.command.js';
@@ -36,14 +36,7 @@ export class ApiKeysController {
   ) {}
 
   @Post()
-  @ApiResponse({
-    status: 401,
-    description:
-      'authentication_failed: the calling key was revoked while this request waited; nothing was created. Counted against the rate limit, ' +
-      'this answer carries the X-RateLimit headers.',
-    type: ErrorEnvelopeDoc,
-    headers: Object.fromEntries(['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset'].map((name) => [name, { $ref: `#/components/headers/${name}` }])),
-  })
+  @ApiCallingKeyRevokedMeanwhile('key')
   @RequireScope(null, { elevated: true })
   @ApiOperation({
     operationId: 'createApiKey',

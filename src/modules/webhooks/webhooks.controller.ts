@@ -3,7 +3,7 @@ import { CommandBus, QueryBus } from '@nestjs/cqrs';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { RequireScope } from '../../common/auth/access.decorator.js';
 import { type Actor, CurrentActor } from '../../common/auth/actor.js';
-import { ApiEnvelope, ApiErrors } from '../../common/http/openapi.js';
+import { ApiCallingKeyRevokedMeanwhile, ApiEnvelope, ApiErrors } from '../../common/http/openapi.js';
 import { PageRequest } from '../../common/http/pagination.request.js';
 import { CreateWebhookCommand } from './commands/create-webhook.command.js';
 import { DeleteWebhookCommand } from './commands/delete-webhook.command.js';
@@ -47,6 +47,7 @@ export class WebhooksController {
   })
   @ApiEnvelope(CreatedWebhookResponse, { status: 201 })
   @ApiErrors([400, 'invalid_request: bad url (not https, private address, unresolvable), unknown event names, or the 26th webhook.'])
+  @ApiCallingKeyRevokedMeanwhile('webhook')
   create(@CurrentActor() actor: Actor, @Body() body: CreateWebhookRequest): Promise<CreatedWebhookResponse> {
     return this.commands.execute(new CreateWebhookCommand(actor, body));
   }

@@ -4,7 +4,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { EVENT_NAMES } from '../../../src/infra/outbox/domain-event.js';
 import { WebhookEntity } from '../../../src/modules/webhooks/webhook.entity.js';
 import { createAccount, createKey, type TestAccount } from '../../support/accounts.js';
-import type { TestApp } from '../../support/test-app.js';
+import { TEST_DB, type TestApp } from '../../support/test-app.js';
 import { useTestApp } from '../../support/app-fixture.js';
 import { eventually } from '../../support/time.js';
 
@@ -148,6 +148,32 @@ describe('webhook configuration API', () => {
     expect(refused.body.error.code).toBe('invalid_request');
     expect(refused.body.error.details.fields.map((f: { field: string }) => f.field)).toContain(field);
     expect((await t.http().get('/v1/webhooks').set(stranger.auth).expect(200)).body.pagination.total_items).toBe(before);
+  });
+
+  it('a key revoked while its webhook creation waits creates no webhook: answered 401', async (ctx) => {
+    if (TEST_DB !== 'postgres') ctx.skip('needs a row lock to hold the creation while the revocation commits; SQLite transactions take turns');
+    const account = await createAccount(t.app);
+    const leaked = await createKey(t.app, account, ['read', 'write'], true);
+    const db = t.app.get(DataSource);
+    const waiting = async () =>
+      (await db.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"))[0].n as number;
+    // The creation was authenticated; its transaction waits behind this lock on the account while the key is revoked.
+    const holder = db.createQueryRunner();
+    await holder.startTransaction();
+    let creation: Promise<{ status: number; body: { error?: { code: string } } }>;
+    try {
+      await holder.query('SELECT id FROM accounts WHERE id = $1 FOR UPDATE', [account.accountId]);
+      creation = t.http().post('/v1/webhooks').set(leaked.auth).send({ url: 'https://exfiltrate.example.com/hook', events: ['file.uploaded'] }).then((res) => res);
+      await eventually(async () => (await waiting()) > 0, 10_000, 'the webhook creation to wait for the account row');
+      await t.http().delete(`/v1/api-keys/${leaked.id}`).set(account.auth).expect(200);
+    } finally {
+      await holder.rollbackTransaction();
+      await holder.release();
+    }
+    const created = await creation;
+    expect(created.status).toBe(401);
+    expect(created.body.error?.code).toBe('authentication_failed');
+    expect(await db.getRepository(WebhookEntity).countBy({ accountId: account.accountId })).toBe(0);
   });
 
   it('allows 25 webhooks per account and refuses the 26th', async () => {

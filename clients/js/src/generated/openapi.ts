@@ -1947,7 +1947,7 @@ export interface operations {
             /**
              * @description authentication_failed: missing, malformed, unknown or revoked API key.
              *
-             *     authentication_failed: the calling key was revoked while this request waited; nothing was created. Counted against the rate limit, this answer carries the X-RateLimit headers.
+             *     authentication_failed: the calling key was revoked while this request waited; no key was created. Counted against the rate limit, this answer carries the X-RateLimit headers.
              */
             401: {
                 headers: {
@@ -5954,12 +5954,19 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope400"];
                 };
             };
-            /** @description authentication_failed: missing, malformed, unknown or revoked API key. */
+            /**
+             * @description authentication_failed: missing, malformed, unknown or revoked API key.
+             *
+             *     authentication_failed: the calling key was revoked while this request waited; no webhook was created. Counted against the rate limit, this answer carries the X-RateLimit headers.
+             */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {

@@ -1,7 +1,7 @@
 import { Command, CommandHandler, ICommandHandler } from '@nestjs/cqrs';
 import { IsNull } from 'typeorm';
 import type { Actor } from '../../../common/auth/actor.js';
-import { AuthenticationFailed, InvalidRequest, NotFound } from '../../../common/errors/api-error.js';
+import { InvalidRequest, NotFound } from '../../../common/errors/api-error.js';
 import { Clock } from '../../../common/clock.js';
 import { newId } from '../../../common/ids.js';
 import { SCOPES, type Scope } from '../../../common/auth/scopes.js';
@@ -9,7 +9,7 @@ import { Transactions } from '../../../infra/database/transactions.js';
 import { AccountEntity } from '../account.entity.js';
 import { ApiKeyEntity } from '../api-key.entity.js';
 import { generateApiKey } from '../api-key-secret.js';
-import { assertKeyWithinPowers } from '../key-authority.js';
+import { assertCallingKeyStillLive, assertKeyWithinPowers } from '../key-authority.js';
 import { UserEntity } from '../user.entity.js';
 
 /** Live (unrevoked) keys an account may hold: one page of GET /v1/api-keys. */
@@ -55,9 +55,7 @@ export class CreateApiKeyHandler implements ICommandHandler<CreateApiKeyCommand>
       // The account row lock makes the count-then-insert below safe against a concurrent creation.
       const account = await tx.getRepository(AccountEntity).findOne({ where: { id: accountId }, ...this.transactions.dialect.lockForUpdate<AccountEntity>() });
       if (!account) throw new NotFound('account', accountId);
-      // The calling key was checked when the request arrived; revoked since (a leaked key being shut off), it mints nothing.
-      const issuerLive = { where: { id: issuer?.keyId, revokedAt: IsNull() }, select: { id: true }, ...this.transactions.dialect.lockForShare<ApiKeyEntity>() };
-      if (issuer && !(await tx.getRepository(ApiKeyEntity).findOne(issuerLive))) throw new AuthenticationFailed('The API key is not valid or has been revoked.');
+      if (issuer) await assertCallingKeyStillLive(tx, issuer);
       // The operator (command line) is not held to it: an account full of keys without an elevated one can still be given one.
       if (issuer && (await tx.getRepository(ApiKeyEntity).countBy({ accountId, revokedAt: IsNull() })) >= MAX_LIVE_API_KEYS_PER_ACCOUNT) {
         throw new InvalidRequest(`An account may have at most ${MAX_LIVE_API_KEYS_PER_ACCOUNT} live API keys; revoke one first.`, {

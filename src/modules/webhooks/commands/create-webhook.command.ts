@@ -6,6 +6,7 @@ import { newId } from '../../../common/ids.js';
 import { AppConfig } from '../../../config/app-config.js';
 import { Transactions } from '../../../infra/database/transactions.js';
 import { AccountEntity } from '../../accounts/account.entity.js';
+import { assertCallingKeyStillLive } from '../../accounts/key-authority.js';
 import { CreatedWebhookResponse } from '../dto/webhook.response.js';
 import type { CreateWebhookRequest } from '../dto/create-webhook.request.js';
 import { generateWebhookSecret, WebhookSecretBox } from '../webhook-secret-box.js';
@@ -41,6 +42,8 @@ export class CreateWebhookHandler implements ICommandHandler<CreateWebhookComman
     return this.transactions.run(async (tx) => {
       // The account row lock makes the count-then-insert below safe against a concurrent create.
       await tx.getRepository(AccountEntity).findOne({ where: { id: actor.accountId }, ...this.transactions.dialect.lockForUpdate<AccountEntity>() });
+      // A webhook receives the account's events from now on: a key revoked while this request waited leaves none behind.
+      await assertCallingKeyStillLive(tx, actor);
       const existing = await tx.getRepository(WebhookEntity).countBy({ accountId: actor.accountId });
       if (existing >= MAX_WEBHOOKS_PER_ACCOUNT) {
         throw new InvalidRequest(`An account may have at most ${MAX_WEBHOOKS_PER_ACCOUNT} webhooks; delete one first.`, {
