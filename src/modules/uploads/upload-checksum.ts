@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
+import { STATUS_CODES } from 'node:http';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Transform, type Readable } from 'node:stream';
@@ -16,6 +17,8 @@ const CHUNK_DIR_PREFIX = 'fss-tus-chunk';
 
 /** tus's 460 Checksum Mismatch. */
 export const CHECKSUM_MISMATCH = 460;
+// Node has no reason phrase for 460 and would send "HTTP/1.1 460 "; named once here, for every answer that uses it.
+STATUS_CODES[CHECKSUM_MISMATCH] ??= 'Checksum Mismatch';
 
 export interface UploadChecksum {
   algorithm: ChecksumAlgorithm;
