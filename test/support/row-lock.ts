@@ -7,7 +7,14 @@ import { eventually } from './time.js';
  * the row, then lets them go in that order. So a test can make requests interleave as two clients rarely but
  * really do (the second read the row before the first committed, and writes it after). Answers the responses.
  */
-export async function queueBehindRowLock<T>(app: INestApplicationContext, table: string, id: string, requests: (() => Promise<T>)[]): Promise<T[]> {
+export async function queueBehindRowLock<T>(
+  app: INestApplicationContext,
+  table: string,
+  id: string,
+  requests: (() => Promise<T>)[],
+  /** Done once every request waits, before the row is let go: what happens to the world while they wait. */
+  whileHeld: () => Promise<unknown> = async () => undefined,
+): Promise<T[]> {
   const db = app.get(DataSource);
   const waiting = async () =>
     (await db.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"))[0].n as number;
@@ -20,6 +27,7 @@ export async function queueBehindRowLock<T>(app: INestApplicationContext, table:
       started.push(request());
       await eventually(async () => (await waiting()) > n, 10_000, `request ${n + 1} to wait for the ${table} row`);
     }
+    await whileHeld();
   } finally {
     await holder.rollbackTransaction();
     await holder.release();

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { ApiKeyEntity } from '../../../src/modules/accounts/api-key.entity.js';
 import { bearer, createAccount, createKey, type TestAccount } from '../../support/accounts.js';
 import { TEST_DB, type TestApp } from '../../support/test-app.js';
-import { eventually } from '../../support/time.js';
+import { queueBehindRowLock } from '../../support/row-lock.js';
 import { useTestApp } from '../../support/app-fixture.js';
 
 describe('API keys over HTTP', () => {
@@ -164,22 +164,14 @@ describe('API keys over HTTP', () => {
     const account = await createAccount(t.app);
     const leaked = await createKey(t.app, account, ['read'], true);
     const db = t.app.get(DataSource);
-    const waiting = async () =>
-      (await db.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"))[0].n as number;
-    // The creation was authenticated; its transaction waits behind this lock on the account while the key is revoked.
-    const holder = db.createQueryRunner();
-    await holder.startTransaction();
-    let creation: Promise<{ status: number; body: { error?: { code: string } } }>;
-    try {
-      await holder.query('SELECT id FROM accounts WHERE id = $1 FOR UPDATE', [account.accountId]);
-      creation = t.http().post('/v1/api-keys').set(leaked.auth).send({ name: 'successor', scopes: ['read'], elevated: true }).then((res) => res);
-      await eventually(async () => (await waiting()) > 0, 10_000, 'the key creation to wait for the account row');
-      await t.http().delete(`/v1/api-keys/${leaked.id}`).set(account.auth).expect(200);
-    } finally {
-      await holder.rollbackTransaction();
-      await holder.release();
-    }
-    const created = await creation;
+    // The creation was authenticated; its transaction waits behind a lock on the account while the key is revoked.
+    const [created] = await queueBehindRowLock(
+      t.app,
+      'accounts',
+      account.accountId,
+      [() => t.http().post('/v1/api-keys').set(leaked.auth).send({ name: 'successor', scopes: ['read'], elevated: true }).then((res) => res)],
+      () => t.http().delete(`/v1/api-keys/${leaked.id}`).set(account.auth).expect(200),
+    );
     expect(created.status).toBe(401);
     expect(created.body.error?.code).toBe('authentication_failed');
     expect(await db.getRepository(ApiKeyEntity).countBy({ accountId: account.accountId, name: 'successor' })).toBe(0);
