@@ -50,15 +50,6 @@ export interface UploadOptions extends PostOptions {
   resumableThresholdBytes?: number;
 }
 
-/** The field an id of each collection's path is, as the server's errors name it. */
-const ID_FIELDS: Record<string, string> = { files: 'file_id', folders: 'folder_id', shares: 'share_id', webhooks: 'webhook_id', deliveries: 'delivery_id', 'api-keys': 'key_id', s: 'url_or_token' };
-
-/**
- * A path of the API with its ids percent-encoded. An id that cannot name a resource (empty, `.` or `..`, or holding `/`,
- * `?` or `#`) is refused before any request: it would reach another route (the listing, the parent) or a path a proxy
- * rewrites. A share token (`/s/…`) is whatever a visitor pasted, sent as it is; only one no URL can carry as a path
- * segment (empty, `.` or `..`, which URLs resolve away however encoded) is refused.
- */
 /** A part of a file's content: bytes `start` to `end` inclusive (to the end when `end` is absent), or with a negative `start` and no `end`, the last `-start` bytes. */
 export interface ByteRangeOptions {
   start?: number;
@@ -75,10 +66,19 @@ function rangeHeader({ start, end }: ByteRangeOptions): Record<string, string> {
       : start !== undefined && start < 0
         ? end !== undefined ? 'a negative start (the last bytes) takes no end' : null
         : end !== undefined && end < (start ?? 0) ? 'end must not come before start' : null;
-  if (problem) throw new InvalidRequestError({ code: 'invalid_request', message: `Request validation failed: range: ${problem}`, details: { fields: [{ field: 'range', message: problem }] } });
+  if (problem) throw invalidField('range', problem);
   return { Range: start !== undefined && start < 0 ? `bytes=${start}` : `bytes=${start ?? 0}-${end ?? ''}` };
 }
 
+/** The field an id of each collection's path is, as the server's errors name it. */
+const ID_FIELDS: Record<string, string> = { files: 'file_id', folders: 'folder_id', shares: 'share_id', webhooks: 'webhook_id', deliveries: 'delivery_id', 'api-keys': 'key_id', s: 'url_or_token' };
+
+/**
+ * A path of the API with its ids percent-encoded. An id that cannot name a resource (empty, `.` or `..`, or holding `/`,
+ * `?` or `#`) is refused before any request: it would reach another route (the listing, the parent) or a path a proxy
+ * rewrites. A share token (`/s/…`) is whatever a visitor pasted, sent as it is; only one no URL can carry as a path
+ * segment (empty, `.` or `..`, which URLs resolve away however encoded) is refused.
+ */
 const path = (template: TemplateStringsArray, ...ids: string[]) =>
   template.reduce((out, part, i) => {
     if (i >= ids.length) return out + part;
@@ -92,7 +92,12 @@ function pathSegment(value: string, field: string, anyText: boolean): string {
   const problem = anyText
     ? `must be a share url or its token, not ${JSON.stringify(value)}`
     : `must be an id as the API gives it (not empty, . or .., and without /, ? or #), not ${JSON.stringify(value)}`;
-  throw new InvalidRequestError({ code: 'invalid_request', message: `Request validation failed: ${field}: ${problem}`, details: { fields: [{ field, message: problem }] } });
+  throw invalidField(field, problem);
+}
+
+/** The error the server would answer for a bad field, raised here before any request is sent. */
+function invalidField(field: string, problem: string): InvalidRequestError {
+  return new InvalidRequestError({ code: 'invalid_request', message: `Request validation failed: ${field}: ${problem}`, details: { fields: [{ field, message: problem }] } });
 }
 const post = (options: PostOptions) => ({ signal: options.signal, headers: options.idempotencyKey ? { 'Idempotency-Key': options.idempotencyKey } : undefined });
 
@@ -225,7 +230,7 @@ const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[
 function assertWellFormedName(name: string, field: string): void {
   if (!LONE_SURROGATE.test(name)) return;
   const problem = 'must be well-formed Unicode (no unpaired surrogate, U+D800 to U+DFFF)';
-  throw new InvalidRequestError({ code: 'invalid_request', message: `Request validation failed: ${field}: ${problem}`, details: { fields: [{ field, message: problem }] } });
+  throw invalidField(field, problem);
 }
 
 /** Where a resumable upload's chunks go, and how long its failures in a row are retried. */
