@@ -1,4 +1,4 @@
-import { Body, Controller, Get, HttpCode, Param, Post, Req, Res } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Param, Post, Req, Res, UseFilters } from '@nestjs/common';
 import { CommandBus, QueryBus } from '@nestjs/cqrs';
 import { ApiConsumes, ApiHeader, ApiOperation, ApiParam, ApiProduces, ApiTags } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
@@ -17,7 +17,8 @@ import { ShareDownloadForm } from './dto/share-download.form.js';
 import { TooManyPasswordAttempts } from './password-attempts.js';
 import { FindPublicShareQuery } from './queries/find-public-share.query.js';
 import type { UsableShare } from './share-lookup.js';
-import { lockedPage, problemPage, sendSharePage } from './share-page.js';
+import { lockedPage, problemPage, sendSharePage, wantsSharePage } from './share-page.js';
+import { SharePageRefusals } from './share-page-refusals.filter.js';
 
 const PASSWORD_HEADER = 'x-share-password';
 /** The longest user agent a share.accessed event carries: real ones are a few hundred characters; the header may be 16 KiB. */
@@ -43,6 +44,7 @@ const REPEATED_PASSWORD_ANSWER: [number, string] = [400, 'invalid_request: malfo
  */
 @ApiTags('Public share links')
 @Public()
+@UseFilters(SharePageRefusals)
 @Controller('s')
 export class PublicSharesController {
   constructor(
@@ -70,7 +72,7 @@ export class PublicSharesController {
   @ApiErrors(...PUBLIC_ERRORS, REPEATED_PASSWORD_ANSWER)
   async open(@Param('token') token: string, @Req() request: Request, @Res() response: Response): Promise<void> {
     response.vary('Accept');
-    if (!wantsHtml(request)) {
+    if (!wantsSharePage(request)) {
       // Each open counts a view, and a revoked or expired link must stop answering at once: no cache may keep this,
       // nor a refusal (a 404 or 410 is cacheable by default).
       response.setHeader('Cache-Control', 'no-store');
@@ -132,7 +134,7 @@ export class PublicSharesController {
         this.clock.now(),
       );
     };
-    if (wantsHtml(request)) await this.asPage(request, response, send, token, password !== undefined);
+    if (wantsSharePage(request)) await this.asPage(request, response, send, token, password !== undefined);
     else await send();
   }
 
@@ -198,10 +200,6 @@ function recordedUserAgent(request: Request): string | null {
   if (!value) return null;
   const text = utf8HeaderText(value);
   return text.length <= MAX_RECORDED_USER_AGENT_LENGTH ? text : Array.from(text).slice(0, MAX_RECORDED_USER_AGENT_LENGTH).join('');
-}
-
-function wantsHtml(request: Request): boolean {
-  return request.accepts(['application/json', 'text/html']) === 'text/html';
 }
 
 /** X-Share-Password, decoded as UTF-8 when its bytes are (see utf8HeaderText). */

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Response } from 'express';
+import type { Request, Response } from 'express';
 import type { ApiError } from '../../common/errors/api-error.js';
 import { type PasswordRefusal, TooManyPasswordAttempts } from './password-attempts.js';
 
@@ -109,22 +109,34 @@ export function lockedPage(refusal: TooManyPasswordAttempts, now: Date, wrongPas
   return { kind: 'locked', refusal: refusal.refusal, retryAfterSeconds, retryAt: new Date(now.getTime() + retryAfterSeconds * 1000), wrongPassword };
 }
 
+/** A refusal as the page shows it: an ApiError, or the error of an envelope the API would have answered. */
+export type PageRefusal = ApiError | { code: string; message: string; details?: Record<string, unknown> };
+
 /** The page a browser gets for a refused visit: a title and a message a visitor understands. */
-export function problemPage(error: ApiError, now: Date): SharePage {
+export function problemPage(error: PageRefusal, now: Date): SharePage {
   if (error instanceof TooManyPasswordAttempts) return lockedPage(error, now);
-  const titles: Partial<Record<ApiError['code'], string>> = {
+  const titles: Record<string, string> = {
     not_found: 'Link not found',
     share_expired: 'Link expired',
     file_infected: 'File unavailable',
     rate_limit_exceeded: 'Too many attempts',
     service_unavailable: 'Temporarily unavailable',
   };
-  const messages: Partial<Record<ApiError['code'], string>> = {
+  const retryAfter = Number(error.details?.retry_after);
+  const messages: Record<string, string> = {
     not_found: 'This share link does not exist or is no longer available.',
     share_expired: 'This share link has expired. Ask the owner for a new one.',
     file_infected: 'This file was found to contain malware and cannot be downloaded.',
+    ...(Number.isSafeInteger(retryAfter) && retryAfter > 0
+      ? { rate_limit_exceeded: `Too many requests came from your network. You can try again in ${formatWait(retryAfter)}.` }
+      : {}),
   };
   return { kind: 'problem', title: titles[error.code] ?? 'Something went wrong', message: messages[error.code] ?? error.message };
+}
+
+/** Whether the visitor is a browser (it prefers HTML to JSON): it gets pages, programs JSON. */
+export function wantsSharePage(request: Request): boolean {
+  return request.accepts(['application/json', 'text/html']) === 'text/html';
 }
 
 /**

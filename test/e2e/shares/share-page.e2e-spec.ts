@@ -5,6 +5,7 @@ import { createAccount, type TestAccount } from '../../support/accounts.js';
 import { launchBrowser } from '../../support/browser.js';
 import { seedFile } from '../../support/files.js';
 import { startTestApp, type TestApp } from '../../support/test-app.js';
+import { startOfFreshRateWindow } from '../../support/time.js';
 import { uploadOk } from '../../support/uploads.js';
 import { createShare, expireShare, outboxEvents } from './share-fixtures.js';
 
@@ -121,5 +122,46 @@ describe('the share page in a real browser', () => {
     expect(expired.status).toBe(410);
     expect(await expired.page.locator('h1').textContent()).toBe('Link expired');
     await expired.page.context().close();
+  });
+});
+
+describe('the share page when the visitor\'s address is over the public rate limit', () => {
+  let t: TestApp;
+  let owner: TestAccount;
+  let browser: Browser;
+
+  beforeAll(async () => {
+    t = await startTestApp({ PUBLIC_RATE_LIMIT_PER_MINUTE: '3' });
+    owner = await createAccount(t.app);
+    browser = await launchBrowser();
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await t.close();
+  });
+
+  it('shows a browser a page saying when to come back, and still answers a program with the JSON envelope', async () => {
+    const share = await createShare(t, owner, { file_id: (await seedFile(t.app, owner, { name: 'popular.txt' })).id });
+    // The limit is per wall-clock minute: all of this in one.
+    await startOfFreshRateWindow();
+    const page = await (await browser.newContext()).newPage();
+    for (let visit = 1; visit <= 3; visit++) expect((await page.goto(`${t.baseUrl}${share.path}`))?.status()).toBe(200);
+
+    const refused = await page.goto(`${t.baseUrl}${share.path}`);
+    expect(refused?.status()).toBe(429);
+    const headers = refused!.headers();
+    expect(headers['content-type']).toBe('text/html; charset=utf-8');
+    expect(Number(headers['retry-after'])).toBeGreaterThan(0);
+    expect(headers['cache-control']).toBe('no-store');
+    expect(await page.locator('h1').textContent()).toBe('Too many attempts');
+    expect(await page.locator('main').textContent()).toContain('Too many requests came from your network. You can try again in');
+    // Its download link, followed by hand, too.
+    expect((await page.goto(`${t.baseUrl}${share.path}/download`))?.status()).toBe(429);
+    expect(await page.locator('h1').textContent()).toBe('Too many attempts');
+    await page.context().close();
+
+    const program = await fetch(`${t.baseUrl}${share.path}`, { headers: { Accept: 'application/json' } });
+    expect(program.status).toBe(429);
+    expect(await program.json()).toMatchObject({ success: false, error: { code: 'rate_limit_exceeded' } });
   });
 });
