@@ -2,6 +2,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { finished, type Duplex } from 'node:stream';
 import type { AppConfig } from '../../config/app-config.js';
+import type { Draining } from '../../infra/shutdown/draining.js';
 import type { ErrorEnvelope } from './envelope.js';
 
 /**
@@ -13,13 +14,26 @@ import type { ErrorEnvelope } from './envelope.js';
  * direction for `httpIdleTimeoutMs`. A slow upload or download that keeps moving runs as long as it needs.
  * The request head still has its own deadline (`httpHeadersTimeoutMs`) against clients that trickle headers.
  */
-export function applyHttpServerLimits(server: Server, config: AppConfig): void {
+export function applyHttpServerLimits(server: Server, config: AppConfig, draining: Draining): void {
   server.requestTimeout = 0;
   server.headersTimeout = config.httpHeadersTimeoutMs;
   server.setTimeout(config.httpIdleTimeoutMs, (socket) => closeIdle(socket));
+  // One idle limit, between requests too: Node's own 5 s for a kept-alive connection is shorter than the idle timeout of
+  // the proxies in front of it (nginx and AWS ALB keep theirs 60 s), which then send a request on a connection Node is
+  // closing and answer their client 502; a client that missed its own 4 s timer (a busy event loop) fails the same way.
+  // The answers' `Keep-Alive: timeout=` tells clients how long it is.
+  server.keepAliveTimeout = config.httpIdleTimeoutMs;
   const requestsOf = new WeakMap<Duplex, IncomingMessage>();
+  // Once the server drains (SIGTERM), a connection closes as soon as it has no request in flight: kept alive, it would
+  // hold the shutdown up for the idle limit. Answers not yet begun say so (`Connection: close`).
+  draining.onStart(() => server.closeIdleConnections());
   server.on('request', (request: IncomingMessage, response: ServerResponse) => {
     requestsOf.set(request.socket, request);
+    if (draining.started && !response.headersSent) response.setHeader('Connection', 'close');
+    response.once('finish', () => {
+      // Node lets go of the connection just after 'finish'.
+      if (draining.started) setImmediate(() => server.closeIdleConnections());
+    });
     // On a connection that stays open, Node reads the rest of an answered request's body for as long as it comes:
     // endless, behind a 401, if the client sends it chunked. A connection that closes is handled by closeAfterAnswer.
     response.once('finish', () => {

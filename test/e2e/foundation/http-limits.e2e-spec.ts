@@ -243,3 +243,49 @@ describe('a request body that keeps coming after the answer', () => {
   }, 30_000);
 });
 
+
+describe('a kept-alive connection between requests', () => {
+  let t: TestApp;
+  const IDLE_SECONDS = 8;
+
+  beforeAll(async () => {
+    t = await startTestApp({ HTTP_IDLE_TIMEOUT_SECONDS: String(IDLE_SECONDS) });
+  });
+  afterAll(() => t.close());
+
+  /** Sends one request on `socket` and answers the head of its answer, read once the body has come. */
+  const exchange = (socket: ReturnType<typeof connect>) =>
+    new Promise<string>((resolve, reject) => {
+      if (socket.destroyed) return reject(new Error('the server had closed the connection'));
+      let answer = '';
+      const onData = (chunk: Buffer) => {
+        answer += chunk.toString('latin1');
+        const [head, body] = answer.split('\r\n\r\n');
+        const length = Number(/^content-length: (\d+)$/im.exec(head ?? '')?.[1] ?? NaN);
+        if (body !== undefined && Buffer.byteLength(body, 'latin1') >= length) {
+          socket.off('data', onData);
+          resolve(head);
+        }
+      };
+      socket.on('data', onData);
+      socket.once('close', () => reject(new Error(`the server closed the connection; it had answered: ${JSON.stringify(answer)}`)));
+      socket.once('error', reject);
+      socket.write('GET /health HTTP/1.1\r\nHost: x\r\n\r\n');
+    });
+
+  it('stays open as long as the idle limit, not Node\'s 5 s, and says so in Keep-Alive', async () => {
+    const url = new URL(t.baseUrl);
+    const socket = connect(Number(url.port), url.hostname);
+    try {
+      const first = await exchange(socket);
+      expect(first).toMatch(/^HTTP\/1\.1 200 /);
+      expect(first).toMatch(new RegExp(`^keep-alive: timeout=${IDLE_SECONDS}$`, 'im'));
+      // Longer than Node's default keep-alive (5 s) and shorter than the idle limit: a proxy reusing the connection now
+      // must get an answer, not a connection closed under it.
+      await new Promise((resolve) => setTimeout(resolve, 6_000));
+      expect(await exchange(socket)).toMatch(/^HTTP\/1\.1 200 /);
+    } finally {
+      socket.destroy();
+    }
+  }, 30_000);
+});
