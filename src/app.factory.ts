@@ -9,6 +9,7 @@ import { AppModule } from './app.module.js';
 import { API_VERSION, completeOpenApiDocument } from './common/http/openapi.js';
 import { documentJsonBodyLimits, jsonBodyParser } from './common/http/request-body.js';
 import { applyHttpServerLimits } from './common/http/http-server-limits.js';
+import { EXPOSED_API_HEADERS } from './common/http/cors.js';
 import { Draining } from './infra/shutdown/draining.js';
 import { applyMigrations } from './infra/database/apply-migrations.js';
 import { requestIdMiddleware } from './common/http/request-id.js';
@@ -51,7 +52,7 @@ export async function createApp(config: AppConfig): Promise<NestExpressApplicati
   const cors = {
     origin: '*',
     allowedHeaders: ['Authorization', 'Content-Type', 'Range', 'If-Match', 'If-None-Match', 'If-Range', 'If-Unmodified-Since', 'If-Modified-Since', 'X-Request-Id', 'X-Share-Password', 'Idempotency-Key', ...TUS_REQUEST_HEADERS].join(','),
-    exposedHeaders: ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'Retry-After', 'X-Request-Id', 'ETag', 'Content-Range', 'Content-Disposition', 'Idempotent-Replayed', ...TUS_RESPONSE_HEADERS].join(','),
+    exposedHeaders: [...EXPOSED_API_HEADERS, ...TUS_RESPONSE_HEADERS].join(','),
     maxAge: 600,
   };
   const corsForTusDiscovery = { ...cors, preflightContinue: true };

@@ -1,4 +1,5 @@
 import { HttpStatus, Injectable } from '@nestjs/common';
+import { EXPOSED_API_HEADERS } from '../../common/http/cors.js';
 import { CommandBus } from '@nestjs/cqrs';
 import { Server, type ServerOptions } from '@tus/server';
 import { ERRORS, TUS_VERSION } from '@tus/utils';
@@ -41,8 +42,6 @@ export const TUS_REQUEST_HEADERS = [
 ];
 /** Response headers of the tus protocol a browser script must be able to read (CORS). */
 export const TUS_RESPONSE_HEADERS = ['Location', 'Tus-Resumable', 'Tus-Version', 'Tus-Extension', 'Tus-Max-Size', 'Tus-Checksum-Algorithm', 'Upload-Offset', 'Upload-Length', 'Upload-Expires', 'Upload-Metadata', FILE_ID_HEADER];
-/** Our own headers that tus answers carry too, exposed next to the protocol's. */
-const OUR_RESPONSE_HEADERS = ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'Retry-After', 'X-Request-Id', 'WWW-Authenticate'];
 
 /** An OPTIONS request to the uploads that is not a CORS preflight: tus protocol discovery. */
 export function isTusDiscovery(request: Request): boolean {
@@ -134,7 +133,7 @@ export class TusProtocol {
       },
       // No limit here: creation checks Upload-Length, and the store holds a deferred length to the plan and the quota, with our errors.
       maxSize: 0,
-      exposedHeaders: [...TUS_RESPONSE_HEADERS, ...OUR_RESPONSE_HEADERS],
+      exposedHeaders: [...TUS_RESPONSE_HEADERS, ...EXPOSED_API_HEADERS],
       onIncomingRequest: async (req, uploadId) => {
         if (req.method === 'POST') return;
         const upload = await this.assertOwnUpload(tusActor(), uploadId);

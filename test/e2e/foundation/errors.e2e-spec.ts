@@ -95,6 +95,10 @@ describe('browsers', () => {
     const account = await createAccount(t.app);
     const get = await t.http().get('/v1/user/info').set(account.auth).set('Origin', 'https://app.example.com');
     expect(get.headers['access-control-expose-headers']).toMatch(/X-RateLimit-Remaining/);
+    // A 401's challenge too, as tus answers expose it.
+    const refused = await t.http().get('/v1/user/info').set('Origin', 'https://app.example.com');
+    expect(refused.status).toBe(401);
+    expect(refused.headers['access-control-expose-headers']).toMatch(/WWW-Authenticate/);
   });
 });
 
