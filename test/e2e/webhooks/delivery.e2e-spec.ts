@@ -14,6 +14,7 @@ import { DeliveryQueuer } from '../../../src/modules/webhooks/delivery/delivery-
 import { DeliveryReader } from '../../../src/modules/webhooks/delivery/delivery-reader.js';
 import { RETRY_DELAYS_MS } from '../../../src/modules/webhooks/delivery/delivery-schedule.js';
 import { DeliverySignal } from '../../../src/modules/webhooks/delivery/delivery-signal.js';
+import { FirstAttempts } from '../../../src/modules/webhooks/delivery/first-attempts.js';
 import { WebhookDeliveryEntity } from '../../../src/modules/webhooks/webhook-delivery.entity.js';
 import { WebhookEntity } from '../../../src/modules/webhooks/webhook.entity.js';
 import { createAccount, type TestAccount } from '../../support/accounts.js';
@@ -407,6 +408,53 @@ describe('webhook delivery with a slow receiver', () => {
     await fast.waitFor((r) => r.length === 6, 25_000, 'all six deliveries at the fast receiver');
     expect(slow.received.length).toBeGreaterThanOrEqual(1);
     expect(slow.received.length).toBeLessThan(6);
+  });
+});
+
+describe('first attempts of a webhook while two slow receivers have a backlog', () => {
+  let t: TestApp;
+  let server: Server;
+  /** Every request in the order it arrived; each is answered 200 only when the test says so. */
+  const arrivals: Array<{ path: string; answer: () => void }> = [];
+  const arrivedAt = (path: string) => arrivals.filter((arrival) => arrival.path === path).length;
+
+  beforeAll(async () => {
+    // Four slots, three of them for one webhook at most.
+    t = await startTestApp({ WEBHOOK_DELIVERY_CONCURRENCY: '4' });
+    server = createServer((request, response) => {
+      request.resume();
+      request.on('end', () => arrivals.push({ path: request.url ?? '', answer: () => response.end() }));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  });
+  afterAll(async () => {
+    for (const arrival of arrivals) arrival.answer();
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    await t.close();
+  });
+
+  it('get the first slot that comes free, rather than waiting behind their backlogs', async () => {
+    const owner = await createAccount(t.app);
+    const { port } = server.address() as AddressInfo;
+    const subscribe = (path: string, event: string) => t.http().post('/v1/webhooks').set(owner.auth).send({ url: `http://127.0.0.1:${port}${path}`, events: [event] }).expect(201);
+    await subscribe('/slow-a', 'folder.created');
+    await subscribe('/slow-b', 'file.deleted');
+    const healthy = (await subscribe('/healthy', 'file.uploaded')).body.data as { id: string };
+    for (let i = 0; i < 5; i++) await recordEvent(t.app, 'folder.created', owner.accountId, { folder: { id: `fld_${i}` } });
+    await eventually(async () => arrivedAt('/slow-a') === 3, 10_000, 'slow-a holding its three slots');
+    for (let i = 0; i < 5; i++) await recordEvent(t.app, 'file.deleted', owner.accountId, { file: { id: `file_${i}` } });
+    await eventually(async () => arrivedAt('/slow-b') === 1, 10_000, 'slow-b holding the fourth slot');
+    await recordEvent(t.app, 'file.uploaded', owner.accountId, { file: { id: 'file_healthy' } });
+    await eventually(async () => {
+      const [delivery] = await t.app.get(DataSource).getRepository(WebhookDeliveryEntity).findBy({ webhookId: healthy.id });
+      return delivery && t.app.get(FirstAttempts).isAttempting(delivery.id);
+    }, 10_000, 'the healthy webhook\'s delivery waiting in the server for a slot');
+    // Every slot is taken; slow-a and slow-b each have deliveries waiting for one, and so has the healthy webhook.
+    const before = arrivals.length;
+    arrivals[0].answer();
+    await eventually(async () => arrivals.length > before, 10_000, 'the freed slot used');
+    expect(arrivals[before].path).toBe('/healthy');
   });
 });
 
