@@ -106,6 +106,35 @@ describe('webhook configuration API', () => {
     expect(created.body.data.url).toBe('https://hooks.example.com/my%20hook');
   });
 
+  it('refuses a url the parser would read as another one, or one on port 0, naming the field and creating nothing', async () => {
+    const account = await createAccount(t.app);
+    const repaired = {
+      // Read as https://hooks.example.com/x: the stored url would not be the one delivered to.
+      'https:///hooks.example.com/x': 'https://hooks.example.com/x',
+      'https:hooks.example.com/x': 'https://hooks.example.com/x',
+      'https:/hooks.example.com/x': 'https://hooks.example.com/x',
+      'https://hooks.example.com\\x': 'https://hooks.example.com/x',
+      'https:\\\\hooks.example.com/x': 'https://hooks.example.com/x',
+    };
+    for (const [url, readAs] of Object.entries(repaired)) {
+      const refused = await create(account, { url, events: ['file.uploaded'] }).expect(400);
+      expect(refused.body.error, url).toMatchObject({
+        code: 'invalid_request',
+        details: { fields: [{ field: 'url', message: expect.stringContaining(`would be read as ${readAs}`) }] },
+      });
+    }
+    // Port 0 names no receiver: every delivery would fail to connect.
+    for (const url of ['https://hooks.example.com:0/x', 'https://hooks.example.com:000/x']) {
+      const refused = await create(account, { url, events: ['file.uploaded'] }).expect(400);
+      expect(refused.body.error.details.fields, url).toEqual([{ field: 'url', message: 'must not use port 0' }]);
+    }
+    expect((await t.http().get('/v1/webhooks').set(account.auth).expect(200)).body.data).toEqual([]);
+    // Written out, with a scheme in capitals and a port, the same receiver is taken exactly as written.
+    for (const url of ['HTTPS://hooks.example.com/x', 'https://hooks.example.com:8443/x']) {
+      expect((await create(account, { url, events: ['file.uploaded'] }).expect(201)).body.data.url).toBe(url);
+    }
+  });
+
   it('updates events and active, and refuses an empty or invalid change', async () => {
     const { id } = (await create(owner, { url: 'https://hooks.example.com/p', events: ['file.uploaded'] }).expect(201)).body.data;
     const patched = await t.http().patch(`/v1/webhooks/${id}`).set(owner.auth).send({ events: ['folder.created', 'share.accessed'], active: false }).expect(200);

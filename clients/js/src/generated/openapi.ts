@@ -1193,7 +1193,7 @@ export interface components {
         };
         CreateWebhookRequest: {
             /**
-             * @description An https URL on a public address, exactly as written: no spaces or control characters around or inside it (percent-encode them).
+             * @description An https URL on a public address, exactly as written: `https://host/path` spelled out (no backslashes, no port 0), no spaces or control characters around or inside it (percent-encode them).
              * @example https://example.com/hooks/storage
              */
             url: string;
