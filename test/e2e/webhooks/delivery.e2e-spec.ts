@@ -207,6 +207,22 @@ describe('webhook delivery', () => {
     expect(new Webhook(rotated.body.data.secret).verify(delivered.rawBody, delivered.headers as Record<string, string>)).toEqual(delivered.body);
   });
 
+  it('answers a redelivery to a webhook whose secret can no longer be decrypted with 409 naming the cause, and leaves the delivery as it was', async () => {
+    const webhook = await createWebhook(owner, 'redeliver-undecryptable', { events: ['storage.warning'] });
+    const sent = (await t.http().post(`/v1/webhooks/${webhook.id}/test`).set(owner.auth).expect(202)).body.data;
+    await receiver.waitFor((r) => at('redeliver-undecryptable')(r).length === 1, 10_000, 'the test event');
+    const finished = await eventually(async () => {
+      const current = (await t.http().get(`/v1/webhooks/${webhook.id}/deliveries/${sent.id}`).set(owner.auth).expect(200)).body.data;
+      return current.status === 'succeeded' ? current : undefined;
+    }, 10_000, 'the test event logged');
+    await t.app.get(DataSource).getRepository(WebhookEntity).update({ id: webhook.id }, { secretSealed: 'v1.AAAAAAAAAAAAAAAA.AAAAAAAAAAAAAAAAAAAAAA.AAAA' });
+
+    const redelivered = await t.http().post(`/v1/webhooks/${webhook.id}/deliveries/${sent.id}/redeliver`).set(owner.auth);
+    expect([redelivered.status, redelivered.body.error?.code]).toEqual([409, 'conflict']);
+    expect(redelivered.body.error.message).toMatch(/secret of webhook .* cannot be decrypted.*rotate its secret/i);
+    expect((await t.http().get(`/v1/webhooks/${webhook.id}/deliveries/${sent.id}`).set(owner.auth).expect(200)).body.data).toEqual(finished);
+  });
+
   it('does not use up a delivery\'s attempts on database errors: its job waits for the database and then delivers', async () => {
     const webhook = await createWebhook(owner, 'database-away', { events: ['file.deleted'] });
     const reader = t.app.get(DeliveryReader);

@@ -7192,7 +7192,7 @@ export interface operations {
                 };
             };
             /**
-             * @description conflict: the webhook is inactive (activate it first), the delivery is still being attempted, or it is a replay delivery and another replay delivery of its event to this webhook is.
+             * @description conflict: the webhook is inactive (activate it first), its secret cannot be decrypted (SECRETS_ENCRYPTION_KEY changed; rotate its secret), the delivery is still being attempted, or it is a replay delivery and another replay delivery of its event to this webhook is.
              *
              *     idempotency_key_in_use: a request with this Idempotency-Key is still running; retry after Retry-After.
              */
