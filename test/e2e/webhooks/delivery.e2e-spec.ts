@@ -393,6 +393,20 @@ describe('webhook delivery', () => {
     await t.http().post(`/v1/webhooks/${failingLess.id}/test`).set(owner.auth).expect(202);
     await eventually(async () => ((await webhooks.findOneByOrFail({ id: failingLess.id })).failingSince === null ? true : undefined));
   });
+
+  it('does not forgive the failures of a webhook that is on already: a PATCH repeating active: true keeps its streak', async () => {
+    const webhook = await createWebhook(owner, 'failing-repatched', { events: ['file.uploaded'] });
+    const webhooks = t.app.get(DataSource).getRepository(WebhookEntity);
+    await webhooks.update({ id: webhook.id }, { failingSince: new Date(Date.now() - 25 * HOUR) });
+    receiver.respondWith((d) => (d.path === '/hooks/failing-repatched' ? 500 : 200));
+
+    // As a declarative tool sends the whole desired state: nothing is switched on, so nothing is forgiven.
+    await t.http().patch(`/v1/webhooks/${webhook.id}`).set(owner.auth).send({ events: ['file.uploaded', 'file.deleted'], active: true }).expect(200);
+    const sent = (await t.http().post(`/v1/webhooks/${webhook.id}/test`).set(owner.auth).expect(202)).body.data;
+    await eventually(async () => (await t.http().get(`/v1/webhooks/${webhook.id}/deliveries/${sent.id}`).set(owner.auth).expect(200)).body.data.attempts === 1, 10_000, 'the failed attempt logged');
+    expect((await t.http().get(`/v1/webhooks/${webhook.id}`).set(owner.auth).expect(200)).body.data).toMatchObject({ active: false, disabled_reason: 'deliveries_failing' });
+    receiver.respondWith(() => 200);
+  });
 });
 
 describe('webhook delivery with a slow receiver', () => {
