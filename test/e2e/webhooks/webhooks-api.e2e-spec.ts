@@ -150,6 +150,32 @@ describe('webhook configuration API', () => {
     expect(after.body.data).toMatchObject({ events: ['folder.created', 'share.accessed'], active: true });
   });
 
+  it('switches on a webhook turned off while its PATCH {active: true} waited, as the answer says', async (ctx) => {
+    if (TEST_DB !== 'postgres') ctx.skip('needs a row lock to interleave the two; SQLite transactions take turns');
+    const { id } = (await create(owner, { url: 'https://hooks.example.com/turned-off-meanwhile', events: ['file.uploaded'] }).expect(201)).body.data;
+    const db = t.app.get(DataSource);
+    const lockWaits = async () =>
+      (await db.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"))[0].n as number;
+    // The service turns the webhook off (24 hours of failed deliveries) in a transaction that holds its row while the PATCH comes.
+    const deactivation = db.createQueryRunner();
+    await deactivation.startTransaction();
+    let patched;
+    try {
+      await deactivation.query('SELECT id FROM webhooks WHERE id = $1 FOR UPDATE', [id]);
+      patched = t.http().patch(`/v1/webhooks/${id}`).set(owner.auth).send({ active: true }).then((answer) => answer);
+      await eventually(async () => (await lockWaits()) > 0, 10_000, 'the PATCH to wait for the webhook row');
+      await deactivation.query("UPDATE webhooks SET active = false, disabled_reason = 'deliveries_failing', disabled_at = $2 WHERE id = $1", [id, new Date().toISOString()]);
+      await deactivation.commitTransaction();
+    } finally {
+      if (deactivation.isTransactionActive) await deactivation.rollbackTransaction();
+      await deactivation.release();
+    }
+    const answer = await patched;
+    expect(answer.status).toBe(200);
+    expect(answer.body.data).toMatchObject({ active: true, disabled_reason: null });
+    expect((await t.http().get(`/v1/webhooks/${id}`).set(owner.auth).expect(200)).body.data).toMatchObject({ active: true, disabled_reason: null, disabled_at: null });
+  });
+
   it('deletes a webhook with {id, deleted: true}; a second delete is not_found', async () => {
     const { id } = (await create(owner, { url: 'https://hooks.example.com/d', events: ['file.uploaded'] }).expect(201)).body.data;
     expect((await t.http().delete(`/v1/webhooks/${id}`).set(owner.auth).expect(200)).body).toEqual({ success: true, data: { id, deleted: true } });
