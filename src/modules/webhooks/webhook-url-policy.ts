@@ -111,6 +111,13 @@ export async function checkWebhookUrl(raw: string, options: { allowPrivate: bool
     if (options.allowPrivate) return 'must be an http or https URL';
     return url.protocol === 'http:' ? `must be an https URL${LOCAL_RECEIVERS_HINT}` : 'must be an https URL';
   }
+  // The parser also repairs what is not an absolute URL as written (`https:host`, `https:///host`, backslashes for
+  // slashes): stored as sent, such a url would show one receiver and deliver to another.
+  if (!/^[a-z][a-z0-9+.-]*:\/\/[^/\\]/i.test(raw) || raw.split(/[?#]/)[0].includes('\\')) {
+    return `must be an absolute URL written as https://host/path; this one would be read as ${url.href}`;
+  }
+  // Nothing listens on port 0: every delivery would fail to connect.
+  if (url.port === '0') return 'must not use port 0';
   if (url.username || url.password) return 'must not contain credentials';
   if (options.allowPrivate) return null;
   const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;

@@ -47,8 +47,12 @@ export class WebhookEntity {
     return (this.events as string[]).includes(event);
   }
 
-  /** Turning a webhook on again forgives its failures, so it gets a fresh 24 hours. */
+  /**
+   * Turning a webhook on again forgives its failures, so it gets a fresh 24 hours. Only switching it on does: repeating
+   * `active: true` beside other changes (as declarative tools send their whole state) kept a failing webhook on for ever.
+   */
   activate(now: Date): void {
+    if (this.active) return;
     this.active = true;
     this.failingSince = null;
     this.disabledReason = null;

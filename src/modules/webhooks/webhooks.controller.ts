@@ -142,7 +142,7 @@ export class WebhooksController {
   @ApiEnvelope(DeliveryResponse, { status: 202 })
   @ApiErrors(
     [404, 'not_found: no such webhook or delivery in this account.'],
-    [409, 'conflict: the webhook is inactive (activate it first), the delivery is still being attempted, or it is a replay delivery and another replay delivery of its event to this webhook is.'],
+    [409, 'conflict: the webhook is inactive (activate it first), its secret cannot be decrypted (SECRETS_ENCRYPTION_KEY changed; rotate its secret), the delivery is still being attempted, or it is a replay delivery and another replay delivery of its event to this webhook is.'],
   )
   redeliver(@CurrentActor() actor: Actor, @Param('webhook_id') webhookId: string, @Param('delivery_id') deliveryId: string): Promise<DeliveryResponse> {
     return this.commands.execute(new RedeliverCommand(actor, webhookId, deliveryId));

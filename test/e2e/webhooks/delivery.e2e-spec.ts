@@ -14,6 +14,7 @@ import { DeliveryQueuer } from '../../../src/modules/webhooks/delivery/delivery-
 import { DeliveryReader } from '../../../src/modules/webhooks/delivery/delivery-reader.js';
 import { RETRY_DELAYS_MS } from '../../../src/modules/webhooks/delivery/delivery-schedule.js';
 import { DeliverySignal } from '../../../src/modules/webhooks/delivery/delivery-signal.js';
+import { FirstAttempts } from '../../../src/modules/webhooks/delivery/first-attempts.js';
 import { WebhookDeliveryEntity } from '../../../src/modules/webhooks/webhook-delivery.entity.js';
 import { WebhookEntity } from '../../../src/modules/webhooks/webhook.entity.js';
 import { createAccount, type TestAccount } from '../../support/accounts.js';
@@ -206,6 +207,22 @@ describe('webhook delivery', () => {
     expect(new Webhook(rotated.body.data.secret).verify(delivered.rawBody, delivered.headers as Record<string, string>)).toEqual(delivered.body);
   });
 
+  it('answers a redelivery to a webhook whose secret can no longer be decrypted with 409 naming the cause, and leaves the delivery as it was', async () => {
+    const webhook = await createWebhook(owner, 'redeliver-undecryptable', { events: ['storage.warning'] });
+    const sent = (await t.http().post(`/v1/webhooks/${webhook.id}/test`).set(owner.auth).expect(202)).body.data;
+    await receiver.waitFor((r) => at('redeliver-undecryptable')(r).length === 1, 10_000, 'the test event');
+    const finished = await eventually(async () => {
+      const current = (await t.http().get(`/v1/webhooks/${webhook.id}/deliveries/${sent.id}`).set(owner.auth).expect(200)).body.data;
+      return current.status === 'succeeded' ? current : undefined;
+    }, 10_000, 'the test event logged');
+    await t.app.get(DataSource).getRepository(WebhookEntity).update({ id: webhook.id }, { secretSealed: 'v1.AAAAAAAAAAAAAAAA.AAAAAAAAAAAAAAAAAAAAAA.AAAA' });
+
+    const redelivered = await t.http().post(`/v1/webhooks/${webhook.id}/deliveries/${sent.id}/redeliver`).set(owner.auth);
+    expect([redelivered.status, redelivered.body.error?.code]).toEqual([409, 'conflict']);
+    expect(redelivered.body.error.message).toMatch(/secret of webhook .* cannot be decrypted.*rotate its secret/i);
+    expect((await t.http().get(`/v1/webhooks/${webhook.id}/deliveries/${sent.id}`).set(owner.auth).expect(200)).body.data).toEqual(finished);
+  });
+
   it('does not use up a delivery\'s attempts on database errors: its job waits for the database and then delivers', async () => {
     const webhook = await createWebhook(owner, 'database-away', { events: ['file.deleted'] });
     const reader = t.app.get(DeliveryReader);
@@ -376,6 +393,20 @@ describe('webhook delivery', () => {
     await t.http().post(`/v1/webhooks/${failingLess.id}/test`).set(owner.auth).expect(202);
     await eventually(async () => ((await webhooks.findOneByOrFail({ id: failingLess.id })).failingSince === null ? true : undefined));
   });
+
+  it('does not forgive the failures of a webhook that is on already: a PATCH repeating active: true keeps its streak', async () => {
+    const webhook = await createWebhook(owner, 'failing-repatched', { events: ['file.uploaded'] });
+    const webhooks = t.app.get(DataSource).getRepository(WebhookEntity);
+    await webhooks.update({ id: webhook.id }, { failingSince: new Date(Date.now() - 25 * HOUR) });
+    receiver.respondWith((d) => (d.path === '/hooks/failing-repatched' ? 500 : 200));
+
+    // As a declarative tool sends the whole desired state: nothing is switched on, so nothing is forgiven.
+    await t.http().patch(`/v1/webhooks/${webhook.id}`).set(owner.auth).send({ events: ['file.uploaded', 'file.deleted'], active: true }).expect(200);
+    const sent = (await t.http().post(`/v1/webhooks/${webhook.id}/test`).set(owner.auth).expect(202)).body.data;
+    await eventually(async () => (await t.http().get(`/v1/webhooks/${webhook.id}/deliveries/${sent.id}`).set(owner.auth).expect(200)).body.data.attempts === 1, 10_000, 'the failed attempt logged');
+    expect((await t.http().get(`/v1/webhooks/${webhook.id}`).set(owner.auth).expect(200)).body.data).toMatchObject({ active: false, disabled_reason: 'deliveries_failing' });
+    receiver.respondWith(() => 200);
+  });
 });
 
 describe('webhook delivery with a slow receiver', () => {
@@ -407,6 +438,53 @@ describe('webhook delivery with a slow receiver', () => {
     await fast.waitFor((r) => r.length === 6, 25_000, 'all six deliveries at the fast receiver');
     expect(slow.received.length).toBeGreaterThanOrEqual(1);
     expect(slow.received.length).toBeLessThan(6);
+  });
+});
+
+describe('first attempts of a webhook while two slow receivers have a backlog', () => {
+  let t: TestApp;
+  let server: Server;
+  /** Every request in the order it arrived; each is answered 200 only when the test says so. */
+  const arrivals: Array<{ path: string; answer: () => void }> = [];
+  const arrivedAt = (path: string) => arrivals.filter((arrival) => arrival.path === path).length;
+
+  beforeAll(async () => {
+    // Four slots, three of them for one webhook at most.
+    t = await startTestApp({ WEBHOOK_DELIVERY_CONCURRENCY: '4' });
+    server = createServer((request, response) => {
+      request.resume();
+      request.on('end', () => arrivals.push({ path: request.url ?? '', answer: () => response.end() }));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  });
+  afterAll(async () => {
+    for (const arrival of arrivals) arrival.answer();
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    await t.close();
+  });
+
+  it('get the first slot that comes free, rather than waiting behind their backlogs', async () => {
+    const owner = await createAccount(t.app);
+    const { port } = server.address() as AddressInfo;
+    const subscribe = (path: string, event: string) => t.http().post('/v1/webhooks').set(owner.auth).send({ url: `http://127.0.0.1:${port}${path}`, events: [event] }).expect(201);
+    await subscribe('/slow-a', 'folder.created');
+    await subscribe('/slow-b', 'file.deleted');
+    const healthy = (await subscribe('/healthy', 'file.uploaded')).body.data as { id: string };
+    for (let i = 0; i < 5; i++) await recordEvent(t.app, 'folder.created', owner.accountId, { folder: { id: `fld_${i}` } });
+    await eventually(async () => arrivedAt('/slow-a') === 3, 10_000, 'slow-a holding its three slots');
+    for (let i = 0; i < 5; i++) await recordEvent(t.app, 'file.deleted', owner.accountId, { file: { id: `file_${i}` } });
+    await eventually(async () => arrivedAt('/slow-b') === 1, 10_000, 'slow-b holding the fourth slot');
+    await recordEvent(t.app, 'file.uploaded', owner.accountId, { file: { id: 'file_healthy' } });
+    await eventually(async () => {
+      const [delivery] = await t.app.get(DataSource).getRepository(WebhookDeliveryEntity).findBy({ webhookId: healthy.id });
+      return delivery && t.app.get(FirstAttempts).isAttempting(delivery.id);
+    }, 10_000, 'the healthy webhook\'s delivery waiting in the server for a slot');
+    // Every slot is taken; slow-a and slow-b each have deliveries waiting for one, and so has the healthy webhook.
+    const before = arrivals.length;
+    arrivals[0].answer();
+    await eventually(async () => arrivals.length > before, 10_000, 'the freed slot used');
+    expect(arrivals[before].path).toBe('/healthy');
   });
 });
 

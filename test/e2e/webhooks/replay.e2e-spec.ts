@@ -83,6 +83,29 @@ describe('webhook replay: POST /v1/webhooks/{id}/replay', () => {
     expect(new Set(all.map((r) => r.eventId)).size).toBe(3);
   }, 60_000);
 
+  it('answers concurrent replays of the same window with one count between them: the others queued nothing', async () => {
+    const account = await createAccount(t.app);
+    const since = new Date(Date.now() - 60_000);
+    for (let i = 1; i <= 4; i++) await recordEvent(t.app, 'file.uploaded', account.accountId, uploaded(i), new Date(since.getTime() + i * 1000));
+    await relayed(t, account.accountId);
+    const webhook = (await t.http().post('/v1/webhooks').set(account.auth).send({ url: `${receiver.url}/concurrent-${account.accountId}`, events: ['file.uploaded'] }).expect(201)).body.data;
+    // The job waits until every request has been answered, as it would behind other replays.
+    const replays = t.app.get<Queue>(getQueueToken(QUEUES.webhookReplays));
+    await replays.pause();
+    try {
+      const answers = await Promise.all(
+        Array.from({ length: 6 }, () => t.http().post(`/v1/webhooks/${webhook.id}/replay`).set(account.auth).send({ since: since.toISOString() }).expect(202)),
+      );
+      const counts = answers.map((answer) => answer.body.data.queued as number);
+      expect(counts.reduce((sum, n) => sum + n, 0), JSON.stringify(counts)).toBe(4);
+    } finally {
+      await replays.resume();
+    }
+    const deliveries = t.app.get(DataSource).getRepository(WebhookDeliveryEntity);
+    await eventually(async () => (await deliveries.countBy({ webhookId: webhook.id, status: 'succeeded' })) === 4, 30_000, 'four succeeded');
+    expect(await deliveries.countBy({ webhookId: webhook.id })).toBe(4);
+  });
+
   it('refuses to redeliver a finished replay delivery while a newer replay of its event to the webhook is pending, and redelivers it after', async () => {
     const account = await createAccount(t.app);
     const since = new Date(Date.now() - 60_000);

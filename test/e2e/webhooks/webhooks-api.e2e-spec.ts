@@ -106,6 +106,35 @@ describe('webhook configuration API', () => {
     expect(created.body.data.url).toBe('https://hooks.example.com/my%20hook');
   });
 
+  it('refuses a url the parser would read as another one, or one on port 0, naming the field and creating nothing', async () => {
+    const account = await createAccount(t.app);
+    const repaired = {
+      // Read as https://hooks.example.com/x: the stored url would not be the one delivered to.
+      'https:///hooks.example.com/x': 'https://hooks.example.com/x',
+      'https:hooks.example.com/x': 'https://hooks.example.com/x',
+      'https:/hooks.example.com/x': 'https://hooks.example.com/x',
+      'https://hooks.example.com\\x': 'https://hooks.example.com/x',
+      'https:\\\\hooks.example.com/x': 'https://hooks.example.com/x',
+    };
+    for (const [url, readAs] of Object.entries(repaired)) {
+      const refused = await create(account, { url, events: ['file.uploaded'] }).expect(400);
+      expect(refused.body.error, url).toMatchObject({
+        code: 'invalid_request',
+        details: { fields: [{ field: 'url', message: expect.stringContaining(`would be read as ${readAs}`) }] },
+      });
+    }
+    // Port 0 names no receiver: every delivery would fail to connect.
+    for (const url of ['https://hooks.example.com:0/x', 'https://hooks.example.com:000/x']) {
+      const refused = await create(account, { url, events: ['file.uploaded'] }).expect(400);
+      expect(refused.body.error.details.fields, url).toEqual([{ field: 'url', message: 'must not use port 0' }]);
+    }
+    expect((await t.http().get('/v1/webhooks').set(account.auth).expect(200)).body.data).toEqual([]);
+    // Written out, with a scheme in capitals and a port, the same receiver is taken exactly as written.
+    for (const url of ['HTTPS://hooks.example.com/x', 'https://hooks.example.com:8443/x']) {
+      expect((await create(account, { url, events: ['file.uploaded'] }).expect(201)).body.data.url).toBe(url);
+    }
+  });
+
   it('updates events and active, and refuses an empty or invalid change', async () => {
     const { id } = (await create(owner, { url: 'https://hooks.example.com/p', events: ['file.uploaded'] }).expect(201)).body.data;
     const patched = await t.http().patch(`/v1/webhooks/${id}`).set(owner.auth).send({ events: ['folder.created', 'share.accessed'], active: false }).expect(200);
@@ -119,6 +148,32 @@ describe('webhook configuration API', () => {
     }
     const after = await t.http().get(`/v1/webhooks/${id}`).set(owner.auth).expect(200);
     expect(after.body.data).toMatchObject({ events: ['folder.created', 'share.accessed'], active: true });
+  });
+
+  it('switches on a webhook turned off while its PATCH {active: true} waited, as the answer says', async (ctx) => {
+    if (TEST_DB !== 'postgres') ctx.skip('needs a row lock to interleave the two; SQLite transactions take turns');
+    const { id } = (await create(owner, { url: 'https://hooks.example.com/turned-off-meanwhile', events: ['file.uploaded'] }).expect(201)).body.data;
+    const db = t.app.get(DataSource);
+    const lockWaits = async () =>
+      (await db.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"))[0].n as number;
+    // The service turns the webhook off (24 hours of failed deliveries) in a transaction that holds its row while the PATCH comes.
+    const deactivation = db.createQueryRunner();
+    await deactivation.startTransaction();
+    let patched;
+    try {
+      await deactivation.query('SELECT id FROM webhooks WHERE id = $1 FOR UPDATE', [id]);
+      patched = t.http().patch(`/v1/webhooks/${id}`).set(owner.auth).send({ active: true }).then((answer) => answer);
+      await eventually(async () => (await lockWaits()) > 0, 10_000, 'the PATCH to wait for the webhook row');
+      await deactivation.query("UPDATE webhooks SET active = false, disabled_reason = 'deliveries_failing', disabled_at = $2 WHERE id = $1", [id, new Date().toISOString()]);
+      await deactivation.commitTransaction();
+    } finally {
+      if (deactivation.isTransactionActive) await deactivation.rollbackTransaction();
+      await deactivation.release();
+    }
+    const answer = await patched;
+    expect(answer.status).toBe(200);
+    expect(answer.body.data).toMatchObject({ active: true, disabled_reason: null });
+    expect((await t.http().get(`/v1/webhooks/${id}`).set(owner.auth).expect(200)).body.data).toMatchObject({ active: true, disabled_reason: null, disabled_at: null });
   });
 
   it('deletes a webhook with {id, deleted: true}; a second delete is not_found', async () => {

@@ -1193,7 +1193,7 @@ export interface components {
         };
         CreateWebhookRequest: {
             /**
-             * @description An https URL on a public address, exactly as written: no spaces or control characters around or inside it (percent-encode them).
+             * @description An https URL on a public address, exactly as written: `https://host/path` spelled out (no backslashes, no port 0), no spaces or control characters around or inside it (percent-encode them).
              * @example https://example.com/hooks/storage
              */
             url: string;
@@ -7192,7 +7192,7 @@ export interface operations {
                 };
             };
             /**
-             * @description conflict: the webhook is inactive (activate it first), the delivery is still being attempted, or it is a replay delivery and another replay delivery of its event to this webhook is.
+             * @description conflict: the webhook is inactive (activate it first), its secret cannot be decrypted (SECRETS_ENCRYPTION_KEY changed; rotate its secret), the delivery is still being attempted, or it is a replay delivery and another replay delivery of its event to this webhook is.
              *
              *     idempotency_key_in_use: a request with this Idempotency-Key is still running; retry after Retry-After.
              */

@@ -6,6 +6,7 @@ import { isUniqueViolation, Transactions } from '../../../infra/database/transac
 import { DeliverySignal } from '../delivery/delivery-signal.js';
 import { DeliveryResponse } from '../dto/delivery.response.js';
 import { WebhookDeliveryEntity } from '../webhook-delivery.entity.js';
+import { WebhookSecretBox } from '../webhook-secret-box.js';
 import { WebhookEntity } from '../webhook.entity.js';
 
 /**
@@ -28,6 +29,7 @@ export class RedeliverHandler implements ICommandHandler<RedeliverCommand> {
     private readonly transactions: Transactions,
     private readonly clock: Clock,
     private readonly signal: DeliverySignal,
+    private readonly secrets: WebhookSecretBox,
   ) {}
 
   async execute({ actor, webhookId, deliveryId }: RedeliverCommand): Promise<DeliveryResponse> {
@@ -36,6 +38,8 @@ export class RedeliverHandler implements ICommandHandler<RedeliverCommand> {
         const webhook = await tx.getRepository(WebhookEntity).findOneBy({ id: webhookId, accountId: actor.accountId });
         if (!webhook) throw new NotFound('webhook', webhookId);
         webhook.refuseUnlessActive('redeliver');
+        // Every attempt of the new series would fail unsigned: refused now, as a test event or a replay is.
+        this.secrets.signingSecretOf(webhook);
         const repository = tx.getRepository(WebhookDeliveryEntity);
         const found = await repository.findOneBy({ id: deliveryId, webhookId });
         if (!found) throw new NotFound('delivery', deliveryId);

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { InjectQueue } from '@nestjs/bullmq';
 import { Command, CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
 import type { Queue } from 'bullmq';
@@ -81,14 +82,22 @@ export class ReplayEventsHandler implements ICommandHandler<ReplayEventsCommand>
     const queued = Number(count);
     if (queued === 0) return { queued };
     // A failed run (the database away for a moment) is tried again from the last batch it saved, for about 8 minutes.
+    const requestToken = randomUUID();
     const job = this.queue.add(
       'replay',
-      { webhookId: webhook.id, since: since.toISOString(), until: until.toISOString() },
+      { webhookId: webhook.id, since: since.toISOString(), until: until.toISOString(), request: requestToken },
       { jobId, removeOnComplete: true, removeOnFail: true, attempts: REPLAY_JOB_ATTEMPTS, backoff: { type: 'exponential', delay: 1_000 } },
     );
-    await withTimeout(job, REDIS_TIMEOUT_MS, 'queueing the replay job').catch(() => {
+    const queuedJob = await withTimeout(
+      job.then(() => this.queue.getJob(jobId)),
+      REDIS_TIMEOUT_MS,
+      'queueing the replay job',
+    ).catch(() => {
       throw replayUnavailable();
     });
+    // A request of the same window added its job between our look-up and our add (the add was then a no-op): that job
+    // queues these events, and its request counted them. (A job already finished and gone cannot tell; counted.)
+    if (queuedJob && queuedJob.data.request !== requestToken) return { queued: 0 };
     return { queued };
   }
 }

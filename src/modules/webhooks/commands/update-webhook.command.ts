@@ -31,7 +31,9 @@ export class UpdateWebhookHandler implements ICommandHandler<UpdateWebhookComman
     }
     return this.transactions.run(async (tx) => {
       const repository = tx.getRepository(WebhookEntity);
-      const webhook = await repository.findOneBy({ id: webhookId, accountId: actor.accountId });
+      // Locked, so the state this change starts from is the one it saves over: read unlocked, an automatic deactivation
+      // committed meanwhile was kept while the answer said `active: true`.
+      const webhook = await repository.findOne({ where: { id: webhookId, accountId: actor.accountId }, ...this.transactions.dialect.lockForUpdate<WebhookEntity>() });
       if (!webhook) throw new NotFound('webhook', webhookId);
       const now = this.clock.now();
       if (request.events !== undefined) webhook.events = request.events;

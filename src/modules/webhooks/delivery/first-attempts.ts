@@ -148,15 +148,26 @@ export class FirstAttempts implements BeforeApplicationShutdown {
     await Promise.all([...this.held.values()]);
   }
 
-  /** Starts waiting attempts while slots are free, webhook by webhook (each webhook's share is kept by the slots). */
+  /**
+   * Starts waiting attempts while slots are free, each free slot going to the waiting webhook with the fewest attempts
+   * in flight (each webhook's share is kept by the slots). Handed out webhook by webhook instead, every slot freed by a
+   * slow receiver went back to the first webhooks still under their share, and a webhook behind two slow receivers'
+   * backlogs waited as long as those lasted.
+   */
   private startWaiting(): void {
     const concurrency = this.config.webhookDeliveryConcurrency;
-    for (const [webhookId, queue] of this.waiting) {
-      if (this.slots.total >= concurrency) break;
-      while (queue.length > 0 && this.slots.total < concurrency && this.slots.tryAcquire(webhookId)) {
-        void this.attempt(queue.shift()!);
+    while (this.slots.total < concurrency) {
+      let fewest: string | null = null;
+      for (const webhookId of this.waiting.keys()) {
+        // A webhook over its share waits for one of its own attempts to end.
+        if (!this.slots.hasRoom(webhookId)) continue;
+        if (fewest === null || this.slots.inFlightOf(webhookId) < this.slots.inFlightOf(fewest)) fewest = webhookId;
+        if (this.slots.inFlightOf(fewest) === 0) break;
       }
-      if (queue.length === 0) this.waiting.delete(webhookId);
+      if (fewest === null || !this.slots.tryAcquire(fewest)) return;
+      const queue = this.waiting.get(fewest)!;
+      void this.attempt(queue.shift()!);
+      if (queue.length === 0) this.waiting.delete(fewest);
     }
   }
 

@@ -16,6 +16,8 @@ export interface ReplayJob {
   webhookId: string;
   since: string;
   until: string;
+  /** Which request queued the job, so concurrent requests of the same window tell whose add took. */
+  request?: string;
 }
 
 /**

@@ -28,9 +28,19 @@ export class WebhookSlots {
     return this.taken;
   }
 
+  /** Attempts of the webhook in flight now. */
+  inFlightOf(webhookId: string): number {
+    return this.inFlight.get(webhookId) ?? 0;
+  }
+
+  /** Whether the webhook is below its share, so tryAcquire would take a slot for it now. */
+  hasRoom(webhookId: string): boolean {
+    return this.inFlightOf(webhookId) < this.limit;
+  }
+
   /** Takes a slot of the webhook only if one is free now. */
   tryAcquire(webhookId: string): boolean {
-    if ((this.inFlight.get(webhookId) ?? 0) >= this.limit) return false;
+    if (!this.hasRoom(webhookId)) return false;
     this.take(webhookId);
     return true;
   }

@@ -3,7 +3,7 @@ import { ArrayMaxSize, ArrayMinSize, ArrayUnique, IsArray, IsBoolean, IsIn, IsOp
 import { EVENT_NAMES, type EventName } from '../../../infra/outbox/domain-event.js';
 
 export class CreateWebhookRequest {
-  @ApiProperty({ example: 'https://example.com/hooks/storage', maxLength: 2048, description: 'An https URL on a public address, exactly as written: no spaces or control characters around or inside it (percent-encode them).' })
+  @ApiProperty({ example: 'https://example.com/hooks/storage', maxLength: 2048, description: 'An https URL on a public address, exactly as written: `https://host/path` spelled out (no backslashes, no port 0), no spaces or control characters around or inside it (percent-encode them).' })
   @IsString() @MaxLength(2048)
   url: string;
 
