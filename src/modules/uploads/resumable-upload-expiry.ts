@@ -53,7 +53,8 @@ export class ResumableUploadExpiry {
           return 1;
         });
       } catch (error) {
-        if (!(error instanceof UploadLocked)) throw error;
+        // A bucket out of reach keeps the upload (and what it holds) for the next pass; the others are still removed.
+        if (!(error instanceof UploadLocked)) this.logger.warn({ err: error, uploadId: id }, 'Could not remove an expired resumable upload; the next pass tries again');
       }
     }
     if (removed > 0) this.logger.log({ removed }, 'Removed expired resumable uploads');

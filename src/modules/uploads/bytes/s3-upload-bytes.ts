@@ -96,13 +96,24 @@ export class S3UploadBytes extends S3Store implements UploadBytes {
   /** The length is recorded by ResumableUploadStore; nothing to add in S3. */
   override async declareUploadLength(): Promise<void> {}
 
+  /**
+   * Aborts the multipart upload (S3 then drops its parts) and deletes the staged incomplete part. A bucket that fails
+   * either rejects (503): the caller keeps the upload to try again, since nothing else would ever find these bytes.
+   */
   async discard(upload: ResumableUploadEntity): Promise<void> {
-    const key = blobKeys.temp(upload.id);
+    // Its creation failed before S3 made a multipart upload: nothing of it is in the bucket.
     if (upload.storageUploadId) {
-      // Fails once completed (the object is then the temporary blob, which BlobStorage removes).
-      await this.client.abortMultipartUpload({ Bucket: this.bucket, Key: key, UploadId: upload.storageUploadId }).catch(() => undefined);
+      const key = blobKeys.temp(upload.id);
+      try {
+        await this.client.abortMultipartUpload({ Bucket: this.bucket, Key: key, UploadId: upload.storageUploadId }).catch((error: unknown) => {
+          // Completed (the object is then the temporary blob, which BlobStorage removes) or aborted already.
+          if (!isMissingMultipartUpload(error)) throw error;
+        });
+        await this.deleteIncompletePart(key);
+      } catch (error) {
+        throw this.failure(error);
+      }
     }
-    await this.deleteIncompletePart(key).catch(() => undefined);
     await this.transactions.run((tx) => tx.getRepository(ResumableUploadPartEntity).delete({ uploadId: upload.id }));
   }
 
@@ -158,6 +169,11 @@ export class S3UploadBytes extends S3Store implements UploadBytes {
     if (error instanceof ApiError || (typeof error === 'object' && error !== null && 'status_code' in error)) return error;
     return s3Failure(error, this.logger);
   }
+}
+
+function isMissingMultipartUpload(error: unknown): boolean {
+  const e = error as { name?: string; $metadata?: { httpStatusCode?: number } } | null;
+  return e?.name === 'NoSuchUpload' || e?.$metadata?.httpStatusCode === 404;
 }
 
 function uploadIdOf(key: string): string {

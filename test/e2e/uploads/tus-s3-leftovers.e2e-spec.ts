@@ -1,0 +1,95 @@
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BlobStorage } from '../../../src/infra/storage/blob-storage.js';
+import { ResumableUploadExpiry } from '../../../src/modules/uploads/resumable-upload-expiry.js';
+import { createAccount } from '../../support/accounts.js';
+import { storageOf } from '../../support/files.js';
+import { startHoldableProxy, type HoldableProxy } from '../../support/holdable-proxy.js';
+import { startS3, type TestS3 } from '../../support/s3.js';
+import { startTestApp, type TestApp } from '../../support/test-app.js';
+import { sleep } from '../../support/time.js';
+import { tusUploadUntil } from '../../support/tus.js';
+
+const MiB = 1024 * 1024;
+
+/**
+ * What an unfinished resumable upload holds on S3 (an unfinished multipart upload at tmp/<id> and the bytes too few for
+ * a part at tus-parts/<id>) is removed with it, by a termination or by expiry; a bucket out of reach postpones that, and
+ * loses nothing nor leaves anything behind.
+ */
+describe('resumable uploads on S3 leave nothing in the bucket', () => {
+  let s3: TestS3;
+  let proxy: HoldableProxy;
+  let t: TestApp;
+  const tus = (auth: Record<string, string>) => ({ ...auth, 'Tus-Resumable': '1.0.0' });
+  /** What the bucket holds for the upload at `url`: its temporary object, staged incomplete part and unfinished multipart upload. */
+  const bucketLeftovers = async (url: string) => {
+    const id = new URL(url).pathname.split('/').pop()!;
+    const keys: string[] = [];
+    for (const prefix of ['tmp/', 'tus-parts/']) for await (const blob of t.app.get(BlobStorage).list(prefix)) keys.push(blob.key);
+    return [...keys, ...s3.unfinishedMultipartUploads().map((key) => `multipart upload ${key}`)].filter((key) => key.endsWith(id));
+  };
+  /** Runs `during` with the bucket out of reach, then brings it back on the same port. */
+  const whileBucketUnreachable = async (during: () => Promise<void>) => {
+    const port = proxy.port;
+    await proxy.close();
+    try {
+      await during();
+    } finally {
+      proxy = await startHoldableProxy(s3.port, port);
+    }
+  };
+  /** An upload of 12 MiB stopped after 9: one 8 MiB part in its multipart upload, 1 MiB staged as an incomplete part. */
+  const unfinishedUpload = async (auth: Record<string, string>) => {
+    const url = await tusUploadUntil(t.baseUrl, auth, randomBytes(12 * MiB), 9 * MiB, { chunkSize: 9 * MiB });
+    expect(await bucketLeftovers(url)).toHaveLength(2);
+    return url;
+  };
+
+  beforeAll(async () => {
+    s3 = await startS3();
+    proxy = await startHoldableProxy(s3.port);
+    t = await startTestApp({ ...s3.env(proxy.port), TUS_UPLOAD_EXPIRY: '2' });
+  });
+  afterAll(async () => {
+    await t?.close();
+    await proxy?.close();
+    await s3?.close();
+  });
+
+  it('answers a termination 503 while the bucket cannot be reached, keeping the upload, and removes all of it once it is back', async () => {
+    const account = await createAccount(t.app);
+    const url = await unfinishedUpload(account.auth);
+    await whileBucketUnreachable(async () => {
+      const refused = await fetch(url, { method: 'DELETE', headers: tus(account.auth), signal: AbortSignal.timeout(30_000) });
+      expect(refused.status).toBe(503);
+      expect(refused.headers.get('retry-after')).toBeTruthy();
+      expect(((await refused.json()) as any).error.code).toBe('service_unavailable');
+    });
+    const kept = await fetch(url, { method: 'HEAD', headers: tus(account.auth) });
+    expect([kept.status, kept.headers.get('upload-offset')]).toEqual([200, String(9 * MiB)]);
+    expect((await storageOf(t.app, account.accountId)).reserved).toBe(12 * MiB);
+
+    expect((await fetch(url, { method: 'DELETE', headers: tus(account.auth) })).status).toBe(204);
+    expect(await bucketLeftovers(url)).toEqual([]);
+    expect(await storageOf(t.app, account.accountId)).toMatchObject({ used: 0, reserved: 0 });
+  }, 60_000);
+
+  it('expires an upload whose bucket cannot be reached on a later pass, once it is back, leaving nothing behind', async () => {
+    const account = await createAccount(t.app);
+    const url = await unfinishedUpload(account.auth);
+    await sleep(2_100);
+    const expiry = t.app.get(ResumableUploadExpiry);
+    await whileBucketUnreachable(async () => {
+      expect(await expiry.expire()).toBe(0);
+    });
+    // Expired (410) but kept, with its quota, until its bytes can go.
+    expect((await fetch(url, { method: 'HEAD', headers: tus(account.auth) })).status).toBe(410);
+    expect((await storageOf(t.app, account.accountId)).reserved).toBe(12 * MiB);
+
+    expect(await expiry.expire()).toBe(1);
+    expect(await bucketLeftovers(url)).toEqual([]);
+    expect(await storageOf(t.app, account.accountId)).toMatchObject({ used: 0, reserved: 0 });
+    expect((await fetch(url, { method: 'HEAD', headers: tus(account.auth) })).status).toBe(404);
+  }, 60_000);
+});
