@@ -1,9 +1,13 @@
 import type { Part } from '@aws-sdk/client-s3';
 import { Logger } from '@nestjs/common';
 import { type MetadataValue, S3Store } from '@tus/s3-store';
-import { ERRORS, type Upload } from '@tus/utils';
-import type { ReadStream } from 'node:fs';
+import { ERRORS, StreamSplitter, type Upload } from '@tus/utils';
+import { randomBytes } from 'node:crypto';
+import { createReadStream, type ReadStream } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { ApiError } from '../../../common/errors/api-error.js';
 import { Transactions } from '../../../infra/database/transactions.js';
 import { blobKeys } from '../../../infra/storage/blob-storage.js';
@@ -11,13 +15,14 @@ import { S3_REQUEST_TIMEOUTS, s3Failure, type S3Settings } from '../../../infra/
 import { ResumableUploadPartEntity } from '../resumable-upload-part.entity.js';
 import type { ResumableUploadEntity } from '../resumable-upload.entity.js';
 import type { ResumableUploadRows } from '../resumable-upload.store.js';
+import { makePartStagingDir } from './part-staging.js';
 import type { UploadBytes } from './upload-bytes.js';
 
 /** S3 parts of 8 MiB (the minimum is 5 MiB): at most 1,280 parts for a 10 GiB file, well under S3's 10,000. */
 const PART_SIZE = 8 * 1024 * 1024;
 /** Sizes an upload of unknown length (Upload-Defer-Length) as the largest file a plan allows. */
 const LARGEST_FILE = 10 * 1024 ** 3;
-/** Parts uploading at once, across all uploads of this process; each is staged on disk (os.tmpdir()) first. */
+/** Parts uploading at once, across all uploads of this process; each is staged on disk (makePartStagingDir) first. */
 const CONCURRENT_PARTS = 8;
 
 /**
@@ -35,6 +40,7 @@ const CONCURRENT_PARTS = 8;
 export class S3UploadBytes extends S3Store implements UploadBytes {
   readonly readsUnfinished = false;
   private readonly logger = new Logger('S3UploadBytes');
+  private stagingDir: Promise<string> | null = null;
 
   constructor(
     settings: S3Settings,
@@ -158,6 +164,73 @@ export class S3UploadBytes extends S3Store implements UploadBytes {
       parts.push({ PartNumber: part.partNumber, ETag: part.etag, Size: part.size });
     }
     return parts;
+  }
+
+  /**
+   * As @tus/s3-store's own, but each part is staged in this process's staging dir: the store's are named at random
+   * straight under os.tmpdir(), where nothing can tell a killed process's parts from any other program's files.
+   */
+  protected override async uploadParts(metadata: MetadataValue, readStream: Readable, currentPartNumber: number, offset: number): Promise<number> {
+    const size = metadata.file.size;
+    const uploads: Array<Promise<void>> = [];
+    let staging: string | null = null;
+    let bytesUploaded = 0;
+    let permit: { release(): Promise<void> } | undefined;
+    const splitter = new StreamSplitter({ chunkSize: this.calcOptimalPartSize(size), directory: await this.staging() })
+      .on('beforeChunkStarted', async () => {
+        permit = await this.partUploadSemaphore.acquire();
+      })
+      .on('chunkStarted', (path: string) => {
+        staging = path;
+      })
+      .on('chunkFinished', ({ path, size: partSize }: { path: string; size: number }) => {
+        staging = null;
+        const held = permit;
+        const partNumber = currentPartNumber++;
+        offset += partSize;
+        const upload = (async () => {
+          try {
+            const readable = createReadStream(path);
+            if (partSize >= this.minPartSize || offset === size) await this.uploadPart(metadata, readable, partNumber);
+            else await this.uploadIncompletePart(metadata.file.id, readable);
+            bytesUploaded += partSize;
+          } catch (error) {
+            // No part after a failed one: the offset is the parts stored without a gap.
+            splitter.destroy(error as Error);
+            throw error;
+          } finally {
+            await rm(path, { force: true });
+            await held?.release().catch(() => undefined);
+          }
+        })();
+        upload.catch(() => undefined);
+        uploads.push(upload);
+      })
+      .on('chunkError', () => void permit?.release().catch(() => undefined));
+    try {
+      await pipeline(readStream, splitter);
+    } catch (error) {
+      if (staging !== null) await rm(staging, { force: true });
+      uploads.push(Promise.reject(error));
+    } finally {
+      // Every part upload ends before the PATCH does, failed or not; then the first failure is the PATCH's.
+      await Promise.allSettled(uploads);
+    }
+    await Promise.all(uploads);
+    return bytesUploaded;
+  }
+
+  /** The incomplete part from the previous PATCH is downloaded to the staging dir too. */
+  protected override async uniqueTmpFileName(template: string): Promise<string> {
+    return join(await this.staging(), `${template}${randomBytes(8).toString('hex')}`);
+  }
+
+  private staging(): Promise<string> {
+    this.stagingDir ??= makePartStagingDir().catch((error: unknown) => {
+      this.stagingDir = null;
+      throw error;
+    });
+    return this.stagingDir;
   }
 
   protected override calcOptimalPartSize(size?: number): number {
