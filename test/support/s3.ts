@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import S3rver from 's3rver';
@@ -43,12 +43,26 @@ export async function startS3(): Promise<TestS3> {
 }
 
 /**
- * s3rver answers AbortMultipartUpload 405 and keeps the parts for good, where S3, MinIO and Ceph remove them: this
- * gives it the real call (`DELETE /bucket/key?uploadId=...`, 204, or 404 NoSuchUpload), so tests see what a bucket keeps.
+ * s3rver answers AbortMultipartUpload 405 and keeps the parts for good, and ListMultipartUploads 501, where S3, MinIO
+ * and Ceph do both: this gives it the real calls (`DELETE /bucket/key?uploadId=...`, 204, or 404 NoSuchUpload;
+ * `GET /bucket?uploads&prefix=...`, one page), so tests see what a bucket keeps.
  */
 function abortsMultipartUploads(server: S3rver, uploadsDir: string): void {
   const koa = server as unknown as { middleware: Array<(ctx: any, next: () => Promise<void>) => Promise<void>> };
   koa.middleware.unshift(async (ctx, next) => {
+    if (ctx.method === 'GET' && ctx.path.replace(/\/$/, '') === `/${BUCKET}` && 'uploads' in ctx.query) {
+      const prefix = typeof ctx.query.prefix === 'string' ? ctx.query.prefix : '';
+      const uploads = (existsSync(uploadsDir) ? readdirSync(uploadsDir) : [])
+        .map((uploadId) => ({ uploadId, key: readFileSync(join(uploadsDir, uploadId, 'key'), 'utf8'), initiated: statSync(join(uploadsDir, uploadId)).birthtime }))
+        .filter((upload) => upload.key.startsWith(prefix));
+      ctx.type = 'application/xml';
+      ctx.body =
+        `<?xml version="1.0" encoding="UTF-8"?><ListMultipartUploadsResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">` +
+        `<Bucket>${BUCKET}</Bucket><Prefix>${escapeXml(prefix)}</Prefix><MaxUploads>1000</MaxUploads><IsTruncated>false</IsTruncated>` +
+        uploads.map((u) => `<Upload><Key>${escapeXml(u.key)}</Key><UploadId>${u.uploadId}</UploadId><Initiated>${u.initiated.toISOString()}</Initiated></Upload>`).join('') +
+        `</ListMultipartUploadsResult>`;
+      return;
+    }
     const uploadId = ctx.method === 'DELETE' ? ctx.query.uploadId : undefined;
     if (typeof uploadId !== 'string') return next();
     const upload = join(uploadsDir, uploadId.replace(/[^0-9a-f]/g, ''));
@@ -61,4 +75,8 @@ function abortsMultipartUploads(server: S3rver, uploadsDir: string): void {
     rmSync(upload, { recursive: true, force: true });
     ctx.status = 204;
   });
+}
+
+function escapeXml(text: string): string {
+  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 }
