@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -5,8 +6,10 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runNode, startServerProcess, type ServerProcess } from '../../support/processes.js';
 import { startS3, type TestS3 } from '../../support/s3.js';
-import { createTestEnvironment, type TestEnvironment } from '../../support/test-app.js';
+import { createAccount } from '../../support/accounts.js';
+import { createTestEnvironment, startTestApp, type TestEnvironment } from '../../support/test-app.js';
 import { eventually } from '../../support/time.js';
+import { tusUpload, tusUploadUntil } from '../../support/tus.js';
 
 const MiB = 1024 * 1024;
 
@@ -73,4 +76,24 @@ describe('parts of a resumable upload staged for S3 by a server that died mid-PA
     servers.push(await startServerProcess(env, undefined, 60_000));
     await eventually(async () => staged.every((file) => !existsSync(join(serverTmp, file))), 10_000, "the dead server's staged parts to be removed");
   }, 180_000);
+});
+
+describe('the dir a server stages parts for S3 in', () => {
+  it('is made again when a temp cleaner (systemd-tmpfiles, tmpreaper) removed it while the server ran', async () => {
+    const s3 = await startS3();
+    const t = await startTestApp(s3.env());
+    try {
+      const account = await createAccount(t.app);
+      const content = randomBytes(10 * MiB);
+      const url = await tusUploadUntil(t.baseUrl, account.auth, content, 9 * MiB, { chunkSize: 9 * MiB });
+      const ours = readdirSync(tmpdir()).filter((name) => name.startsWith(`fss-tus-s3-parts-${process.pid}-`));
+      expect(ours).toHaveLength(1);
+      rmSync(join(tmpdir(), ours[0]), { recursive: true, force: true });
+      const { fileId } = await tusUpload(t.baseUrl, account.auth, content, { uploadUrl: url, chunkSize: 9 * MiB, retryDelays: null });
+      expect(fileId).toBeTruthy();
+    } finally {
+      await t.close();
+      await s3.close();
+    }
+  }, 60_000);
 });

@@ -4,7 +4,7 @@ import { type MetadataValue, S3Store } from '@tus/s3-store';
 import { ERRORS, StreamSplitter, type Upload } from '@tus/utils';
 import { randomBytes } from 'node:crypto';
 import { createReadStream, type ReadStream } from 'node:fs';
-import { rm } from 'node:fs/promises';
+import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -225,12 +225,15 @@ export class S3UploadBytes extends S3Store implements UploadBytes {
     return join(await this.staging(), `${template}${randomBytes(8).toString('hex')}`);
   }
 
-  private staging(): Promise<string> {
+  private async staging(): Promise<string> {
     this.stagingDir ??= makePartStagingDir().catch((error: unknown) => {
       this.stagingDir = null;
       throw error;
     });
-    return this.stagingDir;
+    const dir = await this.stagingDir;
+    // A temp cleaner (systemd-tmpfiles, tmpreaper) may have removed it while the server idled.
+    await mkdir(dir, { recursive: true });
+    return dir;
   }
 
   protected override calcOptimalPartSize(size?: number): number {
