@@ -195,9 +195,12 @@ export class S3UploadBytes extends S3Store implements UploadBytes {
             else await this.uploadIncompletePart(metadata.file.id, readable);
             bytesUploaded += partSize;
           } catch (error) {
-            // No part after a failed one: the offset is the parts stored without a gap.
-            splitter.destroy(error as Error);
-            throw error;
+            // Named before it tears down the PATCH's stream with it: the stream's failure then reads as the bucket's
+            // (503), not as the client's, which would be passed on as it is (500). No part after a failed one: the
+            // offset is the parts stored without a gap.
+            const failure = this.failure(error) as Error;
+            splitter.destroy(failure);
+            throw failure;
           } finally {
             await rm(path, { force: true });
             await held?.release().catch(() => undefined);
