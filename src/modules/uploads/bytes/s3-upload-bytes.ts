@@ -179,6 +179,12 @@ export class S3UploadBytes extends S3Store implements UploadBytes {
     const splitter = new StreamSplitter({ chunkSize: this.calcOptimalPartSize(size), directory: await this.staging() })
       .on('beforeChunkStarted', async () => {
         permit = await this.partUploadSemaphore.acquire();
+        // The PATCH failed while this waited for its turn; the splitter only finishes the write it was in. Throwing
+        // here keeps it from staging a file that nothing would remove, and the turn from being held for good.
+        if (splitter.destroyed) {
+          await permit.release();
+          throw new Error('The PATCH failed before its part could be staged');
+        }
       })
       .on('chunkStarted', (path: string) => {
         staging = path;
@@ -186,6 +192,11 @@ export class S3UploadBytes extends S3Store implements UploadBytes {
       .on('chunkFinished', ({ path, size: partSize }: { path: string; size: number }) => {
         staging = null;
         const held = permit;
+        // A part finished by that last write after the PATCH failed is not sent: its bytes are past the offset answered.
+        if (splitter.destroyed) {
+          void rm(path, { force: true }).finally(() => held?.release().catch(() => undefined));
+          return;
+        }
         const partNumber = currentPartNumber++;
         offset += partSize;
         const upload = (async () => {
