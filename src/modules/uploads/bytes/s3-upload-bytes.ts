@@ -188,6 +188,11 @@ export class S3UploadBytes extends S3Store implements UploadBytes {
       })
       .on('chunkStarted', (path: string) => {
         staging = path;
+        // The PATCH failed between its turn and the file's opening: the same as above.
+        if (splitter.destroyed) {
+          void rm(path, { force: true });
+          void permit?.release().catch(() => undefined);
+        }
       })
       .on('chunkFinished', ({ path, size: partSize }: { path: string; size: number }) => {
         staging = null;
