@@ -263,7 +263,8 @@ function statusOf(error: unknown): number | undefined {
   return (error as { $metadata?: { httpStatusCode?: number } } | null)?.$metadata?.httpStatusCode;
 }
 
-function isNotFound(error: unknown): boolean {
+/** S3's answer for a key, or a multipart upload (NoSuchUpload), that is not there. */
+export function isNotFound(error: unknown): boolean {
   const e = error as { name?: string; $metadata?: { httpStatusCode?: number } };
   return e?.name === 'NotFound' || e?.name === 'NoSuchKey' || e?.$metadata?.httpStatusCode === 404;
 }

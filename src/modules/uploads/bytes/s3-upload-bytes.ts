@@ -11,7 +11,7 @@ import { pipeline } from 'node:stream/promises';
 import { ApiError } from '../../../common/errors/api-error.js';
 import { Transactions } from '../../../infra/database/transactions.js';
 import { blobKeys } from '../../../infra/storage/blob-storage.js';
-import { S3_REQUEST_TIMEOUTS, s3Failure, type S3Settings } from '../../../infra/storage/s3-blob-storage.js';
+import { isNotFound, S3_REQUEST_TIMEOUTS, s3Failure, type S3Settings } from '../../../infra/storage/s3-blob-storage.js';
 import { ResumableUploadPartEntity } from '../resumable-upload-part.entity.js';
 import type { ResumableUploadEntity } from '../resumable-upload.entity.js';
 import type { ResumableUploadRows } from '../resumable-upload.store.js';
@@ -113,7 +113,7 @@ export class S3UploadBytes extends S3Store implements UploadBytes {
       try {
         await this.client.abortMultipartUpload({ Bucket: this.bucket, Key: key, UploadId: upload.storageUploadId }).catch((error: unknown) => {
           // Completed (the object is then the temporary blob, which BlobStorage removes) or aborted already.
-          if (!isMissingMultipartUpload(error)) throw error;
+          if (!isNotFound(error)) throw error;
         });
         await this.deleteIncompletePart(key);
       } catch (error) {
@@ -264,11 +264,6 @@ export class S3UploadBytes extends S3Store implements UploadBytes {
     if (error instanceof ApiError || (typeof error === 'object' && error !== null && 'status_code' in error)) return error;
     return s3Failure(error, this.logger);
   }
-}
-
-function isMissingMultipartUpload(error: unknown): boolean {
-  const e = error as { name?: string; $metadata?: { httpStatusCode?: number } } | null;
-  return e?.name === 'NoSuchUpload' || e?.$metadata?.httpStatusCode === 404;
 }
 
 function uploadIdOf(key: string): string {
