@@ -92,6 +92,8 @@ const shardOf = (fileId: string) => fileId.slice(-2);
 export const blobKeys = {
   /** Bytes still streaming in, not yet committed to a file row. */
   temp: (uploadId: string) => `tmp/${uploadId}`,
+  /** Whether `key` is a temporary blob's (see `temp`). */
+  isTemp: (key: string) => key.startsWith('tmp/'),
   /** On S3, a resumable upload's trailing bytes too few for a multipart part yet (outside tmp/: it lives as long as the upload). */
   incompletePart: (uploadId: string) => `tus-parts/${uploadId}`,
   /** A committed file's content; a new key per version (the id of the upload that stored it), so an overwrite never mutates bytes in place. */

@@ -6,6 +6,7 @@ import {
   DeleteObjectCommand,
   GetObjectCommand,
   HeadObjectCommand,
+  ListMultipartUploadsCommand,
   ListObjectsV2Command,
   S3Client,
   UploadPartCopyCommand,
@@ -13,7 +14,7 @@ import {
 import { Upload } from '@aws-sdk/lib-storage';
 import { Logger } from '@nestjs/common';
 import { Readable } from 'node:stream';
-import { assertSafeKey, BlobStorage, BlobStoreUnavailable, type ByteRange } from './blob-storage.js';
+import { assertSafeKey, BlobStorage, blobKeys, BlobStoreUnavailable, type ByteRange } from './blob-storage.js';
 
 /** A key that is never written: asking for it shows whether the bucket answers. */
 const HEALTH_PROBE_KEY = 'health-probe';
@@ -103,7 +104,8 @@ export class S3BlobStorage extends BlobStorage {
     } catch (error) {
       throw this.failure(error);
     }
-    await this.delete(fromKey);
+    // Written whole (it was just copied): no unfinished write to look for, as delete would.
+    await this.deleteObject(fromKey);
   }
 
   private async copyInParts(copySource: string, toKey: string, size: number): Promise<void> {
@@ -149,9 +151,35 @@ export class S3BlobStorage extends BlobStorage {
 
   async delete(key: string): Promise<void> {
     assertSafeKey(key);
+    if (blobKeys.isTemp(key)) await this.abortUnfinishedWrites(key);
+    await this.deleteObject(key);
+  }
+
+  private async deleteObject(key: string): Promise<void> {
     await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: key }), ANSWER_WITHIN).catch((error: unknown) => {
       throw this.failure(error);
     });
+  }
+
+  /**
+   * Aborts the multipart uploads still open at `key`: a process killed mid-upload cannot abort its own, and their parts
+   * are no object, so neither deleting the key nor any listing would ever find them (they stay, billed, for good).
+   */
+  private async abortUnfinishedWrites(key: string): Promise<void> {
+    try {
+      const open = await this.client.send(new ListMultipartUploadsCommand({ Bucket: this.bucket, Prefix: key }), ANSWER_WITHIN);
+      for (const upload of open.Uploads ?? []) {
+        if (upload.Key !== key || !upload.UploadId) continue;
+        await this.client.send(new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: key, UploadId: upload.UploadId }), ANSWER_WITHIN).catch((error: unknown) => {
+          // Completed or aborted meanwhile.
+          if (!isNotFound(error)) throw error;
+        });
+      }
+    } catch (error) {
+      // A store without ListMultipartUploads (501 NotImplemented, as s3rver) leaves them to the bucket's lifecycle rule (docs/files.md).
+      if (statusOf(error) === 501) return;
+      throw this.failure(error);
+    }
   }
 
   override async stat(key: string): Promise<{ size: number } | null> {
@@ -231,7 +259,12 @@ async function* bytesOf(body: Readable, skip: number, take: number): AsyncIterab
   }
 }
 
-function isNotFound(error: unknown): boolean {
+function statusOf(error: unknown): number | undefined {
+  return (error as { $metadata?: { httpStatusCode?: number } } | null)?.$metadata?.httpStatusCode;
+}
+
+/** S3's answer for a key, or a multipart upload (NoSuchUpload), that is not there. */
+export function isNotFound(error: unknown): boolean {
   const e = error as { name?: string; $metadata?: { httpStatusCode?: number } };
   return e?.name === 'NotFound' || e?.name === 'NoSuchKey' || e?.$metadata?.httpStatusCode === 404;
 }

@@ -2,6 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { Interval, Timeout } from '@nestjs/schedule';
 import { Clock } from '../../common/clock.js';
 import { Transactions } from '../../infra/database/transactions.js';
+import { removeOrphanedPartStagingDirs } from './bytes/part-staging.js';
 import { RedisUploadLocker, UploadLocked } from './redis-upload-locker.js';
 import { ResumableUploadEntity } from './resumable-upload.entity.js';
 import { ResumableUploadStore } from './resumable-upload.store.js';
@@ -11,8 +12,8 @@ import { removeOrphanedChunkDirs } from './upload-checksum.js';
  * Removes resumable uploads idle past their expiry (TUS_UPLOAD_EXPIRY after their last PATCH): an
  * unfinished one's bytes are deleted and its reserved quota given back; a completed one's row,
  * kept only to answer late HEADs, goes. An upload being written (its lock held) is left alone.
- * Runs in the server only: at start and every ten minutes. At start it also removes the
- * checksummed chunks that a process killed mid-PATCH left set aside in the temp dir.
+ * Runs in the server only: at start and every ten minutes. At start it also removes what a process killed mid-PATCH
+ * left in the temp dir: checksummed chunks set aside, and parts staged for S3.
  */
 @Injectable()
 export class ResumableUploadExpiry {
@@ -37,6 +38,10 @@ export class ResumableUploadExpiry {
       (removed) => removed > 0 && this.logger.log({ removed }, 'Removed checksummed chunks left set aside by a process that died mid-PATCH'),
       (error: unknown) => this.logger.warn({ err: error }, 'Could not remove checksummed chunks left by dead processes'),
     );
+    await removeOrphanedPartStagingDirs().then(
+      (removed) => removed > 0 && this.logger.log({ removed }, 'Removed S3 parts left staged by a process that died mid-PATCH'),
+      (error: unknown) => this.logger.warn({ err: error }, 'Could not remove S3 parts staged by dead processes'),
+    );
   }
 
   /** Returns how many uploads were removed. */
@@ -53,7 +58,8 @@ export class ResumableUploadExpiry {
           return 1;
         });
       } catch (error) {
-        if (!(error instanceof UploadLocked)) throw error;
+        // A bucket out of reach keeps the upload (and what it holds) for the next pass; the others are still removed.
+        if (!(error instanceof UploadLocked)) this.logger.warn({ err: error, uploadId: id }, 'Could not remove an expired resumable upload; the next pass tries again');
       }
     }
     if (removed > 0) this.logger.log({ removed }, 'Removed expired resumable uploads');
