@@ -57,6 +57,20 @@ function refuseRepeatedOptions(args: readonly string[]): void {
   }
 }
 
+/**
+ * Every argument is printable text. Node decodes the command line as UTF-8 and turns bytes that are not UTF-8
+ * (a Latin-1 terminal) into U+FFFD, and a control character (a pasted newline, an escape sequence) would be stored
+ * as written and later redraw an operator's terminal or split a log line: either is refused, naming its option.
+ */
+function refuseUnprintableArguments(args: readonly string[]): void {
+  args.forEach((arg, i) => {
+    const option = arg.startsWith('-') ? arg.split('=')[0] : args[i - 1]?.startsWith('-') ? args[i - 1] : `argument ${i + 1}`;
+    if (arg.includes('\uFFFD')) fail(`${option} is not UTF-8 text (the terminal sent bytes that do not decode; U+FFFD stands in for them)`);
+    const control = /\p{Cc}/u.exec(arg)?.[0];
+    if (control) fail(`${option} must not contain control characters (found U+${control.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')})`);
+  });
+}
+
 /** Operator commands; same configuration as the server. Every command prints one JSON object on stdout. */
 async function main(): Promise<void> {
   const group = process.argv[2];
@@ -64,6 +78,7 @@ async function main(): Promise<void> {
   if (group === undefined) fail('A command is needed: accounts create, keys create, trash purge or db migrate (--help describes them)');
   const config = loadConfig();
   refuseRepeatedOptions(process.argv.slice(2));
+  refuseUnprintableArguments(process.argv.slice(2));
   const modules = await commandModules(group);
   const app = await CommandFactory.createWithoutRunning(
     { module: class Cli {}, imports: [CliCoreModule.register(config), ...modules] },
