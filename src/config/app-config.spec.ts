@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { parseEnv } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { getMetadataStorage } from 'class-validator';
-import { ConfigurationError, EnvironmentVariables, loadConfig } from './app-config.js';
+import { ConfigurationError, EnvironmentVariables, loadConfig, onChosenPort } from './app-config.js';
 
 describe('loadConfig', () => {
   it('applies the documented defaults', () => {
@@ -132,6 +132,11 @@ describe('loadConfig', () => {
     expect(loadConfig({ PORT: '8080' }).publicBaseUrl).toBe('http://localhost:8080');
     expect(loadConfig({ PORT: '8080', PUBLIC_BASE_URL: '' }).publicBaseUrl).toBe('http://localhost:8080');
     expect(loadConfig({ PORT: '8080', PUBLIC_BASE_URL: 'https://files.example.com/' }).publicBaseUrl).toBe('https://files.example.com');
+  });
+
+  it('lets the default PUBLIC_BASE_URL follow the port the system chose for PORT=0, and keeps one that is set', () => {
+    expect(onChosenPort(loadConfig({ PORT: '0' }), 41234)).toMatchObject({ port: 41234, publicBaseUrl: 'http://localhost:41234' });
+    expect(onChosenPort(loadConfig({ PORT: '0', PUBLIC_BASE_URL: 'https://files.example.com' }), 41234)).toMatchObject({ port: 41234, publicBaseUrl: 'https://files.example.com' });
   });
 
   it.each([

@@ -375,6 +375,20 @@ export function withoutPassword(url: string): string {
   return url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^/@:]*:).*@/i, '$1***@');
 }
 
+/** PUBLIC_BASE_URL when it is not set: this machine, on PORT. */
+function defaultPublicBaseUrl(port: number): string {
+  return `http://localhost:${port}`;
+}
+
+/**
+ * The configuration of a server given PORT=0, once the system has chosen its port: links (download_url, share url)
+ * built from the default PUBLIC_BASE_URL name that port, not port 0, which no client can reach.
+ */
+export function onChosenPort(config: AppConfig, port: number): AppConfig {
+  const publicBaseUrl = config.publicBaseUrl === defaultPublicBaseUrl(config.port) ? defaultPublicBaseUrl(port) : config.publicBaseUrl;
+  return new AppConfig({ ...config, port, publicBaseUrl });
+}
+
 export function parseDatabaseUrl(url: string): DatabaseConfig {
   if (url.startsWith('sqlite:')) return { kind: 'sqlite', path: url.slice('sqlite:'.length) };
   return { kind: 'postgres', url };
@@ -464,7 +478,7 @@ export function loadConfig(env?: NodeJS.ProcessEnv): AppConfig {
   return new AppConfig({
     nodeEnv,
     port,
-    publicBaseUrl: (raw.PUBLIC_BASE_URL ?? `http://localhost:${port}`).replace(/\/+$/, ''),
+    publicBaseUrl: (raw.PUBLIC_BASE_URL ?? defaultPublicBaseUrl(port)).replace(/\/+$/, ''),
     database: parseDatabaseUrl(raw.DATABASE_URL ?? 'sqlite:./data/storage.sqlite'),
     redisUrl: raw.REDIS_URL ?? 'redis://127.0.0.1:6379',
     redisKeyPrefix: raw.REDIS_KEY_PREFIX ?? 'fss',
