@@ -7,7 +7,8 @@ import { fail } from './cli/cli-output.js';
 import { ApiError } from './common/errors/api-error.js';
 import { ConfigurationError, loadConfig } from './config/app-config.js';
 import { applyMigrations } from './infra/database/apply-migrations.js';
-import { cannotOpenDatabase, describeDatabaseError } from './infra/database/probe-database.js';
+import { describeConnectionError } from './infra/connection-error.js';
+import { cannotOpenDatabase } from './infra/database/probe-database.js';
 
 /**
  * Each command group's module, loaded only when its command runs: a command boots the database and its own
@@ -93,7 +94,7 @@ async function main(): Promise<void> {
       outputConfiguration: { outputError: (text) => fail(text.trim().replace(/^error: /, '')) },
     },
     // Booting the modules opens the database and nothing else that can fail: its failure is named like the server's.
-  ).catch((error: unknown) => fail(cannotOpenDatabase(config.database, describeDatabaseError(error)), 'database_unavailable'));
+  ).catch((error: unknown) => fail(cannotOpenDatabase(config.database, describeConnectionError(error)), 'database_unavailable'));
   refuseExcessArguments(app.get(CommandRunnerService)['commander'] as CommandTree);
   // Every command may run on a fresh database, so the schema is brought up to date first
   // (`db migrate` does that itself, and reports what it applied).

@@ -1,5 +1,6 @@
 import { DataSource } from 'typeorm';
 import { type DatabaseConfig, withoutPassword } from '../../config/app-config.js';
+import { describeConnectionError } from '../connection-error.js';
 import { dataSourceOptions } from './data-source-options.js';
 
 /**
@@ -12,7 +13,7 @@ export async function probeDatabase(database: DatabaseConfig): Promise<string | 
     await dataSource.initialize();
     return null;
   } catch (error) {
-    return describeDatabaseError(error);
+    return describeConnectionError(error);
   } finally {
     if (dataSource.isInitialized) await dataSource.destroy().catch(() => undefined);
   }
@@ -22,11 +23,4 @@ export async function probeDatabase(database: DatabaseConfig): Promise<string | 
 export function cannotOpenDatabase(database: DatabaseConfig, reason: string): string {
   const where = database.kind === 'sqlite' ? `sqlite:${database.path}` : withoutPassword(database.url);
   return `Cannot open the database at DATABASE_URL=${where} (${reason})`;
-}
-
-/** The reason in a line; a connection refused on every address of a host name is an AggregateError without a message. */
-export function describeDatabaseError(error: unknown): string {
-  if (!(error instanceof Error)) return String(error);
-  const inner = error instanceof AggregateError ? error.errors.map(describeDatabaseError).join('; ') : '';
-  return error.message || inner || (error as NodeJS.ErrnoException).code || error.name;
 }
