@@ -81,6 +81,15 @@ describe('loadConfig', () => {
     });
   });
 
+  it('takes a secret of only spaces as unset: missing in production, generated elsewhere', () => {
+    const spaces = ' '.repeat(40);
+    expect(() => loadConfig({ NODE_ENV: 'production', URL_SIGNING_SECRET: spaces, SECRETS_ENCRYPTION_KEY: 'k'.repeat(32) })).toThrowError(
+      'URL_SIGNING_SECRET: URL_SIGNING_SECRET must be set to at least 32 characters when NODE_ENV=production',
+    );
+    expect(loadConfig({ NODE_ENV: 'development', URL_SIGNING_SECRET: spaces }).urlSigningSecret).toMatch(/^[0-9a-f]{64}$/);
+    expect(() => loadConfig({ ADMIN_USERNAME: 'operator', ADMIN_PASSWORD: spaces })).toThrowError(/ADMIN_PASSWORD: ADMIN_PASSWORD must be at least 8 characters/);
+  });
+
   it('passes TRUST_PROXY on as Express reads it', () => {
     expect(loadConfig({ TRUST_PROXY: ' true ' }).trustProxy).toBe(true);
     expect(loadConfig({ TRUST_PROXY: '2' }).trustProxy).toBe(2);
