@@ -3,7 +3,7 @@ import type { Type } from '@nestjs/common';
 import { CommandFactory, CommandRunnerService } from 'nest-commander';
 import { DataSource } from 'typeorm';
 import { CliCoreModule } from './cli/cli-core.module.js';
-import { fail } from './cli/cli-output.js';
+import { fail, reportLostOutput } from './cli/cli-output.js';
 import { ApiError } from './common/errors/api-error.js';
 import { ConfigurationError, loadConfig } from './config/app-config.js';
 import { applyMigrations } from './infra/database/apply-migrations.js';
@@ -74,6 +74,7 @@ function refuseUnprintableArguments(args: readonly string[]): void {
 
 /** Operator commands; same configuration as the server. Every command prints one JSON object on stdout. */
 async function main(): Promise<void> {
+  reportLostOutput();
   const group = process.argv[2];
   // Commander would print its help on stderr and exit 0: a script would take that for success.
   if (group === undefined) fail('A command is needed: accounts create, keys create, trash purge or db migrate (--help describes them)');
