@@ -5,10 +5,10 @@ import { DataSource } from 'typeorm';
 import { CliCoreModule } from './cli/cli-core.module.js';
 import { fail, reportLostOutput } from './cli/cli-output.js';
 import { ApiError } from './common/errors/api-error.js';
-import { ConfigurationError, loadConfig } from './config/app-config.js';
-import { applyMigrations } from './infra/database/apply-migrations.js';
+import { type AppConfig, ConfigurationError, loadConfig } from './config/app-config.js';
+import { applyMigrations, MigrationError } from './infra/database/apply-migrations.js';
 import { describeConnectionError } from './infra/connection-error.js';
-import { cannotOpenDatabase } from './infra/database/probe-database.js';
+import { cannotMigrateDatabase, cannotOpenDatabase } from './infra/database/probe-database.js';
 
 /**
  * Each command group's module, loaded only when its command runs: a command boots the database and its own
@@ -72,6 +72,13 @@ function refuseUnprintableArguments(args: readonly string[]): void {
   });
 }
 
+/** A command's failure as its JSON error, named so that the operator can act on it. */
+function failWith(error: unknown, config: AppConfig): never {
+  if (error instanceof ApiError) fail(error.message, error.code);
+  if (error instanceof MigrationError) fail(cannotMigrateDatabase(config.database, error.reason), 'migration_failed');
+  fail(String(error), 'internal_error');
+}
+
 /** Operator commands; same configuration as the server. Every command prints one JSON object on stdout. */
 async function main(): Promise<void> {
   reportLostOutput();
@@ -90,7 +97,7 @@ async function main(): Promise<void> {
       abortOnError: false,
       // Commander reports a shown help text as an error too; that one is a success.
       errorHandler: (error) => (HELP_SHOWN.has((error as { code?: string }).code ?? '') ? process.exit(0) : fail(error.message.replace(/^error: /, ''))),
-      serviceErrorHandler: (error) => fail(error instanceof ApiError ? error.message : String(error), error instanceof ApiError ? error.code : 'internal_error'),
+      serviceErrorHandler: (error) => failWith(error, config),
       // A subcommand's own parse errors (a missing or unknown option) bypass errorHandler; they are JSON too.
       outputConfiguration: { outputError: (text) => fail(text.trim().replace(/^error: /, '')) },
     },
@@ -99,7 +106,7 @@ async function main(): Promise<void> {
   refuseExcessArguments(app.get(CommandRunnerService)['commander'] as CommandTree);
   // Every command may run on a fresh database, so the schema is brought up to date first
   // (`db migrate` does that itself, and reports what it applied).
-  if (group !== 'db') await applyMigrations(app.get(DataSource));
+  if (group !== 'db') await applyMigrations(app.get(DataSource)).catch((error: unknown) => failWith(error, config));
   await CommandFactory.runApplication(app);
   await app.close();
 }

@@ -3,7 +3,8 @@ import { type AddressInfo, createServer } from 'node:net';
 import { ConfigurationError, loadConfig, onChosenPort, withoutPassword } from './config/app-config.js';
 import { createApp } from './app.factory.js';
 import { probeRedis } from './infra/redis/redis.module.js';
-import { cannotOpenDatabase, probeDatabase } from './infra/database/probe-database.js';
+import { MigrationError } from './infra/database/apply-migrations.js';
+import { cannotMigrateDatabase, cannotOpenDatabase, probeDatabase } from './infra/database/probe-database.js';
 import { Draining } from './infra/shutdown/draining.js';
 import { LocalBlobStorage } from './infra/storage/local-blob-storage.js';
 import { collectGarbage } from './garbage-collection.js';
@@ -47,7 +48,11 @@ async function main(): Promise<void> {
   // here, so that the links the service hands out can name it.
   const reserved = await reservePort(config.port).catch((error: unknown) => failToListen(config.port, error));
   const listening = config.port === 0 ? onChosenPort(config, reserved.port) : config;
-  const app = await createApp(listening);
+  const app = await createApp(listening).catch((error: unknown) => {
+    if (!(error instanceof MigrationError)) throw error;
+    process.stderr.write(`${cannotMigrateDatabase(config.database, error.reason)}.\n`);
+    process.exit(1);
+  });
   try {
     await reserved.release();
     await app.listen(listening.port);

@@ -21,6 +21,14 @@ export async function probeDatabase(database: DatabaseConfig): Promise<string | 
 
 /** What the server and the CLI say when the database does not take a connection: where, without its password, and why. */
 export function cannotOpenDatabase(database: DatabaseConfig, reason: string): string {
-  const where = database.kind === 'sqlite' ? `sqlite:${database.path}` : withoutPassword(database.url);
-  return `Cannot open the database at DATABASE_URL=${where} (${reason})`;
+  return `Cannot open the database at DATABASE_URL=${shownDatabaseUrl(database)} (${reason})`;
+}
+
+/** What the server and the CLI say when the schema cannot be brought up to date (see MigrationError). */
+export function cannotMigrateDatabase(database: DatabaseConfig, reason: string): string {
+  return `Cannot apply the migrations to the database at DATABASE_URL=${shownDatabaseUrl(database)} (${reason}); none was applied, the database is as it was`;
+}
+
+function shownDatabaseUrl(database: DatabaseConfig): string {
+  return database.kind === 'sqlite' ? `sqlite:${database.path}` : withoutPassword(database.url);
 }
