@@ -85,6 +85,9 @@ async function main(): Promise<void> {
   const group = process.argv[2];
   // Commander would print its help on stderr and exit 0: a script would take that for success.
   if (group === undefined) fail('A command is needed: accounts create, keys create, trash purge or db migrate (--help describes them)');
+  // Commander answers `help <anything>` with the general help and exit code 0: a misspelt command would read as found.
+  const helpFor = group === 'help' ? process.argv[3] : undefined;
+  if (helpFor !== undefined && !Object.hasOwn(COMMAND_MODULES, helpFor)) fail(`unknown command '${helpFor}'`);
   const config = loadConfig();
   refuseRepeatedOptions(process.argv.slice(2));
   refuseUnprintableArguments(process.argv.slice(2));

@@ -94,3 +94,20 @@ describe('command line arguments that are not printable text', () => {
     expect(account.name).toBe('Café');
   });
 });
+
+describe('help for a command that does not exist', () => {
+  it('is refused with a JSON error and exit code 1, while help for one that exists is shown', async () => {
+    const environment = await createTestEnvironment();
+    try {
+      const unknown = await runNode('cli.js', ['help', 'acounts'], environment.env);
+      expect(unknown.code).toBe(1);
+      expect(unknown.stdout).toBe('');
+      expect(errorOf(unknown)).toEqual({ code: 'invalid_request', message: "unknown command 'acounts'" });
+      const known = await runNode('cli.js', ['help', 'accounts'], environment.env);
+      expect(known.code, known.stderr).toBe(0);
+      expect(known.stdout).toContain('Usage: cli accounts');
+    } finally {
+      await environment.dispose();
+    }
+  });
+});
