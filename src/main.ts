@@ -1,9 +1,10 @@
 import 'reflect-metadata';
-import { createServer } from 'node:net';
-import { ConfigurationError, loadConfig, withoutPassword } from './config/app-config.js';
+import { type AddressInfo, createServer } from 'node:net';
+import { ConfigurationError, loadConfig, onChosenPort, withoutPassword } from './config/app-config.js';
 import { createApp } from './app.factory.js';
 import { probeRedis } from './infra/redis/redis.module.js';
-import { cannotOpenDatabase, probeDatabase } from './infra/database/probe-database.js';
+import { MigrationError } from './infra/database/apply-migrations.js';
+import { cannotMigrateDatabase, cannotOpenDatabase, probeDatabase } from './infra/database/probe-database.js';
 import { Draining } from './infra/shutdown/draining.js';
 import { LocalBlobStorage } from './infra/storage/local-blob-storage.js';
 import { collectGarbage } from './garbage-collection.js';
@@ -42,22 +43,28 @@ async function main(): Promise<void> {
       `Development: ${names.join(' and ')} ${created ? 'generated and kept in' : 'read from'} ${file}, so signed links survive restarts (set them in the environment for production)\n`,
     );
   }
-  // Checked before anything starts: a second server on a taken port would otherwise run migrations and take
-  // queue jobs before failing to listen.
-  const portProblem = await portUnavailable(config.port);
-  if (portProblem) failToListen(config.port, portProblem);
-  const app = await createApp(config);
+  // Taken before anything starts, and held while the application is built: a second server on a taken port would
+  // otherwise run migrations and take queue jobs before failing to listen. For PORT=0 the system chooses the port
+  // here, so that the links the service hands out can name it.
+  const reserved = await reservePort(config.port).catch((error: unknown) => failToListen(config.port, error));
+  const listening = config.port === 0 ? onChosenPort(config, reserved.port) : config;
+  const app = await createApp(listening).catch((error: unknown) => {
+    if (!(error instanceof MigrationError)) throw error;
+    process.stderr.write(`${cannotMigrateDatabase(config.database, error.reason)}.\n`);
+    process.exit(1);
+  });
   try {
-    await app.listen(config.port);
+    await reserved.release();
+    await app.listen(listening.port);
   } catch (error) {
     // Taken meanwhile: the jobs this process took are handed back before it exits.
     await Promise.race([app.close(), new Promise((resolve) => setTimeout(resolve, SHUTDOWN_GRACE_MS).unref())]);
-    failToListen(config.port, error);
+    failToListen(listening.port, error);
   }
   // Start-up (module loading, metadata, migrations, the OpenAPI document) leaves garbage that V8
   // keeps until the heap grows; collected and compacted now, the process idles about 18 MiB smaller.
   collectGarbage();
-  process.stdout.write(`File storage service listening on ${config.publicBaseUrl} (port ${config.port}); API docs at ${config.publicBaseUrl}/docs\n`);
+  process.stdout.write(`File storage service listening on ${listening.publicBaseUrl} (port ${listening.port}); API docs at ${listening.publicBaseUrl}/docs\n`);
 
   // Graceful shutdown: stop accepting connections and let requests in flight finish while the
   // database, Redis and queues are still open; only then close the application.
@@ -89,13 +96,21 @@ async function main(): Promise<void> {
 
 const SHUTDOWN_GRACE_MS = 30_000;
 
-/** Why the server could not listen on `port` (taken, or privileged), or null when it can. */
-function portUnavailable(port: number): Promise<NodeJS.ErrnoException | null> {
-  if (port === 0) return Promise.resolve(null);
-  return new Promise((resolve) => {
-    const probe = createServer();
-    probe.once('error', (error: NodeJS.ErrnoException) => resolve(error));
-    probe.listen(port, () => probe.close(() => resolve(null)));
+/**
+ * Listens on `port` (0: one the system chooses) without serving, so that no other process takes it while the
+ * application is built; rejects when it cannot (taken, or privileged).
+ */
+function reservePort(port: number): Promise<{ port: number; release(): Promise<void> }> {
+  return new Promise((resolve, reject) => {
+    // A client that connects meanwhile (a health probe) is cut off at once, as if refused, rather than left waiting.
+    const holder = createServer((socket) => socket.destroy());
+    holder.once('error', reject);
+    holder.listen(port, () =>
+      resolve({
+        port: (holder.address() as AddressInfo).port,
+        release: () => new Promise<void>((released) => holder.close(() => released())),
+      }),
+    );
   });
 }
 

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { parseEnv } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { getMetadataStorage } from 'class-validator';
-import { ConfigurationError, EnvironmentVariables, loadConfig } from './app-config.js';
+import { ConfigurationError, EnvironmentVariables, loadConfig, onChosenPort } from './app-config.js';
 
 describe('loadConfig', () => {
   it('applies the documented defaults', () => {
@@ -81,6 +81,15 @@ describe('loadConfig', () => {
     });
   });
 
+  it('takes a secret of only spaces as unset: missing in production, generated elsewhere', () => {
+    const spaces = ' '.repeat(40);
+    expect(() => loadConfig({ NODE_ENV: 'production', URL_SIGNING_SECRET: spaces, SECRETS_ENCRYPTION_KEY: 'k'.repeat(32) })).toThrowError(
+      'URL_SIGNING_SECRET: URL_SIGNING_SECRET must be set to at least 32 characters when NODE_ENV=production',
+    );
+    expect(loadConfig({ NODE_ENV: 'development', URL_SIGNING_SECRET: spaces }).urlSigningSecret).toMatch(/^[0-9a-f]{64}$/);
+    expect(() => loadConfig({ ADMIN_USERNAME: 'operator', ADMIN_PASSWORD: spaces })).toThrowError(/ADMIN_PASSWORD: ADMIN_PASSWORD must be at least 8 characters/);
+  });
+
   it('passes TRUST_PROXY on as Express reads it', () => {
     expect(loadConfig({ TRUST_PROXY: ' true ' }).trustProxy).toBe(true);
     expect(loadConfig({ TRUST_PROXY: '2' }).trustProxy).toBe(2);
@@ -132,6 +141,11 @@ describe('loadConfig', () => {
     expect(loadConfig({ PORT: '8080' }).publicBaseUrl).toBe('http://localhost:8080');
     expect(loadConfig({ PORT: '8080', PUBLIC_BASE_URL: '' }).publicBaseUrl).toBe('http://localhost:8080');
     expect(loadConfig({ PORT: '8080', PUBLIC_BASE_URL: 'https://files.example.com/' }).publicBaseUrl).toBe('https://files.example.com');
+  });
+
+  it('lets the default PUBLIC_BASE_URL follow the port the system chose for PORT=0, and keeps one that is set', () => {
+    expect(onChosenPort(loadConfig({ PORT: '0' }), 41234)).toMatchObject({ port: 41234, publicBaseUrl: 'http://localhost:41234' });
+    expect(onChosenPort(loadConfig({ PORT: '0', PUBLIC_BASE_URL: 'https://files.example.com' }), 41234)).toMatchObject({ port: 41234, publicBaseUrl: 'https://files.example.com' });
   });
 
   it.each([

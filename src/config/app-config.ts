@@ -93,18 +93,17 @@ const isCronExpression = () =>
     },
   });
 
-/** Empty or only spaces: the variable counts as unset, so its documented default applies. */
+/** Empty or only spaces: the variable counts as unset (see loadConfig). */
 const isBlank = (value: unknown) => typeof value === 'string' && value.trim() === '';
 /** Decimal notation only (`Number()` alone reads "0x50" as 80 and "0b11" as 3); anything else is NaN, and refused by name. */
 const DECIMAL = /^[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i;
 const toNumber = ({ value }: { value: unknown }) => {
-  if (value === undefined || isBlank(value)) return undefined;
+  if (value === undefined) return undefined;
   return typeof value === 'string' && DECIMAL.test(value.trim()) ? Number(value.trim()) : Number.NaN;
 };
-const emptyToUndefined = ({ value }: { value: unknown }) => (isBlank(value) ? undefined : value);
 /** `true`/`1` and `false`/`0`; anything else stays a string, which IsBoolean refuses by name. */
 const toBoolean = ({ value }: { value: unknown }) => {
-  if (value === undefined || isBlank(value)) return undefined;
+  if (value === undefined) return undefined;
   const word = String(value).trim();
   return word === 'true' || word === '1' ? true : word === 'false' || word === '0' ? false : value;
 };
@@ -121,49 +120,51 @@ export class EnvironmentVariables {
   @Transform(toNumber) @IsOptional() @IsInt() @Min(0) @Max(65535)
   PORT?: number;
 
-  @Transform(emptyToUndefined) @IsOptional()
+  @IsOptional()
   @isUrl('PUBLIC_BASE_URL must be an http(s) origin such as http://localhost:3000, with a path prefix at most', (url) =>
     ['http:', 'https:'].includes(url.protocol) && url.search === '' && url.hash === '' && url.username === '' && url.password === '')
   PUBLIC_BASE_URL?: string;
 
-  @Transform(emptyToUndefined) @IsOptional()
+  @IsOptional()
   @ValidateIf((env: EnvironmentVariables) => !/^sqlite:./.test(env.DATABASE_URL ?? ''))
   @isUrl('DATABASE_URL must be sqlite:<path> or postgres://user:pass@host:5432/db', (url) => ['postgres:', 'postgresql:'].includes(url.protocol))
   DATABASE_URL?: string;
 
-  @Transform(emptyToUndefined) @IsOptional()
+  @IsOptional()
   @isUrl('REDIS_URL must look like redis://host:6379[/db]', (url) => ['redis:', 'rediss:'].includes(url.protocol) && url.hostname !== '')
   REDIS_URL?: string;
 
-  @Transform(emptyToUndefined) @IsOptional() @Matches(/^[A-Za-z0-9_.-]{1,64}$/, { message: 'REDIS_KEY_PREFIX may hold letters, digits, "_", "." and "-" (1 to 64)' })
+  @IsOptional() @Matches(/^[A-Za-z0-9_.-]{1,64}$/, { message: 'REDIS_KEY_PREFIX may hold letters, digits, "_", "." and "-" (1 to 64)' })
   REDIS_KEY_PREFIX?: string;
 
-  @Transform(emptyToUndefined) @IsOptional() @IsIn(['local', 's3'])
+  @IsOptional() @IsIn(['local', 's3'])
   STORAGE_DRIVER?: string;
 
-  @Transform(emptyToUndefined) @IsOptional() @IsString() @IsNotEmpty()
+  @IsOptional() @IsString() @IsNotEmpty()
   STORAGE_DIR?: string;
 
-  @ValidateIf((env: EnvironmentVariables) => env.STORAGE_DRIVER === 's3') @IsString() @IsNotEmpty()
+  @ValidateIf((env: EnvironmentVariables) => env.STORAGE_DRIVER === 's3')
+  @IsString({ message: 'S3_BUCKET must be set when STORAGE_DRIVER=s3' }) @IsNotEmpty({ message: 'S3_BUCKET must be set when STORAGE_DRIVER=s3' })
   S3_BUCKET?: string;
 
-  @Transform(emptyToUndefined) @IsOptional() @isUrl('S3_ENDPOINT must be an http(s) URL such as https://s3.example.com', (url) => ['http:', 'https:'].includes(url.protocol))
+  @IsOptional() @isUrl('S3_ENDPOINT must be an http(s) URL such as https://s3.example.com', (url) => ['http:', 'https:'].includes(url.protocol))
   S3_ENDPOINT?: string;
 
-  @Transform(emptyToUndefined) @IsOptional() @IsString()
+  @IsOptional() @IsString()
   S3_REGION?: string;
 
-  @Transform(emptyToUndefined) @IsOptional() @IsString()
+  @IsOptional() @IsString()
   S3_ACCESS_KEY_ID?: string;
 
-  @Transform(emptyToUndefined) @IsOptional() @IsString()
+  @IsOptional() @IsString()
   S3_SECRET_ACCESS_KEY?: string;
 
   @Transform(toBoolean) @IsOptional() @isTrueOrFalse('S3_FORCE_PATH_STYLE')
   S3_FORCE_PATH_STYLE?: boolean;
 
   @ValidateIf((env: EnvironmentVariables) => env.NODE_ENV === 'production' || (env.URL_SIGNING_SECRET ?? '') !== '')
-  @IsString() @MinLength(32, { message: 'URL_SIGNING_SECRET must be set to at least 32 characters when NODE_ENV=production' })
+  @IsString({ message: 'URL_SIGNING_SECRET must be set to at least 32 characters when NODE_ENV=production' })
+  @MinLength(32, { message: 'URL_SIGNING_SECRET must be set to at least 32 characters when NODE_ENV=production' })
   @notPlaceholderInProduction('URL_SIGNING_SECRET')
   URL_SIGNING_SECRET?: string;
 
@@ -176,7 +177,7 @@ export class EnvironmentVariables {
   @Transform(toNumber) @IsOptional() @IsNumber({ allowNaN: false, allowInfinity: false }) @Min(0.000001) @Max(3650)
   EVENT_RETENTION_DAYS?: number;
 
-  @Transform(emptyToUndefined) @IsOptional() @isCronExpression()
+  @IsOptional() @isCronExpression()
   TRASH_PURGE_CRON?: string;
 
   @Transform(toBoolean) @IsOptional() @isTrueOrFalse('WEBHOOK_ALLOW_PRIVATE_URLS')
@@ -189,18 +190,19 @@ export class EnvironmentVariables {
   INSTANCE_HEARTBEAT_MS?: number;
 
   @ValidateIf((env: EnvironmentVariables) => env.NODE_ENV === 'production' || (env.SECRETS_ENCRYPTION_KEY ?? '') !== '')
-  @IsString() @MinLength(32, { message: 'SECRETS_ENCRYPTION_KEY must be set to at least 32 characters when NODE_ENV=production' })
+  @IsString({ message: 'SECRETS_ENCRYPTION_KEY must be set to at least 32 characters when NODE_ENV=production' })
+  @MinLength(32, { message: 'SECRETS_ENCRYPTION_KEY must be set to at least 32 characters when NODE_ENV=production' })
   @notPlaceholderInProduction('SECRETS_ENCRYPTION_KEY')
   SECRETS_ENCRYPTION_KEY?: string;
 
   // A password alone would leave the dashboard off without a word, though its operator meant to turn it on.
-  @Transform(emptyToUndefined)
   @ValidateIf((env: EnvironmentVariables) => env.ADMIN_USERNAME !== undefined || (env.ADMIN_PASSWORD ?? '') !== '')
   @IsString({ message: 'ADMIN_USERNAME must be set when ADMIN_PASSWORD is (both turn on the queue dashboard)' })
   ADMIN_USERNAME?: string;
 
   @ValidateIf((env: EnvironmentVariables) => env.ADMIN_USERNAME !== undefined && env.ADMIN_USERNAME !== '')
-  @IsString() @MinLength(8, { message: 'ADMIN_PASSWORD must be at least 8 characters when ADMIN_USERNAME is set' })
+  @IsString({ message: 'ADMIN_PASSWORD must be at least 8 characters when ADMIN_USERNAME is set' })
+  @MinLength(8, { message: 'ADMIN_PASSWORD must be at least 8 characters when ADMIN_USERNAME is set' })
   @notPlaceholderInProduction('ADMIN_PASSWORD')
   ADMIN_PASSWORD?: string;
 
@@ -210,19 +212,19 @@ export class EnvironmentVariables {
   @Transform(toBoolean) @IsOptional() @isTrueOrFalse('RATE_LIMITS_ENABLED')
   RATE_LIMITS_ENABLED?: boolean;
 
-  @Transform(emptyToUndefined) @IsOptional() @isTrustProxy()
+  @IsOptional() @isTrustProxy()
   TRUST_PROXY?: string;
 
-  @Transform(emptyToUndefined) @IsOptional() @IsIn(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
+  @IsOptional() @IsIn(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
   LOG_LEVEL?: string;
 
-  @Transform(emptyToUndefined) @IsOptional() @Matches(/^[A-Za-z0-9.:[\]-]{1,255}$/, { message: 'CLAMAV_HOST must be a host name or IP address of clamd' })
+  @IsOptional() @Matches(/^[A-Za-z0-9.:[\]-]{1,255}$/, { message: 'CLAMAV_HOST must be a host name or IP address of clamd' })
   CLAMAV_HOST?: string;
 
   @Transform(toNumber) @IsOptional() @IsInt() @Min(1) @Max(65535)
   CLAMAV_PORT?: number;
 
-  @Transform(emptyToUndefined) @IsOptional() @Matches(/^\/\S+$/, { message: 'CLAMAV_SOCKET must be an absolute path to clamd\'s UNIX socket' })
+  @IsOptional() @Matches(/^\/\S+$/, { message: 'CLAMAV_SOCKET must be an absolute path to clamd\'s UNIX socket' })
   CLAMAV_SOCKET?: string;
 
   @Transform(toNumber) @IsOptional() @IsInt() @Min(1000) @Max(3_600_000)
@@ -232,10 +234,10 @@ export class EnvironmentVariables {
   @Transform(toNumber) @IsOptional() @IsInt() @Min(1) @Max(4 * 1024 ** 3)
   CLAMAV_MAX_STREAM_BYTES?: number;
 
-  @Transform(emptyToUndefined) @IsOptional() @IsString() @IsNotEmpty()
+  @IsOptional() @IsString() @IsNotEmpty()
   FFMPEG_PATH?: string;
 
-  @Transform(emptyToUndefined) @IsOptional() @IsString() @IsNotEmpty()
+  @IsOptional() @IsString() @IsNotEmpty()
   PDFTOPPM_PATH?: string;
 
   @Transform(toNumber) @IsOptional() @IsInt() @Min(1) @Max(64)
@@ -375,6 +377,20 @@ export function withoutPassword(url: string): string {
   return url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^/@:]*:).*@/i, '$1***@');
 }
 
+/** PUBLIC_BASE_URL when it is not set: this machine, on PORT. */
+function defaultPublicBaseUrl(port: number): string {
+  return `http://localhost:${port}`;
+}
+
+/**
+ * The configuration of a server given PORT=0, once the system has chosen its port: links (download_url, share url)
+ * built from the default PUBLIC_BASE_URL name that port, not port 0, which no client can reach.
+ */
+export function onChosenPort(config: AppConfig, port: number): AppConfig {
+  const publicBaseUrl = config.publicBaseUrl === defaultPublicBaseUrl(config.port) ? defaultPublicBaseUrl(port) : config.publicBaseUrl;
+  return new AppConfig({ ...config, port, publicBaseUrl });
+}
+
 export function parseDatabaseUrl(url: string): DatabaseConfig {
   if (url.startsWith('sqlite:')) return { kind: 'sqlite', path: url.slice('sqlite:'.length) };
   return { kind: 'postgres', url };
@@ -438,7 +454,9 @@ function keptDevelopmentSecrets(): { secrets: Record<GeneratedSecret, string>; f
  */
 export function loadConfig(env?: NodeJS.ProcessEnv): AppConfig {
   const ofThisProcess = env === undefined;
-  const source = { ...(env ?? processEnvironment()) };
+  // A variable set to nothing or only spaces is unset, for every rule alike: its default applies, and a required one
+  // is missing (a production secret of spaces would otherwise pass its length check and sign every link).
+  const source = Object.fromEntries(Object.entries(env ?? processEnvironment()).filter(([, value]) => !isBlank(value)));
   const raw = plainToInstance(EnvironmentVariables, source, { excludeExtraneousValues: false });
   const errors = validateSync(raw, { skipMissingProperties: false, forbidUnknownValues: false });
   if (errors.length > 0) {
@@ -451,7 +469,8 @@ export function loadConfig(env?: NodeJS.ProcessEnv): AppConfig {
         // What the operator wrote, not what it was parsed into (a number variable set to "0x50" reads as NaN).
         const written = source[e.property];
         const shown = typeof written === 'string' && !/SECRET|PASSWORD/.test(e.property) ? ` (got "${withoutPassword(written)}")` : '';
-        return `${e.property}: ${messages.join('; ')}${shown}`;
+        // A missing value fails IsString and MinLength alike, with one message.
+        return `${e.property}: ${[...new Set(messages)].join('; ')}${shown}`;
       }),
     );
   }
@@ -464,7 +483,7 @@ export function loadConfig(env?: NodeJS.ProcessEnv): AppConfig {
   return new AppConfig({
     nodeEnv,
     port,
-    publicBaseUrl: (raw.PUBLIC_BASE_URL ?? `http://localhost:${port}`).replace(/\/+$/, ''),
+    publicBaseUrl: (raw.PUBLIC_BASE_URL ?? defaultPublicBaseUrl(port)).replace(/\/+$/, ''),
     database: parseDatabaseUrl(raw.DATABASE_URL ?? 'sqlite:./data/storage.sqlite'),
     redisUrl: raw.REDIS_URL ?? 'redis://127.0.0.1:6379',
     redisKeyPrefix: raw.REDIS_KEY_PREFIX ?? 'fss',

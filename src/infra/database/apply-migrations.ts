@@ -1,5 +1,14 @@
 import { type DataSource, type Migration, MigrationExecutor } from 'typeorm';
+import { describeConnectionError } from '../connection-error.js';
 import { sqlDialect } from './sql-dialect.js';
+
+/** Pending migrations that could not be applied (a table of another application in the way); they run in one transaction, so none was. */
+export class MigrationError extends Error {
+  constructor(readonly reason: string) {
+    super(`The database migrations could not be applied (${reason}); none was`);
+    this.name = 'MigrationError';
+  }
+}
 
 /**
  * Applies the pending migrations, one process at a time, in one transaction. The server and every CLI command migrate
@@ -17,6 +26,8 @@ export async function applyMigrations(dataSource: DataSource): Promise<Migration
       const executor = new MigrationExecutor(dataSource, connection);
       executor.transaction = 'all';
       return executor.executePendingMigrations();
+    }).catch((error: unknown) => {
+      throw new MigrationError(describeConnectionError(error));
     });
   } finally {
     await connection.afterMigration();

@@ -1,5 +1,6 @@
 import { DataSource } from 'typeorm';
 import { type DatabaseConfig, withoutPassword } from '../../config/app-config.js';
+import { describeConnectionError } from '../connection-error.js';
 import { dataSourceOptions } from './data-source-options.js';
 
 /**
@@ -12,7 +13,7 @@ export async function probeDatabase(database: DatabaseConfig): Promise<string | 
     await dataSource.initialize();
     return null;
   } catch (error) {
-    return describeDatabaseError(error);
+    return describeConnectionError(error);
   } finally {
     if (dataSource.isInitialized) await dataSource.destroy().catch(() => undefined);
   }
@@ -20,13 +21,14 @@ export async function probeDatabase(database: DatabaseConfig): Promise<string | 
 
 /** What the server and the CLI say when the database does not take a connection: where, without its password, and why. */
 export function cannotOpenDatabase(database: DatabaseConfig, reason: string): string {
-  const where = database.kind === 'sqlite' ? `sqlite:${database.path}` : withoutPassword(database.url);
-  return `Cannot open the database at DATABASE_URL=${where} (${reason})`;
+  return `Cannot open the database at DATABASE_URL=${shownDatabaseUrl(database)} (${reason})`;
 }
 
-/** The reason in a line; a connection refused on every address of a host name is an AggregateError without a message. */
-export function describeDatabaseError(error: unknown): string {
-  if (!(error instanceof Error)) return String(error);
-  const inner = error instanceof AggregateError ? error.errors.map(describeDatabaseError).join('; ') : '';
-  return error.message || inner || (error as NodeJS.ErrnoException).code || error.name;
+/** What the server and the CLI say when the schema cannot be brought up to date (see MigrationError). */
+export function cannotMigrateDatabase(database: DatabaseConfig, reason: string): string {
+  return `Cannot apply the migrations to the database at DATABASE_URL=${shownDatabaseUrl(database)} (${reason}); none was applied, the database is as it was`;
+}
+
+function shownDatabaseUrl(database: DatabaseConfig): string {
+  return database.kind === 'sqlite' ? `sqlite:${database.path}` : withoutPassword(database.url);
 }

@@ -1,6 +1,7 @@
 import { Global, Inject, Injectable, Module, OnApplicationShutdown } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import { AppConfig } from '../../config/app-config.js';
+import { describeConnectionError } from '../connection-error.js';
 
 export const REDIS = Symbol('REDIS');
 
@@ -52,7 +53,10 @@ export class RedisModule {}
 /** Answers within `timeoutMs` whether Redis at REDIS_URL takes commands; used before the service starts. */
 export async function probeRedis(redisUrl: string, timeoutMs = 3000): Promise<string | null> {
   const client = new Redis(redisUrl, { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0, connectTimeout: timeoutMs, retryStrategy: () => null });
-  client.on('error', () => undefined);
+  // Without retries, connect() only rejects with "Connection is closed."; why it closed (a refused connection, a
+  // host name that does not resolve, TLS) comes as an event before that.
+  let connectionError: Error | null = null;
+  client.on('error', (error: Error) => (connectionError ??= error));
   try {
     await client.connect();
     // ioredis only reports a failed SELECT of the URL's database (/99 beyond `databases`) as an event, then carries on
@@ -62,7 +66,7 @@ export async function probeRedis(redisUrl: string, timeoutMs = 3000): Promise<st
     await client.ping();
     return null;
   } catch (error) {
-    return error instanceof Error ? error.message : String(error);
+    return describeConnectionError((connectionError as Error | null) ?? error);
   } finally {
     client.disconnect();
   }

@@ -1,0 +1,113 @@
+import { spawn } from 'node:child_process';
+import { resolve } from 'node:path';
+import type { INestApplicationContext } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AccountEntity } from '../../../src/modules/accounts/account.entity.js';
+import { ApiKeyEntity } from '../../../src/modules/accounts/api-key.entity.js';
+import { startOperatorContext } from '../../support/operator-context.js';
+import { DIST, type ProcessResult, runNode } from '../../support/processes.js';
+import { createTestEnvironment, type TestEnvironment } from '../../support/test-app.js';
+
+/**
+ * `node dist/cli.js` run by a shell, so that an argument can carry bytes a JavaScript string cannot (Node's spawn
+ * encodes every argument as UTF-8): `$(printf …)` writes them, as a terminal set to Latin-1 would.
+ */
+function runCliFromShell(shellArgs: string, env: Record<string, string>): Promise<ProcessResult> {
+  return new Promise((done, reject) => {
+    const child = spawn('/bin/sh', ['-c', `exec "$0" "$1" ${shellArgs}`, process.execPath, resolve(DIST, 'cli.js')], {
+      env: { PATH: process.env.PATH ?? '', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk) => (stdout += chunk));
+    child.stderr.on('data', (chunk) => (stderr += chunk));
+    child.on('error', reject);
+    child.on('exit', (code) => done({ code, stdout, stderr }));
+  });
+}
+
+function errorOf(result: ProcessResult): { code: string; message: string } {
+  return JSON.parse(result.stderr.trim().split('\n').pop()!).error;
+}
+
+describe('command line arguments that are not printable text', () => {
+  let environment: TestEnvironment;
+  let context: INestApplicationContext;
+  let owner: { account_id: string };
+
+  beforeAll(async () => {
+    environment = await createTestEnvironment();
+    const created = await runNode('cli.js', ['accounts', 'create', '--name', 'Owner', '--plan', 'free'], environment.env);
+    expect(created.code, created.stderr).toBe(0);
+    owner = JSON.parse(created.stdout);
+    context = await startOperatorContext(environment.env);
+  });
+  afterAll(async () => {
+    await context.close();
+    await environment.dispose();
+  });
+
+  const accounts = () => context.get(DataSource).getRepository(AccountEntity).count();
+  const keys = () => context.get(DataSource).getRepository(ApiKeyEntity).countBy({ accountId: owner.account_id });
+
+  it.each([
+    ['a pasted newline', 'Ada\nLovelace', 'U+000A'],
+    ['an escape sequence that would recolour a terminal', 'Ada\u001b[31m', 'U+001B'],
+    ['a C1 control', 'Ada\u0085', 'U+0085'],
+  ])('refuses an account name with %s, naming --name, and creates no account', async (_, name, found) => {
+    const before = await accounts();
+    for (const args of [
+      ['accounts', 'create', '--name', name, '--plan', 'free'],
+      ['accounts', 'create', `--name=${name}`, '--plan', 'free'],
+    ]) {
+      const result = await runNode('cli.js', args, environment.env);
+      expect(result.code).toBe(1);
+      expect(result.stdout).toBe('');
+      expect(errorOf(result)).toEqual({ code: 'invalid_request', message: `--name must not contain control characters (found ${found})` });
+    }
+    expect(await accounts()).toBe(before);
+  });
+
+  it('refuses a key name with a control character, and creates no key', async () => {
+    const before = await keys();
+    const result = await runNode('cli.js', ['keys', 'create', '--account', owner.account_id, '--scopes', 'read', '--name', 'tab\there'], environment.env);
+    expect(result.code).toBe(1);
+    expect(result.stdout).toBe('');
+    expect(errorOf(result).message).toBe('--name must not contain control characters (found U+0009)');
+    expect(await keys()).toBe(before);
+  });
+
+  it('refuses an account name in bytes that are not UTF-8 (a Latin-1 "Café") rather than storing "Caf\uFFFD"', async () => {
+    const before = await accounts();
+    const result = await runCliFromShell(`accounts create --name "$(printf 'Caf\\351')" --plan free`, environment.env);
+    expect(result.code).toBe(1);
+    expect(result.stdout).toBe('');
+    expect(errorOf(result)).toEqual({ code: 'invalid_request', message: expect.stringContaining('--name is not UTF-8 text') });
+    expect(await accounts()).toBe(before);
+
+    // The same name in UTF-8 is an ordinary name.
+    const utf8 = await runCliFromShell(`accounts create --name "$(printf 'Caf\\303\\251')" --plan free`, environment.env);
+    expect(utf8.code, utf8.stderr).toBe(0);
+    const account = await context.get(DataSource).getRepository(AccountEntity).findOneByOrFail({ id: JSON.parse(utf8.stdout).account_id });
+    expect(account.name).toBe('Café');
+  });
+});
+
+describe('help for a command that does not exist', () => {
+  it('is refused with a JSON error and exit code 1, while help for one that exists is shown', async () => {
+    const environment = await createTestEnvironment();
+    try {
+      const unknown = await runNode('cli.js', ['help', 'acounts'], environment.env);
+      expect(unknown.code).toBe(1);
+      expect(unknown.stdout).toBe('');
+      expect(errorOf(unknown)).toEqual({ code: 'invalid_request', message: "unknown command 'acounts'" });
+      const known = await runNode('cli.js', ['help', 'accounts'], environment.env);
+      expect(known.code, known.stderr).toBe(0);
+      expect(known.stdout).toContain('Usage: cli accounts');
+    } finally {
+      await environment.dispose();
+    }
+  });
+});
