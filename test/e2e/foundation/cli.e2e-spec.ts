@@ -167,7 +167,9 @@ describe('the command line without its database', () => {
       message: expect.stringContaining('Cannot open the database at DATABASE_URL=postgres://storage:***@127.0.0.1:1/unreachable (connect ECONNREFUSED'),
     });
     expect(result.stderr).not.toContain('db-password');
-    expect(Date.now() - started).toBeLessThan(10_000);
+    // At once: not after the retries Nest's TypeORM module would make (9, 3 s apart). Bounded by those, not by a guess
+    // at how fast a loaded machine starts Node (a 10 s bound failed at 10.7 s on one).
+    expect(Date.now() - started).toBeLessThan(24_000);
   });
 });
 
@@ -206,7 +208,8 @@ describe('service start-up (dist/main.js)', () => {
       expect(result.stderr).toContain('Cannot open the database at DATABASE_URL=postgres://storage:***@127.0.0.1:1/storage (connect ECONNREFUSED');
       expect(result.stderr).not.toContain('db-password');
       expect(result.stderr).not.toMatch(/\n\s+at /);
-      expect(Date.now() - started).toBeLessThan(10_000);
+      // At once: not after Nest's 9 retries 3 s apart (see above).
+      expect(Date.now() - started).toBeLessThan(24_000);
     } finally {
       await environment.dispose();
     }

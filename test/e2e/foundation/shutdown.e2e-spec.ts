@@ -98,8 +98,8 @@ describe('graceful shutdown', () => {
       expect(answer.status).toBe(200);
       expect(await answer.json()).toMatchObject({ success: true, data: [], next_cursor: expect.any(String) });
       expect(await server.exited).toEqual({ code: 0, signal: null });
-      // Not at the poll's 30-second deadline.
-      expect(Date.now() - signalled).toBeLessThan(10_000);
+      // Not at the poll's 30-second deadline (29 s after the signal): bounded by it, not by a guess at the machine's speed.
+      expect(Date.now() - signalled).toBeLessThan(25_000);
     } finally {
       await context.close();
       await environment.dispose();
