@@ -10,7 +10,6 @@ import { API_VERSION, completeOpenApiDocument } from './common/http/openapi.js';
 import { documentJsonBodyLimits, jsonBodyParser } from './common/http/request-body.js';
 import { applyHttpServerLimits } from './common/http/http-server-limits.js';
 import { EXPOSED_API_HEADERS } from './common/http/cors.js';
-import { Draining } from './infra/shutdown/draining.js';
 import { applyMigrations } from './infra/database/apply-migrations.js';
 import { requestIdMiddleware } from './common/http/request-id.js';
 import { httpMetricsMiddleware } from './infra/observability/http-metrics.middleware.js';
@@ -46,7 +45,7 @@ export async function createApp(config: AppConfig): Promise<NestExpressApplicati
   // Before the body parser, so a body that cannot be parsed is still answered with its request id.
   app.use(requestIdMiddleware);
   app.use(jsonBodyParser());
-  applyHttpServerLimits(app.getHttpServer(), config, app.get(Draining));
+  applyHttpServerLimits(app.getHttpServer(), config);
   // API keys travel in a header, never in cookies, so any origin may call the API from a browser.
   // Header lists joined once here, not by the cors middleware on every request.
   const cors = {

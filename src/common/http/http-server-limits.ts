@@ -2,7 +2,6 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { finished, type Duplex } from 'node:stream';
 import type { AppConfig } from '../../config/app-config.js';
-import type { Draining } from '../../infra/shutdown/draining.js';
 import type { ErrorEnvelope } from './envelope.js';
 
 /**
@@ -14,7 +13,7 @@ import type { ErrorEnvelope } from './envelope.js';
  * direction for `httpIdleTimeoutMs`. A slow upload or download that keeps moving runs as long as it needs.
  * The request head still has its own deadline (`httpHeadersTimeoutMs`) against clients that trickle headers.
  */
-export function applyHttpServerLimits(server: Server, config: AppConfig, draining: Draining): void {
+export function applyHttpServerLimits(server: Server, config: AppConfig): void {
   server.requestTimeout = 0;
   server.headersTimeout = config.httpHeadersTimeoutMs;
   server.setTimeout(config.httpIdleTimeoutMs, (socket) => closeIdle(socket));
@@ -24,15 +23,15 @@ export function applyHttpServerLimits(server: Server, config: AppConfig, drainin
   // The answers' `Keep-Alive: timeout=` tells clients how long it is.
   server.keepAliveTimeout = config.httpIdleTimeoutMs;
   const requestsOf = new WeakMap<Duplex, IncomingMessage>();
-  // Once the server drains (SIGTERM), a connection closes as soon as it has no request in flight: kept alive, it would
-  // hold the shutdown up for the idle limit. Answers not yet begun say so (`Connection: close`).
-  draining.onStart(() => server.closeIdleConnections());
+  // Once the server is closing (SIGTERM, app.close()), a connection closes as soon as it has no request in flight:
+  // Node closes the idle ones only when close() is called, and one whose request ends later would hold the close up
+  // for the idle limit. Answers not yet begun say so (`Connection: close`).
   server.on('request', (request: IncomingMessage, response: ServerResponse) => {
     requestsOf.set(request.socket, request);
-    if (draining.started && !response.headersSent) response.setHeader('Connection', 'close');
+    if (!server.listening && !response.headersSent) response.setHeader('Connection', 'close');
     response.once('finish', () => {
       // Node lets go of the connection just after 'finish'.
-      if (draining.started) setImmediate(() => server.closeIdleConnections());
+      if (!server.listening) setImmediate(() => server.closeIdleConnections());
     });
     // On a connection that stays open, Node reads the rest of an answered request's body for as long as it comes:
     // endless, behind a 401, if the client sends it chunked. A connection that closes is handled by closeAfterAnswer.
