@@ -14,8 +14,13 @@ export interface ProcessResult {
 
 /** Runs a built entry point (dist/cli.js, dist/main.js) with the given environment and waits for it to exit. */
 export function runNode(script: string, args: string[], env: Record<string, string>, timeoutMs = 30_000): Promise<ProcessResult> {
+  return runToExit(process.execPath, [resolve(DIST, script), ...args], env, timeoutMs, `${script} ${args.join(' ')}`);
+}
+
+/** Runs `command` with only PATH and `env` in its environment, and answers its exit code and output once it exits. */
+export function runToExit(command: string, args: string[], env: Record<string, string>, timeoutMs = 30_000, what = command): Promise<ProcessResult> {
   return new Promise((resolvePromise, reject) => {
-    const child = spawn(process.execPath, [resolve(DIST, script), ...args], {
+    const child = spawn(command, args, {
       env: { PATH: process.env.PATH ?? '', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -25,7 +30,7 @@ export function runNode(script: string, args: string[], env: Record<string, stri
     child.stderr.on('data', (chunk) => (stderr += chunk));
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`${script} ${args.join(' ')} did not exit within ${timeoutMs} ms\n${stderr}`));
+      reject(new Error(`${what} did not exit within ${timeoutMs} ms\n${stderr}`));
     }, timeoutMs);
     child.on('error', reject);
     child.on('exit', (code) => {

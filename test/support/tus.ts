@@ -1,5 +1,7 @@
 import { createServer, type Socket, connect } from 'node:net';
+import { join } from 'node:path';
 import { type DetailedError, Upload, type UploadOptions } from 'tus-js-client';
+import { runNode, startServerProcess, type ServerProcess } from './processes.js';
 
 /** Generous retries: a resumed upload may wait for a restarted server or for a dead process's lock to expire. */
 export const PATIENT_RETRIES = [0, 200, 500, 1000, 2000, 3000, 5000, 5000, 10_000, 10_000, 10_000];
@@ -105,4 +107,36 @@ export async function cuttingProxy(targetPort: number, cutAt: number[]): Promise
         server.close(() => resolve());
       }),
   };
+}
+
+/**
+ * For tests of what a server killed mid-PATCH leaves in its temp dir: a built server with `serverTmp` as its TMPDIR (and
+ * no clamd), an enterprise account made by the CLI, and a PATCH at offset 0 of a new upload of `length` bytes that has
+ * sent `sent` of them and holds its connection open. `headers` adds request headers to the PATCH (Upload-Checksum).
+ */
+export async function patchHeldOpen(
+  environmentEnv: Record<string, string>,
+  serverTmp: string,
+  { length, sent, headers = {} }: { length: number; sent: number; headers?: Record<string, string> },
+): Promise<{ server: ServerProcess; env: Record<string, string>; socket: Socket }> {
+  const env = { ...environmentEnv, TMPDIR: serverTmp, CLAMAV_SOCKET: join(serverTmp, 'no-clamd.sock') };
+  const server = await startServerProcess(env, undefined, 60_000);
+  const created = await runNode('cli.js', ['accounts', 'create', '--name', 'Crash', '--plan', 'enterprise'], env);
+  if (created.code !== 0) throw new Error(`accounts create failed: ${created.stderr}`);
+  const { api_key: key } = JSON.parse(created.stdout) as { api_key: string };
+  const upload = await fetch(`${server.baseUrl}/v1/uploads`, {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${key}`, 'Tus-Resumable': '1.0.0', 'Upload-Length': String(length), 'Upload-Metadata': `filename ${Buffer.from('c.bin').toString('base64')}` },
+  });
+  if (upload.status !== 201) throw new Error(`tus creation answered ${upload.status}`);
+  const target = new URL(upload.headers.get('location')!, server.baseUrl);
+  const socket = connect(Number(target.port), target.hostname);
+  socket.on('error', () => undefined);
+  const extra = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('');
+  socket.write(
+    `PATCH ${target.pathname} HTTP/1.1\r\nHost: ${target.host}\r\nAuthorization: Bearer ${key}\r\nTus-Resumable: 1.0.0\r\nUpload-Offset: 0\r\n` +
+      `Content-Type: application/offset+octet-stream\r\n${extra}Content-Length: ${length}\r\n\r\n`,
+  );
+  socket.write(Buffer.alloc(sent, 1));
+  return { server, env, socket };
 }

@@ -30,13 +30,11 @@ export function applyHttpServerLimits(server: Server, config: AppConfig): void {
     requestsOf.set(request.socket, request);
     if (!server.listening && !response.headersSent) response.setHeader('Connection', 'close');
     response.once('finish', () => {
+      // On a connection that stays open, Node reads the rest of an answered request's body for as long as it comes:
+      // endless, behind a 401, if the client sends it chunked. A connection that closes is handled by closeAfterAnswer.
+      if (!request.complete && !request.socket.writableEnded) dropRestOfBody(request, config.httpLingerMs);
       // Node lets go of the connection just after 'finish'.
       if (!server.listening) setImmediate(() => server.closeIdleConnections());
-    });
-    // On a connection that stays open, Node reads the rest of an answered request's body for as long as it comes:
-    // endless, behind a 401, if the client sends it chunked. A connection that closes is handled by closeAfterAnswer.
-    response.once('finish', () => {
-      if (!request.complete && !request.socket.writableEnded) dropRestOfBody(request, config.httpLingerMs);
     });
   });
   // Without this listener Node answers `Expect: 100-continue` with 100 at once, asking for a body it may refuse.

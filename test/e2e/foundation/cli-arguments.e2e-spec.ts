@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { resolve } from 'node:path';
 import type { INestApplicationContext } from '@nestjs/common';
 import { DataSource } from 'typeorm';
@@ -6,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AccountEntity } from '../../../src/modules/accounts/account.entity.js';
 import { ApiKeyEntity } from '../../../src/modules/accounts/api-key.entity.js';
 import { startOperatorContext } from '../../support/operator-context.js';
-import { DIST, type ProcessResult, runNode } from '../../support/processes.js';
+import { DIST, type ProcessResult, runNode, runToExit } from '../../support/processes.js';
 import { createTestEnvironment, type TestEnvironment } from '../../support/test-app.js';
 
 /**
@@ -14,18 +13,7 @@ import { createTestEnvironment, type TestEnvironment } from '../../support/test-
  * encodes every argument as UTF-8): `$(printf …)` writes them, as a terminal set to Latin-1 would.
  */
 function runCliFromShell(shellArgs: string, env: Record<string, string>): Promise<ProcessResult> {
-  return new Promise((done, reject) => {
-    const child = spawn('/bin/sh', ['-c', `exec "$0" "$1" ${shellArgs}`, process.execPath, resolve(DIST, 'cli.js')], {
-      env: { PATH: process.env.PATH ?? '', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk) => (stdout += chunk));
-    child.stderr.on('data', (chunk) => (stderr += chunk));
-    child.on('error', reject);
-    child.on('exit', (code) => done({ code, stdout, stderr }));
-  });
+  return runToExit('/bin/sh', ['-c', `exec "$0" "$1" ${shellArgs}`, process.execPath, resolve(DIST, 'cli.js')], env, 30_000, `cli.js ${shellArgs}`);
 }
 
 function errorOf(result: ProcessResult): { code: string; message: string } {

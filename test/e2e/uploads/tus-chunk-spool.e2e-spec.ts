@@ -1,9 +1,9 @@
 import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
-import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runNode, startServerProcess, type ServerProcess } from '../../support/processes.js';
+import { startServerProcess, type ServerProcess } from '../../support/processes.js';
+import { patchHeldOpen } from '../../support/tus.js';
 import { createTestEnvironment, type TestEnvironment } from '../../support/test-app.js';
 import { eventually } from '../../support/time.js';
 
@@ -29,27 +29,13 @@ describe('checksummed chunks set aside by a server that died mid-PATCH', () => {
   });
 
   it('are removed when the server starts again', async () => {
-    const env = { ...environment.env, TMPDIR: serverTmp, CLAMAV_SOCKET: join(serverTmp, 'no-clamd.sock') };
-    const first = await startServerProcess(env, undefined, 60_000);
-    servers.push(first);
-    const created = await runNode('cli.js', ['accounts', 'create', '--name', 'Crash', '--plan', 'enterprise'], env);
-    expect(created.code, created.stderr).toBe(0);
-    const { api_key: key } = JSON.parse(created.stdout) as { api_key: string };
-    const upload = await fetch(`${first.baseUrl}/v1/uploads`, {
-      method: 'POST',
-      headers: { Authorization: `Bearer ${key}`, 'Tus-Resumable': '1.0.0', 'Upload-Length': String(MiB), 'Upload-Metadata': `filename ${Buffer.from('c.bin').toString('base64')}` },
-    });
-    expect(upload.status).toBe(201);
-
     // Half a checksummed chunk, the connection held open: the server is surely setting it aside when it is killed.
-    const target = new URL(upload.headers.get('location')!, first.baseUrl);
-    const socket = connect(Number(target.port), target.hostname);
-    socket.on('error', () => undefined);
-    socket.write(
-      `PATCH ${target.pathname} HTTP/1.1\r\nHost: ${target.host}\r\nAuthorization: Bearer ${key}\r\nTus-Resumable: 1.0.0\r\nUpload-Offset: 0\r\n` +
-        `Content-Type: application/offset+octet-stream\r\nUpload-Checksum: md5 ${Buffer.alloc(16).toString('base64')}\r\nContent-Length: ${MiB}\r\n\r\n`,
-    );
-    socket.write(Buffer.alloc(MiB / 2, 1));
+    const { server: first, env, socket } = await patchHeldOpen(environment.env, serverTmp, {
+      length: MiB,
+      sent: MiB / 2,
+      headers: { 'Upload-Checksum': `md5 ${Buffer.alloc(16).toString('base64')}` },
+    });
+    servers.push(first);
     const spools = () => readdirSync(serverTmp).filter((name) => name.startsWith('fss-tus-chunk-'));
     await eventually(async () => spools().some((dir) => existsSync(join(serverTmp, dir, 'chunk')) && statSync(join(serverTmp, dir, 'chunk')).size > 0), 30_000, 'the chunk to be set aside');
     await first.stop('SIGKILL');

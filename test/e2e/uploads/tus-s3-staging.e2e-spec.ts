@@ -1,15 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runNode, startServerProcess, type ServerProcess } from '../../support/processes.js';
+import { startServerProcess, type ServerProcess } from '../../support/processes.js';
 import { startS3, type TestS3 } from '../../support/s3.js';
 import { createAccount } from '../../support/accounts.js';
 import { createTestEnvironment, startTestApp, type TestEnvironment } from '../../support/test-app.js';
 import { eventually } from '../../support/time.js';
-import { tusUpload, tusUploadUntil } from '../../support/tus.js';
+import { patchHeldOpen, tusUpload, tusUploadUntil } from '../../support/tus.js';
 
 const MiB = 1024 * 1024;
 
@@ -44,27 +43,9 @@ describe('parts of a resumable upload staged for S3 by a server that died mid-PA
   });
 
   it('are removed when the server starts again', async () => {
-    const env = { ...environment.env, TMPDIR: serverTmp, CLAMAV_SOCKET: join(serverTmp, 'no-clamd.sock') };
-    const first = await startServerProcess(env, undefined, 60_000);
-    servers.push(first);
-    const created = await runNode('cli.js', ['accounts', 'create', '--name', 'Crash', '--plan', 'enterprise'], env);
-    expect(created.code, created.stderr).toBe(0);
-    const { api_key: key } = JSON.parse(created.stdout) as { api_key: string };
-    const upload = await fetch(`${first.baseUrl}/v1/uploads`, {
-      method: 'POST',
-      headers: { Authorization: `Bearer ${key}`, 'Tus-Resumable': '1.0.0', 'Upload-Length': String(20 * MiB), 'Upload-Metadata': `filename ${Buffer.from('c.bin').toString('base64')}` },
-    });
-    expect(upload.status).toBe(201);
-
     // 12 of a PATCH's 20 MiB, the connection held open: one 8 MiB part is staged and a second is being staged when the server is killed.
-    const target = new URL(upload.headers.get('location')!, first.baseUrl);
-    const socket = connect(Number(target.port), target.hostname);
-    socket.on('error', () => undefined);
-    socket.write(
-      `PATCH ${target.pathname} HTTP/1.1\r\nHost: ${target.host}\r\nAuthorization: Bearer ${key}\r\nTus-Resumable: 1.0.0\r\nUpload-Offset: 0\r\n` +
-        `Content-Type: application/offset+octet-stream\r\nContent-Length: ${20 * MiB}\r\n\r\n`,
-    );
-    socket.write(Buffer.alloc(12 * MiB, 1));
+    const { server: first, env, socket } = await patchHeldOpen(environment.env, serverTmp, { length: 20 * MiB, sent: 12 * MiB });
+    servers.push(first);
     const staged = await eventually(async () => {
       const files = filesUnder(serverTmp);
       return files.length > 0 ? files : null;
