@@ -7,7 +7,7 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
  * client conformance, three interpreters' suites in one file, once ran 80 s alone). Vitest orders files by the durations
  * of the last run when it has them; a fresh clone, as in CI, has none and starts the largest files first.
  */
-const LONG_FILES = ['clients/conformance/', 'test/e2e/files/concurrent-quota.', 'test/e2e/webhooks/durability.', 'test/e2e/fuzz/', 'test/e2e/foundation/cli.'];
+const LONG_FILES = ['clients/conformance/', 'test/e2e/files/concurrent-quota.', 'test/e2e/webhooks/durability.', 'test/e2e/fuzz/', 'test/e2e/foundation/cli.', 'test/e2e/foundation/start-up.'];
 
 class LongFilesFirst extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {

@@ -21,7 +21,9 @@ mkdirSync(reportDir, { recursive: true });
 // client libraries (the JavaScript library's tests, and the Python, PHP and Ruby libraries' conformance) test the
 // HTTP interface, which the server's own e2e tests cover on both databases; Swagger UI is a page in a browser; the
 // test command's own test runs throwaway projects. The concurrent-quota file starts servers on both databases
-// itself, whatever TEST_DB says. Together about five minutes of worker time saved.
+// itself, whatever TEST_DB says. The start-up, configuration and argument files test refusals that come before the
+// database matters (a bad variable, an unreachable Redis, a port in use, a command line the CLI cannot parse), and
+// PORT=0 the port a server announces. Together about seven minutes of worker time saved.
 // `TEST_DB=postgres npx vitest run clients/conformance` still runs the conformance on PostgreSQL.
 const RUN_ONCE = [
   'clients/conformance/**',
@@ -29,6 +31,11 @@ const RUN_ONCE = [
   'test/e2e/files/concurrent-quota.e2e-spec.ts',
   'test/e2e/foundation/swagger-ui.e2e-spec.ts',
   'test/e2e/foundation/test-command.e2e-spec.ts',
+  'test/e2e/foundation/start-up.e2e-spec.ts',
+  'test/e2e/foundation/start-up-redis.e2e-spec.ts',
+  'test/e2e/foundation/configuration.e2e-spec.ts',
+  'test/e2e/foundation/cli-arguments.e2e-spec.ts',
+  'test/e2e/foundation/port-zero.e2e-spec.ts',
 ];
 const runs = [
   { label: 'unit', args: ['--project', 'unit'], env: {} },

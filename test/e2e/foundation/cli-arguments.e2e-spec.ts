@@ -99,3 +99,41 @@ describe('help for a command that does not exist', () => {
     }
   });
 });
+
+describe('command lines the command line refuses', () => {
+  let environment: TestEnvironment;
+
+  beforeAll(async () => {
+    environment = await createTestEnvironment();
+  });
+  afterAll(() => environment.dispose());
+
+  it('prints its help and exits 0 with --help', async () => {
+    const help = await runNode('cli.js', ['--help'], environment.env);
+    expect(help.code, help.stderr).toBe(0);
+    expect(help.stdout).toContain('accounts');
+    expect(help.stdout).toContain('trash');
+  });
+
+  it.each([
+    [['accounts', 'create', '--name', 'Bob', '--plan', 'gold'], 'plan'],
+    [['accounts', 'create', '--name', 'Bob', '--plan', 'free', '--storage-limit', '-5'], 'storage-limit'],
+    [['keys', 'create', '--account', 'acc_missing', '--scopes', 'read,admin'], 'scopes'],
+    [['accounts', 'create', '--plan', 'free'], '--name'],
+    [['accounts', 'create', '--name', 'Bob', '--plan', 'free', '--bogus'], '--bogus'],
+    [['accounts', 'create', '--name', 'Bob', '--plan'], '--plan'],
+    // An unquoted name: its second word is not dropped silently (the account would be named "Ada").
+    [['accounts', 'create', '--name', 'Ada', 'Lovelace', '--plan', 'free'], 'too many arguments'],
+    [['db', 'migrate', 'now'], 'too many arguments'],
+    // Commander would keep the last one: this line would create an enterprise account.
+    [['accounts', 'create', '--name', 'Bob', '--plan', 'free', '--plan', 'enterprise'], '--plan is given more than once'],
+    [['keys', 'create', '--account', 'acc_missing', '--scopes', 'read', '--name', 'a', '--name=b'], '--name is given more than once'],
+    [['frobnicate'], "unknown command 'frobnicate'"],
+    [[], 'A command is needed'],
+  ])('refuses %j with a JSON error and a non-zero exit', async (args, mention) => {
+    const result = await runNode('cli.js', args, environment.env);
+    expect(result.code).not.toBe(0);
+    expect(result.stdout).toBe('');
+    expect(JSON.parse(result.stderr.trim().split('\n').pop()!).error.message).toContain(mention);
+  });
+});
