@@ -23,11 +23,13 @@ export function applyHttpServerLimits(server: Server, config: AppConfig): void {
   // The answers' `Keep-Alive: timeout=` tells clients how long it is.
   server.keepAliveTimeout = config.httpIdleTimeoutMs;
   const requestsOf = new WeakMap<Duplex, IncomingMessage>();
+  const unstarted = closeUnstartedConnectionsOnClose(server);
   // Once the server is closing (SIGTERM, app.close()), a connection closes as soon as it has no request in flight:
   // Node closes the idle ones only when close() is called, and one whose request ends later would hold the close up
   // for the idle limit. Answers not yet begun say so (`Connection: close`).
   server.on('request', (request: IncomingMessage, response: ServerResponse) => {
     requestsOf.set(request.socket, request);
+    unstarted.delete(request.socket);
     if (!server.listening && !response.headersSent) response.setHeader('Connection', 'close');
     response.once('finish', () => {
       // On a connection that stays open, Node reads the rest of an answered request's body for as long as it comes:
@@ -51,6 +53,27 @@ export function applyHttpServerLimits(server: Server, config: AppConfig): void {
     const [status, message] = describeClientError(error.code);
     answerAndClose(socket, status, message);
   });
+}
+
+/**
+ * Connections that have not begun a request (a browser's preconnect, a load balancer's warm pool) are closed when the
+ * server closes. Node's close() leaves them open, as not idle, and stops the check of their header deadline with it,
+ * so one such connection held a shutdown up for the idle limit (60 s), past the 30 s grace period. One still sending
+ * its request head is closed too: nothing of its request has been acted on, so the client can send it elsewhere.
+ * Answers the set, from which the 'request' listener removes a connection once its first request has arrived.
+ */
+function closeUnstartedConnectionsOnClose(server: Server): Set<Duplex> {
+  const unstarted = new Set<Duplex>();
+  server.on('connection', (socket: Socket) => {
+    unstarted.add(socket);
+    socket.once('close', () => unstarted.delete(socket));
+  });
+  const close = server.close;
+  server.close = function closeWithUnstartedConnections(this: Server, ...args: Parameters<Server['close']>) {
+    for (const socket of unstarted) socket.destroy();
+    return close.apply(this, args);
+  };
+  return unstarted;
 }
 
 function describeClientError(code: string | undefined): [number, string] {

@@ -105,4 +105,24 @@ describe('graceful shutdown', () => {
       await environment.dispose();
     }
   });
+
+  // A browser's preconnect, or a load balancer's warm pool, opens connections before it has a request for them. Node's
+  // close() leaves such a connection open (it is not idle: it has not begun), so the shutdown waited for the connection's
+  // idle limit (60 s) and was cut off by the 30 s grace period with exit code 1.
+  it('on SIGTERM closes a connection that has not sent a request yet, and exits 0 within its grace period', async () => {
+    const environment = await createTestEnvironment({ LOG_LEVEL: 'warn' });
+    try {
+      const server = await startServerProcess(environment.env);
+      const preconnected = connect(Number(new URL(server.baseUrl).port), '127.0.0.1');
+      await new Promise((resolve) => preconnected.once('connect', resolve));
+      const closedByServer = new Promise((resolve) => preconnected.once('close', resolve));
+      preconnected.on('error', () => undefined);
+      server.child.kill('SIGTERM');
+      expect(await server.exited).toEqual({ code: 0, signal: null });
+      expect(server.output()).not.toContain('Shutdown took longer');
+      await closedByServer;
+    } finally {
+      await environment.dispose();
+    }
+  });
 });
