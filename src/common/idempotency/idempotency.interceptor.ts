@@ -4,12 +4,13 @@ import { Reflector } from '@nestjs/core';
 import { ApiHeader } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import { Redis } from 'ioredis';
-import { finalize, from, Observable, switchMap } from 'rxjs';
+import { finalize, from, Observable, switchMap, tap } from 'rxjs';
 import { AppConfig } from '../../config/app-config.js';
 import { REDIS } from '../../infra/redis/redis.module.js';
 import { ApiError, InvalidRequest, ServiceUnavailable } from '../errors/api-error.js';
 import { mediaTypeOf } from '../http/request-body.js';
 import { SealedBox } from '../sealed-box.js';
+import { isNotKeptForRetries } from './not-kept-for-retries.js';
 
 export const IDEMPOTENCY_HEADER = 'idempotency-key';
 /** A replayed answer says so, as Stripe's does. */
@@ -129,7 +130,14 @@ export class IdempotencyInterceptor implements NestInterceptor {
     return from(claimed).pipe(
       switchMap((owner) => {
         const answer = this.recordAnswer(redisKey, fingerprint, owner, request, response);
-        return next.handle().pipe(finalize(answer.routeDone));
+        return next.handle().pipe(
+          tap({
+            error: (error: unknown) => {
+              if (isNotKeptForRetries(error)) answer.doNotKeep();
+            },
+          }),
+          finalize(answer.routeDone),
+        );
       }),
     );
   }
@@ -181,14 +189,22 @@ export class IdempotencyInterceptor implements NestInterceptor {
 
   /**
    * Renews the lock while the request runs; stores the answer once the route has given it (`response.end`), or
-   * frees the key (an answer of 500 or more or asking for a retry, one that streamed, or none: the route ended without answering).
+   * frees the key (an answer of 500 or more or asking for a retry, a refusal marked `notKeptForRetries`, one that streamed, or none:
+   * the route ended without answering).
    */
-  private recordAnswer(redisKey: string, fingerprint: string, owner: string, request: Request, response: Response): { routeDone: () => void } {
+  private recordAnswer(
+    redisKey: string,
+    fingerprint: string,
+    owner: string,
+    request: Request,
+    response: Response,
+  ): { routeDone: () => void; doNotKeep: () => void } {
     const heartbeat = setInterval(() => {
       this.redis.eval(RENEW_IF_OWNER, 1, redisKey, owner, String(LOCK_TTL_MS)).catch(() => undefined);
     }, HEARTBEAT_MS);
     heartbeat.unref();
     let settled = false;
+    let keep = true;
     const settle = (record: CompleteRecord | null) => {
       if (settled) return;
       settled = true;
@@ -212,13 +228,13 @@ export class IdempotencyInterceptor implements NestInterceptor {
     response.end = ((...args: unknown[]) => {
       // The answer to a request whose body never all arrived (the client hung up mid-upload) is the cut's, not the
       // request's: the key is freed for the retry. One whose body did arrive is stored, whether or not its client stayed.
-      settle(request.complete || !response.destroyed ? this.completeRecord(fingerprint, response, body, streamed ? undefined : rawText(args[0])) : null);
+      settle(keep && (request.complete || !response.destroyed) ? this.completeRecord(fingerprint, response, body, streamed ? undefined : rawText(args[0])) : null);
       return end(...args);
     }) as Response['end'];
     // While the connection is open the answer is sure to follow. Once it is gone, a route that ended without one (the
     // exception filter drops the answer of a request whose client left) frees the key; the answer's own turn comes first.
     const unanswered = () => setImmediate(() => settle(null));
-    return { routeDone: () => (response.destroyed ? unanswered() : response.once('close', unanswered)) };
+    return { routeDone: () => (response.destroyed ? unanswered() : response.once('close', unanswered)), doNotKeep: () => (keep = false) };
   }
 
   private completeRecord(fingerprint: string, response: Response, body: unknown, raw: string | undefined): CompleteRecord | null {
