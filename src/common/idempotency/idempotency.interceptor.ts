@@ -20,6 +20,12 @@ const ANSWER_TTL_SECONDS = 24 * 60 * 60;
 /** A running request's lock expires this long after its last heartbeat, so a crashed process frees the key. */
 export const LOCK_TTL_MS = 10_000;
 const HEARTBEAT_MS = 3_000;
+/**
+ * An answer that could not be stored (Redis restarting, failing over) is tried again this often, for this long: the
+ * client's retry, sent exactly because something went wrong, must find it rather than act a second time.
+ */
+const STORE_RETRY_EVERY_MS = 1_000;
+const STORE_RETRY_FOR_MS = 60_000;
 /** 1 to 255 printable ASCII characters (the IETF httpapi draft's key is an sf-string). */
 const VALID_KEY = /^[\x20-\x7E]{1,255}$/;
 /** Headers worth replaying; the rest (rate limits, request id, date) describe the new request. */
@@ -84,7 +90,8 @@ export class IdempotentReplay {
  * a retry of the same request. The same key on a different request answers 422
  * idempotency_key_reused; a retry while the first is still running answers 409
  * idempotency_key_in_use. A running request holds a lock that it renews; if its process dies the
- * lock lapses and the key can be used again.
+ * lock lapses and the key can be used again. A lock Redis lost (a restart, a failover) is taken again at the next
+ * renewal, and an answer Redis could not take is stored once it is back.
  *
  * The answer is stored once the route has given it, whether or not the client is still there to read
  * it: a retry after a dropped connection must not act again. Until then the lock is held, even after
@@ -199,8 +206,9 @@ export class IdempotencyInterceptor implements NestInterceptor {
     request: Request,
     response: Response,
   ): { routeDone: () => void; doNotKeep: () => void } {
+    const running = JSON.stringify({ state: 'running', fingerprint, owner } satisfies RunningRecord);
     const heartbeat = setInterval(() => {
-      this.redis.eval(RENEW_IF_OWNER, 1, redisKey, owner, String(LOCK_TTL_MS)).catch(() => undefined);
+      this.redis.eval(RENEW_OR_RETAKE, 1, redisKey, owner, String(LOCK_TTL_MS), running).catch(() => undefined);
     }, HEARTBEAT_MS);
     heartbeat.unref();
     let settled = false;
@@ -209,7 +217,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
       if (settled) return;
       settled = true;
       clearInterval(heartbeat);
-      if (record) this.redis.eval(STORE_IF_OWNER, 1, redisKey, owner, JSON.stringify(record), String(ANSWER_TTL_SECONDS)).catch(() => undefined);
+      if (record) this.storeAnswer(redisKey, owner, JSON.stringify(record), Date.now() + STORE_RETRY_FOR_MS);
       else this.redis.eval(DELETE_IF_OWNER, 1, redisKey, owner).catch(() => undefined);
     };
     let body: unknown;
@@ -235,6 +243,13 @@ export class IdempotencyInterceptor implements NestInterceptor {
     // exception filter drops the answer of a request whose client left) frees the key; the answer's own turn comes first.
     const unanswered = () => setImmediate(() => settle(null));
     return { routeDone: () => (response.destroyed ? unanswered() : response.once('close', unanswered)), doNotKeep: () => (keep = false) };
+  }
+
+  /** Stores the answer in place of this request's lock, or where Redis lost the lock; tried again while Redis is away. */
+  private storeAnswer(redisKey: string, owner: string, record: string, retryUntil: number): void {
+    this.redis.eval(STORE_IF_OWNER_OR_FREE, 1, redisKey, owner, record, String(ANSWER_TTL_SECONDS)).catch(() => {
+      if (Date.now() < retryUntil) setTimeout(() => this.storeAnswer(redisKey, owner, record, retryUntil), STORE_RETRY_EVERY_MS).unref();
+    });
   }
 
   private completeRecord(fingerprint: string, response: Response, body: unknown, raw: string | undefined): CompleteRecord | null {
@@ -301,13 +316,19 @@ function canonicalJson(value: unknown): string {
   return JSON.stringify(value) ?? 'null';
 }
 
-const RENEW_IF_OWNER = `
+/**
+ * Renews this request's lock. A lock Redis no longer has (it restarted without its data, failed over to a replica
+ * that had not received it) is taken again, so a retry sent meanwhile waits rather than acts a second time.
+ */
+const RENEW_OR_RETAKE = `
 local v = redis.call('GET', KEYS[1])
-if v and cjson.decode(v).owner == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+if not v then return redis.call('SET', KEYS[1], ARGV[3], 'PX', ARGV[2]) end
+if cjson.decode(v).owner == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
 return 0`;
-const STORE_IF_OWNER = `
+/** Stores the answer where this request's lock is, or where Redis lost it; never over another request's record. */
+const STORE_IF_OWNER_OR_FREE = `
 local v = redis.call('GET', KEYS[1])
-if v and cjson.decode(v).owner == ARGV[1] then return redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3]) end
+if not v or cjson.decode(v).owner == ARGV[1] then return redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3]) end
 return 0`;
 const DELETE_IF_OWNER = `
 local v = redis.call('GET', KEYS[1])
