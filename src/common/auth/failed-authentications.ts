@@ -39,7 +39,7 @@ export class FailedAuthentications implements OnApplicationShutdown {
     @Inject(REDIS) private readonly redis: Redis,
     private readonly config: AppConfig,
   ) {
-    this.counters = new RedisThrottlerStorage(redis, config);
+    this.counters = new RedisThrottlerStorage(redis, config, 'Wrong-API-key counters');
     this.channel = `${config.redisKeyPrefix}:refused-clients`;
   }
 

@@ -4,12 +4,13 @@ import { Reflector } from '@nestjs/core';
 import { ApiHeader } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import { Redis } from 'ioredis';
-import { finalize, from, Observable, switchMap } from 'rxjs';
+import { finalize, from, Observable, switchMap, tap } from 'rxjs';
 import { AppConfig } from '../../config/app-config.js';
 import { REDIS } from '../../infra/redis/redis.module.js';
 import { ApiError, InvalidRequest, ServiceUnavailable } from '../errors/api-error.js';
 import { mediaTypeOf } from '../http/request-body.js';
 import { SealedBox } from '../sealed-box.js';
+import { isNotKeptForRetries } from './not-kept-for-retries.js';
 
 export const IDEMPOTENCY_HEADER = 'idempotency-key';
 /** A replayed answer says so, as Stripe's does. */
@@ -19,6 +20,12 @@ const ANSWER_TTL_SECONDS = 24 * 60 * 60;
 /** A running request's lock expires this long after its last heartbeat, so a crashed process frees the key. */
 export const LOCK_TTL_MS = 10_000;
 const HEARTBEAT_MS = 3_000;
+/**
+ * An answer that could not be stored (Redis restarting, failing over) is tried again this often, for this long: the
+ * client's retry, sent exactly because something went wrong, must find it rather than act a second time.
+ */
+const STORE_RETRY_EVERY_MS = 1_000;
+const STORE_RETRY_FOR_MS = 60_000;
 /** 1 to 255 printable ASCII characters (the IETF httpapi draft's key is an sf-string). */
 const VALID_KEY = /^[\x20-\x7E]{1,255}$/;
 /** Headers worth replaying; the rest (rate limits, request id, date) describe the new request. */
@@ -83,7 +90,8 @@ export class IdempotentReplay {
  * a retry of the same request. The same key on a different request answers 422
  * idempotency_key_reused; a retry while the first is still running answers 409
  * idempotency_key_in_use. A running request holds a lock that it renews; if its process dies the
- * lock lapses and the key can be used again.
+ * lock lapses and the key can be used again. A lock Redis lost (a restart, a failover) is taken again at the next
+ * renewal, and an answer Redis could not take is stored once it is back.
  *
  * The answer is stored once the route has given it, whether or not the client is still there to read
  * it: a retry after a dropped connection must not act again. Until then the lock is held, even after
@@ -129,7 +137,14 @@ export class IdempotencyInterceptor implements NestInterceptor {
     return from(claimed).pipe(
       switchMap((owner) => {
         const answer = this.recordAnswer(redisKey, fingerprint, owner, request, response);
-        return next.handle().pipe(finalize(answer.routeDone));
+        return next.handle().pipe(
+          tap({
+            error: (error: unknown) => {
+              if (isNotKeptForRetries(error)) answer.doNotKeep();
+            },
+          }),
+          finalize(answer.routeDone),
+        );
       }),
     );
   }
@@ -181,19 +196,28 @@ export class IdempotencyInterceptor implements NestInterceptor {
 
   /**
    * Renews the lock while the request runs; stores the answer once the route has given it (`response.end`), or
-   * frees the key (an answer of 500 or more or asking for a retry, one that streamed, or none: the route ended without answering).
+   * frees the key (an answer of 500 or more or asking for a retry, a refusal marked `notKeptForRetries`, one that streamed, or none:
+   * the route ended without answering).
    */
-  private recordAnswer(redisKey: string, fingerprint: string, owner: string, request: Request, response: Response): { routeDone: () => void } {
+  private recordAnswer(
+    redisKey: string,
+    fingerprint: string,
+    owner: string,
+    request: Request,
+    response: Response,
+  ): { routeDone: () => void; doNotKeep: () => void } {
+    const running = JSON.stringify({ state: 'running', fingerprint, owner } satisfies RunningRecord);
     const heartbeat = setInterval(() => {
-      this.redis.eval(RENEW_IF_OWNER, 1, redisKey, owner, String(LOCK_TTL_MS)).catch(() => undefined);
+      this.redis.eval(RENEW_OR_RETAKE, 1, redisKey, owner, String(LOCK_TTL_MS), running).catch(() => undefined);
     }, HEARTBEAT_MS);
     heartbeat.unref();
     let settled = false;
+    let keep = true;
     const settle = (record: CompleteRecord | null) => {
       if (settled) return;
       settled = true;
       clearInterval(heartbeat);
-      if (record) this.redis.eval(STORE_IF_OWNER, 1, redisKey, owner, JSON.stringify(record), String(ANSWER_TTL_SECONDS)).catch(() => undefined);
+      if (record) this.storeAnswer(redisKey, owner, JSON.stringify(record), Date.now() + STORE_RETRY_FOR_MS);
       else this.redis.eval(DELETE_IF_OWNER, 1, redisKey, owner).catch(() => undefined);
     };
     let body: unknown;
@@ -212,13 +236,20 @@ export class IdempotencyInterceptor implements NestInterceptor {
     response.end = ((...args: unknown[]) => {
       // The answer to a request whose body never all arrived (the client hung up mid-upload) is the cut's, not the
       // request's: the key is freed for the retry. One whose body did arrive is stored, whether or not its client stayed.
-      settle(request.complete || !response.destroyed ? this.completeRecord(fingerprint, response, body, streamed ? undefined : rawText(args[0])) : null);
+      settle(keep && (request.complete || !response.destroyed) ? this.completeRecord(fingerprint, response, body, streamed ? undefined : rawText(args[0])) : null);
       return end(...args);
     }) as Response['end'];
     // While the connection is open the answer is sure to follow. Once it is gone, a route that ended without one (the
     // exception filter drops the answer of a request whose client left) frees the key; the answer's own turn comes first.
     const unanswered = () => setImmediate(() => settle(null));
-    return { routeDone: () => (response.destroyed ? unanswered() : response.once('close', unanswered)) };
+    return { routeDone: () => (response.destroyed ? unanswered() : response.once('close', unanswered)), doNotKeep: () => (keep = false) };
+  }
+
+  /** Stores the answer in place of this request's lock, or where Redis lost the lock; tried again while Redis is away. */
+  private storeAnswer(redisKey: string, owner: string, record: string, retryUntil: number): void {
+    this.redis.eval(STORE_IF_OWNER_OR_FREE, 1, redisKey, owner, record, String(ANSWER_TTL_SECONDS)).catch(() => {
+      if (Date.now() < retryUntil) setTimeout(() => this.storeAnswer(redisKey, owner, record, retryUntil), STORE_RETRY_EVERY_MS).unref();
+    });
   }
 
   private completeRecord(fingerprint: string, response: Response, body: unknown, raw: string | undefined): CompleteRecord | null {
@@ -285,13 +316,19 @@ function canonicalJson(value: unknown): string {
   return JSON.stringify(value) ?? 'null';
 }
 
-const RENEW_IF_OWNER = `
+/**
+ * Renews this request's lock. A lock Redis no longer has (it restarted without its data, failed over to a replica
+ * that had not received it) is taken again, so a retry sent meanwhile waits rather than acts a second time.
+ */
+const RENEW_OR_RETAKE = `
 local v = redis.call('GET', KEYS[1])
-if v and cjson.decode(v).owner == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+if not v then return redis.call('SET', KEYS[1], ARGV[3], 'PX', ARGV[2]) end
+if cjson.decode(v).owner == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
 return 0`;
-const STORE_IF_OWNER = `
+/** Stores the answer where this request's lock is, or where Redis lost it; never over another request's record. */
+const STORE_IF_OWNER_OR_FREE = `
 local v = redis.call('GET', KEYS[1])
-if v and cjson.decode(v).owner == ARGV[1] then return redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3]) end
+if not v or cjson.decode(v).owner == ARGV[1] then return redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3]) end
 return 0`;
 const DELETE_IF_OWNER = `
 local v = redis.call('GET', KEYS[1])

@@ -27,10 +27,14 @@ export interface WindowRecord {
  */
 export class RedisThrottlerStorage implements ThrottlerStorage {
   private readonly logger = new Logger('RateLimit');
+  /** Since when the counters cannot be reached, and how many requests were let through uncounted meantime. */
+  private outage: { since: number; uncounted: number } | null = null;
 
   constructor(
     private readonly redis: Redis,
     private readonly config: AppConfig,
+    /** What these counters count, as the log names them. */
+    private readonly counting = 'Rate-limit counters',
   ) {}
 
   async increment(key: string, ttl: number, limit: number): Promise<WindowRecord> {
@@ -42,9 +46,10 @@ export class RedisThrottlerStorage implements ThrottlerStorage {
     let totalHits: number;
     try {
       totalHits = Number(await this.redis.eval(COUNT_IN_WINDOW, 1, redisKey, String(ttl + 5000)));
+      if (this.outage) this.recovered(this.outage);
     } catch (error) {
       // Fail open: an unreachable Redis must not take the API down with it.
-      this.logger.warn({ err: error }, 'Rate-limit counter unavailable; request allowed');
+      this.failedOpen(error);
       totalHits = 0;
     }
     const isBlocked = totalHits > limit;
@@ -55,5 +60,21 @@ export class RedisThrottlerStorage implements ThrottlerStorage {
       timeToBlockExpire: isBlocked ? secondsLeft : 0,
       resetAt: Math.floor(windowEnd / 1000),
     };
+  }
+
+  /** Said once per outage, not on every request it lets through: at a thousand requests a second the log would drown. */
+  private failedOpen(error: unknown): void {
+    if (this.outage) {
+      this.outage.uncounted++;
+      return;
+    }
+    this.outage = { since: Date.now(), uncounted: 1 };
+    this.logger.warn({ err: error }, `${this.counting} unavailable (Redis): requests are let through uncounted until it is back`);
+  }
+
+  private recovered(outage: { since: number; uncounted: number }): void {
+    this.outage = null;
+    const seconds = Math.round((Date.now() - outage.since) / 1000);
+    this.logger.log(`${this.counting} available again after ${seconds} s; ${outage.uncounted} requests were let through uncounted meanwhile`);
   }
 }

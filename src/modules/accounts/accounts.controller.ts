@@ -48,7 +48,11 @@ export class ApiKeysController {
   })
   @ApiEnvelope(CreatedApiKeyResponse, { status: 201 })
   @ApiErrors(
-    [400, 'invalid_request: name, scopes or elevated is malformed, or the account already holds 100 live keys (`details.limit`).'],
+    [
+      400,
+      'invalid_request: name, scopes or elevated is malformed, or the account already holds 100 live keys (`details.limit`; not kept for an ' +
+        'Idempotency-Key, so a retry with the same key creates the key once one is revoked).',
+    ],
     [403, 'permission_denied: a scope the calling key does not hold.'],
   )
   async create(@CurrentActor() actor: Actor, @Body() body: CreateApiKeyRequest): Promise<CreatedApiKeyResponse> {

@@ -200,6 +200,29 @@ describe('API keys over HTTP', () => {
     await t.http().post('/v1/api-keys').set(crowded.auth).send({ name: 'room again', scopes: ['read'] }).expect(201);
   });
 
+  it('does not keep the 101st key\'s refusal for its Idempotency-Key: once a key is revoked, the retry with the same key creates', async () => {
+    const crowded = await createAccount(t.app);
+    for (let i = 0; i < 99; i++) await createKey(t.app, crowded, ['read']);
+    const create = () => t.http().post('/v1/api-keys').set({ ...crowded.auth, 'Idempotency-Key': 'ci-key-2026' }).send({ name: 'ci', scopes: ['read'] });
+    const refused = await create();
+    expect(refused.status).toBe(400);
+    expect(refused.body.error).toMatchObject({ code: 'invalid_request', details: { limit: 100 } });
+
+    const listed = await t.http().get('/v1/api-keys?per_page=100').set(crowded.auth).expect(200);
+    const spare = listed.body.data.find((k: { id: string }) => k.id !== crowded.keyId).id;
+    await t.http().delete(`/v1/api-keys/${spare}`).set(crowded.auth).expect(200);
+    const retried = await create();
+    expect(retried.headers['idempotent-replayed']).toBeUndefined();
+    expect(retried.status).toBe(201);
+    expect(retried.body.data).toMatchObject({ name: 'ci', scopes: ['read'] });
+    // Now that it acted, its answer is kept: the same secret again, and still 100 live keys.
+    const replayed = await create().expect(201);
+    expect(replayed.headers['idempotent-replayed']).toBe('true');
+    expect(replayed.body.data.api_key).toBe(retried.body.data.api_key);
+    const after = await t.http().get('/v1/api-keys?per_page=100').set(crowded.auth).expect(200);
+    expect(after.body.pagination.total_items).toBe(100);
+  });
+
   it('lets only as many of several concurrent creations through as the limit has room for', async () => {
     const crowded = await createAccount(t.app);
     for (let i = 0; i < 97; i++) await createKey(t.app, crowded, ['read']);

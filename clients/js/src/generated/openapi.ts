@@ -1927,7 +1927,7 @@ export interface operations {
                 };
             };
             /**
-             * @description invalid_request: name, scopes or elevated is malformed, or the account already holds 100 live keys (`details.limit`).
+             * @description invalid_request: name, scopes or elevated is malformed, or the account already holds 100 live keys (`details.limit`; not kept for an Idempotency-Key, so a retry with the same key creates the key once one is revoked).
              *
              *     invalid_request: malformed input; `details.fields` lists each problem.
              */

@@ -2,6 +2,7 @@ import { Command, CommandHandler, ICommandHandler } from '@nestjs/cqrs';
 import { IsNull } from 'typeorm';
 import type { Actor } from '../../../common/auth/actor.js';
 import { InvalidRequest, NotFound } from '../../../common/errors/api-error.js';
+import { notKeptForRetries } from '../../../common/idempotency/not-kept-for-retries.js';
 import { Clock } from '../../../common/clock.js';
 import { newId } from '../../../common/ids.js';
 import { SCOPES, type Scope } from '../../../common/auth/scopes.js';
@@ -58,9 +59,12 @@ export class CreateApiKeyHandler implements ICommandHandler<CreateApiKeyCommand>
       if (issuer) await assertCallingKeyStillLive(tx, issuer);
       // The operator (command line) is not held to it: an account full of keys without an elevated one can still be given one.
       if (issuer && (await tx.getRepository(ApiKeyEntity).countBy({ accountId, revokedAt: IsNull() })) >= MAX_LIVE_API_KEYS_PER_ACCOUNT) {
-        throw new InvalidRequest(`An account may have at most ${MAX_LIVE_API_KEYS_PER_ACCOUNT} live API keys; revoke one first.`, {
-          limit: MAX_LIVE_API_KEYS_PER_ACCOUNT,
-        });
+        // Holds only until a key is revoked: a retry with the same Idempotency-Key then creates.
+        throw notKeptForRetries(
+          new InvalidRequest(`An account may have at most ${MAX_LIVE_API_KEYS_PER_ACCOUNT} live API keys; revoke one first.`, {
+            limit: MAX_LIVE_API_KEYS_PER_ACCOUNT,
+          }),
+        );
       }
       const user = userId
         ? await tx.getRepository(UserEntity).findOneBy({ id: userId, accountId })
