@@ -234,6 +234,26 @@ describe('webhook configuration API', () => {
     expect(listed.body.data).toHaveLength(5);
   });
 
+  it("does not keep the 26th webhook's refusal for its Idempotency-Key: once one is deleted, the retry with the same key registers", async () => {
+    const account = await createAccount(t.app);
+    for (let i = 0; i < 25; i++) await create(account, { url: `https://h.example.com/${i}`, events: ['file.uploaded'] }).expect(201);
+    const retry = () =>
+      t.http().post('/v1/webhooks').set({ ...account.auth, 'Idempotency-Key': 'hook-26' }).send({ url: 'https://h.example.com/26', events: ['file.uploaded'] });
+    expect((await retry().expect(400)).body.error).toMatchObject({ code: 'invalid_request', details: { limit: 25 } });
+
+    const oldest = (await t.http().get('/v1/webhooks?per_page=1').set(account.auth).expect(200)).body.data[0].id;
+    await t.http().delete(`/v1/webhooks/${oldest}`).set(account.auth).expect(200);
+    const registered = await retry();
+    expect(registered.headers['idempotent-replayed']).toBeUndefined();
+    expect(registered.status).toBe(201);
+    expect(registered.body.data).toMatchObject({ url: 'https://h.example.com/26' });
+    // Now that it acted, its answer is kept: the same webhook and secret again, and still 25 webhooks.
+    const replayed = await retry().expect(201);
+    expect(replayed.headers['idempotent-replayed']).toBe('true');
+    expect(replayed.body.data).toEqual(registered.body.data);
+    expect((await t.http().get('/v1/webhooks').set(account.auth).expect(200)).body.pagination.total_items).toBe(25);
+  });
+
   it("answers not_found for another account's webhook on every route, changing nothing", async () => {
     const { id } = (await create(owner, { url: 'https://hooks.example.com/mine', events: ['file.uploaded'] }).expect(201)).body.data;
     const routes = [

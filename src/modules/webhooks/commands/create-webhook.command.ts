@@ -2,6 +2,7 @@ import { Command, CommandHandler, ICommandHandler } from '@nestjs/cqrs';
 import type { Actor } from '../../../common/auth/actor.js';
 import { Clock } from '../../../common/clock.js';
 import { InvalidRequest } from '../../../common/errors/api-error.js';
+import { notKeptForRetries } from '../../../common/idempotency/not-kept-for-retries.js';
 import { newId } from '../../../common/ids.js';
 import { AppConfig } from '../../../config/app-config.js';
 import { Transactions } from '../../../infra/database/transactions.js';
@@ -46,9 +47,12 @@ export class CreateWebhookHandler implements ICommandHandler<CreateWebhookComman
       await assertCallingKeyStillLive(tx, actor);
       const existing = await tx.getRepository(WebhookEntity).countBy({ accountId: actor.accountId });
       if (existing >= MAX_WEBHOOKS_PER_ACCOUNT) {
-        throw new InvalidRequest(`An account may have at most ${MAX_WEBHOOKS_PER_ACCOUNT} webhooks; delete one first.`, {
-          limit: MAX_WEBHOOKS_PER_ACCOUNT,
-        });
+        // Holds only until one is deleted: a retry with the same Idempotency-Key must register then, not be replayed this.
+        throw notKeptForRetries(
+          new InvalidRequest(`An account may have at most ${MAX_WEBHOOKS_PER_ACCOUNT} webhooks; delete one first.`, {
+            limit: MAX_WEBHOOKS_PER_ACCOUNT,
+          }),
+        );
       }
       const now = this.clock.now();
       const webhook = tx.getRepository(WebhookEntity).create({
