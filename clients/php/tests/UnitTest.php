@@ -680,6 +680,67 @@ test('a range cut mid-body is resumed from the byte it stopped at, within the ra
     }
 });
 
+// A proxy or cache that does not do ranges answers 200 with the whole file: a download resumed from an offset (an
+// append to the bytes already on disk) must still get only the bytes after it.
+test('a range through a proxy that ignores Range still gives only those bytes', function () {
+    $client = live();
+    $content = fopen('php://temp', 'w+');
+    fwrite($content, '0123456789');
+    rewind($content);
+    $file = $client->files->upload($content, ['name' => 'digits.txt']);
+    $share = $client->shares->create(['file_id' => $file['id'], 'password' => 'open sesame']);
+    $proxy = TestProxy::start((string) getenv('FILE_STORAGE_BASE_URL'))->ignoreRanges('#/download#');
+    try {
+        $through = live(baseUrl: $proxy->url);
+        foreach ([[2, 5, '2345'], [7, null, '789'], [-3, null, '789'], [4, 50, '456789']] as [$start, $end, $expected]) {
+            $got = '';
+            $through->files->download($file['id'], function (string $chunk) use (&$got) {
+                $got .= $chunk;
+            }, start: $start, end: $end);
+            same($expected, $got, "bytes $start to $end");
+            $shared = '';
+            $through->shares->download($share['url'], function (string $chunk) use (&$shared) {
+                $shared .= $chunk;
+            }, 'open sesame', start: $start, end: $end);
+            same($expected, $shared, "shared bytes $start to $end");
+        }
+        $path = tempnam(sys_get_temp_dir(), 'fss-php-resume-');
+        file_put_contents($path, '0123');
+        $append = fopen($path, 'ab');
+        $through->files->download($file['id'], $append, start: (int) filesize($path));
+        fclose($append);
+        same('0123456789', file_get_contents($path), 'a download resumed by appending');
+        unlink($path);
+        same(true, $proxy->count('#/download#') >= 9, 'the downloads went through the proxy');
+    } finally {
+        $proxy->close();
+    }
+});
+
+test('a download cut mid-body and continued through a proxy that ignores Range gives each byte once', function () {
+    $client = live();
+    [$path] = randomFile(3 * Client::MIB);
+    $file = $client->files->upload($path);
+    $proxy = TestProxy::start((string) getenv('FILE_STORAGE_BASE_URL'))->ignoreRanges('#/download\?#')->cut('answer', 300_000, '#/download\?#');
+    try {
+        $whole = '';
+        live(baseUrl: $proxy->url)->files->download($file['id'], function (string $chunk) use (&$whole) {
+            $whole .= $chunk;
+        });
+        same(md5_file($path), md5($whole), 'the whole file, each byte once');
+        $proxy->cut('answer', 300_000, '#/download\?#');
+        $part = '';
+        live(baseUrl: $proxy->url)->files->download($file['id'], function (string $chunk) use (&$part) {
+            $part .= $chunk;
+        }, start: Client::MIB, end: 2 * Client::MIB - 1);
+        same(2, $proxy->cuts(), 'cuts');
+        same(md5((string) file_get_contents($path, false, null, Client::MIB, Client::MIB)), md5($part), 'the bytes of the range, each once');
+    } finally {
+        $proxy->close();
+        unlink($path);
+    }
+});
+
 test('an answer that is not JSON (a captive portal, a proxy page) throws InvalidResponseException quoting it', function () {
     $page = "<html><head><title>Hotel Wi-Fi</title></head>\n<body>Accept the terms to go on.</body></html>";
     $proxy = TestProxy::start((string) getenv('FILE_STORAGE_BASE_URL'))
