@@ -81,6 +81,8 @@ class TestProxy:
       taken off the request path; a request outside it is answered 404 by the proxy itself. ``url`` includes it;
     - ``cut_answers(matching, after_bytes)``: ends the answers to those requests after so many bytes: closes the
       connection, as a peer that went away, or with ``stall=True`` keeps it open and sends nothing more;
+    - ``ignore_ranges(matching)``: takes the Range and If-Range headers out of those requests, as a proxy or cache that
+      does not do ranges: the server answers 200 with the whole file;
     - ``cut_request_after(n)``: forwards ``n`` more bytes from clients to the server, then closes that connection on
       both sides, as a dropped network would; then passes everything again.
 
@@ -94,6 +96,7 @@ class TestProxy:
         self._prefix = prefix.rstrip("/")
         self._answer_cuts: list[tuple[re.Pattern[str], int, bool]] = []
         self._request_budget: int | None = None
+        self._rangeless: re.Pattern[str] | None = None
         self._lock = threading.Lock()
         self._closed = threading.Event()
         self.requests: list[str] = []
@@ -108,6 +111,10 @@ class TestProxy:
     def cut_answers(self, matching: str, after_bytes: int, *, stall: bool = False) -> None:
         with self._lock:
             self._answer_cuts.append((re.compile(matching), after_bytes, stall))
+
+    def ignore_ranges(self, matching: str) -> None:
+        with self._lock:
+            self._rangeless = re.compile(matching)
 
     def cut_request_after(self, byte_count: int) -> None:
         with self._lock:
@@ -148,6 +155,9 @@ class TestProxy:
         request = f"{method} {target}"
         with self._lock:
             answer_cut = next(((after, stall) for pattern, after, stall in self._answer_cuts if pattern.search(request)), None)
+            rangeless = self._rangeless is not None and self._rangeless.search(request) is not None
+        if rangeless:
+            head = re.sub(rb"(?im)^(?:range|if-range):[^\r\n]*\r\n", b"", head)
         try:
             server = socket.create_connection(self._upstream)
         except OSError:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import http.client
 import json as jsonlib
 import random
+import re
 import ssl
 import time
 import uuid
@@ -48,15 +49,61 @@ class Response:
         # What Content-Length promised (None: chunked or until the connection closes), and what arrived so far.
         self._expected = raw.length
         self._received = 0
+        # Of a whole-file answer to a range request: bytes still to pass over, and how many to give (None: all).
+        self._skip = 0
+        self._left: int | None = None
         self.status = raw.status
         self.reason = raw.reason
         self.headers: dict[str, str] = {key.lower(): value for key, value in raw.getheaders()}
+
+    def keep_range(self, range_header: str | None) -> Response:
+        """
+        Makes a whole-file answer (200) to a request for ``range_header`` (``bytes=2-5``, ``bytes=7-``, ``bytes=-3``) give
+        only those bytes, as a proxy or cache that does not do ranges answers: the bytes before them are read and
+        dropped, and the body ends after them. A 206, or no range asked for, is left as it is. Answers itself.
+        """
+        asked = re.fullmatch(r"bytes=(\d*)-(\d*)", range_header or "")
+        if self.status != 200 or asked is None:
+            return self
+        first, last = asked.groups()
+        if not first:
+            # The last ``last`` bytes: where they start needs the file's length.
+            if self._expected is None:
+                self.close()
+                raise InvalidResponseError(
+                    f"{self._request}: asked for the last {last} bytes, the server sent the whole file without its length (a proxy that ignores Range?)",
+                    code="invalid_response",
+                    status=self.status,
+                    request_id=self.headers.get("x-request-id"),
+                    headers=self.headers,
+                )
+            self._skip = max(0, self._expected - int(last))
+            self._left = self._expected - self._skip
+        else:
+            self._skip = int(first)
+            self._left = None if not last else int(last) - int(first) + 1
+        return self
 
     def read(self, size: int = -1) -> bytes:
         """
         The next ``size`` bytes of the body, or the rest of it; b"" at its end. Raises ``APIConnectionError`` when the
         connection ends before the whole body arrived, ``APITimeoutError`` when no byte came within the timeout.
         """
+        while self._skip > 0:
+            passed_over = self._read_body(min(self._skip, READ_BYTES))
+            if not passed_over:
+                return b""
+            self._skip -= len(passed_over)
+        if self._left is not None:
+            if self._left == 0:
+                return b""
+            size = self._left if size < 0 else min(size, self._left)
+        data = self._read_body(size)
+        if self._left is not None:
+            self._left -= len(data)
+        return data
+
+    def _read_body(self, size: int) -> bytes:
         try:
             data = self._raw.read(None if size < 0 else size)
         except TimeoutError as error:
