@@ -114,18 +114,43 @@ test('the multipart body streams the fields, then the file, with the announced l
     same(true, $body->replayable, 'a path can be sent again');
 });
 
-test("a caller's stream is read once and never retried", function () {
-    $stream = fopen('php://memory', 'w+');
-    fwrite($stream, 'abc');
-    rewind($stream);
+test("a stream that cannot seek is read once and never retried", function () {
+    $process = proc_open(['printf', 'abc'], [1 => ['pipe', 'w']], $pipes);
+    $stream = $pipes[1];
     $body = MultipartBody::build(UploadSource::open($stream), 'abc.txt', []);
     same(false, $body->replayable);
-    $body->open();
+    $reader = $body->open();
+    $bytes = '';
+    while (($chunk = $reader->read(65536)) !== '') {
+        $bytes .= $chunk;
+    }
+    same(true, str_contains($bytes, "\r\n\r\nabc\r\n"), 'read once');
     try {
         $body->open();
         throw new RuntimeException('a second read was allowed');
     } catch (LogicException) {
     }
+    fclose($stream);
+    proc_close($process);
+});
+
+test('a seekable stream is read again, from where it stood', function () {
+    $stream = fopen('php://temp', 'w+');
+    fwrite($stream, 'skip-abc');
+    fseek($stream, 5);
+    $source = UploadSource::open($stream);
+    $body = MultipartBody::build($source, 'abc.txt', []);
+    same([true, 3], [$body->replayable, $source->size], 'replayable, with the bytes after where it stood');
+    foreach ([1, 2] as $time) {
+        $reader = $body->open();
+        $bytes = '';
+        while (($chunk = $reader->read(65536)) !== '') {
+            $bytes .= $chunk;
+        }
+        $reader->close();
+        same([true, false], [str_contains($bytes, "\r\n\r\nabc\r\n"), str_contains($bytes, 'skip')], "read $time");
+    }
+    same('bc', $source->chunk(1, 3), 'a tus chunk');
 });
 
 test('tus metadata is base64 per key and leaves missing values out', function () {
@@ -677,6 +702,103 @@ test('a range cut mid-body is resumed from the byte it stopped at, within the ra
     } finally {
         $proxy->close();
         unlink($path);
+    }
+});
+
+// A proxy or cache that does not do ranges answers 200 with the whole file: a download resumed from an offset (an
+// append to the bytes already on disk) must still get only the bytes after it.
+test('a range through a proxy that ignores Range still gives only those bytes', function () {
+    $client = live();
+    $content = fopen('php://temp', 'w+');
+    fwrite($content, '0123456789');
+    rewind($content);
+    $file = $client->files->upload($content, ['name' => 'digits.txt']);
+    $share = $client->shares->create(['file_id' => $file['id'], 'password' => 'open sesame']);
+    $proxy = TestProxy::start((string) getenv('FILE_STORAGE_BASE_URL'))->ignoreRanges('#/download#');
+    try {
+        $through = live(baseUrl: $proxy->url);
+        foreach ([[2, 5, '2345'], [7, null, '789'], [-3, null, '789'], [4, 50, '456789']] as [$start, $end, $expected]) {
+            $got = '';
+            $through->files->download($file['id'], function (string $chunk) use (&$got) {
+                $got .= $chunk;
+            }, start: $start, end: $end);
+            same($expected, $got, "bytes $start to $end");
+            $shared = '';
+            $through->shares->download($share['url'], function (string $chunk) use (&$shared) {
+                $shared .= $chunk;
+            }, 'open sesame', start: $start, end: $end);
+            same($expected, $shared, "shared bytes $start to $end");
+        }
+        $path = tempnam(sys_get_temp_dir(), 'fss-php-resume-');
+        file_put_contents($path, '0123');
+        $append = fopen($path, 'ab');
+        $through->files->download($file['id'], $append, start: (int) filesize($path));
+        fclose($append);
+        same('0123456789', file_get_contents($path), 'a download resumed by appending');
+        unlink($path);
+        same(true, $proxy->count('#/download#') >= 9, 'the downloads went through the proxy');
+    } finally {
+        $proxy->close();
+    }
+});
+
+test('a download cut mid-body and continued through a proxy that ignores Range gives each byte once', function () {
+    $client = live();
+    [$path] = randomFile(3 * Client::MIB);
+    $file = $client->files->upload($path);
+    $proxy = TestProxy::start((string) getenv('FILE_STORAGE_BASE_URL'))->ignoreRanges('#/download\?#')->cut('answer', 300_000, '#/download\?#');
+    try {
+        $whole = '';
+        live(baseUrl: $proxy->url)->files->download($file['id'], function (string $chunk) use (&$whole) {
+            $whole .= $chunk;
+        });
+        same(md5_file($path), md5($whole), 'the whole file, each byte once');
+        $proxy->cut('answer', 300_000, '#/download\?#');
+        $part = '';
+        live(baseUrl: $proxy->url)->files->download($file['id'], function (string $chunk) use (&$part) {
+            $part .= $chunk;
+        }, start: Client::MIB, end: 2 * Client::MIB - 1);
+        same(2, $proxy->cuts(), 'cuts');
+        same(md5((string) file_get_contents($path, false, null, Client::MIB, Client::MIB)), md5($part), 'the bytes of the range, each once');
+    } finally {
+        $proxy->close();
+        unlink($path);
+    }
+});
+
+test('an upload from a seekable stream cut mid-request is sent again and stored once', function () {
+    $client = live();
+    $folder = $client->folders->create('seekable ' . bin2hex(random_bytes(4)));
+    $bytes = random_bytes(300 * 1024);
+    $stream = fopen('php://temp', 'w+');
+    fwrite($stream, $bytes);
+    rewind($stream);
+    $proxy = TestProxy::start((string) getenv('FILE_STORAGE_BASE_URL'))->cut('request', 100 * 1024, '#^POST /v1/files/upload#');
+    try {
+        $file = live(baseUrl: $proxy->url)->files->upload($stream, ['name' => 'io.bin', 'folderId' => $folder['id']]);
+        same([1, strlen($bytes), md5($bytes)], [$proxy->cuts(), $file['size'], $file['md5_hash']], 'the stored file');
+        same(['io.bin'], array_map(fn ($one) => $one['name'], $client->files->list(['folder_id' => $folder['id']])->data), 'stored once');
+    } finally {
+        $proxy->close();
+    }
+});
+
+test('a large seekable stream goes through the resumable endpoint from where it stood and resumes after a cut', function () {
+    $client = live();
+    $folder = $client->folders->create('seekable tus ' . bin2hex(random_bytes(4)));
+    $bytes = random_bytes(3 * Client::MIB);
+    $stream = fopen('php://temp', 'w+');
+    fwrite($stream, "skipped$bytes");
+    fseek($stream, 7);
+    // The first PATCH (a chunk and its head) passes, the second is cut mid-way.
+    $proxy = TestProxy::start((string) getenv('FILE_STORAGE_BASE_URL'))->cut('request', Client::MIB + intdiv(Client::MIB, 2), '#^PATCH #');
+    try {
+        $through = live(baseUrl: $proxy->url, resumableChunk: Client::MIB);
+        $file = $through->files->upload($stream, ['name' => 'big-io.bin', 'folderId' => $folder['id'], 'resumableThreshold' => Client::MIB]);
+        same([1, strlen($bytes), md5($bytes)], [$proxy->cuts(), $file['size'], $file['md5_hash']], 'the stored file');
+        same(true, $proxy->count('#^PATCH #') > 3, 'three chunks, one of them sent again');
+    } finally {
+        $proxy->close();
     }
 });
 

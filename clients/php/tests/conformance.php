@@ -307,6 +307,26 @@ $steps['resume_upload'] = function () use ($params, $apiKey, $baseUrl, $workDir,
     checkSame(['resumable.bin', $size, $localMd5, $state['folder']['id']], [$file['name'], $file['size'], $file['md5_hash'], $file['folder_id']], 'the resumed file');
 };
 
+$steps['resume_download'] = function () use ($client, $params, $apiKey, $baseUrl, $workDir, &$state) {
+    $firstBytes = $params('resume_download')['first_bytes'];
+    $big = $state['big_file'];
+    $target = "$workDir/resumed-download.bin";
+    $client->files->download($big['id'], $target, start: 0, end: $firstBytes - 1);
+    checkSame(md5((string) file_get_contents($state['big_path'], false, null, 0, $firstBytes)), md5_file($target), 'the first bytes');
+    $proxy = TestProxy::start($baseUrl)->ignoreRanges('#/download\?#');
+    try {
+        $rest = fopen($target, 'ab');
+        clearstatcache();
+        (new Client($apiKey, $proxy->url))->files->download($big['id'], $rest, start: (int) filesize($target));
+        fclose($rest);
+        checkSame(1, $proxy->count('#/download\?#'), 'downloads through the proxy');
+    } finally {
+        $proxy->close();
+    }
+    clearstatcache();
+    checkSame([$big['size'], $state['big_md5']], [filesize($target), md5_file($target)], 'the resumed download');
+};
+
 checkSame(array_keys($scenario), array_keys($steps), "the runner's steps");
 $results = [];
 foreach ($steps as $id => $body) {

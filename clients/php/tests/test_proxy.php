@@ -14,6 +14,8 @@ declare(strict_types=1);
  * - stall(): lets the first $bytes bytes of the next such request through, holds the rest for $seconds, then sends it
  *   ('finish') or closes the connection as a dead client would ('drop'). Once.
  * - answer(): answers them itself with a canned answer, as a captive portal or a proxy's error page does.
+ * - ignoreRanges(): takes the Range and If-Range headers out of them, as a proxy or cache that does not do ranges:
+ *   the server answers 200 with the whole file.
  *
  * With a prefix it serves the server under that path, as a reverse proxy mounting it there does: $url ends with the
  * prefix, which is taken off the request target on the way in, and a request outside it is answered 404.
@@ -64,6 +66,11 @@ final class TestProxy
         return $this->arm('answer ' . base64_encode($answer) . " $pattern");
     }
 
+    public function ignoreRanges(string $pattern = '/^/'): self
+    {
+        return $this->arm("ignore-ranges $pattern");
+    }
+
     /** How many requests whose request line matches arrived. */
     public function count(string $pattern = '/^/'): int
     {
@@ -112,6 +119,8 @@ final class TestProxy
         $stall = null;
         /** @var list<array{0: string, 1: string}> $answers [pattern, answer] */
         $answers = [];
+        /** The pattern of the requests whose Range and If-Range are taken out, if any. */
+        $rangeless = null;
         /** Per connection, by its client socket's id: client, server, head (until complete), line, stall, held, releaseAt, draining. */
         $conns = [];
         /** The connection of each socket, by socket id. */
@@ -175,11 +184,14 @@ final class TestProxy
             }
         };
         // A request's head has arrived: answer it here, or open its connection to the server.
-        $begin = static function (int $id) use (&$conns, &$owner, &$requests, &$answers, &$stall, $prefix, $upstream, $write, $toServer): void {
+        $begin = static function (int $id) use (&$conns, &$owner, &$requests, &$answers, &$stall, &$rangeless, $prefix, $upstream, $write, $toServer): void {
             $head = $conns[$id]['head'];
             $line = (string) strstr($head, "\r\n", true);
             $requests[] = $line;
             $conns[$id]['line'] = $line;
+            if ($rangeless !== null && preg_match($rangeless, $line) === 1) {
+                $head = (string) preg_replace('/^(?:range|if-range):[^\r\n]*\r\n/im', '', $head);
+            }
             $canned = null;
             foreach ($answers as [$pattern, $answer]) {
                 if (preg_match($pattern, $line) === 1) {
@@ -262,6 +274,8 @@ final class TestProxy
                         $stall = ['left' => (int) $m[1], 'seconds' => (float) $m[2], 'then' => $m[3], 'pattern' => $m[4] ?: '/^/'];
                     } elseif (preg_match('#^answer (\S+) ?(.*)$#', rtrim($command, "\n"), $m) === 1) {
                         $answers[] = [$m[2] ?: '/^/', (string) base64_decode($m[1], true)];
+                    } elseif (preg_match('#^ignore-ranges ?(.*)$#', rtrim($command, "\n"), $m) === 1) {
+                        $rangeless = $m[1] ?: '/^/';
                     } elseif (preg_match('#^count ?(.*)$#', rtrim($command, "\n"), $m) === 1) {
                         $answer = 'count ' . count(array_filter($requests, static fn (string $line) => preg_match($m[1] ?: '/^/', $line) === 1));
                     } elseif (rtrim($command, "\n") === 'cuts') {

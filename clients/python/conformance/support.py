@@ -9,6 +9,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
@@ -80,7 +81,10 @@ class TestProxy:
     - with ``prefix`` (e.g. ``/storage``), serves the server under that path, as a reverse proxy does: the prefix is
       taken off the request path; a request outside it is answered 404 by the proxy itself. ``url`` includes it;
     - ``cut_answers(matching, after_bytes)``: ends the answers to those requests after so many bytes: closes the
-      connection, as a peer that went away, or with ``stall=True`` keeps it open and sends nothing more;
+      connection, as a peer that went away, or with ``stall=True`` keeps it open and sends nothing more; every such
+      answer, or with ``times=n`` the next ``n`` of them;
+    - ``ignore_ranges(matching)``: takes the Range and If-Range headers out of those requests, as a proxy or cache that
+      does not do ranges: the server answers 200 with the whole file;
     - ``cut_request_after(n)``: forwards ``n`` more bytes from clients to the server, then closes that connection on
       both sides, as a dropped network would; then passes everything again.
 
@@ -92,11 +96,15 @@ class TestProxy:
         server = urlsplit(upstream)
         self._upstream = (server.hostname or "127.0.0.1", server.port or 80)
         self._prefix = prefix.rstrip("/")
-        self._answer_cuts: list[tuple[re.Pattern[str], int, bool]] = []
+        #: Pattern, bytes let through, stall, and how many answers more to cut (None: every one).
+        self._answer_cuts: list[list[Any]] = []
         self._request_budget: int | None = None
+        self._rangeless: re.Pattern[str] | None = None
         self._lock = threading.Lock()
         self._closed = threading.Event()
         self.requests: list[str] = []
+        #: The head of every request received, as it arrived.
+        self.heads: list[bytes] = []
         #: Connections cut by ``cut_request_after``, answers cut by ``cut_answers``, bytes forwarded to the server.
         self.cuts = 0
         self.answers_cut = 0
@@ -105,9 +113,13 @@ class TestProxy:
         self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}{self._prefix}"
         threading.Thread(target=self._accept, daemon=True).start()
 
-    def cut_answers(self, matching: str, after_bytes: int, *, stall: bool = False) -> None:
+    def cut_answers(self, matching: str, after_bytes: int, *, stall: bool = False, times: int | None = None) -> None:
         with self._lock:
-            self._answer_cuts.append((re.compile(matching), after_bytes, stall))
+            self._answer_cuts.append([re.compile(matching), after_bytes, stall, times])
+
+    def ignore_ranges(self, matching: str) -> None:
+        with self._lock:
+            self._rangeless = re.compile(matching)
 
     def cut_request_after(self, byte_count: int) -> None:
         with self._lock:
@@ -147,7 +159,16 @@ class TestProxy:
             target = "/" + target
         request = f"{method} {target}"
         with self._lock:
-            answer_cut = next(((after, stall) for pattern, after, stall in self._answer_cuts if pattern.search(request)), None)
+            self.heads.append(head.split(b"\r\n\r\n", 1)[0])
+            answer_cut = None
+            for cut in self._answer_cuts:
+                if cut[3] != 0 and cut[0].search(request):
+                    answer_cut = (cut[1], cut[2])
+                    cut[3] = None if cut[3] is None else cut[3] - 1
+                    break
+            rangeless = self._rangeless is not None and self._rangeless.search(request) is not None
+        if rangeless:
+            head = re.sub(rb"(?im)^(?:range|if-range):[^\r\n]*\r\n", b"", head)
         try:
             server = socket.create_connection(self._upstream)
         except OSError:

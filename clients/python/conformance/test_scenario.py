@@ -289,6 +289,25 @@ class ConformanceScenario(unittest.TestCase):
         self.assertEqual((file["name"], file["size"], file["md5_hash"]), ("resumable.bin", size, local_md5))
         self.assertEqual(file["folder_id"], self.state["folder"]["id"])
 
+    @step("resume_download")
+    def test_12_resume_download(self) -> None:
+        first_bytes = self.params("resume_download")["first_bytes"]
+        big = self.state["big_file"]
+        target = os.path.join(self.work_dir, "resumed-download.bin")
+        self.assertEqual(self.client.files.download_to(big["id"], target, start=0, end=first_bytes - 1), first_bytes)
+        with open(self.state["big_path"], "rb") as local:
+            self.assertEqual(md5_of_path(target), hashlib.md5(local.read(first_bytes)).hexdigest())
+        proxy = TestProxy(ENV["FSS_BASE_URL"])
+        try:
+            proxy.ignore_ranges(r"/download\?")
+            through_proxy = FileStorage(ENV["FSS_API_KEY"], proxy.url)
+            with open(target, "ab") as rest:
+                through_proxy.files.download_to(big["id"], rest, start=os.path.getsize(target))
+            self.assertEqual(len([line for line in proxy.requests if "/download?" in line]), 1)
+        finally:
+            proxy.close()
+        self.assertEqual((os.path.getsize(target), md5_of_path(target)), (big["size"], self.state["big_md5"]))
+
 
 if __name__ == "__main__":
     unittest.main()

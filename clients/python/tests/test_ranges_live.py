@@ -5,6 +5,7 @@ import os
 import tempfile
 import unittest
 
+from conformance.support import TestProxy
 from file_storage import FileStorage, InvalidRequestError
 
 from .live import API_KEY, BASE_URL, needs_server
@@ -48,6 +49,32 @@ class ByteRanges(unittest.TestCase):
         for start, end in ((None, 5), (-3, 9), (2, -1)):
             with self.subTest(start=start, end=end), self.assertRaises(ValueError):
                 self.client.files.download(self.file["id"], start=start, end=end)
+
+    def test_a_range_through_a_proxy_that_ignores_range_still_gives_only_those_bytes(self) -> None:
+        # A proxy or cache that does not do ranges answers 200 with the whole file: a download resumed from an offset
+        # (an append to the bytes already on disk) must still get only the bytes after it.
+        proxy = TestProxy(BASE_URL or "")
+        self.addCleanup(proxy.close)
+        proxy.ignore_ranges(r"/download")
+        through = FileStorage(API_KEY or "", proxy.url)
+        for start, end, part in ((2, 5, b"2345"), (7, None, b"789"), (-3, None, b"789"), (4, 50, b"456789")):
+            with self.subTest(start=start, end=end):
+                with through.files.download(self.file["id"], start=start, end=end) as content:
+                    self.assertEqual(content.read(), part)
+                with through.shares.download(self.share["url"], password="open sesame", start=start, end=end) as shared:
+                    self.assertEqual(b"".join(shared.iter_bytes(3)), part)
+                copy = io.BytesIO()
+                self.assertEqual(through.files.download_to(self.file["id"], copy, start=start, end=end), len(part))
+                self.assertEqual(copy.getvalue(), part)
+        with tempfile.TemporaryDirectory() as directory:
+            target = os.path.join(directory, "resumed.txt")
+            with open(target, "wb") as partial:
+                partial.write(b"0123")
+            with open(target, "ab") as rest:
+                through.files.download_to(self.file["id"], rest, start=os.path.getsize(target))
+            with open(target, "rb") as written:
+                self.assertEqual(written.read(), CONTENT)
+        self.assertGreaterEqual(sum("/download" in line for line in proxy.requests), 13, "the downloads went through the proxy")
 
 
 if __name__ == "__main__":

@@ -282,6 +282,23 @@ steps['resume_upload'] = lambda do
   check_equal(['resumable.bin', size, local_md5, state[:folder]['id']], file.values_at('name', 'size', 'md5_hash', 'folder_id'), 'the resumed file')
 end
 
+steps['resume_download'] = lambda do
+  first_bytes = params.('resume_download')['first_bytes']
+  big = state[:big_file]
+  target = File.join(work_dir, 'resumed-download.bin')
+  client.files.download(big['id'], target, range: 0...first_bytes)
+  check_equal(Digest::MD5.hexdigest(File.binread(state[:big_path], first_bytes)), Digest::MD5.file(target).hexdigest, 'the first bytes')
+  proxy = TestProxy.new(base_url).ignore_ranges(matching: %r{/download\?})
+  begin
+    through_proxy = FileStorage::Client.new(api_key: ENV_.fetch('FSS_API_KEY'), base_url: proxy.url)
+    File.open(target, 'ab') { |rest| through_proxy.files.download(big['id'], rest, range: File.size(target)..) }
+    check_equal(1, proxy.requests_matching(%r{/download\?}).size, 'downloads through the proxy')
+  ensure
+    proxy.close
+  end
+  check_equal([big['size'], state[:big_md5]], [File.size(target), Digest::MD5.file(target).hexdigest], 'the resumed download')
+end
+
 check_equal(scenario.keys, steps.keys, "the runner's steps")
 results = steps.map do |id, body|
   body.call

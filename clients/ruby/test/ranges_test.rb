@@ -61,4 +61,40 @@ class RangesTest < Minitest::Test
   ensure
     proxy&.close
   end
+
+  # A proxy or cache that does not do ranges answers 200 with the whole file: a download resumed from an offset (an
+  # append to the bytes already on disk) must still get only the bytes after it.
+  def test_a_range_through_a_proxy_that_ignores_range_still_gives_only_those_bytes
+    proxy = TestProxy.new(base_url).ignore_ranges(matching: %r{/download})
+    through = FileStorage::Client.new(api_key: api_key, base_url: proxy.url)
+    { 2..5 => '2345', 7.. => '789', -3.. => '789', 4..50 => '456789' }.each do |range, expected|
+      assert_equal expected, part(range) { |r, sink| through.files.download(@file['id'], sink, range: r) }, range.inspect
+      assert_equal expected, part(range) { |r, sink| through.shares.download(@share['url'], sink, password: 'open sesame', range: r) },
+                   "shared #{range.inspect}"
+    end
+    target = File.join(@dir, 'resumed.txt')
+    File.binwrite(target, '0123')
+    File.open(target, 'ab') { |file| through.files.download(@file['id'], file, range: File.size(target)..) }
+    assert_equal '0123456789', File.binread(target)
+    assert_operator proxy.requests_matching(%r{/download}).size, :>=, 9, 'the downloads went through the proxy'
+  ensure
+    proxy&.close
+  end
+
+  def test_a_download_cut_mid_body_and_continued_through_a_proxy_that_ignores_range_still_gives_each_byte_once
+    path, = random_file('big.bin', 3 * MIB)
+    file = client.files.upload(path, folder_id: @folder['id'])
+    proxy = TestProxy.new(base_url).ignore_ranges(matching: %r{/download\?})
+    proxy.cut(after: 300 * KIB, matching: %r{/download\?}, how: :reset)
+    through = FileStorage::Client.new(api_key: api_key, base_url: proxy.url)
+    whole = StringIO.new(+''.b)
+    through.files.download(file['id'], whole)
+    part = StringIO.new(+''.b)
+    proxy.cut(after: 300 * KIB, matching: %r{/download\?}, how: :reset)
+    through.files.download(file['id'], part, range: MIB...(2 * MIB))
+
+    assert_equal [2, File.binread(path), File.binread(path, MIB, MIB)], [proxy.cuts, whole.string, part.string]
+  ensure
+    proxy&.close
+  end
 end

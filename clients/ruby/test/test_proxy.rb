@@ -12,6 +12,8 @@ require 'uri'
 #   dropped network: the client's read fails) or an orderly close (`how: :close`, a peer that gave up: the client
 #   only sees the body end early), once `on_cut` has run. Once only; `cuts` counts them.
 # - `answer`: answers them itself with a canned answer, as a captive portal or a proxy's error page does.
+# - `ignore_ranges`: takes the Range and If-Range headers out of them, as a proxy or cache that does not do ranges:
+#   the server answers 200 with the whole file.
 #
 # With `prefix:` it serves the server under that path, as a reverse proxy mounting it there does: `url` ends with
 # the prefix, which is taken off the request target on the way in, and a request outside it is answered 404.
@@ -36,6 +38,7 @@ class TestProxy
     @cuts = 0
     @cut = nil
     @answers = []
+    @rangeless = nil
     @lock = Mutex.new
     @listener = TCPServer.new('127.0.0.1', 0)
     @url = "http://127.0.0.1:#{@listener.addr[1]}#{prefix}"
@@ -48,6 +51,11 @@ class TestProxy
 
   def cut(after:, of: :answer, matching: //, how: :close, on_cut: nil)
     @lock.synchronize { @cut = Cut.new(of, matching, after, how, on_cut) }
+    self
+  end
+
+  def ignore_ranges(matching: //)
+    @lock.synchronize { @rangeless = matching }
     self
   end
 
@@ -72,6 +80,7 @@ class TestProxy
     line = head[/\A[^\r\n]*/]
     canned = @lock.synchronize do
       @requests << head.byteslice(0, head.index("\r\n\r\n") + 4)
+      head = head.gsub(/^(?:range|if-range):[^\r\n]*\r\n/i, '') if @rangeless && line.match?(@rangeless)
       @answers.find { |matching, _| line.match?(matching) }&.last
     end
     head, canned = unprefixed(head, line, canned) if @prefix

@@ -85,13 +85,36 @@ class UploadBodyTest < Minitest::Test
     file&.close!
   end
 
-  def test_a_callers_stream_is_read_once_and_never_retried
-    source = FileStorage::UploadSource.open(StringIO.new('abc'))
+  def test_a_stream_that_cannot_seek_is_read_once_and_never_retried
+    reader, writer = IO.pipe
+    writer.write('abc')
+    writer.close
+    source = FileStorage::UploadSource.open(reader)
     body = FileStorage::MultipartBody.build(source, 'abc.txt', {})
     refute body.replayable
     assert_nil source.name
     assert_includes body.open.read, 'abc'
     assert_raises(ArgumentError) { body.open }
+  ensure
+    reader&.close
+  end
+
+  def test_a_seekable_stream_is_read_again_from_where_it_stood
+    io = StringIO.new('skip-abc')
+    io.read(5)
+    source = FileStorage::UploadSource.open(io)
+    body = FileStorage::MultipartBody.build(source, 'abc.txt', {})
+    assert body.replayable
+    assert_equal 3, source.size
+    2.times do
+      stream = body.open
+      sent = +''
+      while (piece = stream.read)
+        sent << piece
+      end
+      assert_includes sent, "\r\n\r\nabc\r\n"
+      refute_includes sent, 'skip'
+    end
   end
 
   def test_tus_metadata_is_base64_per_key_and_skips_missing_values

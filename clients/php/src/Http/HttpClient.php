@@ -103,7 +103,7 @@ final class HttpClient
         $url = $this->url($path, $options['query'] ?? []);
         $shown = self::describe($method, $path);
         $retries = !($options['retryable'] ?? true) || ($body instanceof RequestBody && !$body->replayable) ? 0 : $this->maxRetries;
-        $sink = isset($options['sink']) ? new ResumableSink($options['sink']) : null;
+        $sink = isset($options['sink']) ? new ResumableSink($options['sink'], $headers['Range'] ?? null) : null;
 
         for ($attempt = 0; ; $attempt++) {
             try {
@@ -230,6 +230,10 @@ final class HttpClient
         curl_setopt_array($curl, $curlOptions);
         try {
             $ok = curl_exec($curl);
+            // The sink stopped a whole-file answer (a proxy that ignores Range) once it had the bytes asked for.
+            if ($ok === false && $sink !== null && $sink->complete()) {
+                return new Response($status, $answerHeaders, null, $shown);
+            }
             if ($ok === false) {
                 $errno = curl_errno($curl);
                 $message = curl_error($curl);

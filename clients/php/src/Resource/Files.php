@@ -22,9 +22,10 @@ final class Files
     }
 
     /**
-     * Uploads a file from a path or a stream resource, streamed. A path at or above the resumable threshold goes
-     * through the tus endpoint in chunks, resuming after failures; anything else is one multipart request. Only a
-     * path is retried (a stream can be read once).
+     * Uploads a file from a path or a stream resource, streamed; a stream from where it stands. A path or a seekable
+     * stream (of a file, php://temp) at or above the resumable threshold goes through the tus endpoint in chunks,
+     * resuming after failures; anything else is one multipart request. A path or a seekable stream is retried; a
+     * stream that cannot seek (a pipe, a socket) is read once.
      *
      * Options: name, folderId, overwrite (bool), onProgress (callable(int $sent, ?int $total)), idempotencyKey,
      * resumableThreshold.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import http.client
 import json as jsonlib
 import random
+import re
 import ssl
 import time
 import uuid
@@ -48,15 +49,117 @@ class Response:
         # What Content-Length promised (None: chunked or until the connection closes), and what arrived so far.
         self._expected = raw.length
         self._received = 0
+        # Of a whole-file answer to a range request: bytes still to pass over, and how many to give (None: all).
+        self._skip = 0
+        self._left: int | None = None
         self.status = raw.status
         self.reason = raw.reason
         self.headers: dict[str, str] = {key.lower(): value for key, value in raw.getheaders()}
+        # A download's continuation after a cut (see ``as_download``): the file's next byte to give and its last one
+        # wanted (None: to the end), the version's strong ETag, and how to ask for the rest.
+        self._next = 0
+        self._last: int | None = None
+        self._etag: str | None = None
+        self._reopen: Callable[[Mapping[str, str]], Response] | None = None
+        self._resumes_left = 0
+
+    def as_download(self, range_header: str | None, reopen: Callable[[Mapping[str, str]], Response] | None = None, retries: int = 0) -> Response:
+        """
+        Makes this answer a download of ``range_header`` (``bytes=2-5``, ``bytes=7-``, ``bytes=-3``, or None: the whole
+        file). A whole-file answer (200) to a range request, as a proxy or cache that does not do ranges gives, is
+        narrowed to the bytes asked for: those before them are read and dropped, and the body ends after them. With
+        ``reopen``, a body cut off part-way is continued up to ``retries`` times: ``reopen`` sends the request again
+        with the headers given (``Range`` from the next byte, ``If-Range`` the ETag), and only the rest of the same
+        version is accepted, so no byte is given twice. Answers itself.
+        """
+        first, last = self._window(range_header)
+        self._skip = first if self.status == 200 else 0
+        self._next, self._last = first, last
+        self._left = None if last is None else last - first + 1
+        etag = self.headers.get("etag")
+        self._etag = etag if etag is not None and etag.startswith('"') else None
+        self._reopen, self._resumes_left = reopen, retries
+        return self
+
+    def _window(self, range_header: str | None) -> tuple[int, int | None]:
+        """The first and last byte of the file this download gives (None: to the end of the file)."""
+        if self.status == 206:
+            content_range = re.fullmatch(r"bytes (\d+)-(\d+)/(?:\d+|\*)", self.headers.get("content-range", "").strip())
+            if content_range is None:
+                return 0, None
+            return int(content_range.group(1)), int(content_range.group(2))
+        asked = re.fullmatch(r"bytes=(\d*)-(\d*)", range_header or "")
+        if self.status != 200 or asked is None:
+            return 0, None
+        first, last = asked.groups()
+        if first:
+            return int(first), int(last) if last else None
+        # The last ``last`` bytes: where they start needs the file's length.
+        if self._expected is None:
+            self.close()
+            raise InvalidResponseError(
+                f"{self._request}: asked for the last {last} bytes, the server sent the whole file without its length (a proxy that ignores Range?)",
+                code="invalid_response",
+                status=self.status,
+                request_id=self.headers.get("x-request-id"),
+                headers=self.headers,
+            )
+        return max(0, self._expected - int(last)), self._expected - 1
 
     def read(self, size: int = -1) -> bytes:
         """
         The next ``size`` bytes of the body, or the rest of it; b"" at its end. Raises ``APIConnectionError`` when the
-        connection ends before the whole body arrived, ``APITimeoutError`` when no byte came within the timeout.
+        connection ends before the whole body arrived, ``APITimeoutError`` when no byte came within the timeout (a
+        download first asks for the rest, as many times as the client retries).
         """
+        while True:
+            try:
+                return self._read_window(size)
+            except APIConnectionError as error:
+                if not self._resume(error):
+                    raise
+
+    def _read_window(self, size: int) -> bytes:
+        while self._skip > 0:
+            passed_over = self._read_body(min(self._skip, READ_BYTES))
+            if not passed_over:
+                return b""
+            self._skip -= len(passed_over)
+        if self._left is not None:
+            if self._left == 0:
+                return b""
+            size = self._left if size < 0 else min(size, self._left)
+        data = self._read_body(size)
+        self._next += len(data)
+        if self._left is not None:
+            self._left -= len(data)
+        return data
+
+    def _resume(self, cut: APIConnectionError) -> bool:
+        """Continues a cut download with the rest of the same version of the file; False when it cannot."""
+        if self._reopen is None or self._resumes_left <= 0 or self._etag is None:
+            return False
+        self._resumes_left -= 1
+        time.sleep(backoff_seconds(0))
+        wanted = f"bytes={self._next}-{'' if self._last is None else self._last}"
+        rest = self._reopen({"Range": wanted, "If-Range": self._etag})
+        content_range = re.match(r"bytes (\d+)-", rest.headers.get("content-range", ""))
+        if rest.headers.get("etag") == self._etag and rest.status == 206 and content_range is not None and int(content_range.group(1)) == self._next:
+            skip = 0
+        elif rest.headers.get("etag") == self._etag and rest.status == 200:
+            # A whole-file answer of the same version (a proxy that ignores Range) carries the rest too.
+            skip = self._next
+        else:
+            rest.close()
+            raise APIConnectionError(
+                f"{self._request}: the download was cut and the file changed on the server since it began (HTTP {rest.status}); download it again.",
+                code="connection_error",
+            ) from cut
+        self._connection, self._raw, self._expected, self._received = rest._connection, rest._raw, rest._expected, 0
+        self._skip = skip
+        return True
+
+    def _read_body(self, size: int) -> bytes:
         try:
             data = self._raw.read(None if size < 0 else size)
         except TimeoutError as error:
@@ -236,6 +339,16 @@ class HttpClient:
                 attempt += 1
                 continue
             raise error
+
+    def download(self, path: str, *, headers: Mapping[str, str]) -> Response:
+        """
+        A download (a signed link's or a share's route, without the key) of the ``Range`` in ``headers`` if any: its
+        body gives exactly those bytes, and one cut off part-way is continued from the byte it stopped at, up to
+        ``max_retries`` times (see ``Response.as_download``).
+        """
+        response = self.send("GET", path, anonymous=True, headers=headers)
+        reopen: Callable[[Mapping[str, str]], Response] = lambda rest: self.send("GET", path, anonymous=True, headers={**headers, **rest})
+        return response.as_download(headers.get("Range"), reopen, self.max_retries)
 
     @staticmethod
     def _error(response: Response) -> FileStorageError:

@@ -272,7 +272,7 @@ class Files:
             raise NotFoundError(f"File {file_id} has no thumbnail (not yet made, or its type gets none)", code="not_found", status=404)
         signature = urlsplit(link).query
         path = _path("/v1/files/{file_id}/" + route, file_id=file_id)
-        return self._http.send("GET", f"{path}?{signature}" if signature else path, anonymous=True, headers={"Accept": "*/*", **range_header})
+        return self._http.download(f"{path}?{signature}" if signature else path, headers={"Accept": "*/*", **range_header})
 
 
 class Uploads:
@@ -423,7 +423,7 @@ class Shares:
         ``start`` and ``end``, only those bytes, as ``files.download`` takes them.
         """
         headers = {"Accept": "*/*", **_password_header(password), **_range_header(start, end)}
-        return self._http.send("GET", "/s/" + _share_token(url_or_token) + "/download", anonymous=True, headers=headers)
+        return self._http.download("/s/" + _share_token(url_or_token) + "/download", headers=headers)
 
     def download_to(
         self, url_or_token: str, destination: Destination, *, password: str | None = None, start: int | None = None, end: int | None = None

@@ -30,23 +30,31 @@ module FileStorage
   # is not exactly that rest ends the download with a ConnectionError. A body that ends before its Content-Length
   # (Net::HTTP takes that early end for the end) is such a cut too. A download of a range (206) continues the same
   # way, within the bytes its first answer's Content-Range named.
+  #
+  # A proxy or cache that does not do ranges answers 200 with the whole file: the bytes before the ones asked for are
+  # skipped and those after them are not read, so the block gets exactly the range (or the rest) it asked for.
   class BodyStream
     # The body ended before its Content-Length: the peer closed the connection part-way.
     class Incomplete < IOError; end
 
     attr_reader :delivered
 
-    def initialize(sink)
+    # `range` is the Range header the caller asked for ("bytes=2-5", "bytes=7-", "bytes=-3"), or nil.
+    def initialize(sink, range = nil)
       @sink = sink
       @delivered = 0
       @etag = nil
-      # The first and last byte of the file that the first answer carries (nil: to the end of the file).
+      @asked = range && range.match(/\Abytes=(\d*)-(\d*)\z/)&.captures
+      # The first and last byte of the file to deliver (nil: to the end of the file), once the first answer said.
       @first = 0
       @last = nil
     end
 
     # Whether a failed attempt can be tried again: nothing delivered yet, or a version whose rest can be asked for.
     def resumable? = @delivered.zero? || !@etag.nil?
+
+    # Whether every byte asked for has been delivered, with more of a whole-file answer left unread.
+    def complete? = !@left.nil? && @left.zero?
 
     # The headers of the next attempt.
     def headers(base)
@@ -55,33 +63,78 @@ module FileStorage
 
     # Called with each successful answer's head, before its body is delivered.
     def start(status, headers)
-      length = headers['content-length']
-      @end = length && (@delivered + Integer(length, exception: false).to_i)
+      length = headers['content-length'] && Integer(headers['content-length'], exception: false)
+      @received = 0
+      @length = length
+      @skip = 0
+      @left = nil
       if @delivered.zero?
         # Only an answer with a strong ETag can be continued by a range of the same version.
         @etag = [200, 206].include?(status) && headers['etag']&.start_with?('"') ? headers['etag'] : nil
-        @first, @last = status == 206 ? BodyStream.content_range(headers).map { |byte| Integer(byte) } : [0, nil]
-        return
-      end
-      first, = BodyStream.content_range(headers)
-      return if status == 206 && first && Integer(first) == @first + @delivered && headers['etag'] == @etag
+        if status == 206
+          @first, @last = BodyStream.content_range(headers).map { |byte| Integer(byte) }
+          return
+        end
 
-      reason = status == 200 ? 'the file changed while it downloaded' : "the server did not send the rest (HTTP #{status})"
-      raise ConnectionError.new(code: 'connection_error',
-                                message: "The download was cut after #{@delivered} bytes and #{reason}; download it again.")
+        whole_file(status, length)
+      else
+        first, = BodyStream.content_range(headers)
+        return if status == 206 && first && Integer(first) == @first + @delivered && headers['etag'] == @etag
+
+        # A whole-file answer of the same version carries the rest too, after the bytes already delivered.
+        if status == 200 && headers['etag'] == @etag
+          @skip = @first + @delivered
+        else
+          reason = status == 200 ? 'the file changed while it downloaded' : "the server did not send the rest (HTTP #{status})"
+          raise ConnectionError.new(code: 'connection_error',
+                                    message: "The download was cut after #{@delivered} bytes and #{reason}; download it again.")
+        end
+      end
+      @left = @last && (@last - @first - @delivered + 1)
     end
 
     # The first and last byte a 206's Content-Range names ("bytes 7-9/10"), as strings, or [].
     def self.content_range(headers) = headers['content-range'].to_s.match(%r{\Abytes (\d+)-(\d+)/\d+\z})&.captures.to_a
 
     def <<(chunk)
+      @received += chunk.bytesize
+      if @skip.positive?
+        skipped = [@skip, chunk.bytesize].min
+        @skip -= skipped
+        chunk = chunk.byteslice(skipped..)
+      end
+      chunk = chunk.byteslice(0, @left) if @left && chunk.bytesize > @left
+      @left -= chunk.bytesize if @left
+      return if chunk.empty?
+
       @sink.call(chunk)
       @delivered += chunk.bytesize
     end
 
     # Called once an answer's body has been read to its end.
     def finish
-      raise Incomplete, "the body ended after #{@delivered} of #{@end} bytes" if @end && @delivered < @end
+      raise Incomplete, "the body ended after #{@received} of #{@length} bytes" if @length && @received < @length
+    end
+
+    private
+
+    # The first answer is the whole file (200): where the bytes asked for are in it.
+    def whole_file(status, length)
+      first, last = @asked
+      if status != 200 || @asked.nil?
+        @first, @last = 0, nil
+      elsif first.empty?
+        # The last `last` bytes: where they start needs the file's length.
+        unless length
+          raise InvalidResponseError.new(code: 'invalid_response', status: status,
+                                         message: "Asked for the last #{last} bytes, the server sent the whole file " \
+                                                  'without its length (a proxy that ignores Range?)')
+        end
+        @first, @last = [length - Integer(last), 0].max, length - 1
+      else
+        @first, @last = Integer(first), last.empty? ? nil : Integer(last)
+      end
+      @skip = @first
     end
   end
 
@@ -151,7 +204,7 @@ module FileStorage
       uri = url(path, query)
       shown = FileStorage.describe_request(method, path)
       retries = !retryable || (body && !body.replayable) ? 0 : @max_retries
-      stream = on_chunk && BodyStream.new(on_chunk)
+      stream = on_chunk && BodyStream.new(on_chunk, headers['Range'])
 
       attempt = 0
       in_use_until = nil
@@ -236,7 +289,11 @@ module FileStorage
           answer_headers = answer.to_hash.transform_values(&:first)
           if status < 400 && stream
             stream.start(status, answer_headers)
-            answer.read_body { |chunk| stream << chunk }
+            answer.read_body do |chunk|
+              stream << chunk
+              # The rest of a whole-file answer is past the range asked for: the connection is closed unread.
+              return Response.new(status, answer_headers, nil, shown) if stream.complete?
+            end
             stream.finish
             return Response.new(status, answer_headers, nil, shown)
           end

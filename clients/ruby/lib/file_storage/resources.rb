@@ -61,9 +61,10 @@ module FileStorage
       @resumable_chunk = resumable_chunk
     end
 
-    # Uploads a file from a path or an IO, streamed. A path at or above the resumable threshold goes through the
-    # tus endpoint in chunks, resuming after failures; anything else is one multipart request. Only a path is
-    # retried (an IO can be read once). `on_progress` is called with (bytes_sent, total_or_nil).
+    # Uploads a file from a path or an IO, streamed; a seekable IO (a File, a StringIO) from where it stands. A path or
+    # a seekable IO at or above the resumable threshold goes through the tus endpoint in chunks, resuming after
+    # failures; anything else is one multipart request. A path or a seekable IO is retried; an IO that cannot seek
+    # (a pipe) is read once. `on_progress` is called with (bytes_sent, total_or_nil).
     def upload(source, name: nil, folder_id: nil, overwrite: nil, on_progress: nil, idempotency_key: nil,
                resumable_threshold: @resumable_threshold)
       opened = UploadSource.open(source)
@@ -80,7 +81,7 @@ module FileStorage
       @http.data(:post, '/v1/files/upload', body: body, headers: idempotency(idempotency_key))
     end
 
-    # Starts a resumable upload of a path and answers its location, to be sent with `resume_upload`, even from
+    # Starts a resumable upload of a path (or a seekable IO) and answers its location, to be sent with `resume_upload`, even from
     # another process after this one stopped.
     def start_resumable_upload(path, name: nil, folder_id: nil, overwrite: nil, idempotency_key: nil)
       opened = UploadSource.open(path)

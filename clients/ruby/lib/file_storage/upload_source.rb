@@ -5,7 +5,8 @@ require 'stringio'
 
 module FileStorage
   # What `files.upload` takes, opened: its name and size when known, and its bytes, again if it can be reopened.
-  # A path (String or Pathname) can be read again (for a retry or a tus chunk); a caller's IO only once.
+  # A path (String or Pathname) and a seekable IO (a File, a StringIO) can be read again (for a retry or a tus chunk),
+  # from where the IO stood when given; any other IO (a pipe, a socket) only once.
   class UploadSource
     attr_reader :name, :size
 
@@ -14,30 +15,48 @@ module FileStorage
         path = source.to_s
         new(name: File.basename(path), size: File.size(path), path: path)
       elsif source.respond_to?(:read)
+        origin = seekable_origin(source)
         size = source.respond_to?(:size) ? source.size : nil
+        # A seekable IO is sent from where it stands: what is left of it.
+        size -= origin if size && origin
         name = source.respond_to?(:path) && source.path ? File.basename(source.path) : nil
-        new(name: name, size: size, io: source)
+        new(name: name, size: size, io: source, origin: origin)
       else
         raise ArgumentError, 'upload takes a file path or an IO (anything with #read).'
       end
     end
 
-    def initialize(name:, size:, path: nil, io: nil)
+    # Where a seekable IO stands, or nil for one that cannot seek (a pipe or a socket raises on #pos).
+    def self.seekable_origin(io)
+      return nil unless io.respond_to?(:seek) && io.respond_to?(:pos)
+
+      io.pos
+    rescue IOError, SystemCallError
+      nil
+    end
+
+    def initialize(name:, size:, path: nil, io: nil, origin: nil)
       @name = name
       @size = size
       @path = path
       @io = io
+      @origin = origin
       @used = false
     end
 
-    def replayable? = !@path.nil?
+    def replayable? = !@path.nil? || (!@origin.nil? && !@size.nil?)
 
-    # An IO over the bytes [start, finish); the caller closes it. A caller's IO can be read once, from where it is.
+    # An IO over the bytes [start, finish); the caller closes it. A stream that cannot seek can be read once, from
+    # where it is.
     def reader(start = 0, finish = @size)
       if @path
         file = File.open(@path, 'rb')
         file.seek(start)
         return finish.nil? ? file : LimitedReader.new(file, finish - start, owned: true)
+      end
+      if replayable?
+        @io.seek(@origin + start)
+        return LimitedReader.new(@io, finish - start, owned: false)
       end
       raise ArgumentError, 'A stream source can be read only once.' if @used
 
@@ -45,12 +64,18 @@ module FileStorage
       LimitedReader.new(@io, nil, owned: false)
     end
 
-    # Bytes [start, finish) of a path, read into memory: one tus chunk, bounded by the chunk size.
+    # Bytes [start, finish) of a path or a seekable IO, read into memory: one tus chunk, bounded by the chunk size.
     def chunk(start, finish)
-      File.open(@path, 'rb') do |file|
-        file.seek(start)
-        file.read(finish - start) || ''.b
-      end
+      return read_chunk(@io, @origin + start, finish - start) unless @path
+
+      File.open(@path, 'rb') { |file| read_chunk(file, start, finish - start) }
+    end
+
+    private
+
+    def read_chunk(io, at, length)
+      io.seek(at)
+      (io.read(length) || '').b
     end
   end
 
