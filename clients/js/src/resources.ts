@@ -165,7 +165,7 @@ export class Files {
    * with a ConnectionError if the connection is cut before the end, and a TimeoutError if it stalls for `timeoutMs`.
    */
   async download(fileId: string, options: CallOptions & ByteRangeOptions = {}): Promise<ReadableStream<Uint8Array>> {
-    return this.signedContent(fileId, 'download', options, rangeHeader(options));
+    return this.signedContent(fileId, 'download', options, { start: options.start, end: options.end });
   }
 
   /**
@@ -189,7 +189,7 @@ export class Files {
     await writeToPath(() => this.thumbnail(fileId, options), destination, options);
   }
 
-  private async signedContent(fileId: string, route: 'download' | 'thumbnail', options: CallOptions, range: Record<string, string> = {}): Promise<ReadableStream<Uint8Array>> {
+  private async signedContent(fileId: string, route: 'download' | 'thumbnail', options: CallOptions, range: ByteRangeOptions = {}): Promise<ReadableStream<Uint8Array>> {
     // These routes take a signed link, not the key: the file's fresh download_url / thumbnail_url is that link. Its
     // signature goes to the route under this client's baseUrl, which may differ from the server's public address (and
     // its path prefix from PUBLIC_BASE_URL's).
@@ -199,9 +199,52 @@ export class Files {
       throw new NotFoundError({ code: 'not_found', status: 404, message: `File ${fileId} has no thumbnail (not yet made, or its type gets none)` });
     }
     const signature = new URL(link, 'http://base.invalid').search;
-    const response = await this.http.send({ method: 'GET', path: path`/v1/files/${fileId}/${route}` + signature, anonymous: true, headers: { Accept: '*/*', ...range }, signal: options.signal });
-    return this.http.body(response, `The ${route} of ${fileId}`, options.signal);
+    const response = await this.http.send({ method: 'GET', path: path`/v1/files/${fileId}/${route}` + signature, anonymous: true, headers: { Accept: '*/*', ...rangeHeader(range) }, signal: options.signal });
+    return bytesAskedFor(response, this.http.body(response, `The ${route} of ${fileId}`, options.signal), range);
   }
+}
+
+/**
+ * The bytes a range asked for. A proxy or cache that does not pass Range on answers the whole file with 200: the range
+ * is cut out of it here, so that a copy resumed by appending from its size never gets the file's start again.
+ */
+function bytesAskedFor(response: Response, body: ReadableStream<Uint8Array>, { start, end }: ByteRangeOptions): ReadableStream<Uint8Array> {
+  if (response.status !== 200 || (start === undefined && end === undefined)) return body;
+  if (start !== undefined && start < 0) return lastBytes(body, -start);
+  const first = start ?? 0;
+  const last = end ?? Infinity;
+  let position = 0;
+  return body.pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, controller) {
+        const from = Math.max(first - position, 0);
+        const to = Math.min(last + 1 - position, chunk.length);
+        position += chunk.length;
+        if (to > from) controller.enqueue(chunk.subarray(from, to));
+        // Past the range: the rest of the file is not read.
+        if (position > last) controller.terminate();
+      },
+    }),
+  );
+}
+
+/** The last `count` bytes of a stream, holding no more than them. */
+function lastBytes(body: ReadableStream<Uint8Array>, count: number): ReadableStream<Uint8Array> {
+  let tail = new Uint8Array(0);
+  return body.pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk) {
+        const kept = Math.min(tail.length, Math.max(count - chunk.length, 0));
+        const next = new Uint8Array(kept + Math.min(chunk.length, count));
+        next.set(tail.subarray(tail.length - kept));
+        next.set(chunk.subarray(chunk.length - Math.min(chunk.length, count)), kept);
+        tail = next;
+      },
+      flush(controller) {
+        controller.enqueue(tail);
+      },
+    }),
+  );
 }
 
 /** Streams content to a path (Node); a failed transfer leaves no partial file behind. */
@@ -425,7 +468,7 @@ export class Shares {
       headers: { Accept: '*/*', ...passwordHeader(options), ...rangeHeader(options) },
       signal: options.signal,
     });
-    return this.http.body(response, 'The download of the shared file', options.signal);
+    return bytesAskedFor(response, this.http.body(response, 'The download of the shared file', options.signal), options);
   }
 
   /** Writes the shared file's content to a path (Node), streamed; a refused or failed download leaves no file behind. */

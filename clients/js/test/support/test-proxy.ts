@@ -34,12 +34,15 @@ export interface TestProxy {
    * before anything), closing the connection as a peer that went away does, or with `stall` keeping it open and silent.
    */
   cutAnswers(matching: RegExp, options?: { afterBodyBytes?: number; stall?: boolean }): void;
+  /** Forwards matching requests without Range and If-Range, as a proxy or cache that does not pass them on: a whole file, 200. */
+  ignoreRange(matching: RegExp): void;
   close(): Promise<void>;
 }
 
 export async function startTestProxy(options: { upstream?: string; prefix?: string } = {}): Promise<TestProxy> {
   const prefix = (options.prefix ?? '').replace(/\/+$/, '');
   const rules: AnswerRule[] = [];
+  const rangeIgnored: RegExp[] = [];
   const sockets = new Set<Socket>();
   let answersCut = 0;
   const server: Server = createServer((incoming, outgoing) => {
@@ -65,7 +68,12 @@ export async function startTestProxy(options: { upstream?: string; prefix?: stri
       return void end();
     }
     const upstream = new URL(proxy.upstream);
-    const toServer = httpRequest({ host: upstream.hostname, port: upstream.port, method: incoming.method, path: forwarded, headers: incoming.headers, agent: false }, (answer) => {
+    const headers = { ...incoming.headers };
+    if (rangeIgnored.some((matching) => matching.test(`${incoming.method} ${forwarded}`))) {
+      delete headers.range;
+      delete headers['if-range'];
+    }
+    const toServer = httpRequest({ host: upstream.hostname, port: upstream.port, method: incoming.method, path: forwarded, headers, agent: false }, (answer) => {
       outgoing.writeHead(answer.statusCode!, answer.statusMessage, answer.rawHeaders);
       if (!rule) return void answer.pipe(outgoing);
       outgoing.flushHeaders();
@@ -105,6 +113,7 @@ export async function startTestProxy(options: { upstream?: string; prefix?: stri
     },
     answer: (matching, answer) => void rules.push({ matching, answer }),
     cutAnswers: (matching, { afterBodyBytes, stall } = {}) => void rules.push({ matching, afterBodyBytes, stall }),
+    ignoreRange: (matching) => void rangeIgnored.push(matching),
     async close() {
       for (const socket of sockets) socket.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));
