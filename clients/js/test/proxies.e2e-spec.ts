@@ -102,6 +102,46 @@ describe('the JavaScript client behind reverse proxies, captive portals and fail
     expect(through.requests.filter((line) => DOWNLOAD.test(line)).length).toBeGreaterThanOrEqual(cases.length + 2);
   });
 
+  it('continues a download cut or stalled part-way from the byte it stopped at, each byte once, within maxRetries', async () => {
+    const through = await proxy();
+    const client = new FileStorage({ apiKey: account.apiKey, baseUrl: through.url, timeoutMs: 1_000 });
+    const bytes = randomBytes(300 * 1024 + 11);
+    const file = await client.files.upload(Buffer.from(bytes), { name: 'continued.bin' });
+    const share = await client.shares.create({ file_id: file.id });
+    const SHARED = /^GET \/s\/[^/]+\/download/;
+
+    // Cut after 100 KiB, then (the continuation) stalled after 50 KiB more: two continuations, the client's default.
+    through.cutAnswers(DOWNLOAD, { afterBodyBytes: 100 * 1024, times: 1 });
+    through.cutAnswers(DOWNLOAD, { afterBodyBytes: 50 * 1024, stall: true, times: 1 });
+    await client.files.downloadTo(file.id, join(dir, 'continued.bin'));
+    expect(md5(readFileSync(join(dir, 'continued.bin')))).toBe(md5(bytes));
+    expect(through.requests.filter((line) => DOWNLOAD.test(line))).toHaveLength(3);
+
+    // A range cut part-way goes on within the range; a shared file's download the same way.
+    through.cutAnswers(DOWNLOAD, { afterBodyBytes: 1000, times: 1 });
+    expect(md5(await readAll(await client.files.download(file.id, { start: 5000, end: 250_000 })))).toBe(md5(bytes.subarray(5000, 250_001)));
+    through.cutAnswers(SHARED, { afterBodyBytes: 64 * 1024, times: 1 });
+    expect(md5(await readAll(await client.shares.download(share.url)))).toBe(md5(bytes));
+
+    // Past its retries the cut is the caller's.
+    through.cutAnswers(DOWNLOAD, { afterBodyBytes: 10 * 1024, times: 3 });
+    await expect(client.files.downloadTo(file.id, join(dir, 'given-up.bin'))).rejects.toBeInstanceOf(ConnectionError);
+    expect(existsSync(join(dir, 'given-up.bin'))).toBe(false);
+  });
+
+  it('does not continue a cut download with the bytes of a file changed meanwhile: it raises, leaving no file', async () => {
+    const through = await proxy();
+    const client = new FileStorage({ apiKey: account.apiKey, baseUrl: through.url, timeoutMs: 1_000 });
+    const file = await client.files.upload(Buffer.from(randomBytes(200 * 1024)), { name: 'changing.bin' });
+    through.cutAnswers(DOWNLOAD, { afterBodyBytes: 64 * 1024, stall: true, times: 1 });
+    const download = client.files.downloadTo(file.id, join(dir, 'changing.bin'));
+    // While the first answer stalls, the file gets new content (same id, a new ETag).
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    await client.files.upload(Buffer.from(randomBytes(200 * 1024)), { name: 'changing.bin', overwrite: true });
+    await expect(download).rejects.toThrow(/changed on the server/);
+    expect(existsSync(join(dir, 'changing.bin'))).toBe(false);
+  });
+
   it("raises InvalidResponseError with the status and the start of the body for a captive portal's page", async () => {
     const portal = await proxy();
     const page = `<!DOCTYPE html>\n<html><head><title>Sign in to the hotel Wi-Fi</title></head><body>${'x'.repeat(1000)}</body></html>`;
@@ -143,7 +183,8 @@ describe('the JavaScript client behind reverse proxies, captive portals and fail
     const stalling = await proxy();
     stalling.cutAnswers(DOWNLOAD, { afterBodyBytes: 64 * 1024, stall: true });
     stalling.cutAnswers(/^GET \/v1\/user\/info$/, { afterBodyBytes: 10, stall: true });
-    const client = new FileStorage({ apiKey: account.apiKey, baseUrl: stalling.url, timeoutMs: 1_000 });
+    // No retries: a stalled download would otherwise be continued (the test above).
+    const client = new FileStorage({ apiKey: account.apiKey, baseUrl: stalling.url, timeoutMs: 1_000, maxRetries: 0 });
     const target = join(dir, 'stalled.bin');
     const toPath = await within(10_000, 'downloadTo()', client.files.downloadTo(file.id, target).catch((e) => e));
     expect(toPath).toBeInstanceOf(TimeoutError);

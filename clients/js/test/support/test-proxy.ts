@@ -10,6 +10,8 @@ interface AnswerRule {
   afterBodyBytes?: number;
   /** Where the answer ends, the connection is kept open and silent instead of being closed. */
   stall?: boolean;
+  /** How many more matching requests the rule applies to; without it, all of them. */
+  times?: number;
 }
 
 /**
@@ -31,9 +33,10 @@ export interface TestProxy {
   answer(matching: RegExp, answer: { status: number; headers?: Record<string, string>; body?: string }): void;
   /**
    * Ends the answers to matching requests early: after the head and `afterBodyBytes` bytes of the body (without it,
-   * before anything), closing the connection as a peer that went away does, or with `stall` keeping it open and silent.
+   * before anything), closing the connection as a peer that went away does, or with `stall` keeping it open and silent;
+   * with `times`, only the next so many matching answers.
    */
-  cutAnswers(matching: RegExp, options?: { afterBodyBytes?: number; stall?: boolean }): void;
+  cutAnswers(matching: RegExp, options?: { afterBodyBytes?: number; stall?: boolean; times?: number }): void;
   /** Forwards matching requests without Range and If-Range, as a proxy or cache that does not pass them on: a whole file, 200. */
   ignoreRange(matching: RegExp): void;
   close(): Promise<void>;
@@ -51,7 +54,8 @@ export async function startTestProxy(options: { upstream?: string; prefix?: stri
     const path = received.split('?')[0];
     if (prefix && path !== prefix && !path.startsWith(`${prefix}/`)) return void outgoing.writeHead(404, { 'Content-Length': '0' }).end();
     const forwarded = `/${received.slice(prefix.length).replace(/^\//, '')}`;
-    const rule = rules.find(({ matching }) => matching.test(`${incoming.method} ${forwarded}`));
+    const rule = rules.find(({ matching, times }) => times !== 0 && matching.test(`${incoming.method} ${forwarded}`));
+    if (rule?.times !== undefined) rule.times--;
     if (rule?.answer) {
       const body = rule.answer.body ?? '';
       incoming.resume();
@@ -112,7 +116,7 @@ export async function startTestProxy(options: { upstream?: string; prefix?: stri
       return answersCut;
     },
     answer: (matching, answer) => void rules.push({ matching, answer }),
-    cutAnswers: (matching, { afterBodyBytes, stall } = {}) => void rules.push({ matching, afterBodyBytes, stall }),
+    cutAnswers: (matching, { afterBodyBytes, stall, times } = {}) => void rules.push({ matching, afterBodyBytes, stall, times }),
     ignoreRange: (matching) => void rangeIgnored.push(matching),
     async close() {
       for (const socket of sockets) socket.destroy();
