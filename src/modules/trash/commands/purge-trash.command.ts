@@ -95,6 +95,7 @@ export class PurgeTrashHandler implements ICommandHandler<PurgeTrashCommand> {
       const params = this.transactions.dialect.parameters();
       const sql = removableFoldersSql(params, deletedBy, FOLDERS_PER_ROUND);
       const found: { id: string }[] = await this.transactions.dataSource.query(sql, params.values);
+      const removedBefore = removed;
       for (let i = 0; i < found.length; i += PURGE_BATCH) {
         const ids = found.slice(i, i + PURGE_BATCH).map((row) => row.id);
         removed += await this.transactions.run(async (tx) => {
@@ -111,7 +112,8 @@ export class PurgeTrashHandler implements ICommandHandler<PurgeTrashCommand> {
         });
         await yieldToEventLoop();
       }
-      if (found.length < FOLDERS_PER_ROUND) return removed;
+      // A full round that removed nothing (its folders taken again meanwhile) would find them again: never loop on it.
+      if (found.length < FOLDERS_PER_ROUND || removed === removedBefore) return removed;
     }
   }
 }
