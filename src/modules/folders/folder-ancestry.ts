@@ -19,3 +19,22 @@ export async function activeAncestry(tx: EntityManager, accountId: string, folde
   );
   return new Map(rows.map((row) => [row.id, row.parent_id]));
 }
+
+/**
+ * The ids of the active folder `folderId` of the account and of every active folder below it, in one statement however
+ * deep or wide the tree (a recursive query along idx_folders_list). UNION, not UNION ALL: a ring of folders (see
+ * activeAncestry) yields each row once and ends. Empty when `folderId` names no active folder of the account.
+ */
+export async function activeSubtree(tx: EntityManager, accountId: string, folderId: string): Promise<string[]> {
+  const params = sqlDialect(tx).parameters();
+  // The step joins on the account id carried in the row, not a parameter: given the account as a constant, SQLite
+  // (3.53) walked every active folder of the account for each folder found, and a folder of 70,000 took minutes.
+  const rows: { id: string }[] = await tx.query(
+    'WITH RECURSIVE subtree (id, account_id) AS (' +
+      `SELECT id, account_id FROM folders WHERE id = ${params.add(folderId)} AND account_id = ${params.add(accountId)} AND state = 'active'` +
+      " UNION SELECT f.id, f.account_id FROM subtree s JOIN folders f ON f.account_id = s.account_id AND f.state = 'active' AND f.parent_key = s.id" +
+      ') SELECT id FROM subtree',
+    params.values,
+  );
+  return rows.map((row) => row.id);
+}

@@ -278,6 +278,20 @@ describe('folders', () => {
     }
   });
 
+  it('trashes a folder created inside a subfolder while the deletion waited for that subfolder', async (ctx) => {
+    if (TEST_DB !== 'postgres') ctx.skip('needs a row lock to interleave the two; SQLite transactions take turns');
+    const doomed = (await create({ name: 'Doomed while filled' })).body.data;
+    const inside = (await create({ name: 'Inside', parent_id: doomed.id })).body.data;
+    // The creation holds the subfolder first; the deletion, which found the subtree before, waits for it, then must see the new folder.
+    const [created, deleted] = await queueBehindRowLock(t.app, 'folders', inside.id, [
+      () => create({ name: 'Created meanwhile', parent_id: inside.id }).then((res) => res),
+      () => t.http().delete(`/v1/folders/${doomed.id}`).set(owner.auth).then((res) => res),
+    ]);
+    expect(created.status).toBe(201);
+    expect(deleted.body.data).toMatchObject({ folders_deleted: 3 });
+    expect((await t.app.get(DataSource).getRepository(FolderEntity).findOneByOrFail({ id: created.body.data.id })).state).toBe('trashed');
+  });
+
   it('answers 404 to a rename that read the folder before its deletion committed', async (ctx) => {
     if (TEST_DB !== 'postgres') ctx.skip('needs a row lock to interleave the two; SQLite transactions take turns');
     const folder = (await create({ name: 'Renamed while deleted' })).body.data;
@@ -366,6 +380,40 @@ describe('folders', () => {
     expect(await t.app.get(DataSource).getRepository(FolderEntity).countBy({ accountId: acct.accountId, state: 'active' })).toBe(0);
     const restored = await t.http().post(`/v1/files/${file.id}/restore`).set(acct.auth);
     expect(restored.body.data).toMatchObject({ id: file.id, folder_id: null });
+  }, 120_000);
+
+  it('deletes a folder tree 5,000 levels deep in a few statements, not one per level', async () => {
+    // A statement a level, with the account's folder tree locked and on SQLite every writer of every account waiting:
+    // 2.8 s for 20,000 levels.
+    const acct = await createAccount(t.app);
+    const top = (await create({ name: 'Deep to delete' }, acct.auth)).body.data;
+    const now = new Date().toISOString();
+    const rows: Array<Record<string, unknown>> = [];
+    let parent = top.id;
+    for (let depth = 0; depth < 5_000; depth++) {
+      const id = newId('fld');
+      rows.push({
+        id, account_id: acct.accountId, parent_id: parent, parent_key: parent, name: `Level ${depth}`, name_key: `level ${depth}`, state: 'active',
+        created_by: acct.userId, created_at: now, modified_at: now, deleted_at: null,
+      });
+      parent = id;
+    }
+    await t.app.get(DataSource).transaction(async (tx) => {
+      for (let i = 0; i < rows.length; i += 1_000) await insertRows(tx, 'folders', rows.slice(i, i + 1_000));
+    });
+    if (TEST_DB === 'postgres') await t.app.get(DataSource).query('ANALYZE folders');
+    const bottom = await uploadOk(t, acct.auth, 'at the bottom', { name: 'bottom.txt', folderId: parent });
+    const middle = await uploadOk(t, acct.auth, 'half way', { name: 'middle.txt', folderId: rows[2_500].id as string });
+
+    const before = databaseCounts.statements;
+    const res = await t.http().delete(`/v1/folders/${top.id}`).set(acct.auth);
+    const statements = databaseCounts.statements - before;
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body.data).toMatchObject({ folders_deleted: 5_001, files_deleted: 2 });
+    expect(statements).toBeLessThan(500);
+    expect(await t.app.get(DataSource).getRepository(FolderEntity).countBy({ accountId: acct.accountId, state: 'active' })).toBe(0);
+    const trash = (await t.http().get('/v1/trash').set(acct.auth)).body.data.map((f: { id: string }) => f.id);
+    expect(trash.sort()).toEqual([bottom.id, middle.id].sort());
   }, 120_000);
 
   it('refuses an empty or malformed parent_id when listing with 400 naming it, rather than a folder not found', async () => {

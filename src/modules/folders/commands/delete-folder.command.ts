@@ -9,6 +9,7 @@ import { FileEntity } from '../../files/file.entity.js';
 import { moveFilesToTrash } from '../../files/file-removal.js';
 import { DeletedFolderResponse } from '../dto/folder.dto.js';
 import { FolderEntity } from '../folder.entity.js';
+import { activeSubtree } from '../folder-ancestry.js';
 import { lockFolderTree } from '../folder-tree-lock.js';
 
 /** Ids per statement: well below the bound-parameter limits of SQLite (32,766) and PostgreSQL (65,535). */
@@ -42,28 +43,24 @@ export class DeleteFolderHandler implements ICommandHandler<DeleteFolderCommand>
     return this.transactions.run(async (tx) => {
       await lockFolderTree(tx, actor.accountId);
       const folders = tx.getRepository(FolderEntity);
-      // Locked for update while walked: an upload or folder creation into one of them waits, or is waited for (findFolderToFill).
+      // Locked for update: an upload or folder creation into one of them waits, or is waited for (findFolderToFill).
       const lock = this.transactions.dialect.lockForUpdate<FolderEntity>();
       const root = await folders.findOne({ where: { id: folderId, accountId: actor.accountId, state: 'active' }, ...lock });
       if (!root) throw new NotFound('folder', folderId);
-      const ids = [root.id];
-      const seen = new Set(ids);
-      for (let frontier = [root.id]; frontier.length > 0; ) {
-        const next: string[] = [];
-        // By parent_key, the key of idx_folders_list, a chunk at a time: a level of the tree may be any width.
-        for (let i = 0; i < frontier.length; i += IDS_PER_STATEMENT) {
-          const chunk = frontier.slice(i, i + IDS_PER_STATEMENT);
-          const children = await folders.find({ select: { id: true }, where: { accountId: actor.accountId, state: 'active', parentKey: In(chunk) }, ...lock });
-          // Never round a cycle (which moves made before folder-tree-lock.ts could leave behind) for ever.
-          for (const { id } of children) {
-            if (seen.has(id)) continue;
-            seen.add(id);
-            next.push(id);
-          }
+      // The subtree in one statement, then locked for update a chunk at a time, then found again: a folder created in
+      // one of them before its lock was taken (the creation held it first) is in the second reading, and is locked in
+      // turn. Once a reading finds nothing new, every folder of the subtree is locked and none can be added to it.
+      const locked = new Set<string>();
+      for (;;) {
+        const found = (await activeSubtree(tx, actor.accountId, root.id)).filter((id) => !locked.has(id));
+        if (found.length === 0) break;
+        // (Where the database has no row locks, its transactions take turns: nothing to lock.)
+        for (let i = 0; lock.lock && i < found.length; i += IDS_PER_STATEMENT) {
+          await folders.find({ select: { id: true }, where: { id: In(found.slice(i, i + IDS_PER_STATEMENT)) }, ...lock });
         }
-        ids.push(...next);
-        frontier = next;
+        for (const id of found) locked.add(id);
       }
+      const ids = [...locked];
       const now = this.clock.now();
       let filesDeleted = 0;
       for (let i = 0; i < ids.length; i += IDS_PER_STATEMENT) {

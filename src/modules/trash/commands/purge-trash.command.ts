@@ -3,6 +3,7 @@ import { Command, CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { Clock } from '../../../common/clock.js';
 import { AppConfig } from '../../../config/app-config.js';
+import type { SqlParameters } from '../../../infra/database/sql-dialect.js';
 import { Transactions } from '../../../infra/database/transactions.js';
 import { BlobDeletions } from '../../../infra/storage/blob-deletions.js';
 import { FileEntity } from '../../files/file.entity.js';
@@ -82,26 +83,62 @@ export class PurgeTrashHandler implements ICommandHandler<PurgeTrashCommand> {
   /**
    * Deleted folders past the recovery window that nothing refers to any more: the purge has taken their files, and a
    * restored file went to the root. No one sees a deleted folder (restores never bring one back), so without this its
-   * row stayed for good. A tree goes leaves first, one pass a level. The literal 'trashed' lets SQLite use the partial
-   * index idx_folders_trashed (migration 1764400000000).
+   * row stayed for good. A folder goes unless a file (active or trashed) is in it, or a folder that stays is: one
+   * statement finds them however deep the tree (removableFoldersSql). Nothing starts referring to a deleted folder
+   * again (uploads, moves and restores only go into active ones), so the ids found stay removable while they are
+   * deleted, a batch per transaction; the DELETE checks the files and active children again all the same.
    */
   private async removeEmptiedFolders(now: Date): Promise<number> {
     const deletedBy = new Date(now.getTime() - this.config.trashRetentionDays * 24 * 3600 * 1000).toISOString();
     let removed = 0;
     for (;;) {
-      const count = await this.transactions.run(async (tx) => {
-        const params = this.transactions.dialect.parameters();
-        const sql =
-          `DELETE FROM folders WHERE id IN (SELECT f.id FROM folders f WHERE f.state = 'trashed' AND f.deleted_at <= ${params.add(deletedBy)}` +
-          " AND NOT EXISTS (SELECT 1 FROM files x WHERE x.account_id = f.account_id AND x.state IN ('active', 'trashed') AND x.folder_key = f.id)" +
-          " AND NOT EXISTS (SELECT 1 FROM folders c WHERE c.account_id = f.account_id AND c.state IN ('active', 'trashed') AND c.parent_key = f.id)" +
-          ` LIMIT ${params.add(PURGE_BATCH)}) RETURNING id`;
-        const result = await tx.queryRunner!.query(sql, params.values, true);
-        return (result.records as unknown[]).length;
-      });
-      if (count === 0) return removed;
-      removed += count;
-      await yieldToEventLoop();
+      const params = this.transactions.dialect.parameters();
+      const sql = removableFoldersSql(params, deletedBy, FOLDERS_PER_ROUND);
+      const found: { id: string }[] = await this.transactions.dataSource.query(sql, params.values);
+      const removedBefore = removed;
+      for (let i = 0; i < found.length; i += PURGE_BATCH) {
+        const ids = found.slice(i, i + PURGE_BATCH).map((row) => row.id);
+        removed += await this.transactions.run(async (tx) => {
+          const batch = this.transactions.dialect.parameters();
+          const list = ids.map((id) => batch.add(id)).join(', ');
+          const result = await tx.queryRunner!.query(
+            `DELETE FROM folders WHERE id IN (${list}) AND state = 'trashed'` +
+              " AND NOT EXISTS (SELECT 1 FROM files x WHERE x.account_id = folders.account_id AND x.state IN ('active', 'trashed') AND x.folder_key = folders.id)" +
+              " AND NOT EXISTS (SELECT 1 FROM folders c WHERE c.account_id = folders.account_id AND c.state = 'active' AND c.parent_key = folders.id) RETURNING id",
+            batch.values,
+            true,
+          );
+          return (result.records as unknown[]).length;
+        });
+        await yieldToEventLoop();
+      }
+      // A full round that removed nothing (its folders taken again meanwhile) would find them again: never loop on it.
+      if (found.length < FOLDERS_PER_ROUND || removed === removedBefore) return removed;
     }
   }
+}
+
+/** Removable deleted folders read per round: the statement that finds them reads every deleted folder past its window once. */
+const FOLDERS_PER_ROUND = 10_000;
+
+/**
+ * SQL: up to `limit` deleted folders, deleted at or before `deletedBy`, that hold nothing that stays. A folder stays
+ * when a file (active or trashed) is in it, when a folder in it is active or deleted more recently, or when a folder in
+ * it stays; the last is followed upward from the folders that stay of themselves, by parent, in one recursive query
+ * (UNION: a ring of folders, which moves made before folder-tree-lock.ts could leave behind, is walked once). The
+ * literal 'trashed' lets SQLite use the partial index idx_folders_trashed (migration 1764400000000).
+ */
+function removableFoldersSql(params: SqlParameters, deletedBy: string, limit: number): string {
+  // Placeholders are numbered in the order they are added, which must be the order they appear in.
+  const expired = () => `f.state = 'trashed' AND f.deleted_at <= ${params.add(deletedBy)}`;
+  return (
+    'WITH RECURSIVE staying (id, parent_key) AS (' +
+    `SELECT f.id, f.parent_key FROM folders f WHERE ${expired()} AND (` +
+    "EXISTS (SELECT 1 FROM files x WHERE x.account_id = f.account_id AND x.state IN ('active', 'trashed') AND x.folder_key = f.id)" +
+    " OR EXISTS (SELECT 1 FROM folders c WHERE c.account_id = f.account_id AND c.state IN ('active', 'trashed') AND c.parent_key = f.id" +
+    ` AND (c.state = 'active' OR c.deleted_at > ${params.add(deletedBy)})))` +
+    ` UNION SELECT f.id, f.parent_key FROM staying s JOIN folders f ON f.id = s.parent_key WHERE ${expired()}` +
+    // An anti-join, not NOT IN: PostgreSQL hashes it however many folders stay, SQLite indexes the CTE for it.
+    `) SELECT f.id FROM folders f LEFT JOIN staying s ON s.id = f.id WHERE ${expired()} AND s.id IS NULL LIMIT ${params.add(limit)}`
+  );
 }
