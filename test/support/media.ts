@@ -96,3 +96,14 @@ export function onePagePdf(): Buffer {
 export function eicar(): Buffer {
   return Buffer.from(['X5O!P%@AP[4\\PZX54(P^)7CC)7}$', 'EICAR-STANDARD-ANTIVIRUS', '-TEST-FILE!$H+H*'].join(''), 'ascii');
 }
+
+/**
+ * A small SVG that embeds (as a data: URI) a PNG of `width` x `height` compressing to almost nothing: librsvg decodes
+ * the embedded picture whole when it renders the SVG, and the SVG's own declared size (400 x 400) says nothing of it.
+ */
+export async function svgEmbeddingHugePng(width = 10_000, height = 10_000): Promise<Buffer> {
+  const png = await sharp({ create: { width, height, channels: 3, background: '#369' } }).png({ compressionLevel: 9 }).toBuffer();
+  return Buffer.from(
+    `<svg xmlns="http://www.w3.org/2000/svg" width="400" height="400"><image href="data:image/png;base64,${png.toString('base64')}" width="400" height="400"/></svg>`,
+  );
+}

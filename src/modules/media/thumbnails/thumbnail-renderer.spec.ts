@@ -1,9 +1,9 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import sharp from 'sharp';
 import { afterAll, describe, expect, it } from 'vitest';
-import { hugeDeclaredPng, jpegImage, mp4Video, onePagePdf, pngImage } from '../../../../test/support/media.js';
+import { hugeDeclaredPng, jpegImage, mp4Video, onePagePdf, pngImage, svgEmbeddingHugePng } from '../../../../test/support/media.js';
 import { loadConfig } from '../../../config/app-config.js';
 import { ThumbnailRenderer, UnusableMediaError } from './thumbnail-renderer.js';
 
@@ -85,6 +85,27 @@ describe('ThumbnailRenderer', { timeout: 30_000 }, () => {
     await expectThumbnail(await renderer().render('image', onDisk('photo.jpg', await canvas(4032, 3024).jpeg({ progressive: true }).toBuffer())), 256, 192);
     await expectThumbnail(await renderer().render('image', onDisk('photo.gif', await canvas(4000, 3000).gif().toBuffer())), 256, 192);
   }, 60_000);
+
+  it('renders SVG, reading no file beside it or elsewhere', async () => {
+    // A picture elsewhere on the server (another account's blob, say), named by path and by file: URL. (librsvg reads
+    // files beside the SVG or below it; the job's SVG lies alone in its private work dir.)
+    const elsewhere = join(mkdtempSync(join(dir, 'elsewhere-')), 'secret.png');
+    writeFileSync(elsewhere, await pngImage(400, 400));
+    mkdirSync(join(dir, 'job'));
+    const svg = `<svg xmlns="http://www.w3.org/2000/svg" width="400" height="200"><rect width="400" height="200" fill="#fff"/>` +
+      `<image href="file://${elsewhere}" width="400" height="200"/><image href="${elsewhere}" width="400" height="200"/></svg>`;
+    const webp = await renderer().render('image', onDisk('job/drawing.svg', Buffer.from(svg)));
+    await expectThumbnail(webp, 256, 128);
+    // All white: the red secret was not drawn.
+    const { channels } = await sharp(webp).stats();
+    expect(channels.slice(0, 3).map((channel) => channel.min)).toEqual([255, 255, 255]);
+  });
+
+  it('holds an SVG to THUMBNAIL_TOOL_MEMORY_MB: one whose embedded picture needs more fails cleanly, in its child', async () => {
+    // The embedded 10000 x 10000 PNG takes about 1.1 GB decoded; under 1024 MB the child dies and the render fails.
+    const refused = renderer({ THUMBNAIL_TOOL_MEMORY_MB: '1024' }).render('image', onDisk('bomb.svg', await svgEmbeddingHugePng()));
+    await expect(refused).rejects.toBeInstanceOf(UnusableMediaError);
+  });
 
   it('fails cleanly on a truncated JPEG and on bytes that are no image at all', async () => {
     const jpeg = await jpegImage(800, 600);

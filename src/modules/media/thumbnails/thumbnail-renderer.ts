@@ -1,4 +1,6 @@
 import { Injectable } from '@nestjs/common';
+import { open } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import type { Metadata } from 'sharp';
 import { AppConfig } from '../../../config/app-config.js';
 import { runTool, ToolFailedError, ToolMissingError, type ToolLimits } from './run-tool.js';
@@ -11,6 +13,18 @@ const INTERMEDIATE_BOX = THUMBNAIL_BOX * 2;
 const MAX_TOOL_OUTPUT = 32 * 1024 * 1024;
 /** Demuxers ffmpeg may use: real video containers only, never playlists (HLS, concat) that could read other files. */
 const VIDEO_DEMUXERS = 'mov,mp4,m4a,3gp,3g2,mj2,matroska,webm,avi,flv,mpegts,mpeg,ogg,asf,h264,hevc,m4v,mpegvideo,rawvideo,image2';
+
+/** sharp's entry point for the SVG child: resolved here, since a child's own resolution would start from its cwd. */
+const SHARP_ENTRY = createRequire(import.meta.url).resolve('sharp');
+/** Rasterises the SVG at argv[2] to a PNG fitting argv[3] px on stdout, refusing more than argv[4] declared pixels. */
+const SVG_RASTER_SCRIPT = `
+const [sharpEntry, input, box, maxPixels] = process.argv.slice(1);
+const { default: sharp } = await import(sharpEntry);
+sharp.concurrency(1);
+const png = await sharp(input, { limitInputPixels: Number(maxPixels), failOn: 'warning' })
+  .resize(Number(box), Number(box), { fit: 'inside', withoutEnlargement: true }).png().toBuffer();
+process.stdout.write(png);
+`;
 
 /** The media cannot be turned into a thumbnail and never will be (corrupt, hostile, unsupported). */
 export class UnusableMediaError extends Error {
@@ -32,7 +46,7 @@ export class ThumbnailRenderer {
 
   async render(kind: 'image' | 'video' | 'pdf', path: string): Promise<Buffer> {
     try {
-      if (kind === 'image') return await this.toWebp(path);
+      if (kind === 'image') return await this.toWebp((await mayBeSvg(path)) ? await this.svgRaster(path) : path);
       if (kind === 'video') return await this.toWebp(await this.videoFrame(path));
       return await this.toWebp(await this.pdfPage(path));
     } catch (error) {
@@ -95,12 +109,37 @@ export class ThumbnailRenderer {
     return frame.length > 0 ? frame : frameAt(0);
   }
 
+  /**
+   * librsvg decodes the pictures an SVG embeds (data: URIs) whole, and neither the pixel limit nor the decode budget sees
+   * them (only the SVG's own declared size): 1.8 MB of SVG held 1.1 GB. So SVG is rasterised in a child process under
+   * the tools' limits, where such a picture costs the server nothing and a librsvg abort kills only the child.
+   */
+  private svgRaster(path: string): Promise<Buffer> {
+    const args = ['--input-type=module', '-e', SVG_RASTER_SCRIPT, SHARP_ENTRY, path, String(INTERMEDIATE_BOX), String(this.config.media.maxInputPixels)];
+    return runTool(process.execPath, args, this.limits());
+  }
+
   private pdfPage(path: string): Promise<Buffer> {
     return runTool(this.config.media.pdftoppmPath, ['-f', '1', '-l', '1', '-singlefile', '-png', '-scale-to', String(INTERMEDIATE_BOX), path], this.limits());
   }
 
   private limits(): ToolLimits {
     return { timeoutMs: this.config.media.toolTimeoutMs, memoryMb: this.config.media.toolMemoryMb, maxOutputBytes: MAX_TOOL_OUTPUT };
+  }
+}
+
+/**
+ * Whether libvips might load the file as SVG: "<svg" near its start (as libvips looks for it), or gzip (SVGZ).
+ * A raster image taken for one by mistake only costs a child process.
+ */
+async function mayBeSvg(path: string): Promise<boolean> {
+  const file = await open(path, 'r');
+  try {
+    const { buffer, bytesRead } = await file.read({ buffer: Buffer.alloc(4096), position: 0 });
+    const head = buffer.subarray(0, bytesRead);
+    return (head[0] === 0x1f && head[1] === 0x8b) || head.toString('latin1').toLowerCase().includes('<svg');
+  } finally {
+    await file.close();
   }
 }
 
