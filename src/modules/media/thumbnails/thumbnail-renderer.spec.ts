@@ -105,6 +105,7 @@ describe('ThumbnailRenderer', { timeout: 30_000 }, () => {
     // The embedded 10000 x 10000 PNG takes about 1.1 GB decoded; under 1024 MB the child dies and the render fails.
     const refused = renderer({ THUMBNAIL_TOOL_MEMORY_MB: '1024' }).render('image', onDisk('bomb.svg', await svgEmbeddingHugePng()));
     await expect(refused).rejects.toBeInstanceOf(UnusableMediaError);
+    await expect(refused).rejects.toThrow(/cannot render the SVG within THUMBNAIL_TOOL_MEMORY_MB \(1024\).*the SVG renderer failed/);
   });
 
   it('fails cleanly on a truncated JPEG and on bytes that are no image at all', async () => {

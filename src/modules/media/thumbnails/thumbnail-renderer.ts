@@ -114,9 +114,17 @@ export class ThumbnailRenderer {
    * them (only the SVG's own declared size): 1.8 MB of SVG held 1.1 GB. So SVG is rasterised in a child process under
    * the tools' limits, where such a picture costs the server nothing and a librsvg abort kills only the child.
    */
-  private svgRaster(path: string): Promise<Buffer> {
+  private async svgRaster(path: string): Promise<Buffer> {
     const args = ['--input-type=module', '-e', SVG_RASTER_SCRIPT, SHARP_ENTRY, path, String(INTERMEDIATE_BOX), String(this.config.media.maxInputPixels)];
-    return runTool(process.execPath, args, this.limits());
+    try {
+      return await runTool(process.execPath, args, this.limits());
+    } catch (error) {
+      if (!(error instanceof ToolFailedError)) throw error;
+      // The tool's message names the node binary; say what ran, and within which limits.
+      const { toolMemoryMb, toolTimeoutMs } = this.config.media;
+      const detail = error.message.replace(process.execPath, 'the SVG renderer');
+      throw new UnusableMediaError(`cannot render the SVG within THUMBNAIL_TOOL_MEMORY_MB (${toolMemoryMb}) and THUMBNAIL_TIMEOUT_MS (${toolTimeoutMs}): ${detail}`);
+    }
   }
 
   private pdfPage(path: string): Promise<Buffer> {
