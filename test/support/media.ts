@@ -107,3 +107,17 @@ export async function svgEmbeddingHugePng(width = 10_000, height = 10_000): Prom
     `<svg xmlns="http://www.w3.org/2000/svg" width="400" height="400"><image href="data:image/png;base64,${png.toString('base64')}" width="400" height="400"/></svg>`,
   );
 }
+
+/**
+ * A TIFF of `width` x `height` RGBA in 4096 px tiles (libvips's largest) of one colour: a few hundred KB. Made in a child
+ * process, since writing it takes hundreds of MB, which would hide what a test measures of this process's peak memory.
+ */
+export function tiledTiffBomb(width = 24_000, height = 4_096): Buffer {
+  const script = `import sharp from 'sharp';
+    const tiff = await sharp({ create: { width: ${width}, height: ${height}, channels: 4, background: '#369f' } })
+      .tiff({ tile: true, tileWidth: 4096, tileHeight: 4096, compression: 'deflate' }).toBuffer();
+    process.stdout.write(tiff);`;
+  const result = spawnSync(process.execPath, ['--input-type=module', '-e', script], { maxBuffer: 64 * 1024 * 1024, timeout: 60_000 });
+  if (result.status !== 0) throw new Error(`could not make the TIFF: ${result.stderr?.toString() ?? result.error?.message}`);
+  return result.stdout;
+}

@@ -1,9 +1,11 @@
+import { QueryBus } from '@nestjs/cqrs';
 import { DataSource } from 'typeorm';
+import { GetFileMediaQuery } from '../../../src/modules/media/queries/get-file-media.query.js';
 import { describe, expect, it } from 'vitest';
 import { FileEntity } from '../../../src/modules/files/file.entity.js';
 import { createAccount, type TestAccount } from '../../support/accounts.js';
 import sharp from 'sharp';
-import { hugeDeclaredPng, jpegImage, mp4Video, onePagePdf, pngImage, svgEmbeddingHugePng } from '../../support/media.js';
+import { hugeDeclaredPng, jpegImage, mp4Video, onePagePdf, pngImage, svgEmbeddingHugePng, tiledTiffBomb } from '../../support/media.js';
 import { startTestApp, type TestApp } from '../../support/test-app.js';
 import { useTestApp } from '../../support/app-fixture.js';
 import { onTestServer, uploadOk } from '../../support/uploads.js';
@@ -177,5 +179,24 @@ describe('media work driven by the real routes', () => {
     expect((await sharp(Buffer.from(await thumbnail.arrayBuffer())).metadata()).width).toBe(256);
     const download = await fetch(onTestServer(t, shown.download_url));
     expect(Buffer.compare(Buffer.from(await download.arrayBuffer()), svg)).toBe(0);
+  });
+
+  it('an uploaded TIFF whose huge tiles would be decoded a row at a time gets no thumbnail, says why, and the server does not grow by them', async () => {
+    // Under 0.5 MB: 24000 x 4096 RGBA in 4096 px tiles, which grew the server by about 0.5 GB while it was thumbnailed.
+    const tiff = tiledTiffBomb();
+    expect(tiff.length).toBeLessThan(1024 * 1024);
+    const peakBeforeMb = process.resourceUsage().maxRSS / 1024;
+    const uploaded = await uploadOk(t, owner.auth, tiff, { name: 'scan.tif' });
+    const job = await settledJob(thumbnailsQueue(t.app), 'thumbnail', await fileRow(uploaded.id));
+    // Held to what an image the server must decode whole may take in it (THUMBNAIL_MAX_DECODE_MB, 256).
+    expect(process.resourceUsage().maxRSS / 1024 - peakBeforeMb).toBeLessThan(256);
+    expect(await job.getState()).toBe('failed');
+    expect(job.attemptsMade).toBe(1);
+    const recorded = await t.app.get(QueryBus).execute(new GetFileMediaQuery(uploaded.id));
+    expect(recorded).toMatchObject({ thumbnailStatus: 'failed', thumbnailError: expect.stringMatching(/tiles.*THUMBNAIL_MAX_DECODE_MB/) });
+    const shown = (await t.http().get(`/v1/files/${uploaded.id}`).set(owner.auth).expect(200)).body.data;
+    expect(shown.thumbnail_url).toBeUndefined();
+    const download = await fetch(onTestServer(t, shown.download_url));
+    expect(Buffer.compare(Buffer.from(await download.arrayBuffer()), tiff)).toBe(0);
   });
 });

@@ -108,6 +108,23 @@ describe('ThumbnailRenderer', { timeout: 30_000 }, () => {
     await expect(refused).rejects.toThrow(/cannot render the SVG within THUMBNAIL_TOOL_MEMORY_MB \(1024\).*the SVG renderer failed/);
   });
 
+  it('refuses a small TIFF whose tiles must be held a row at a time beyond THUMBNAIL_MAX_DECODE_MB, and renders ordinary tiled TIFFs', async () => {
+    // 24000 x 4096 in 4096 px tiles (libvips's largest): under 0.5 MB of file, it grew the process by 0.5 GB, the tiles
+    // of a row being decoded whole. Strips stream, and so do tiles of ordinary sizes.
+    const canvas = (width: number, height: number) => sharp({ create: { width, height, channels: 4, background: '#369f' } });
+    for (const bigtiff of [false, true]) {
+      const bomb = await canvas(24_000, 4_096).tiff({ tile: true, tileWidth: 4096, tileHeight: 4096, compression: 'deflate', bigtiff }).toBuffer();
+      expect(bomb.length).toBeLessThan(1024 * 1024);
+      const refused = renderer().render('image', onDisk(`tiles-${bigtiff}.tif`, bomb));
+      await expect(refused).rejects.toBeInstanceOf(UnusableMediaError);
+      await expect(refused).rejects.toThrow(/24000 x 4096 TIFF in 4096 x 4096 tiles must be decoded a row of tiles at a time.*THUMBNAIL_MAX_DECODE_MB \(256\)/);
+    }
+    const tiled = await canvas(8_000, 6_000).tiff({ tile: true, tileWidth: 512, tileHeight: 512, compression: 'deflate' }).toBuffer();
+    await expectThumbnail(await renderer().render('image', onDisk('tiled.tif', tiled)), 256, 192);
+    const strips = await canvas(8_000, 6_000).tiff({ compression: 'deflate', bigtiff: true }).toBuffer();
+    await expectThumbnail(await renderer().render('image', onDisk('strips.tif', strips)), 256, 192);
+  });
+
   it('fails cleanly on a truncated JPEG and on bytes that are no image at all', async () => {
     const jpeg = await jpegImage(800, 600);
     await expect(renderer().render('image', onDisk('cut.jpg', jpeg.subarray(0, jpeg.length / 2)))).rejects.toBeInstanceOf(UnusableMediaError);

@@ -62,7 +62,9 @@ export class ThumbnailRenderer {
     // Loaded on the first thumbnail: libvips costs tens of MB that a process making none should not carry.
     const { default: sharp } = await import('sharp');
     const options = { limitInputPixels: this.config.media.maxInputPixels, failOn: 'warning', animated: false, sequentialRead: true } as const;
-    this.refuseWholeDecodeOverBudget(await sharp(input, options).metadata());
+    const meta = await sharp(input, options).metadata();
+    this.refuseWholeDecodeOverBudget(meta);
+    if (meta.format === 'tiff' && typeof input === 'string') this.refuseTileRowsOverBudget(meta, await readTiffTileSize(input));
     return sharp(input, options)
       .rotate()
       .resize(THUMBNAIL_BOX, THUMBNAIL_BOX, { fit: 'inside', withoutEnlargement: true })
@@ -86,6 +88,25 @@ export class ThumbnailRenderer {
     if (neededMb > this.config.media.maxDecodeMb) {
       throw new UnusableMediaError(
         `the ${meta.width} x ${meta.height} ${describeWholeDecode(meta)} must be decoded whole, needing about ${neededMb} MB, more than THUMBNAIL_MAX_DECODE_MB (${this.config.media.maxDecodeMb})`,
+      );
+    }
+  }
+
+  /**
+   * A tiled TIFF is decoded a row of tiles at a time, however small the thumbnail: tiles of up to 4096 × 4096 make that
+   * a few hundred MB from a file of a few hundred KB (24000 × 4096 RGBA in 4096 px tiles grew the process by 0.5 GB).
+   * Counted as libvips holds them, up to two rows of tiles as wide as the image, against THUMBNAIL_MAX_DECODE_MB.
+   */
+  private refuseTileRowsOverBudget(meta: Metadata, tile: { width: number; height: number } | null): void {
+    const width = meta.width ?? 0;
+    const height = meta.height ?? 0;
+    if (!tile || width * height > this.config.media.maxInputPixels) return;
+    const bytesPerPixel = (meta.channels ?? 4) * (SAMPLE_BYTES[meta.depth ?? 'uchar'] ?? 1);
+    const rowBytes = Math.ceil(width / tile.width) * tile.width * tile.height * bytesPerPixel;
+    const neededMb = Math.ceil((Math.min(2, Math.ceil(height / tile.height)) * rowBytes) / (1024 * 1024));
+    if (neededMb > this.config.media.maxDecodeMb) {
+      throw new UnusableMediaError(
+        `the ${width} x ${height} TIFF in ${tile.width} x ${tile.height} tiles must be decoded a row of tiles at a time, needing about ${neededMb} MB, more than THUMBNAIL_MAX_DECODE_MB (${this.config.media.maxDecodeMb})`,
       );
     }
   }
@@ -146,6 +167,48 @@ async function mayBeSvg(path: string): Promise<boolean> {
     const { buffer, bytesRead } = await file.read({ buffer: Buffer.alloc(4096), position: 0 });
     const head = buffer.subarray(0, bytesRead);
     return (head[0] === 0x1f && head[1] === 0x8b) || head.toString('latin1').toLowerCase().includes('<svg');
+  } finally {
+    await file.close();
+  }
+}
+
+/**
+ * TileWidth and TileLength of a TIFF's first image (the one rendered), from its first IFD; null when it is in strips or
+ * unreadable (sharp judges the file itself). Classic TIFF and BigTIFF, either byte order.
+ */
+async function readTiffTileSize(path: string): Promise<{ width: number; height: number } | null> {
+  const file = await open(path, 'r');
+  try {
+    const read = async (position: number, length: number) => {
+      const { buffer, bytesRead } = await file.read({ buffer: Buffer.alloc(length), position });
+      return buffer.subarray(0, bytesRead);
+    };
+    const header = await read(0, 16);
+    if (header.length < 8) return null;
+    const little = header.toString('latin1', 0, 2) === 'II';
+    const u16 = (b: Buffer, at: number) => (little ? b.readUInt16LE(at) : b.readUInt16BE(at));
+    const u32 = (b: Buffer, at: number) => (little ? b.readUInt32LE(at) : b.readUInt32BE(at));
+    const u64 = (b: Buffer, at: number) => Number(little ? b.readBigUInt64LE(at) : b.readBigUInt64BE(at));
+    const big = u16(header, 2) === 43;
+    if (big && header.length < 16) return null;
+    const ifd = big ? u64(header, 8) : u32(header, 4);
+    const countBytes = await read(ifd, big ? 8 : 2);
+    if (countBytes.length < (big ? 8 : 2)) return null;
+    const entrySize = big ? 20 : 12;
+    const count = Math.min(big ? u64(countBytes, 0) : u16(countBytes, 0), 4096);
+    const entries = await read(ifd + countBytes.length, count * entrySize);
+    const tags = new Map<number, number>();
+    for (let at = 0; at + entrySize <= entries.length; at += entrySize) {
+      const tag = u16(entries, at);
+      if (tag !== 322 && tag !== 323) continue;
+      const type = u16(entries, at + 2);
+      const value = at + (big ? 12 : 8);
+      // SHORT, LONG or LONG8, held in the entry itself.
+      tags.set(tag, type === 3 ? u16(entries, value) : type === 16 && big ? u64(entries, value) : u32(entries, value));
+    }
+    const width = tags.get(322);
+    const height = tags.get(323);
+    return width && height ? { width, height } : null;
   } finally {
     await file.close();
   }
