@@ -121,3 +121,30 @@ export function tiledTiffBomb(width = 24_000, height = 4_096): Buffer {
   if (result.status !== 0) throw new Error(`could not make the TIFF: ${result.stderr?.toString() ?? result.error?.message}`);
   return result.stdout;
 }
+
+/**
+ * A real (decodable) PNG of `width` x `height` black RGBA pixels, 16 bits a sample: extreme widths compress to a few
+ * KB (1,000,000 x 10 is 78 KB), yet each row is width x 8 bytes.
+ */
+export function widePng(width: number, height: number): Buffer {
+  const chunk = (type: string, data: Buffer) => {
+    const length = Buffer.alloc(4);
+    length.writeUInt32BE(data.length);
+    const body = Buffer.concat([Buffer.from(type, 'ascii'), data]);
+    const crc = Buffer.alloc(4);
+    crc.writeUInt32BE(crc32(body));
+    return Buffer.concat([length, body, crc]);
+  };
+  const header = Buffer.alloc(13);
+  header.writeUInt32BE(width, 0);
+  header.writeUInt32BE(height, 4);
+  header[8] = 16; // bit depth
+  header[9] = 6; // RGBA
+  return Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    chunk('IHDR', header),
+    // Each row: filter byte 0, then width x 8 zero bytes.
+    chunk('IDAT', deflateSync(Buffer.alloc((1 + width * 8) * height), { level: 9 })),
+    chunk('IEND', Buffer.alloc(0)),
+  ]);
+}

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { FileEntity } from '../../../src/modules/files/file.entity.js';
 import { createAccount, type TestAccount } from '../../support/accounts.js';
 import sharp from 'sharp';
-import { hugeDeclaredPng, jpegImage, mp4Video, onePagePdf, pngImage, svgEmbeddingHugePng, tiledTiffBomb } from '../../support/media.js';
+import { hugeDeclaredPng, jpegImage, mp4Video, onePagePdf, pngImage, svgEmbeddingHugePng, tiledTiffBomb, widePng } from '../../support/media.js';
 import { startTestApp, type TestApp } from '../../support/test-app.js';
 import { useTestApp } from '../../support/app-fixture.js';
 import { onTestServer, uploadOk } from '../../support/uploads.js';
@@ -198,5 +198,22 @@ describe('media work driven by the real routes', () => {
     expect(shown.thumbnail_url).toBeUndefined();
     const download = await fetch(onTestServer(t, shown.download_url));
     expect(Buffer.compare(Buffer.from(await download.arrayBuffer()), tiff)).toBe(0);
+  });
+
+  it('an uploaded PNG of extreme width gets no thumbnail, says why, and the server does not grow by its rows', async () => {
+    // 78 KB, 1,000,000 x 10 (within the pixel limit): streaming it grew the server by about 1.5 GB.
+    const png = widePng(1_000_000, 10);
+    const peakBeforeMb = process.resourceUsage().maxRSS / 1024;
+    const uploaded = await uploadOk(t, owner.auth, png, { name: 'strip.png' });
+    const job = await settledJob(thumbnailsQueue(t.app), 'thumbnail', await fileRow(uploaded.id));
+    expect(process.resourceUsage().maxRSS / 1024 - peakBeforeMb).toBeLessThan(256);
+    expect(await job.getState()).toBe('failed');
+    expect(job.attemptsMade).toBe(1);
+    const recorded = await t.app.get(QueryBus).execute(new GetFileMediaQuery(uploaded.id));
+    expect(recorded).toMatchObject({ thumbnailStatus: 'failed', thumbnailError: expect.stringMatching(/streamed .* rows at a time.*THUMBNAIL_MAX_DECODE_MB/) });
+    const shown = (await t.http().get(`/v1/files/${uploaded.id}`).set(owner.auth).expect(200)).body.data;
+    expect(shown.thumbnail_url).toBeUndefined();
+    const download = await fetch(onTestServer(t, shown.download_url));
+    expect(Buffer.compare(Buffer.from(await download.arrayBuffer()), png)).toBe(0);
   });
 });

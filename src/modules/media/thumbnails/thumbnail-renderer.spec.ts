@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import sharp from 'sharp';
 import { afterAll, describe, expect, it } from 'vitest';
-import { hugeDeclaredPng, jpegImage, mp4Video, onePagePdf, pngImage, svgEmbeddingHugePng } from '../../../../test/support/media.js';
+import { hugeDeclaredPng, jpegImage, mp4Video, onePagePdf, pngImage, svgEmbeddingHugePng, widePng } from '../../../../test/support/media.js';
 import { loadConfig } from '../../../config/app-config.js';
 import { ThumbnailRenderer, UnusableMediaError } from './thumbnail-renderer.js';
 
@@ -123,6 +123,18 @@ describe('ThumbnailRenderer', { timeout: 30_000 }, () => {
     await expectThumbnail(await renderer().render('image', onDisk('tiled.tif', tiled)), 256, 192);
     const strips = await canvas(8_000, 6_000).tiff({ compression: 'deflate', bigtiff: true }).toBuffer();
     await expectThumbnail(await renderer().render('image', onDisk('strips.tif', strips)), 256, 192);
+  });
+
+  it('refuses a very wide image whose rows, streamed, need more than THUMBNAIL_MAX_DECODE_MB, and renders panoramas', async () => {
+    // Within the pixel limit, but libvips holds a couple of hundred rows of the full width while it streams: 78 KB of
+    // 1,000,000 x 10 PNG grew the process by 1.5 GB, 0.8 MB of 25,000,000 x 4 had it killed for memory.
+    for (const [width, height] of [[1_000_000, 10], [65_535, 1_525]]) {
+      const refused = renderer().render('image', onDisk(`wide-${width}.png`, widePng(width, height)));
+      await expect(refused).rejects.toBeInstanceOf(UnusableMediaError);
+      await expect(refused).rejects.toThrow(new RegExp(`the ${width} x ${height} image is streamed .* rows at a time, needing about \\d+ MB, more than THUMBNAIL_MAX_DECODE_MB \\(256\\)`));
+    }
+    await expectThumbnail(await renderer().render('image', onDisk('panorama.png', widePng(30_000, 3_000))), 256, 26);
+    await expectThumbnail(await renderer().render('image', onDisk('panorama.jpg', await jpegImage(40_000, 2_000))), 256, 13);
   });
 
   it('fails cleanly on a truncated JPEG and on bytes that are no image at all', async () => {

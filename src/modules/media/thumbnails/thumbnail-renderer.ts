@@ -11,6 +11,8 @@ export const THUMBNAIL_BOX = 256;
 const INTERMEDIATE_BOX = THUMBNAIL_BOX * 2;
 /** A rendered frame or page at 512 px is a few hundred KB of PNG; anything far bigger is not what we asked for. */
 const MAX_TOOL_OUTPUT = 32 * 1024 * 1024;
+/** Rows of the full width that libvips holds while it streams an image (measured: 165 to 190, whatever the height). */
+const STREAMED_ROWS = 200;
 /** Demuxers ffmpeg may use: real video containers only, never playlists (HLS, concat) that could read other files. */
 const VIDEO_DEMUXERS = 'mov,mp4,m4a,3gp,3g2,mj2,matroska,webm,avi,flv,mpegts,mpeg,ogg,asf,h264,hevc,m4v,mpegvideo,rawvideo,image2';
 
@@ -64,6 +66,7 @@ export class ThumbnailRenderer {
     const options = { limitInputPixels: this.config.media.maxInputPixels, failOn: 'warning', animated: false, sequentialRead: true } as const;
     const meta = await sharp(input, options).metadata();
     this.refuseWholeDecodeOverBudget(meta);
+    this.refuseStreamedRowsOverBudget(meta);
     if (meta.format === 'tiff' && typeof input === 'string') this.refuseTileRowsOverBudget(meta, await readTiffTileSize(input));
     return sharp(input, options)
       .rotate()
@@ -88,6 +91,28 @@ export class ThumbnailRenderer {
     if (neededMb > this.config.media.maxDecodeMb) {
       throw new UnusableMediaError(
         `the ${meta.width} x ${meta.height} ${describeWholeDecode(meta)} must be decoded whole, needing about ${neededMb} MB, more than THUMBNAIL_MAX_DECODE_MB (${this.config.media.maxDecodeMb})`,
+      );
+    }
+  }
+
+  /**
+   * Streaming holds rows, not the image: about STREAMED_ROWS of them across the pipeline's buffers, plus the rows one
+   * output row is shrunk from. Of ordinary widths that is a few MB; of an extreme one it is GBs (a 78 KB PNG of
+   * 1,000,000 x 10 took 1.5 GB; 0.8 MB of 25,000,000 x 4, both within the pixel limit, had the process OOM-killed).
+   * JPEGs are shrunk up to 8 times while decoded, so theirs are counted at that width.
+   */
+  private refuseStreamedRowsOverBudget(meta: Metadata): void {
+    const width = meta.width ?? 0;
+    const height = meta.height ?? 0;
+    if (width * height > this.config.media.maxInputPixels) return;
+    const shrink = Math.ceil(Math.max(width, height) / THUMBNAIL_BOX);
+    const decodedWidth = meta.format === 'jpeg' ? Math.ceil(width / Math.min(8, Math.max(1, shrink))) : width;
+    const rowBytes = decodedWidth * (meta.channels ?? 4) * (SAMPLE_BYTES[meta.depth ?? 'uchar'] ?? 1);
+    const rows = STREAMED_ROWS + Math.min(height, 2 * shrink);
+    const neededMb = Math.ceil((rowBytes * rows) / (1024 * 1024));
+    if (neededMb > this.config.media.maxDecodeMb) {
+      throw new UnusableMediaError(
+        `the ${width} x ${height} image is streamed about ${rows} rows at a time, needing about ${neededMb} MB, more than THUMBNAIL_MAX_DECODE_MB (${this.config.media.maxDecodeMb})`,
       );
     }
   }
