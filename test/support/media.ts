@@ -96,3 +96,55 @@ export function onePagePdf(): Buffer {
 export function eicar(): Buffer {
   return Buffer.from(['X5O!P%@AP[4\\PZX54(P^)7CC)7}$', 'EICAR-STANDARD-ANTIVIRUS', '-TEST-FILE!$H+H*'].join(''), 'ascii');
 }
+
+/**
+ * A small SVG that embeds (as a data: URI) a PNG of `width` x `height` compressing to almost nothing: librsvg decodes
+ * the embedded picture whole when it renders the SVG, and the SVG's own declared size (400 x 400) says nothing of it.
+ */
+export async function svgEmbeddingHugePng(width = 10_000, height = 10_000): Promise<Buffer> {
+  const png = await sharp({ create: { width, height, channels: 3, background: '#369' } }).png({ compressionLevel: 9 }).toBuffer();
+  return Buffer.from(
+    `<svg xmlns="http://www.w3.org/2000/svg" width="400" height="400"><image href="data:image/png;base64,${png.toString('base64')}" width="400" height="400"/></svg>`,
+  );
+}
+
+/**
+ * A TIFF of `width` x `height` RGBA in 4096 px tiles (libvips's largest) of one colour: a few hundred KB. Made in a child
+ * process, since writing it takes hundreds of MB, which would hide what a test measures of this process's peak memory.
+ */
+export function tiledTiffBomb(width = 24_000, height = 4_096): Buffer {
+  const script = `import sharp from 'sharp';
+    const tiff = await sharp({ create: { width: ${width}, height: ${height}, channels: 4, background: '#369f' } })
+      .tiff({ tile: true, tileWidth: 4096, tileHeight: 4096, compression: 'deflate' }).toBuffer();
+    process.stdout.write(tiff);`;
+  const result = spawnSync(process.execPath, ['--input-type=module', '-e', script], { maxBuffer: 64 * 1024 * 1024, timeout: 60_000 });
+  if (result.status !== 0) throw new Error(`could not make the TIFF: ${result.stderr?.toString() ?? result.error?.message}`);
+  return result.stdout;
+}
+
+/**
+ * A real (decodable) PNG of `width` x `height` black RGBA pixels, 16 bits a sample: extreme widths compress to a few
+ * KB (1,000,000 x 10 is 78 KB), yet each row is width x 8 bytes.
+ */
+export function widePng(width: number, height: number): Buffer {
+  const chunk = (type: string, data: Buffer) => {
+    const length = Buffer.alloc(4);
+    length.writeUInt32BE(data.length);
+    const body = Buffer.concat([Buffer.from(type, 'ascii'), data]);
+    const crc = Buffer.alloc(4);
+    crc.writeUInt32BE(crc32(body));
+    return Buffer.concat([length, body, crc]);
+  };
+  const header = Buffer.alloc(13);
+  header.writeUInt32BE(width, 0);
+  header.writeUInt32BE(height, 4);
+  header[8] = 16; // bit depth
+  header[9] = 6; // RGBA
+  return Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    chunk('IHDR', header),
+    // Each row: filter byte 0, then width x 8 zero bytes.
+    chunk('IDAT', deflateSync(Buffer.alloc((1 + width * 8) * height), { level: 9 })),
+    chunk('IEND', Buffer.alloc(0)),
+  ]);
+}

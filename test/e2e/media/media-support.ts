@@ -86,10 +86,10 @@ const CLAMD_BINARIES = ['/usr/sbin/clamd', '/usr/bin/clamd', '/usr/local/sbin/cl
 /**
  * A real clamd (Debian's clamav-daemon) on 127.0.0.1:<port> and a UNIX socket in a temp dir, with a
  * one-signature database that detects the EICAR test file, since no signatures can be downloaded here.
- * StreamMaxLength is 1 MiB so the size limit can be tested with a small file. Fails loudly when clamd
+ * StreamMaxLength is 1 MiB so the size limit can be tested with a small file; `extraConfig` adds clamd.conf lines. Fails loudly when clamd
  * is missing or will not start: a scan test must never pass by skipping.
  */
-export async function startClamd(port?: number): Promise<Clamd> {
+export async function startClamd(port?: number, extraConfig: string[] = []): Promise<Clamd> {
   const binary = CLAMD_BINARIES.find((path) => existsSync(path));
   if (!binary) throw new Error('clamd is not installed; the media tests need it (Debian: apt-get install -y clamav-daemon)');
   const listenPort = port ?? (await freePort());
@@ -109,6 +109,7 @@ export async function startClamd(port?: number): Promise<Clamd> {
       'StreamMaxLength 1M',
       'MaxThreads 4',
       'SelfCheck 0',
+      ...extraConfig,
       '',
     ].join('\n'),
   );

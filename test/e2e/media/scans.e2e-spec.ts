@@ -175,6 +175,31 @@ describe('virus scanning with a real clamd', () => {
     expect(listed).toContain(uploaded.id);
   });
 
+  it('an upload clamd only partly scans (over its MaxFileSize, with AlertExceedsMax) is shown skipped, not quarantined, and says why', async () => {
+    // Within StreamMaxLength (1M) but over MaxFileSize: clamd reads it all and answers "OK" unscanned, or with
+    // AlertExceedsMax "Heuristics.Limits.Exceeded.MaxFileSize FOUND", which is no virus either.
+    const limited = await startClamd(undefined, ['MaxFileSize 256K', 'AlertExceedsMax yes']);
+    const app = await startTestApp({ CLAMAV_HOST: limited.host, CLAMAV_PORT: String(limited.port) });
+    try {
+      const owner = await createAccount(app.app);
+      const content = randomBytes(512 * 1024);
+      const uploaded = await uploadOk(app, owner.auth, content, { name: 'over-max-file-size.bin' });
+      await scanSettled(app.app, uploaded.id, 30_000);
+      const shown = (await app.http().get(`/v1/files/${uploaded.id}`).set(owner.auth).expect(200)).body.data;
+      expect(shown.scan_status).toBe('skipped');
+      const recorded = await app.app.get(QueryBus).execute(new GetFileMediaQuery(uploaded.id));
+      expect(recorded).toMatchObject({ scanThreat: null, scanNote: expect.stringMatching(/MaxFileSize/) });
+      const listed = (await app.http().get('/v1/files?per_page=100').set(owner.auth)).body.data.map((f: { id: string }) => f.id);
+      expect(listed).toContain(uploaded.id);
+      const download = await fetch(onTestServer(app, shown.download_url));
+      expect(download.status).toBe(200);
+      expect(Buffer.compare(Buffer.from(await download.arrayBuffer()), content)).toBe(0);
+    } finally {
+      await app.close();
+      await limited.stop();
+    }
+  });
+
   it('an image is thumbnailed only once the scan has judged it: an infected one is never decoded, a clean one after its verdict', async () => {
     const queue = scansQueue(t.app);
     const image = await pngImage(320, 240);

@@ -1,9 +1,11 @@
+import { QueryBus } from '@nestjs/cqrs';
 import { DataSource } from 'typeorm';
+import { GetFileMediaQuery } from '../../../src/modules/media/queries/get-file-media.query.js';
 import { describe, expect, it } from 'vitest';
 import { FileEntity } from '../../../src/modules/files/file.entity.js';
 import { createAccount, type TestAccount } from '../../support/accounts.js';
 import sharp from 'sharp';
-import { hugeDeclaredPng, jpegImage, mp4Video, onePagePdf, pngImage } from '../../support/media.js';
+import { hugeDeclaredPng, jpegImage, mp4Video, onePagePdf, pngImage, svgEmbeddingHugePng, tiledTiffBomb, widePng } from '../../support/media.js';
 import { startTestApp, type TestApp } from '../../support/test-app.js';
 import { useTestApp } from '../../support/app-fixture.js';
 import { onTestServer, uploadOk } from '../../support/uploads.js';
@@ -156,5 +158,62 @@ describe('media work driven by the real routes', () => {
     const download = await fetch(onTestServer(t, shown.download_url));
     expect(download.status).toBe(200);
     expect(Buffer.compare(Buffer.from(await download.arrayBuffer()), bomb)).toBe(0);
+  });
+
+  it('an uploaded SVG embedding a huge picture is rendered outside the server process, which does not grow by what it decodes', async () => {
+    // 1.8 MB of SVG whose embedded 10000 x 10000 PNG librsvg decodes whole: rendered in the server process, it grew by
+    // about 1.1 GB (the SVG declares 400 x 400, so neither THUMBNAIL_MAX_INPUT_PIXELS nor THUMBNAIL_MAX_DECODE_MB saw it).
+    const svg = await svgEmbeddingHugePng();
+    const peakBeforeMb = process.resourceUsage().maxRSS / 1024;
+    const uploaded = await uploadOk(t, owner.auth, svg, { name: 'drawing.svg' });
+    const row = await fileRow(uploaded.id);
+    expect(row.mimeType).toBe('image/svg+xml');
+    const job = await settledJob(thumbnailsQueue(t.app), 'thumbnail', row);
+    // The server holds no more than an image it must decode whole may take in it (THUMBNAIL_MAX_DECODE_MB, 256).
+    expect(process.resourceUsage().maxRSS / 1024 - peakBeforeMb).toBeLessThan(256);
+    // Within THUMBNAIL_TOOL_MEMORY_MB the child renders it: the file gets its thumbnail as any image does.
+    expect(await job.getState()).toBe('completed');
+    const shown = (await t.http().get(`/v1/files/${uploaded.id}`).set(owner.auth).expect(200)).body.data;
+    const thumbnail = await fetch(onTestServer(t, shown.thumbnail_url));
+    expect(thumbnail.status).toBe(200);
+    expect((await sharp(Buffer.from(await thumbnail.arrayBuffer())).metadata()).width).toBe(256);
+    const download = await fetch(onTestServer(t, shown.download_url));
+    expect(Buffer.compare(Buffer.from(await download.arrayBuffer()), svg)).toBe(0);
+  });
+
+  it('an uploaded TIFF whose huge tiles would be decoded a row at a time gets no thumbnail, says why, and the server does not grow by them', async () => {
+    // Under 0.5 MB: 24000 x 4096 RGBA in 4096 px tiles, which grew the server by about 0.5 GB while it was thumbnailed.
+    const tiff = tiledTiffBomb();
+    expect(tiff.length).toBeLessThan(1024 * 1024);
+    const peakBeforeMb = process.resourceUsage().maxRSS / 1024;
+    const uploaded = await uploadOk(t, owner.auth, tiff, { name: 'scan.tif' });
+    const job = await settledJob(thumbnailsQueue(t.app), 'thumbnail', await fileRow(uploaded.id));
+    // Held to what an image the server must decode whole may take in it (THUMBNAIL_MAX_DECODE_MB, 256).
+    expect(process.resourceUsage().maxRSS / 1024 - peakBeforeMb).toBeLessThan(256);
+    expect(await job.getState()).toBe('failed');
+    expect(job.attemptsMade).toBe(1);
+    const recorded = await t.app.get(QueryBus).execute(new GetFileMediaQuery(uploaded.id));
+    expect(recorded).toMatchObject({ thumbnailStatus: 'failed', thumbnailError: expect.stringMatching(/tiles.*THUMBNAIL_MAX_DECODE_MB/) });
+    const shown = (await t.http().get(`/v1/files/${uploaded.id}`).set(owner.auth).expect(200)).body.data;
+    expect(shown.thumbnail_url).toBeUndefined();
+    const download = await fetch(onTestServer(t, shown.download_url));
+    expect(Buffer.compare(Buffer.from(await download.arrayBuffer()), tiff)).toBe(0);
+  });
+
+  it('an uploaded PNG of extreme width gets no thumbnail, says why, and the server does not grow by its rows', async () => {
+    // 78 KB, 1,000,000 x 10 (within the pixel limit): streaming it grew the server by about 1.5 GB.
+    const png = widePng(1_000_000, 10);
+    const peakBeforeMb = process.resourceUsage().maxRSS / 1024;
+    const uploaded = await uploadOk(t, owner.auth, png, { name: 'strip.png' });
+    const job = await settledJob(thumbnailsQueue(t.app), 'thumbnail', await fileRow(uploaded.id));
+    expect(process.resourceUsage().maxRSS / 1024 - peakBeforeMb).toBeLessThan(256);
+    expect(await job.getState()).toBe('failed');
+    expect(job.attemptsMade).toBe(1);
+    const recorded = await t.app.get(QueryBus).execute(new GetFileMediaQuery(uploaded.id));
+    expect(recorded).toMatchObject({ thumbnailStatus: 'failed', thumbnailError: expect.stringMatching(/streamed .* rows at a time.*THUMBNAIL_MAX_DECODE_MB/) });
+    const shown = (await t.http().get(`/v1/files/${uploaded.id}`).set(owner.auth).expect(200)).body.data;
+    expect(shown.thumbnail_url).toBeUndefined();
+    const download = await fetch(onTestServer(t, shown.download_url));
+    expect(Buffer.compare(Buffer.from(await download.arrayBuffer()), png)).toBe(0);
   });
 });

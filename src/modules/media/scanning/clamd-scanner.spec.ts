@@ -144,6 +144,12 @@ describe('parseReply', () => {
     ['stream: Some Name With Spaces FOUND', { result: 'infected', threat: 'Some Name With Spaces' }],
   ])('%s', (reply, verdict) => expect(parseReply(reply)).toEqual(verdict));
 
+  it('takes a limit clamd stopped scanning at (AlertExceedsMax) for a file not wholly scanned, not for a virus', () => {
+    expect(parseReply('stream: Heuristics.Limits.Exceeded.MaxScanSize FOUND')).toEqual({ result: 'skipped', reason: expect.stringMatching(/exceeds clamd's MaxScanSize/) });
+    // Other heuristics are clamd's verdict, as the operator enabled them.
+    expect(parseReply('stream: Heuristics.Encrypted.Zip FOUND')).toEqual({ result: 'infected', threat: 'Heuristics.Encrypted.Zip' });
+  });
+
   it('treats any other error as a failure worth retrying', () => {
     expect(() => parseReply('stream: Can\'t allocate memory ERROR')).toThrow(ScannerUnavailableError);
     expect(() => parseReply('')).toThrow(ScannerUnavailableError);

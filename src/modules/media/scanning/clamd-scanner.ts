@@ -140,6 +140,12 @@ export class ClamdScanner extends VirusScanner {
 export function parseReply(reply: string): ScanVerdict {
   const text = reply.replace(/\0+$/, '').trim();
   if (/^(stream: )?OK$/.test(text)) return { result: 'clean' };
+  // With AlertExceedsMax, clamd names a file it stopped scanning at one of its limits (MaxFileSize, MaxScanSize, ...):
+  // no virus was found, and the file was not wholly judged either.
+  const exceeded = /^(?:stream: )?Heuristics\.Limits\.Exceeded\.(\w+) FOUND$/.exec(text);
+  if (exceeded) {
+    return { result: 'skipped', reason: `clamd did not scan all of the file: it exceeds clamd's ${exceeded[1]} (raise it in clamd.conf, or lower CLAMAV_MAX_STREAM_BYTES to it)` };
+  }
   const found = /^(?:stream: )?(.+) FOUND$/.exec(text);
   if (found) return { result: 'infected', threat: found[1].slice(0, 200) };
   if (/size limit exceeded/i.test(text)) return { result: 'skipped', reason: STREAM_LIMIT_REASON };

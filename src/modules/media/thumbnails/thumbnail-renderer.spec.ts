@@ -1,9 +1,9 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import sharp from 'sharp';
 import { afterAll, describe, expect, it } from 'vitest';
-import { hugeDeclaredPng, jpegImage, mp4Video, onePagePdf, pngImage } from '../../../../test/support/media.js';
+import { hugeDeclaredPng, jpegImage, mp4Video, onePagePdf, pngImage, svgEmbeddingHugePng, widePng } from '../../../../test/support/media.js';
 import { loadConfig } from '../../../config/app-config.js';
 import { ThumbnailRenderer, UnusableMediaError } from './thumbnail-renderer.js';
 
@@ -85,6 +85,57 @@ describe('ThumbnailRenderer', { timeout: 30_000 }, () => {
     await expectThumbnail(await renderer().render('image', onDisk('photo.jpg', await canvas(4032, 3024).jpeg({ progressive: true }).toBuffer())), 256, 192);
     await expectThumbnail(await renderer().render('image', onDisk('photo.gif', await canvas(4000, 3000).gif().toBuffer())), 256, 192);
   }, 60_000);
+
+  it('renders SVG, reading no file beside it or elsewhere', async () => {
+    // A picture elsewhere on the server (another account's blob, say), named by path and by file: URL. (librsvg reads
+    // files beside the SVG or below it; the job's SVG lies alone in its private work dir.)
+    const elsewhere = join(mkdtempSync(join(dir, 'elsewhere-')), 'secret.png');
+    writeFileSync(elsewhere, await pngImage(400, 400));
+    mkdirSync(join(dir, 'job'));
+    const svg = `<svg xmlns="http://www.w3.org/2000/svg" width="400" height="200"><rect width="400" height="200" fill="#fff"/>` +
+      `<image href="file://${elsewhere}" width="400" height="200"/><image href="${elsewhere}" width="400" height="200"/></svg>`;
+    const webp = await renderer().render('image', onDisk('job/drawing.svg', Buffer.from(svg)));
+    await expectThumbnail(webp, 256, 128);
+    // All white: the red secret was not drawn.
+    const { channels } = await sharp(webp).stats();
+    expect(channels.slice(0, 3).map((channel) => channel.min)).toEqual([255, 255, 255]);
+  });
+
+  it('holds an SVG to THUMBNAIL_TOOL_MEMORY_MB: one whose embedded picture needs more fails cleanly, in its child', async () => {
+    // The embedded 10000 x 10000 PNG takes about 1.1 GB decoded; under 1024 MB the child dies and the render fails.
+    const refused = renderer({ THUMBNAIL_TOOL_MEMORY_MB: '1024' }).render('image', onDisk('bomb.svg', await svgEmbeddingHugePng()));
+    await expect(refused).rejects.toBeInstanceOf(UnusableMediaError);
+    await expect(refused).rejects.toThrow(/cannot render the SVG within THUMBNAIL_TOOL_MEMORY_MB \(1024\).*the SVG renderer failed/);
+  });
+
+  it('refuses a small TIFF whose tiles must be held a row at a time beyond THUMBNAIL_MAX_DECODE_MB, and renders ordinary tiled TIFFs', async () => {
+    // 24000 x 4096 in 4096 px tiles (libvips's largest): under 0.5 MB of file, it grew the process by 0.5 GB, the tiles
+    // of a row being decoded whole. Strips stream, and so do tiles of ordinary sizes.
+    const canvas = (width: number, height: number) => sharp({ create: { width, height, channels: 4, background: '#369f' } });
+    for (const bigtiff of [false, true]) {
+      const bomb = await canvas(24_000, 4_096).tiff({ tile: true, tileWidth: 4096, tileHeight: 4096, compression: 'deflate', bigtiff }).toBuffer();
+      expect(bomb.length).toBeLessThan(1024 * 1024);
+      const refused = renderer().render('image', onDisk(`tiles-${bigtiff}.tif`, bomb));
+      await expect(refused).rejects.toBeInstanceOf(UnusableMediaError);
+      await expect(refused).rejects.toThrow(/24000 x 4096 TIFF in 4096 x 4096 tiles must be decoded a row of tiles at a time.*THUMBNAIL_MAX_DECODE_MB \(256\)/);
+    }
+    const tiled = await canvas(8_000, 6_000).tiff({ tile: true, tileWidth: 512, tileHeight: 512, compression: 'deflate' }).toBuffer();
+    await expectThumbnail(await renderer().render('image', onDisk('tiled.tif', tiled)), 256, 192);
+    const strips = await canvas(8_000, 6_000).tiff({ compression: 'deflate', bigtiff: true }).toBuffer();
+    await expectThumbnail(await renderer().render('image', onDisk('strips.tif', strips)), 256, 192);
+  });
+
+  it('refuses a very wide image whose rows, streamed, need more than THUMBNAIL_MAX_DECODE_MB, and renders panoramas', async () => {
+    // Within the pixel limit, but libvips holds a couple of hundred rows of the full width while it streams: 78 KB of
+    // 1,000,000 x 10 PNG grew the process by 1.5 GB, 0.8 MB of 25,000,000 x 4 had it killed for memory.
+    for (const [width, height] of [[1_000_000, 10], [65_535, 1_525]]) {
+      const refused = renderer().render('image', onDisk(`wide-${width}.png`, widePng(width, height)));
+      await expect(refused).rejects.toBeInstanceOf(UnusableMediaError);
+      await expect(refused).rejects.toThrow(new RegExp(`the ${width} x ${height} image is streamed .* rows at a time, needing about \\d+ MB, more than THUMBNAIL_MAX_DECODE_MB \\(256\\)`));
+    }
+    await expectThumbnail(await renderer().render('image', onDisk('panorama.png', widePng(30_000, 3_000))), 256, 26);
+    await expectThumbnail(await renderer().render('image', onDisk('panorama.jpg', await jpegImage(40_000, 2_000))), 256, 13);
+  });
 
   it('fails cleanly on a truncated JPEG and on bytes that are no image at all', async () => {
     const jpeg = await jpegImage(800, 600);

@@ -1,4 +1,6 @@
 import { Injectable } from '@nestjs/common';
+import { open } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import type { Metadata } from 'sharp';
 import { AppConfig } from '../../../config/app-config.js';
 import { runTool, ToolFailedError, ToolMissingError, type ToolLimits } from './run-tool.js';
@@ -9,8 +11,22 @@ export const THUMBNAIL_BOX = 256;
 const INTERMEDIATE_BOX = THUMBNAIL_BOX * 2;
 /** A rendered frame or page at 512 px is a few hundred KB of PNG; anything far bigger is not what we asked for. */
 const MAX_TOOL_OUTPUT = 32 * 1024 * 1024;
+/** Rows of the full width that libvips holds while it streams an image (measured: 165 to 190, whatever the height). */
+const STREAMED_ROWS = 200;
 /** Demuxers ffmpeg may use: real video containers only, never playlists (HLS, concat) that could read other files. */
 const VIDEO_DEMUXERS = 'mov,mp4,m4a,3gp,3g2,mj2,matroska,webm,avi,flv,mpegts,mpeg,ogg,asf,h264,hevc,m4v,mpegvideo,rawvideo,image2';
+
+/** sharp's entry point for the SVG child: resolved here, since a child's own resolution would start from its cwd. */
+const SHARP_ENTRY = createRequire(import.meta.url).resolve('sharp');
+/** Rasterises the SVG at argv[2] to a PNG fitting argv[3] px on stdout, refusing more than argv[4] declared pixels. */
+const SVG_RASTER_SCRIPT = `
+const [sharpEntry, input, box, maxPixels] = process.argv.slice(1);
+const { default: sharp } = await import(sharpEntry);
+sharp.concurrency(1);
+const png = await sharp(input, { limitInputPixels: Number(maxPixels), failOn: 'warning' })
+  .resize(Number(box), Number(box), { fit: 'inside', withoutEnlargement: true }).png().toBuffer();
+process.stdout.write(png);
+`;
 
 /** The media cannot be turned into a thumbnail and never will be (corrupt, hostile, unsupported). */
 export class UnusableMediaError extends Error {
@@ -32,7 +48,7 @@ export class ThumbnailRenderer {
 
   async render(kind: 'image' | 'video' | 'pdf', path: string): Promise<Buffer> {
     try {
-      if (kind === 'image') return await this.toWebp(path);
+      if (kind === 'image') return await this.toWebp((await mayBeSvg(path)) ? await this.svgRaster(path) : path);
       if (kind === 'video') return await this.toWebp(await this.videoFrame(path));
       return await this.toWebp(await this.pdfPage(path));
     } catch (error) {
@@ -48,7 +64,10 @@ export class ThumbnailRenderer {
     // Loaded on the first thumbnail: libvips costs tens of MB that a process making none should not carry.
     const { default: sharp } = await import('sharp');
     const options = { limitInputPixels: this.config.media.maxInputPixels, failOn: 'warning', animated: false, sequentialRead: true } as const;
-    this.refuseWholeDecodeOverBudget(await sharp(input, options).metadata());
+    const meta = await sharp(input, options).metadata();
+    this.refuseWholeDecodeOverBudget(meta);
+    this.refuseStreamedRowsOverBudget(meta);
+    if (meta.format === 'tiff' && typeof input === 'string') this.refuseTileRowsOverBudget(meta, await readTiffTileSize(input));
     return sharp(input, options)
       .rotate()
       .resize(THUMBNAIL_BOX, THUMBNAIL_BOX, { fit: 'inside', withoutEnlargement: true })
@@ -76,6 +95,47 @@ export class ThumbnailRenderer {
     }
   }
 
+  /**
+   * Streaming holds rows, not the image: about STREAMED_ROWS of them across the pipeline's buffers, plus the rows one
+   * output row is shrunk from. Of ordinary widths that is a few MB; of an extreme one it is GBs (a 78 KB PNG of
+   * 1,000,000 x 10 took 1.5 GB; 0.8 MB of 25,000,000 x 4, both within the pixel limit, had the process OOM-killed).
+   * JPEGs are shrunk up to 8 times while decoded, so theirs are counted at that width.
+   */
+  private refuseStreamedRowsOverBudget(meta: Metadata): void {
+    const width = meta.width ?? 0;
+    const height = meta.height ?? 0;
+    if (width * height > this.config.media.maxInputPixels) return;
+    const shrink = Math.ceil(Math.max(width, height) / THUMBNAIL_BOX);
+    const decodedWidth = meta.format === 'jpeg' ? Math.ceil(width / Math.min(8, Math.max(1, shrink))) : width;
+    const rowBytes = decodedWidth * (meta.channels ?? 4) * (SAMPLE_BYTES[meta.depth ?? 'uchar'] ?? 1);
+    const rows = STREAMED_ROWS + Math.min(height, 2 * shrink);
+    const neededMb = Math.ceil((rowBytes * rows) / (1024 * 1024));
+    if (neededMb > this.config.media.maxDecodeMb) {
+      throw new UnusableMediaError(
+        `the ${width} x ${height} image is streamed about ${rows} rows at a time, needing about ${neededMb} MB, more than THUMBNAIL_MAX_DECODE_MB (${this.config.media.maxDecodeMb})`,
+      );
+    }
+  }
+
+  /**
+   * A tiled TIFF is decoded a row of tiles at a time, however small the thumbnail: tiles of up to 4096 × 4096 make that
+   * a few hundred MB from a file of a few hundred KB (24000 × 4096 RGBA in 4096 px tiles grew the process by 0.5 GB).
+   * Counted as libvips holds them, up to two rows of tiles as wide as the image, against THUMBNAIL_MAX_DECODE_MB.
+   */
+  private refuseTileRowsOverBudget(meta: Metadata, tile: { width: number; height: number } | null): void {
+    const width = meta.width ?? 0;
+    const height = meta.height ?? 0;
+    if (!tile || width * height > this.config.media.maxInputPixels) return;
+    const bytesPerPixel = (meta.channels ?? 4) * (SAMPLE_BYTES[meta.depth ?? 'uchar'] ?? 1);
+    const rowBytes = Math.ceil(width / tile.width) * tile.width * tile.height * bytesPerPixel;
+    const neededMb = Math.ceil((Math.min(2, Math.ceil(height / tile.height)) * rowBytes) / (1024 * 1024));
+    if (neededMb > this.config.media.maxDecodeMb) {
+      throw new UnusableMediaError(
+        `the ${width} x ${height} TIFF in ${tile.width} x ${tile.height} tiles must be decoded a row of tiles at a time, needing about ${neededMb} MB, more than THUMBNAIL_MAX_DECODE_MB (${this.config.media.maxDecodeMb})`,
+      );
+    }
+  }
+
   private async videoFrame(path: string): Promise<Buffer> {
     const frameAt = async (seconds: number) =>
       runTool(
@@ -95,12 +155,87 @@ export class ThumbnailRenderer {
     return frame.length > 0 ? frame : frameAt(0);
   }
 
+  /**
+   * librsvg decodes the pictures an SVG embeds (data: URIs) whole, and neither the pixel limit nor the decode budget sees
+   * them (only the SVG's own declared size): 1.8 MB of SVG held 1.1 GB. So SVG is rasterised in a child process under
+   * the tools' limits, where such a picture costs the server nothing and a librsvg abort kills only the child.
+   */
+  private async svgRaster(path: string): Promise<Buffer> {
+    const args = ['--input-type=module', '-e', SVG_RASTER_SCRIPT, SHARP_ENTRY, path, String(INTERMEDIATE_BOX), String(this.config.media.maxInputPixels)];
+    try {
+      return await runTool(process.execPath, args, this.limits());
+    } catch (error) {
+      if (!(error instanceof ToolFailedError)) throw error;
+      // The tool's message names the node binary; say what ran, and within which limits.
+      const { toolMemoryMb, toolTimeoutMs } = this.config.media;
+      const detail = error.message.replace(process.execPath, 'the SVG renderer');
+      throw new UnusableMediaError(`cannot render the SVG within THUMBNAIL_TOOL_MEMORY_MB (${toolMemoryMb}) and THUMBNAIL_TIMEOUT_MS (${toolTimeoutMs}): ${detail}`);
+    }
+  }
+
   private pdfPage(path: string): Promise<Buffer> {
     return runTool(this.config.media.pdftoppmPath, ['-f', '1', '-l', '1', '-singlefile', '-png', '-scale-to', String(INTERMEDIATE_BOX), path], this.limits());
   }
 
   private limits(): ToolLimits {
     return { timeoutMs: this.config.media.toolTimeoutMs, memoryMb: this.config.media.toolMemoryMb, maxOutputBytes: MAX_TOOL_OUTPUT };
+  }
+}
+
+/**
+ * Whether libvips might load the file as SVG: "<svg" near its start (as libvips looks for it), or gzip (SVGZ).
+ * A raster image taken for one by mistake only costs a child process.
+ */
+async function mayBeSvg(path: string): Promise<boolean> {
+  const file = await open(path, 'r');
+  try {
+    const { buffer, bytesRead } = await file.read({ buffer: Buffer.alloc(4096), position: 0 });
+    const head = buffer.subarray(0, bytesRead);
+    return (head[0] === 0x1f && head[1] === 0x8b) || head.toString('latin1').toLowerCase().includes('<svg');
+  } finally {
+    await file.close();
+  }
+}
+
+/**
+ * TileWidth and TileLength of a TIFF's first image (the one rendered), from its first IFD; null when it is in strips or
+ * unreadable (sharp judges the file itself). Classic TIFF and BigTIFF, either byte order.
+ */
+async function readTiffTileSize(path: string): Promise<{ width: number; height: number } | null> {
+  const file = await open(path, 'r');
+  try {
+    const read = async (position: number, length: number) => {
+      const { buffer, bytesRead } = await file.read({ buffer: Buffer.alloc(length), position });
+      return buffer.subarray(0, bytesRead);
+    };
+    const header = await read(0, 16);
+    if (header.length < 8) return null;
+    const little = header.toString('latin1', 0, 2) === 'II';
+    const u16 = (b: Buffer, at: number) => (little ? b.readUInt16LE(at) : b.readUInt16BE(at));
+    const u32 = (b: Buffer, at: number) => (little ? b.readUInt32LE(at) : b.readUInt32BE(at));
+    const u64 = (b: Buffer, at: number) => Number(little ? b.readBigUInt64LE(at) : b.readBigUInt64BE(at));
+    const big = u16(header, 2) === 43;
+    if (big && header.length < 16) return null;
+    const ifd = big ? u64(header, 8) : u32(header, 4);
+    const countBytes = await read(ifd, big ? 8 : 2);
+    if (countBytes.length < (big ? 8 : 2)) return null;
+    const entrySize = big ? 20 : 12;
+    const count = Math.min(big ? u64(countBytes, 0) : u16(countBytes, 0), 4096);
+    const entries = await read(ifd + countBytes.length, count * entrySize);
+    const tags = new Map<number, number>();
+    for (let at = 0; at + entrySize <= entries.length; at += entrySize) {
+      const tag = u16(entries, at);
+      if (tag !== 322 && tag !== 323) continue;
+      const type = u16(entries, at + 2);
+      const value = at + (big ? 12 : 8);
+      // SHORT, LONG or LONG8, held in the entry itself.
+      tags.set(tag, type === 3 ? u16(entries, value) : type === 16 && big ? u64(entries, value) : u32(entries, value));
+    }
+    const width = tags.get(322);
+    const height = tags.get(323);
+    return width && height ? { width, height } : null;
+  } finally {
+    await file.close();
   }
 }
 
