@@ -20,6 +20,12 @@ export function jpegImage(width = 800, height = 600): Promise<Buffer> {
  * decompression bomb as a decoder sees it before reading a byte of pixels.
  */
 export function hugeDeclaredPng(width = 100_000, height = 100_000): Buffer {
+  // 8-bit RGB, with a few zero bytes of data.
+  return pngOf(width, height, { bitDepth: 8, colourType: 2 }, deflateSync(Buffer.alloc(1024)));
+}
+
+/** A PNG file of the given header and compressed image data (one IDAT chunk), written byte by byte. */
+function pngOf(width: number, height: number, { bitDepth, colourType }: { bitDepth: number; colourType: number }, idat: Buffer): Buffer {
   const chunk = (type: string, data: Buffer) => {
     const length = Buffer.alloc(4);
     length.writeUInt32BE(data.length);
@@ -31,14 +37,9 @@ export function hugeDeclaredPng(width = 100_000, height = 100_000): Buffer {
   const header = Buffer.alloc(13);
   header.writeUInt32BE(width, 0);
   header.writeUInt32BE(height, 4);
-  header[8] = 8; // bit depth
-  header[9] = 2; // RGB
-  return Buffer.concat([
-    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
-    chunk('IHDR', header),
-    chunk('IDAT', deflateSync(Buffer.alloc(1024))),
-    chunk('IEND', Buffer.alloc(0)),
-  ]);
+  header[8] = bitDepth;
+  header[9] = colourType;
+  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk('IHDR', header), chunk('IDAT', idat), chunk('IEND', Buffer.alloc(0))]);
 }
 
 function crc32(bytes: Buffer): number {
@@ -127,24 +128,6 @@ export function tiledTiffBomb(width = 24_000, height = 4_096): Buffer {
  * KB (1,000,000 x 10 is 78 KB), yet each row is width x 8 bytes.
  */
 export function widePng(width: number, height: number): Buffer {
-  const chunk = (type: string, data: Buffer) => {
-    const length = Buffer.alloc(4);
-    length.writeUInt32BE(data.length);
-    const body = Buffer.concat([Buffer.from(type, 'ascii'), data]);
-    const crc = Buffer.alloc(4);
-    crc.writeUInt32BE(crc32(body));
-    return Buffer.concat([length, body, crc]);
-  };
-  const header = Buffer.alloc(13);
-  header.writeUInt32BE(width, 0);
-  header.writeUInt32BE(height, 4);
-  header[8] = 16; // bit depth
-  header[9] = 6; // RGBA
-  return Buffer.concat([
-    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
-    chunk('IHDR', header),
-    // Each row: filter byte 0, then width x 8 zero bytes.
-    chunk('IDAT', deflateSync(Buffer.alloc((1 + width * 8) * height), { level: 9 })),
-    chunk('IEND', Buffer.alloc(0)),
-  ]);
+  // 16-bit RGBA. Each row: filter byte 0, then width x 8 zero bytes.
+  return pngOf(width, height, { bitDepth: 16, colourType: 6 }, deflateSync(Buffer.alloc((1 + width * 8) * height), { level: 9 }));
 }

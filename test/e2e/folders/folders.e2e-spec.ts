@@ -8,6 +8,7 @@ import { FolderRings1764380000000 } from '../../../src/infra/database/migrations
 import { FolderEntity } from '../../../src/modules/folders/folder.entity.js';
 import { ShareEntity } from '../../../src/modules/shares/share.entity.js';
 import { createAccount, createKey, type TestAccount } from '../../support/accounts.js';
+import { insertFolderChain } from '../../support/folders.js';
 import { TEST_DB, type TestApp } from '../../support/test-app.js';
 import { useTestApp } from '../../support/app-fixture.js';
 import { queueBehindRowLock } from '../../support/row-lock.js';
@@ -387,23 +388,10 @@ describe('folders', () => {
     // 2.8 s for 20,000 levels.
     const acct = await createAccount(t.app);
     const top = (await create({ name: 'Deep to delete' }, acct.auth)).body.data;
-    const now = new Date().toISOString();
-    const rows: Array<Record<string, unknown>> = [];
-    let parent = top.id;
-    for (let depth = 0; depth < 5_000; depth++) {
-      const id = newId('fld');
-      rows.push({
-        id, account_id: acct.accountId, parent_id: parent, parent_key: parent, name: `Level ${depth}`, name_key: `level ${depth}`, state: 'active',
-        created_by: acct.userId, created_at: now, modified_at: now, deleted_at: null,
-      });
-      parent = id;
-    }
-    await t.app.get(DataSource).transaction(async (tx) => {
-      for (let i = 0; i < rows.length; i += 1_000) await insertRows(tx, 'folders', rows.slice(i, i + 1_000));
-    });
+    const chain = await insertFolderChain(t.app, acct, top.id, 5_000);
     if (TEST_DB === 'postgres') await t.app.get(DataSource).query('ANALYZE folders');
-    const bottom = await uploadOk(t, acct.auth, 'at the bottom', { name: 'bottom.txt', folderId: parent });
-    const middle = await uploadOk(t, acct.auth, 'half way', { name: 'middle.txt', folderId: rows[2_500].id as string });
+    const bottom = await uploadOk(t, acct.auth, 'at the bottom', { name: 'bottom.txt', folderId: chain[chain.length - 1] });
+    const middle = await uploadOk(t, acct.auth, 'half way', { name: 'middle.txt', folderId: chain[2_500] });
 
     const before = databaseCounts.statements;
     const res = await t.http().delete(`/v1/folders/${top.id}`).set(acct.auth);
@@ -429,20 +417,7 @@ describe('folders', () => {
     // move cost seconds: a tree anyone can build slowed every writer down.
     const acct = await createAccount(t.app);
     const top = (await create({ name: 'Deep' }, acct.auth)).body.data;
-    const now = new Date().toISOString();
-    const rows: Array<Record<string, unknown>> = [];
-    let parent = top.id;
-    for (let depth = 0; depth < 5_000; depth++) {
-      const id = newId('fld');
-      rows.push({
-        id, account_id: acct.accountId, parent_id: parent, parent_key: parent, name: `Level ${depth}`, name_key: `level ${depth}`, state: 'active',
-        created_by: acct.userId, created_at: now, modified_at: now, deleted_at: null,
-      });
-      parent = id;
-    }
-    await t.app.get(DataSource).transaction(async (tx) => {
-      for (let i = 0; i < rows.length; i += 1_000) await insertRows(tx, 'folders', rows.slice(i, i + 1_000));
-    });
+    const parent = (await insertFolderChain(t.app, acct, top.id, 5_000)).pop()!;
     if (TEST_DB === 'postgres') await t.app.get(DataSource).query('ANALYZE folders');
     const outside = (await create({ name: 'Outside' }, acct.auth)).body.data;
     const statements = async (request: () => Promise<{ status: number }>, status: number) => {

@@ -12,6 +12,7 @@ import { FileEntity } from '../../../src/modules/files/file.entity.js';
 import { ShareEntity } from '../../../src/modules/shares/share.entity.js';
 import { PURGE_BATCH, PurgeTrashCommand } from '../../../src/modules/trash/commands/purge-trash.command.js';
 import { createAccount, createKey, type TestAccount } from '../../support/accounts.js';
+import { insertFolderChain } from '../../support/folders.js';
 import { seedFile } from '../../support/files.js';
 import { startHoldableProxy, type HoldableProxy } from '../../support/holdable-proxy.js';
 import { runNode } from '../../support/processes.js';
@@ -346,20 +347,7 @@ describe('delete, restore and the trash', () => {
     const top = await folder('Archive');
     const kept = await folder('Kept', top.id);
     const late = await uploadOk(t, acct.auth, 'still recoverable', { name: 'late.txt', folderId: kept.id });
-    const createdAt = new Date().toISOString();
-    const rows: Array<Record<string, unknown>> = [];
-    let parent: string = top.id;
-    for (let depth = 0; depth < 3_000; depth++) {
-      const id = newId('fld');
-      rows.push({
-        id, account_id: acct.accountId, parent_id: parent, parent_key: parent, name: `Level ${depth}`, name_key: `level ${depth}`, state: 'active',
-        created_by: acct.userId, created_at: createdAt, modified_at: createdAt, deleted_at: null,
-      });
-      parent = id;
-    }
-    await db().transaction(async (tx) => {
-      for (let i = 0; i < rows.length; i += 1_000) await insertRows(tx, 'folders', rows.slice(i, i + 1_000));
-    });
+    await insertFolderChain(t.app, acct, top.id, 3_000);
     await t.http().delete(`/v1/folders/${top.id}`).set(acct.auth).expect(200);
     const later = Date.now() + 31 * DAY;
     // A file whose window outlasts its folders' (as if deleted again after a restore): its folder and those above stay.
