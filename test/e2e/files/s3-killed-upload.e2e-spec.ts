@@ -1,11 +1,10 @@
 import type { INestApplicationContext } from '@nestjs/common';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createAccount, type TestAccount } from '../../support/accounts.js';
+import { describe, expect, it } from 'vitest';
+import type { TestAccount } from '../../support/accounts.js';
 import { storageOf } from '../../support/files.js';
-import { freePort, startServerProcess, type ServerProcess } from '../../support/processes.js';
-import { startOperatorContext } from '../../support/operator-context.js';
-import { startS3, type TestS3 } from '../../support/s3.js';
-import { createTestEnvironment, type TestEnvironment } from '../../support/test-app.js';
+import type { ServerProcess } from '../../support/processes.js';
+import type { TestS3 } from '../../support/s3.js';
+import { type ServerProcesses, useServerProcesses } from '../../support/server-processes.js';
 import { eventually } from '../../support/time.js';
 import { rawUpload } from '../../support/uploads.js';
 
@@ -18,29 +17,17 @@ const MiB = 1024 * 1024;
  */
 describe('an upload to S3 whose server was killed mid-upload (built server)', () => {
   let s3: TestS3;
-  let environment: TestEnvironment;
   let context: INestApplicationContext;
   let owner: TestAccount;
-  const servers: ServerProcess[] = [];
-  const start = async () => {
-    const server = await startServerProcess(environment.env, await freePort(), 90_000);
-    servers.push(server);
-    return server;
-  };
-
-  beforeAll(async () => {
-    s3 = await startS3();
-    environment = await createTestEnvironment({ INSTANCE_HEARTBEAT_MS: '300', ...s3.env() });
-    await start();
-    context = await startOperatorContext(environment.env);
-    owner = await createAccount(context);
-  });
-  afterAll(async () => {
-    for (const server of servers) await server.stop('SIGKILL').catch(() => undefined);
-    await context?.close();
-    await environment?.dispose();
-    await s3?.close();
-  });
+  let servers: ServerProcess[];
+  let start: ServerProcesses['start'];
+  useServerProcesses(
+    (processes) => {
+      ({ context, owner, servers, start } = processes);
+      s3 = processes.s3!;
+    },
+    { s3: true },
+  );
 
   it('leaves no unfinished multipart upload in the bucket once another process reclaims it, and no quota held', async () => {
     const killed = servers[0];

@@ -10,9 +10,10 @@ import { AccountEntity } from '../../../src/modules/accounts/account.entity.js';
 import { FileEntity } from '../../../src/modules/files/file.entity.js';
 import { UploadSweeper } from '../../../src/modules/files/upload/upload-sweeper.js';
 import { createAccount, type TestAccount } from '../../support/accounts.js';
+import { useTestApp } from '../../support/app-fixture.js';
 import { storageOf } from '../../support/files.js';
 import { startHoldableProxy, type HoldableProxy } from '../../support/holdable-proxy.js';
-import { startS3, type TestS3 } from '../../support/s3.js';
+import { startS3, startTestAppOnS3, type TestS3 } from '../../support/s3.js';
 import { startTestApp, type TestApp } from '../../support/test-app.js';
 import { eventually } from '../../support/time.js';
 import { onTestServer, rawUpload, upload, uploadOk } from '../../support/uploads.js';
@@ -21,24 +22,14 @@ const MiB = 1024 * 1024;
 
 /** The S3 adapter against a real S3-compatible server (s3rver, in this process, on a free port). */
 describe('S3 blob storage (STORAGE_DRIVER=s3, against s3rver)', () => {
-  let s3: TestS3;
   let t: TestApp;
   let owner: TestAccount;
+  useTestApp((started) => ({ t, owner } = started), { start: startTestAppOnS3 });
   const keys = async (prefix: string) => {
     const out: string[] = [];
     for await (const blob of t.app.get(BlobStorage).list(prefix)) out.push(blob.key);
     return out;
   };
-
-  beforeAll(async () => {
-    s3 = await startS3();
-    t = await startTestApp(s3.env());
-    owner = await createAccount(t.app);
-  });
-  afterAll(async () => {
-    await t?.close();
-    await s3?.close();
-  });
 
   it('is the adapter in use', () => {
     expect(t.app.get(BlobStorage)).toBeInstanceOf(S3BlobStorage);

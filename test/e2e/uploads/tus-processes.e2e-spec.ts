@@ -1,51 +1,28 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { INestApplicationContext } from '@nestjs/common';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { DataSource } from 'typeorm';
 import { ResumableUploadEntity } from '../../../src/modules/uploads/resumable-upload.entity.js';
-import { createAccount, type TestAccount } from '../../support/accounts.js';
+import type { TestAccount } from '../../support/accounts.js';
 import { storageOf } from '../../support/files.js';
-import { freePort, type ServerProcess, startServerProcess } from '../../support/processes.js';
-import { startS3, type TestS3 } from '../../support/s3.js';
-import { createTestEnvironment, type TestEnvironment } from '../../support/test-app.js';
+import type { ServerProcess } from '../../support/processes.js';
+import { type ServerProcesses, useServerProcesses } from '../../support/server-processes.js';
 import { tusUpload, tusUploadUntil } from '../../support/tus.js';
-import { startOperatorContext } from '../../support/operator-context.js';
 
 const MiB = 1024 * 1024;
 const md5 = (content: Buffer) => createHash('md5').update(content).digest('hex');
 
 describe.each(['local', 's3'] as const)('resumable uploads across server processes (built server, real processes), on %s storage', (driver) => {
-  let s3: TestS3 | null = null;
-  let environment: TestEnvironment;
   let context: INestApplicationContext;
   let owner: TestAccount;
-  const servers: ServerProcess[] = [];
-
-  const start = async (port?: number) => {
-    // A generous start-up guard: a loaded machine has taken more than 30 s.
-    const server = await startServerProcess(environment.env, port ?? (await freePort()), 90_000);
-    servers.push(server);
-    return server;
-  };
+  let servers: ServerProcess[];
+  let start: ServerProcesses['start'];
+  useServerProcesses((processes) => ({ context, owner, servers, start } = processes), { s3: driver === 's3' });
   const fileOf = async (server: ServerProcess, id: string) =>
     (await fetch(`${server.baseUrl}/v1/files/${id}`, { headers: owner.auth }).then((r) => r.json() as Promise<{ data: Record<string, unknown> }>)).data;
   const offsetOf = async (url: string) =>
     Number((await fetch(url, { method: 'HEAD', headers: { ...owner.auth, 'Tus-Resumable': '1.0.0' } })).headers.get('upload-offset'));
 
-  beforeAll(async () => {
-    if (driver === 's3') s3 = await startS3();
-    environment = await createTestEnvironment({ INSTANCE_HEARTBEAT_MS: '300', ...(s3 ? s3.env() : {}) });
-    // Migrations run as the first server starts; the test then reads the database from its own context.
-    await start();
-    context = await startOperatorContext(environment.env);
-    owner = await createAccount(context);
-  });
-  afterAll(async () => {
-    for (const server of servers) await server.stop('SIGKILL').catch(() => undefined);
-    await context?.close();
-    await environment?.dispose();
-    await s3?.close();
-  });
 
   it('resumes after the server is killed (SIGKILL) mid-upload and restarted, to the right MD5', async () => {
     const server = servers[0];

@@ -2,10 +2,11 @@ import { readdirSync } from 'node:fs';
 import { request as httpRequest, type ClientRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createAccount, type TestAccount } from '../../support/accounts.js';
-import { startS3, type TestS3 } from '../../support/s3.js';
-import { startTestApp, type TestApp } from '../../support/test-app.js';
+import { describe, expect, it } from 'vitest';
+import type { TestAccount } from '../../support/accounts.js';
+import { useTestApp } from '../../support/app-fixture.js';
+import { startTestAppOnS3 } from '../../support/s3.js';
+import type { TestApp } from '../../support/test-app.js';
 import { eventually, sleep } from '../../support/time.js';
 
 const MiB = 1024 * 1024;
@@ -16,9 +17,9 @@ const MiB = 1024 * 1024;
  * file behind and one of the 8 turns taken for good (after 8, every PATCH on S3 would wait for ever).
  */
 describe('a resumable upload on S3 refused while its PATCH waits for its turn to stage a part', () => {
-  let s3: TestS3;
   let t: TestApp;
   let owner: TestAccount;
+  useTestApp((started) => ({ t, owner } = started), { start: startTestAppOnS3 });
   const stagedFiles = () =>
     readdirSync(tmpdir())
       .filter((name) => name.startsWith(`fss-tus-s3-parts-${process.pid}-`))
@@ -42,15 +43,6 @@ describe('a resumable upload on S3 refused while its PATCH waits for its turn to
     return req;
   };
 
-  beforeAll(async () => {
-    s3 = await startS3();
-    t = await startTestApp(s3.env());
-    owner = await createAccount(t.app);
-  });
-  afterAll(async () => {
-    await t?.close();
-    await s3?.close();
-  });
 
   it('leaves no staged file and takes no turn for good', async () => {
     // Eight PATCHes each staging their first part, and holding: every turn is taken.
