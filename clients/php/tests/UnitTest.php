@@ -267,6 +267,16 @@ function live(int $maxRetries = 2, ?string $baseUrl = null, int $resumableChunk 
     return new Client($key, $base, maxRetries: $maxRetries, resumableChunk: $resumableChunk);
 }
 
+/** The bytes a download hands its sink, as one string: `collected(fn (callable $sink) => $files->download($id, $sink))`. */
+function collected(callable $download): string
+{
+    $bytes = '';
+    $download(function (string $chunk) use (&$bytes) {
+        $bytes .= $chunk;
+    });
+    return $bytes;
+}
+
 /** A file of random bytes: [path, md5]. */
 function randomFile(int $size): array
 {
@@ -657,15 +667,9 @@ test('a range downloads those bytes of a file or a shared file; past the end is 
     $share = $client->shares->create(['file_id' => $file['id'], 'password' => 'open sesame']);
     // Bytes $start to $end inclusive, as HTTP counts them; no end: to the end; a negative start: the last bytes.
     foreach ([[2, 5, '2345'], [7, null, '789'], [-3, null, '789']] as [$start, $end, $expected]) {
-        $got = '';
-        $client->files->download($file['id'], function (string $chunk) use (&$got) {
-            $got .= $chunk;
-        }, start: $start, end: $end);
+        $got = collected(fn (callable $sink) => $client->files->download($file['id'], $sink, start: $start, end: $end));
         same($expected, $got, "bytes $start to $end");
-        $shared = '';
-        $client->shares->download($share['url'], function (string $chunk) use (&$shared) {
-            $shared .= $chunk;
-        }, 'open sesame', start: $start, end: $end);
+        $shared = collected(fn (callable $sink) => $client->shares->download($share['url'], $sink, 'open sesame', start: $start, end: $end));
         same($expected, $shared, "shared bytes $start to $end");
     }
     $path = tempnam(sys_get_temp_dir(), 'fss-php-range-');
@@ -693,10 +697,7 @@ test('a range cut mid-body is resumed from the byte it stopped at, within the ra
     $file = $client->files->upload($path);
     $proxy = TestProxy::start((string) getenv('FILE_STORAGE_BASE_URL'))->cut('answer', 300_000, '#/download\?#');
     try {
-        $got = '';
-        live(baseUrl: $proxy->url)->files->download($file['id'], function (string $chunk) use (&$got) {
-            $got .= $chunk;
-        }, start: Client::MIB, end: 2 * Client::MIB - 1);
+        $got = collected(fn (callable $sink) => live(baseUrl: $proxy->url)->files->download($file['id'], $sink, start: Client::MIB, end: 2 * Client::MIB - 1));
         same(1, $proxy->cuts(), 'cuts');
         same(md5((string) file_get_contents($path, false, null, Client::MIB, Client::MIB)), md5($got), 'the bytes of the range, each once');
     } finally {
@@ -718,15 +719,9 @@ test('a range through a proxy that ignores Range still gives only those bytes', 
     try {
         $through = live(baseUrl: $proxy->url);
         foreach ([[2, 5, '2345'], [7, null, '789'], [-3, null, '789'], [4, 50, '456789']] as [$start, $end, $expected]) {
-            $got = '';
-            $through->files->download($file['id'], function (string $chunk) use (&$got) {
-                $got .= $chunk;
-            }, start: $start, end: $end);
+            $got = collected(fn (callable $sink) => $through->files->download($file['id'], $sink, start: $start, end: $end));
             same($expected, $got, "bytes $start to $end");
-            $shared = '';
-            $through->shares->download($share['url'], function (string $chunk) use (&$shared) {
-                $shared .= $chunk;
-            }, 'open sesame', start: $start, end: $end);
+            $shared = collected(fn (callable $sink) => $through->shares->download($share['url'], $sink, 'open sesame', start: $start, end: $end));
             same($expected, $shared, "shared bytes $start to $end");
         }
         $path = tempnam(sys_get_temp_dir(), 'fss-php-resume-');
@@ -748,16 +743,10 @@ test('a download cut mid-body and continued through a proxy that ignores Range g
     $file = $client->files->upload($path);
     $proxy = TestProxy::start((string) getenv('FILE_STORAGE_BASE_URL'))->ignoreRanges('#/download\?#')->cut('answer', 300_000, '#/download\?#');
     try {
-        $whole = '';
-        live(baseUrl: $proxy->url)->files->download($file['id'], function (string $chunk) use (&$whole) {
-            $whole .= $chunk;
-        });
+        $whole = collected(fn (callable $sink) => live(baseUrl: $proxy->url)->files->download($file['id'], $sink));
         same(md5_file($path), md5($whole), 'the whole file, each byte once');
         $proxy->cut('answer', 300_000, '#/download\?#');
-        $part = '';
-        live(baseUrl: $proxy->url)->files->download($file['id'], function (string $chunk) use (&$part) {
-            $part .= $chunk;
-        }, start: Client::MIB, end: 2 * Client::MIB - 1);
+        $part = collected(fn (callable $sink) => live(baseUrl: $proxy->url)->files->download($file['id'], $sink, start: Client::MIB, end: 2 * Client::MIB - 1));
         same(2, $proxy->cuts(), 'cuts');
         same(md5((string) file_get_contents($path, false, null, Client::MIB, Client::MIB)), md5($part), 'the bytes of the range, each once');
     } finally {
