@@ -3,6 +3,7 @@ import type { Request, Response } from 'express';
 import { ApiError, ErrorCode } from '../errors/api-error.js';
 import { isClientGone } from './client-gone.js';
 import { isDatabaseContention } from '../../infra/database/transactions.js';
+import { redactedUrl } from '../../infra/observability/request-logging.js';
 import { MAX_JSON_BODY_BYTES, MAX_JSON_DEPTH } from './request-body.js';
 import { IdempotentReplay } from '../idempotency/idempotency.interceptor.js';
 import { ErrorEnvelope, SuccessEnvelope } from './envelope.js';
@@ -82,7 +83,7 @@ export class ApiExceptionFilter implements ExceptionFilter {
     }
     if (isDatabaseContention(exception)) {
       // A busy database is a moment's wait for the client, not a fault.
-      this.logger.warn({ err: exception, method: request.method, url: request.originalUrl }, 'Database busy');
+      this.logger.warn({ err: exception, method: request.method, url: redactedUrl(request.originalUrl) }, 'Database busy');
       return {
         status: HttpStatus.SERVICE_UNAVAILABLE,
         headers: { 'Retry-After': '1' },
@@ -90,7 +91,7 @@ export class ApiExceptionFilter implements ExceptionFilter {
       };
     }
     const requestId = String(request.id ?? '');
-    this.logger.error({ err: exception, requestId, method: request.method, url: request.originalUrl }, 'Unhandled error');
+    this.logger.error({ err: exception, requestId, method: request.method, url: redactedUrl(request.originalUrl) }, 'Unhandled error');
     return {
       status: HttpStatus.INTERNAL_SERVER_ERROR,
       headers: {},

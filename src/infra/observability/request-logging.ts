@@ -27,11 +27,18 @@ export function requestLoggerOptions(level: string): Options {
 const CREDENTIAL_PARAMETER = /^(signature|api[_-]?key|key|access[_-]?token|token|password|secret)(\[|$)/i;
 
 /**
- * The URL with the value of every credential query parameter replaced, and of any parameter whose value holds an API
- * key (`fss_…`). Names are compared as the query parser reads them (percent-decoded, `+` a space, `signature[]`), so
- * `?%73ignature=` or a second `signature` is not logged either.
+ * A share link's token (`/s/{token}`, `/s/{token}/download`; Express matches the `s` in either case): the only
+ * credential of a link without a password, and valid for as long as the link lives, unlike a download signature.
+ */
+const SHARE_TOKEN_SEGMENT = /^(\/+s\/)[^/?]+/i;
+
+/**
+ * The URL with a share link's token replaced, and the value of every credential query parameter, and of any
+ * parameter whose value holds an API key (`fss_…`). Names are compared as the query parser reads them
+ * (percent-decoded, `+` a space, `signature[]`), so `?%73ignature=` or a second `signature` is not logged either.
  */
 export function redactedUrl(url: string): string {
+  url = url.replace(SHARE_TOKEN_SEGMENT, '$1[redacted]');
   const queryStart = url.indexOf('?');
   if (queryStart === -1) return url;
   const pairs = url.slice(queryStart + 1).split('&').map((pair) => {

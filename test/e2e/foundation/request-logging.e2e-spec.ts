@@ -79,6 +79,28 @@ describe.each([
     expect(logged).not.toContain('tok-secret');
   });
 
+  it('never sees the token of a share link in the log: it opens the link for as long as the link lives', async () => {
+    const form = new FormData();
+    form.append('file', new Blob(['shared bytes']), 'shared.txt');
+    const uploaded = await fetch(`${server.baseUrl}/v1/files/upload`, { method: 'POST', headers: owner.auth, body: form });
+    const fileId = ((await uploaded.json()) as { data: { id: string } }).data.id;
+    const created = await fetch(`${server.baseUrl}/v1/shares`, {
+      method: 'POST',
+      headers: { ...owner.auth, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ file_id: fileId, password: 'share secret' }),
+    });
+    const token = new URL(((await created.json()) as { data: { url: string } }).data.url).pathname.split('/').pop()!;
+    // Without the password: refused, so logged at either level.
+    const paths = [`/s/${token}`, `/s/${token}/download?x=1`, `/S/${token}/`];
+    for (const [i, path] of paths.entries()) {
+      const res = await fetch(`${server.baseUrl}${path}`, { headers: { 'X-Request-Id': `shared-${i}-${level}` } });
+      expect(res.status, path).toBe(401);
+    }
+    await eventually(async () => paths.every((_, i) => linesAbout(server, `shared-${i}-${level}`).length > 0), 5_000, 'the log lines');
+    expect(paths.map((_, i) => linesAbout(server, `shared-${i}-${level}`)[0].req?.url)).toEqual(['/s/[redacted]', '/s/[redacted]/download?x=1', '/S/[redacted]/']);
+    expect(server.output()).not.toContain(token);
+  });
+
   it(logsSuccess ? 'sees a successful request logged at info' : 'does not see successful requests, and still gets their request id', async () => {
     const res = await fetch(`${server.baseUrl}/v1/files?per_page=1`, { headers: { ...owner.auth, 'X-Request-Id': `listed-${level}` } });
     expect(res.status).toBe(200);
