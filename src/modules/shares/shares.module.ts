@@ -1,4 +1,5 @@
-import { Module } from '@nestjs/common';
+import { type MiddlewareConsumer, Module, type NestModule } from '@nestjs/common';
+import type { NextFunction, Request, Response } from 'express';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { FileEntity } from '../files/file.entity.js';
 import { FilesModule } from '../files/files.module.js';
@@ -19,4 +20,19 @@ import { SharesController } from './shares.controller.js';
   controllers: [SharesController, PublicSharesController],
   providers: [CreateShareHandler, RevokeShareHandler, AccessShareHandler, ListSharesHandler, GetShareHandler, FindPublicShareHandler, PasswordAttempts],
 })
-export class SharesModule {}
+export class SharesModule implements NestModule {
+  configure(consumer: MiddlewareConsumer): void {
+    // Before the guards, so refusals (a 429 of the public rate limit included) carry it too.
+    consumer.apply(keepOutOfSearchEngines).forRoutes(PublicSharesController);
+  }
+}
+
+/**
+ * A share link may be posted where crawlers find it; its answers (the page, the JSON, and above all the file, which a
+ * search engine would index as a PDF or document) must not end up in search results. The page says so in a meta tag
+ * too; only this header reaches downloads and JSON.
+ */
+function keepOutOfSearchEngines(_request: Request, response: Response, next: NextFunction): void {
+  response.setHeader('X-Robots-Tag', 'noindex, nofollow');
+  next();
+}

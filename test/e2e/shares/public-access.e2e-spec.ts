@@ -161,6 +161,20 @@ describe('public share links (/s/{token})', () => {
     }
   });
 
+  it('keeps every answer of a link out of search engines, the file above all: X-Robots-Tag noindex', async () => {
+    const { share } = await sharedFile();
+    const { share: locked } = await sharedFile({ password: 'kept out' });
+    const answers = {
+      json: await t.http().get(share.path).expect(200),
+      page: await t.http().get(share.path).set('Accept', 'text/html').expect(200),
+      download: await t.http().get(`${share.path}/download`).expect(200),
+      head: await t.http().head(`${share.path}/download`).expect(200),
+      refused: await t.http().get(`${locked.path}/download`).expect(401),
+      unknown: await t.http().get('/s/' + 'A'.repeat(43)).expect(404),
+    };
+    for (const [what, res] of Object.entries(answers)) expect(res.headers['x-robots-tag'], what).toBe('noindex, nofollow');
+  });
+
   describe('with a password', () => {
     it('answers 401 password_required for a missing and a wrong password alike', async () => {
       const { share } = await sharedFile({ password: 'open sesame' });
