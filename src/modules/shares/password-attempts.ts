@@ -15,6 +15,11 @@ export const PASSWORD_ATTEMPT_WINDOW_SECONDS = 15 * 60;
 export const LINK_FREE_PASSWORD_FAILURES = 20;
 /** The back-off doubles with each wrong password past the free ones, from 1 s up to this. */
 export const LINK_MAX_BACKOFF_SECONDS = 60 * 60;
+/**
+ * A client that gave a link's right password is a known visitor of it this long after the last time: the link's
+ * back-off, which anyone who knows the token can keep going with one wrong guess an hour, does not hold for it.
+ */
+export const KNOWN_VISITOR_SECONDS = 30 * 24 * 60 * 60;
 /** A link's count of wrong passwords is forgotten this long after the last one. */
 const LINK_FAILURE_MEMORY_MS = 24 * 60 * 60 * 1000;
 /**
@@ -57,7 +62,8 @@ const CHECK_IN_FLIGHT = -2;
 /**
  * Takes one attempt if the client has attempts left, and marks it in flight (KEYS[2]) until it is settled.
  * At the limit with attempts of this client still in flight, their outcome decides: [-2, ms they may still take];
- * otherwise the client is locked out: [-1, ms left in the window]. Taken: [count after taking, ms left in the window].
+ * otherwise the client is locked out: [-1, ms left in the window]. Taken: [count after taking, ms left in the window,
+ * 1 when the client is a known visitor of the link (KEYS[3]), else 0].
  * ARGV: limit, window ms, check deadline ms.
  */
 const TAKE_ATTEMPT = `
@@ -70,7 +76,7 @@ used = redis.call('INCR', KEYS[1])
 if used == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
 redis.call('INCR', KEYS[2])
 redis.call('PEXPIRE', KEYS[2], ARGV[3])
-return {used, redis.call('PTTL', KEYS[1])}
+return {used, redis.call('PTTL', KEYS[1]), redis.call('EXISTS', KEYS[3])}
 `;
 
 /**
@@ -141,8 +147,8 @@ end
 return left
 `;
 
-/** Reads the client's attempts: [attempts used, ms left in the window, attempts in flight]. */
-const READ_ATTEMPTS = `return {tonumber(redis.call('GET', KEYS[1]) or '0'), redis.call('PTTL', KEYS[1]), tonumber(redis.call('GET', KEYS[2]) or '0')}`;
+/** Reads the client's attempts: [attempts used, ms left in the window, attempts in flight, 1 when a known visitor of the link]. */
+const READ_ATTEMPTS = `return {tonumber(redis.call('GET', KEYS[1]) or '0'), redis.call('PTTL', KEYS[1]), tonumber(redis.call('GET', KEYS[2]) or '0'), redis.call('EXISTS', KEYS[3])}`;
 
 /** Ms left in the link's back-off (ARGV[1]: now ms); 0 when there is none, or while the check that started it is in flight. */
 const READ_LINK_BACKOFF = `
@@ -162,8 +168,11 @@ return 0
  * An attempt that would be refused only because of checks still in flight (they may yet be given back)
  * waits for their outcome, briefly, instead of being told to come back after a back-off or lockout that
  * may never happen. Once the limit is reached the client is refused, even with the right password, until
- * the window ends. Unlike the request rate limit this fails closed: without Redis a protected link answers
- * 503 rather than allowing unlimited guesses.
+ * the window ends. A client that gave the right password is a known visitor of the link for a while: its
+ * attempts skip the link's back-off (and leave the link's count alone), so someone who knows the token and keeps the
+ * link backing off cannot lock out the people it was shared with; its own per-client limit still holds. Unlike the
+ * request rate limit this fails closed: without Redis a protected link answers 503 rather than allowing unlimited
+ * guesses.
  */
 @Injectable()
 export class PasswordAttempts {
@@ -175,10 +184,11 @@ export class PasswordAttempts {
     private readonly clock: Clock,
   ) {}
 
-  /** The client's attempt counter and its count of attempts in flight. */
-  private clientKeys(shareId: string, clientIp: string): [string, string] {
+  /** The client's attempt counter, its count of attempts in flight, and its mark as a known visitor of the link. */
+  private clientKeys(shareId: string, clientIp: string): [string, string, string] {
     const client = `${shareId}:${clientNetwork(clientIp)}`;
-    return [`${this.config.redisKeyPrefix}:share-password-failures:${client}`, `${this.config.redisKeyPrefix}:share-password-checking:${client}`];
+    const prefix = this.config.redisKeyPrefix;
+    return [`${prefix}:share-password-failures:${client}`, `${prefix}:share-password-checking:${client}`, `${prefix}:share-password-known:${client}`];
   }
 
   private linkKey(shareId: string): string {
@@ -187,8 +197,14 @@ export class PasswordAttempts {
 
   /** Throws TooManyPasswordAttempts while this client is locked out of this link (uses no attempt). */
   async assertNotLockedOut(shareId: string, clientIp: string): Promise<void> {
-    const [used, ttl, inFlight] = await this.guard(() => this.redis.eval(READ_ATTEMPTS, 2, ...this.clientKeys(shareId, clientIp)) as Promise<[number, number, number]>);
+    await this.readClient(shareId, clientIp);
+  }
+
+  /** Throws TooManyPasswordAttempts while this client is locked out of this link; answers whether it is a known visitor of it. */
+  private async readClient(shareId: string, clientIp: string): Promise<{ known: boolean }> {
+    const [used, ttl, inFlight, known] = await this.guard(() => this.redis.eval(READ_ATTEMPTS, 3, ...this.clientKeys(shareId, clientIp)) as Promise<[number, number, number, number]>);
     if (used >= MAX_FAILED_PASSWORD_ATTEMPTS && inFlight === 0) throw new TooManyPasswordAttempts(retryAfter(ttl));
+    return { known: known === 1 };
   }
 
   /**
@@ -196,7 +212,8 @@ export class PasswordAttempts {
    * locked out, or the link backing off (uses no attempt). What the share page asks before showing its form.
    */
   async assertMayTry(shareId: string, clientIp: string): Promise<void> {
-    await this.assertNotLockedOut(shareId, clientIp);
+    const { known } = await this.readClient(shareId, clientIp);
+    if (known) return;
     const backoffMs = await this.guard(() => this.redis.eval(READ_LINK_BACKOFF, 1, this.linkKey(shareId), this.clock.now().getTime()) as Promise<number>);
     if (backoffMs > 0) throw new TooManyPasswordAttempts(seconds(backoffMs), 'link');
   }
@@ -220,8 +237,9 @@ export class PasswordAttempts {
   }
 
   /** The attempt was a wrong password: it stays counted, a back-off it started holds, and the link remembers its failures for 24 h from now. */
-  async countAsWrong({ shareId, clientIp, linkLockedBySelf }: TakenAttempt): Promise<void> {
-    await this.guard(() => this.redis.eval(SETTLE_ATTEMPT, 2, ...this.clientKeys(shareId, clientIp), '0'));
+  async countAsWrong({ shareId, clientIp, linkTaken, linkLockedBySelf }: TakenAttempt): Promise<void> {
+    await this.guard(() => this.redis.eval(SETTLE_ATTEMPT, 2, ...this.clientKeys(shareId, clientIp).slice(0, 2), '0'));
+    if (!linkTaken) return;
     await this.guard(() => this.redis.eval(CONFIRM_LINK_FAILURE, 1, this.linkKey(shareId), linkLockedBySelf, LINK_FAILURE_MEMORY_MS));
   }
 
@@ -229,22 +247,27 @@ export class PasswordAttempts {
    * The attempt was the right password: it counts neither against the client nor the link, and the
    * link's back-off and memory are as they were before it.
    */
-  async giveBack({ shareId, clientIp, linkLockedBefore, linkLockedBySelf }: TakenAttempt): Promise<void> {
-    await this.guard(() => this.redis.eval(SETTLE_ATTEMPT, 2, ...this.clientKeys(shareId, clientIp), '1'));
+  async giveBack({ shareId, clientIp, linkTaken, linkLockedBefore, linkLockedBySelf }: TakenAttempt): Promise<void> {
+    const [failures, checking, known] = this.clientKeys(shareId, clientIp);
+    await this.guard(() => this.redis.eval(SETTLE_ATTEMPT, 2, failures, checking, '1'));
+    await this.guard(() => this.redis.set(known, '1', 'EX', KNOWN_VISITOR_SECONDS));
+    if (!linkTaken) return;
     await this.guard(() => this.redis.eval(RETURN_LINK_ATTEMPT, 1, this.linkKey(shareId), linkLockedBefore, linkLockedBySelf));
   }
 
   /** One try at taking an attempt: taken, refused (thrown), or `inFlightMs` when checks in flight must decide first. */
   private async tryTake(shareId: string, clientIp: string): Promise<TakenAttempt | { inFlightMs: number }> {
     const clientKeys = this.clientKeys(shareId, clientIp);
-    const [used, ms] = await this.guard(
+    const [used, ms, known] = await this.guard(
       () =>
-        this.redis.eval(TAKE_ATTEMPT, 2, ...clientKeys, MAX_FAILED_PASSWORD_ATTEMPTS, PASSWORD_ATTEMPT_WINDOW_SECONDS * 1000, PASSWORD_CHECK_DEADLINE_MS) as Promise<
-          [number, number]
+        this.redis.eval(TAKE_ATTEMPT, 3, ...clientKeys, MAX_FAILED_PASSWORD_ATTEMPTS, PASSWORD_ATTEMPT_WINDOW_SECONDS * 1000, PASSWORD_CHECK_DEADLINE_MS) as Promise<
+          [number, number, number]
         >,
     );
     if (used === REFUSED) throw new TooManyPasswordAttempts(retryAfter(ms));
     if (used === CHECK_IN_FLIGHT) return { inFlightMs: ms };
+    // A known visitor's guesses are bounded by its own limit; the link's back-off is for strangers.
+    if (known === 1) return { shareId, clientIp, linkTaken: false, linkLockedBefore: 0, linkLockedBySelf: 0 };
     const [linkUsed, linkMs, lockedBefore, lockedBySelf] = await this.guard(
       () =>
         this.redis.eval(
@@ -260,11 +283,11 @@ export class PasswordAttempts {
     );
     if (linkUsed < 0) {
       // Not checked: this guess does not count against the client.
-      await this.guard(() => this.redis.eval(SETTLE_ATTEMPT, 2, ...clientKeys, '1'));
+      await this.guard(() => this.redis.eval(SETTLE_ATTEMPT, 2, ...clientKeys.slice(0, 2), '1'));
       if (linkUsed === REFUSED) throw new TooManyPasswordAttempts(seconds(linkMs), 'link');
       return { inFlightMs: linkMs };
     }
-    return { shareId, clientIp, linkLockedBefore: lockedBefore, linkLockedBySelf: lockedBySelf };
+    return { shareId, clientIp, linkTaken: true, linkLockedBefore: lockedBefore, linkLockedBySelf: lockedBySelf };
   }
 
   private async guard<T>(work: () => Promise<T>): Promise<T> {
@@ -277,10 +300,14 @@ export class PasswordAttempts {
   }
 }
 
-/** An attempt taken on a link, and the link's back-off before and after taking it (ms since the epoch; 0: none). */
+/**
+ * An attempt taken on a link, whether it was taken on the link's count too (not for a known visitor), and the link's
+ * back-off before and after taking it (ms since the epoch; 0: none).
+ */
 export interface TakenAttempt {
   shareId: string;
   clientIp: string;
+  linkTaken: boolean;
   linkLockedBefore: number;
   linkLockedBySelf: number;
 }

@@ -31,7 +31,7 @@ const PUBLIC_ERRORS = [
   [
     429,
     'rate_limit_exceeded: too many wrong passwords from this client for this link (10 per 15 minutes; an IPv6 client counts by its /64), ' +
-      'the link is backing off after 20 wrong passwords from all clients (1 s doubling to 1 h), other passwords for the link were still being checked after ' +
+      'the link is backing off after 20 wrong passwords from all clients (1 s doubling to 1 h; not for a client that gave the right password in the last 30 days), other passwords for the link were still being checked after ' +
       '5 s of waiting for them (Retry-After of at most 10 s), or too many requests from this address; see Retry-After.',
   ],
 ] as const satisfies ReadonlyArray<[number, string]>;

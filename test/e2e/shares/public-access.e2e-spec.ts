@@ -699,9 +699,10 @@ describe('share password guesses from many addresses', () => {
     const memory = await redis.pttl(linkKey);
     expect(memory).toBeGreaterThan(0);
     expect(memory).toBeLessThanOrEqual(60 * 60_000);
-    // Nor were they counted: the next wrong password is the 34th, checked, and backs the link off for the hour it would.
+    // Nor were they counted: the next wrong password is the 34th, checked, and backs the link off for the hour it would
+    // (for a visitor who has not given the right password before).
     expect((await guess(share.path, '203.0.113.40', 'a wrong one')).status).toBe(401);
-    const refused = await guess(share.path, '198.51.100.7', 'the right one');
+    const refused = await guess(share.path, '198.51.100.9', 'the right one');
     expect(refused.status).toBe(429);
     expect(refused.headers['retry-after']).toBe('3600');
   });
@@ -740,6 +741,32 @@ describe('share password guesses from many addresses', () => {
     expect(right.status).toBe(429);
     expect(Number(right.headers['retry-after'])).toBeGreaterThan(3500);
     expect(await redis.hget(linkKey, 'attempts')).toBe('34');
+  });
+
+  it('keeps letting in the visitors who gave the right password while someone who knows the token keeps the link backing off', async () => {
+    const share = await protectedShare();
+    const colleague = (password = 'the right one') => ({ 'X-Forwarded-For': '198.51.100.60', 'X-Share-Password': password });
+    await t.http().get(share.path).set(colleague()).expect(200);
+    // Later an attacker spends the free failures and holds the link in its hour-long back-off with one guess an hour.
+    const { redis, linkKey } = await pastItsFreeFailures(share.id);
+    expect((await guess(share.path, '203.0.113.90', 'a wrong one')).status).toBe(401);
+    const stranger = await guess(share.path, '198.51.100.61', 'the right one');
+    expect(stranger.status).toBe(429);
+    expect(Number(stranger.headers['retry-after'])).toBeGreaterThan(3500);
+
+    // The colleague who opened the link before is not held: the metadata, the file, and the page's password form.
+    await t.http().get(share.path).set(colleague()).expect(200);
+    await t.http().get(`${share.path}/download`).set(colleague()).expect(200);
+    const page = await t.http().get(share.path).set('Accept', 'text/html').set('X-Forwarded-For', '198.51.100.60').expect(200);
+    expect(page.text).toContain('<form method="post"');
+    expect(await redis.hget(linkKey, 'attempts')).toBe('34');
+
+    // Its own limit still holds: its wrong passwords leave the link's count alone, and the 10th locks it out like anyone.
+    for (let i = 1; i <= 10; i++) expect((await t.http().get(share.path).set(colleague(`wrong ${i}`))).status, `wrong ${i}`).toBe(401);
+    expect(await redis.hget(linkKey, 'attempts')).toBe('34');
+    const lockedOut = await t.http().get(share.path).set(colleague());
+    expect(lockedOut.status).toBe(429);
+    expect(lockedOut.body.error.details).toMatchObject({ limit: 10 });
   });
 
   it('counts an IPv6 client by its /64: new host parts of one network share its 10 attempts', async () => {
