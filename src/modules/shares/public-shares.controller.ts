@@ -211,11 +211,17 @@ function passwordFrom(request: Request): string | undefined {
   return utf8HeaderText(value);
 }
 
+/** Throws on bytes that are not UTF-8, and keeps a leading BOM (it is part of the text sent). */
+const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
 /**
  * Node reads header bytes as Latin-1; clients such as curl send non-ASCII text as UTF-8 bytes, so those are
- * decoded as UTF-8 when they are valid UTF-8.
+ * decoded as UTF-8 when they are valid UTF-8 (a U+FFFD they encode included: a password may hold one).
  */
 function utf8HeaderText(value: string): string {
-  const utf8 = Buffer.from(value, 'latin1').toString('utf8');
-  return utf8.includes('\uFFFD') ? value : utf8;
+  try {
+    return STRICT_UTF8.decode(Buffer.from(value, 'latin1'));
+  } catch {
+    return value;
+  }
 }

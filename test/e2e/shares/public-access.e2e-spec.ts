@@ -204,6 +204,14 @@ describe('public share links (/s/{token})', () => {
       await t.http().get(share.path).set('X-Share-Password', 'passwort').expect(401);
     });
 
+    it('accepts a password holding U+FFFD (the replacement character) sent as UTF-8 bytes, as it was created', async () => {
+      const { share } = await sharedFile({ password: 'broken \uFFFD glyph' });
+      await t.http().get(share.path).set('X-Share-Password', Buffer.from('broken \uFFFD glyph', 'utf8').toString('latin1')).expect(200);
+      // Bytes that are not UTF-8 are still read as Latin-1.
+      const { share: latin } = await sharedFile({ password: 'caf\u00e9 \u00ff' });
+      await t.http().get(latin.path).set('X-Share-Password', Buffer.from('caf\u00e9 \u00ff', 'latin1').toString('latin1')).expect(200);
+    });
+
     it('refuses repeated X-Share-Password headers with 400, without counting them as wrong passwords', async () => {
       const { share } = await sharedFile({ password: 'open sesame' });
       for (let i = 0; i < 12; i++) {
