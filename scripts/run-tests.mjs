@@ -1,104 +1,71 @@
 #!/usr/bin/env node
-// Runs the whole suite: unit tests once, then every e2e test on SQLite and on PostgreSQL (RUN_ONCE's files
-// on the first of them only).
-// TEST_DATABASES=sqlite (or postgres) narrows the run. Ends with one "N passed, N failed" line, after
-// a list of the skipped tests, if any, each with its reason (the note of `ctx.skip(note)`), and a list of the
-// failed tests with the first line of each failure: CI keeps only the end of the output, and a run's failures
-// scroll out of it behind the next run.
+// Runs the whole suite in one vitest run: the unit tests, and every e2e test on SQLite and on PostgreSQL, side by side
+// (one vitest project per database, e2e-sqlite and e2e-postgres: see vitest.config.ts, which also lists the files that
+// run on the first database only). One run rather than one per database: the workers stay busy to the end instead of
+// waiting twice for a run's last, longest files.
+// TEST_DATABASES=sqlite (or postgres, or empty for the unit tests alone) narrows the run. Ends with one
+// "N passed, N failed" line, after a list of the skipped tests, if any, each with its reason (the note of
+// `ctx.skip(note)`), and a list of the failed tests with the first line of each failure: CI keeps only the end of
+// the output.
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const databases = (process.env.TEST_DATABASES ?? 'sqlite,postgres').split(',').map((d) => d.trim()).filter(Boolean);
+const projects = ['unit', ...databases.map((db) => `e2e-${db}`)];
 const extraArgs = process.argv.slice(2);
-const skippedTestsReporter = fileURLToPath(new URL('./skipped-tests-reporter.mjs', import.meta.url));
+const summaryReporter = fileURLToPath(new URL('./suite-summary-reporter.mjs', import.meta.url));
 const reportDir = join('test-results');
 rmSync(reportDir, { recursive: true, force: true });
 mkdirSync(reportDir, { recursive: true });
+const summaryReport = join(reportDir, 'summary.json');
 
-// Files that run once, in the first database's run, because they test what does not depend on the database: the
-// client libraries (the JavaScript library's tests, and the Python, PHP and Ruby libraries' conformance) test the
-// HTTP interface, which the server's own e2e tests cover on both databases; Swagger UI is a page in a browser; the
-// test command's own test runs throwaway projects. The concurrent-quota file starts servers on both databases
-// itself, whatever TEST_DB says. The start-up, configuration and argument files test refusals that come before the
-// database matters (a bad variable, an unreachable Redis, a port in use, a command line the CLI cannot parse), and
-// PORT=0 the port a server announces. Together about seven minutes of worker time saved.
-// `TEST_DB=postgres npx vitest run clients/conformance` still runs the conformance on PostgreSQL.
-const RUN_ONCE = [
-  'clients/conformance/**',
-  'clients/js/test/**',
-  'test/e2e/files/concurrent-quota.e2e-spec.ts',
-  'test/e2e/foundation/swagger-ui.e2e-spec.ts',
-  'test/e2e/foundation/test-command.e2e-spec.ts',
-  'test/e2e/foundation/start-up.e2e-spec.ts',
-  'test/e2e/foundation/start-up-redis.e2e-spec.ts',
-  'test/e2e/foundation/configuration.e2e-spec.ts',
-  'test/e2e/foundation/cli-arguments.e2e-spec.ts',
-  'test/e2e/foundation/port-zero.e2e-spec.ts',
-];
-const runs = [
-  { label: 'unit', args: ['--project', 'unit'], env: {} },
-  ...databases.map((db, index) => ({
-    label: `e2e (${db})`,
-    args: ['--project', 'e2e', ...(index > 0 ? RUN_ONCE.flatMap((glob) => ['--exclude', glob]) : [])],
-    env: { TEST_DB: db },
-  })),
-];
+console.log(`\n=== ${projects.join(', ')} ===`);
+const result = spawnSync(
+  'npx',
+  ['vitest', 'run', ...projects.flatMap((name) => ['--project', name]), '--reporter=default', `--reporter=${summaryReporter}`, ...extraArgs],
+  // SUITE_DATABASES makes vitest.config.ts define one e2e project per database.
+  { stdio: 'inherit', env: { ...process.env, SUITE_DATABASES: databases.join(','), SUITE_SUMMARY_REPORT: summaryReport } },
+);
+let exitCode = result.status === 0 ? 0 : 1;
 
-let passed = 0;
-let failed = 0;
-let skipped = 0;
-let exitCode = 0;
+const counts = { passed: 0, failed: 0, skipped: 0 };
+const testsRunBy = new Map(projects.map((name) => [name, 0]));
 const skippedTests = [];
 const failedTests = [];
-for (const run of runs) {
-  const report = join(reportDir, `${run.label.replace(/\W+/g, '-')}.json`);
-  const skippedReport = join(reportDir, `${run.label.replace(/\W+/g, '-')}.skipped.json`);
-  console.log(`\n=== ${run.label} ===`);
-  const reporters = ['--reporter=default', '--reporter=json', `--outputFile.json=${report}`, `--reporter=${skippedTestsReporter}`];
-  const result = spawnSync('npx', ['vitest', 'run', ...run.args, ...reporters, ...extraArgs], {
-    stdio: 'inherit',
-    env: { ...process.env, ...run.env, SKIPPED_TESTS_REPORT: skippedReport },
-  });
-  if (existsSync(skippedReport)) {
-    for (const test of JSON.parse(readFileSync(skippedReport, 'utf8'))) skippedTests.push({ ...test, run: run.label });
-  }
-  if (result.status !== 0) exitCode = 1;
-  try {
-    const summary = JSON.parse(readFileSync(report, 'utf8'));
-    passed += summary.numPassedTests;
-    failed += summary.numFailedTests;
-    skipped += summary.numPendingTests + (summary.numTodoTests ?? 0);
-    if (summary.numTotalTests === 0) exitCode = 1;
-    for (const file of summary.testResults ?? []) {
-      const path = file.name.replace(`${process.cwd()}/`, '');
-      const failures = (file.assertionResults ?? []).filter((test) => test.status === 'failed');
-      for (const test of failures) failedTests.push({ run: run.label, path, name: test.fullName, why: firstLine(test.failureMessages) });
-      // A file that fails outside its tests (an import error, a hook) reports no failed test, only its message.
-      if (failures.length === 0 && file.status === 'failed') failedTests.push({ run: run.label, path, name: '(the file)', why: firstLine([file.message]) });
+if (existsSync(summaryReport)) {
+  const summary = JSON.parse(readFileSync(summaryReport, 'utf8'));
+  for (const { project, file, tests, errors, state } of summary.files) {
+    testsRunBy.set(project, (testsRunBy.get(project) ?? 0) + tests.length);
+    for (const test of tests) {
+      if (test.state === 'passed') counts.passed += 1;
+      if (test.state === 'failed') {
+        counts.failed += 1;
+        failedTests.push(`[${project}] ${file} > ${test.name}: ${test.why}`);
+      }
+      if (test.state === 'skipped') {
+        counts.skipped += 1;
+        const why = test.note ?? (test.mode === 'todo' ? 'a todo' : 'no reason given: marked skip, or another test is marked only');
+        skippedTests.push(`[${project}] ${file} > ${test.name}: ${why}`);
+      }
     }
-  } catch {
+    // A file that fails outside its tests (an import error, a hook) reports no failed test, only its message.
+    if (state === 'failed' && !tests.some((test) => test.state === 'failed')) {
+      failedTests.push(`[${project}] ${file} > (the file): ${errors[0] ?? 'no message'}`);
+    }
+  }
+  for (const error of summary.unhandledErrors) failedTests.push(`(outside any test): ${error}`);
+  for (const [project, count] of testsRunBy) {
+    if (count > 0) continue;
     exitCode = 1;
-    console.error(`[tests] no report from ${run.label}: the run did not complete`);
+    console.error(`[tests] ${project} ran no test`);
   }
+} else {
+  exitCode = 1;
+  console.error('[tests] no report: the run did not complete');
 }
-if (skippedTests.length > 0) {
-  console.log(`\nSkipped (${skippedTests.length}):`);
-  for (const test of skippedTests) {
-    const why = test.note ?? (test.mode === 'todo' ? 'a todo' : 'no reason given: marked skip, or another test is marked only');
-    console.log(`  [${test.run}] ${test.file} > ${test.name}: ${why}`);
-  }
-}
-if (failedTests.length > 0) {
-  console.log(`\nFailed (${failedTests.length}):`);
-  for (const test of failedTests) console.log(`  [${test.run}] ${test.path} > ${test.name}: ${test.why}`);
-}
-console.log(`\n${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);
+if (skippedTests.length > 0) console.log(`\nSkipped (${skippedTests.length}):\n${skippedTests.map((line) => `  ${line}`).join('\n')}`);
+if (failedTests.length > 0) console.log(`\nFailed (${failedTests.length}):\n${failedTests.map((line) => `  ${line}`).join('\n')}`);
+console.log(`\n${counts.passed} passed, ${counts.failed} failed${counts.skipped ? `, ${counts.skipped} skipped` : ''}`);
 process.exit(exitCode);
-
-function firstLine(messages) {
-  const text = (messages ?? []).find((message) => message && message.trim()) ?? 'no message';
-  // Strip colours and keep the one line that says what went wrong.
-  return text.replace(/\u001b\[[0-9;]*m/g, '').trim().split('\n')[0].slice(0, 300);
-}

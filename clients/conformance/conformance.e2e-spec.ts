@@ -3,9 +3,11 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { Clock } from '../../src/common/clock.js';
 import { createAccount } from '../../test/support/accounts.js';
 import { startTestApp, type TestApp } from '../../test/support/test-app.js';
+import { startTestProxy, type TestProxy } from '../js/test/support/test-proxy.js';
 import { type LanguageRunner, RUNNERS } from './runners.js';
 
 /**
@@ -37,6 +39,8 @@ const scenario = JSON.parse(readFileSync(SCENARIO_PATH, 'utf8')) as { steps: Sce
 const RUN_GUARD_MS = 8 * 60_000;
 /** CONFORMANCE_OUTPUT=1 prints the runners' output even when they pass. */
 const SHOW_OUTPUT = process.env.CONFORMANCE_OUTPUT === '1';
+/** A download by signed link, as the test proxy's rules see it. */
+const DOWNLOAD_BY_LINK = /^GET \/v1\/files\/[^/]+\/download\?/;
 
 /** Runs a command without blocking this process's event loop (the server under test lives in it). */
 function run(command: string[], cwd: string, env: Record<string, string>): Promise<Finished> {
@@ -66,6 +70,8 @@ async function routeIsMissing(baseUrl: string, apiKey: string, route: string): P
 
 describe.each(RUNNERS)('the $language client library against a live server', (runner: LanguageRunner) => {
   let t: TestApp;
+  /** Step 13's way to the server: it cuts the first download by link part-way and moves the server's clock on. */
+  let pastLinkExpiry: TestProxy;
   let conformance: Finished;
   let report: StepResult[] = [];
   let apiKey: string;
@@ -82,6 +88,15 @@ describe.each(RUNNERS)('the $language client library against a live server', (ru
     t = await startTestApp({ HTTP_IDLE_TIMEOUT_SECONDS: '20' });
     apiKey = (await createAccount(t.app)).apiKey;
     const free = await createAccount(t.app, { plan: 'free', name: 'Free conformance account' });
+    pastLinkExpiry = await startTestProxy({ upstream: t.baseUrl });
+    // The link the download began with expires meanwhile: the server's clock is two hours on when the cut reaches the
+    // library, as after a long download over a slow line.
+    const clock = vi.spyOn(t.app.get(Clock), 'now');
+    pastLinkExpiry.cutAnswers(DOWNLOAD_BY_LINK, {
+      afterBodyBytes: 1024 * 1024,
+      times: 1,
+      onCut: () => clock.mockImplementation(() => new Date(Date.now() + 2 * 3600_000)),
+    });
     conformance = await run(runner.conformance, cwd, {
       ...runner.env,
       FSS_BASE_URL: t.baseUrl,
@@ -90,7 +105,9 @@ describe.each(RUNNERS)('the $language client library against a live server', (ru
       FSS_SCENARIO: SCENARIO_PATH,
       FSS_REPORT: join(workDir, 'report.json'),
       FSS_WORK_DIR: workDir,
+      FSS_PAST_LINK_EXPIRY_URL: pastLinkExpiry.url,
     });
+    clock.mockRestore();
     try {
       report = (JSON.parse(readFileSync(join(workDir, 'report.json'), 'utf8')) as { steps: StepResult[] }).steps;
     } catch {
@@ -98,6 +115,7 @@ describe.each(RUNNERS)('the $language client library against a live server', (ru
     }
   }, RUN_GUARD_MS + 60_000);
   afterAll(async () => {
+    await pastLinkExpiry?.close();
     await t?.close();
     rmSync(workDir, { recursive: true, force: true });
   });
@@ -121,6 +139,13 @@ describe.each(RUNNERS)('the $language client library against a live server', (ru
       expect(result!.status, result!.error ?? '').toBe('passed');
     });
   }
+
+  it('download_past_link_expiry went through its proxy: cut once, then continued with a fresh link', () => {
+    const downloads = pastLinkExpiry.requests.filter((line) => DOWNLOAD_BY_LINK.test(line));
+    expect(pastLinkExpiry.answersCut).toBe(1);
+    expect(downloads).toHaveLength(2);
+    expect(new Set(downloads.map((line) => new URL(line.split(' ')[1], 'http://x').searchParams.get('signature'))).size).toBe(2);
+  });
 
   it("passes the library's own tests (unit tests and README examples) against the server", async () => {
     const suite = await run(runner.suite, cwd, {

@@ -30,16 +30,9 @@ export function useTestApp<T extends TestApp = TestApp>(assign: (fixture: AppFix
   let t: T | undefined;
   beforeAll(async () => {
     t = await (options.start ?? (startTestApp as unknown as (env: Record<string, string>) => Promise<T>))(options.env ?? {});
-    const srv = t.app.getHttpServer();
-    const t0 = Date.now();
-    (globalThis as any).__socks = [];
-    srv.on('connection', (sock: any) => { const rec: any = { port: sock.remotePort, ev: [] }; (globalThis as any).__socks.push([sock, rec]); sock.on('end', () => rec.ev.push(['end', Date.now() - t0])); sock.on('close', () => rec.ev.push(['close', Date.now() - t0])); });
-    srv.on('request', (req: any, res: any) => { const r = (globalThis as any).__socks.find(([s]: any) => s === req.socket); r?.[1].ev.push([req.method + ' ' + req.url.slice(0, 40), Date.now() - t0]); res.on('finish', () => r?.[1].ev.push(['finish', Date.now() - t0])); res.on('close', () => r?.[1].ev.push(['res-close', Date.now() - t0])); });
     assign({ t, owner: await createAccount(t.app, options.owner) });
   });
   afterAll(async () => {
-    const pending = (globalThis as any).__socks.filter(([s]: any) => !s.destroyed).map(([s, r]: any) => ({ ...r, re: s.readableEnded, we: s.writableEnded }));
-    console.log('PENDING', JSON.stringify(pending, null, 0));
     await t?.close();
   });
 }

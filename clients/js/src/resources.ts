@@ -193,15 +193,17 @@ export class Files {
     // These routes take a signed link, not the key: the file's fresh download_url / thumbnail_url is that link. Its
     // signature goes to the route under this client's baseUrl, which may differ from the server's public address (and
     // its path prefix from PUBLIC_BASE_URL's).
-    const file = await this.get(fileId, options);
-    const link = route === 'download' ? file.download_url : file.thumbnail_url;
-    if (link === undefined) {
-      throw new NotFoundError({ code: 'not_found', status: 404, message: `File ${fileId} has no thumbnail (not yet made, or its type gets none)` });
-    }
-    const signature = new URL(link, 'http://base.invalid').search;
-    const get = (headers: Record<string, string>) =>
-      this.http.send({ method: 'GET', path: path`/v1/files/${fileId}/${route}` + signature, anonymous: true, headers: { Accept: '*/*', ...headers }, signal: options.signal });
-    return downloadBody(this.http, await get(rangeHeader(range)), `The ${route} of ${fileId}`, range, get, options.signal);
+    const getSigned = async (headers: Record<string, string>) => {
+      const file = await this.get(fileId, options);
+      const link = route === 'download' ? file.download_url : file.thumbnail_url;
+      if (link === undefined) {
+        throw new NotFoundError({ code: 'not_found', status: 404, message: `File ${fileId} has no thumbnail (not yet made, or its type gets none)` });
+      }
+      const signature = new URL(link, 'http://base.invalid').search;
+      return this.http.send({ method: 'GET', path: path`/v1/files/${fileId}/${route}` + signature, anonymous: true, headers: { Accept: '*/*', ...headers }, signal: options.signal });
+    };
+    // A continuation takes a fresh link too: a long download (gigabytes over a slow line) outlives its link's hour.
+    return downloadBody(this.http, await getSigned(rangeHeader(range)), `The ${route} of ${fileId}`, range, getSigned, options.signal);
   }
 }
 

@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { fetch as undiciFetch } from 'undici';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { Clock } from '../../../src/common/clock.js';
 import { createAccount, type TestAccount } from '../../../test/support/accounts.js';
 import { startTestApp, type TestApp } from '../../../test/support/test-app.js';
 import { ConnectionError, FileStorage, IdempotencyError, InvalidResponseError, RateLimitError, ServiceUnavailableError, TimeoutError } from '../src/index.js';
@@ -143,6 +144,24 @@ describe('the JavaScript client behind reverse proxies, captive portals and fail
     const download = await client.files.download(file.id);
     await client.files.upload(Buffer.from(randomBytes(200 * 1024)), { name: 'changing.bin', overwrite: true });
     await expect(readAll(download)).rejects.toThrow(/changed on the server/);
+  });
+
+  it('continues a download cut after its link expired (the hour of a download_url) through a fresh link', async () => {
+    const through = await proxy();
+    const client = new FileStorage({ apiKey: account.apiKey, baseUrl: through.url, timeoutMs: 1_000 });
+    const bytes = randomBytes(200 * 1024);
+    const file = await client.files.upload(Buffer.from(bytes), { name: 'long-download.bin' });
+    through.cutAnswers(DOWNLOAD, { afterBodyBytes: 64 * 1024, stall: true, times: 1 });
+    // The answer has begun; its stall is only timed while the stream is read, which starts two hours later by the
+    // server's clock: the link the download began with has expired by the time it must be continued.
+    const download = await client.files.download(file.id);
+    const twoHoursOn = vi.spyOn(t.app.get(Clock), 'now').mockImplementation(() => new Date(Date.now() + 2 * 3600_000));
+    try {
+      expect(md5(await readAll(download))).toBe(md5(bytes));
+    } finally {
+      twoHoursOn.mockRestore();
+    }
+    expect(through.answersCut).toBe(1);
   });
 
   it("raises InvalidResponseError with the status and the start of the body for a captive portal's page", async () => {

@@ -4,7 +4,7 @@ declare(strict_types=1);
 
 // The conformance scenario of clients/conformance/scenario.json, run with this library against a live server. The
 // harness (clients/conformance/conformance.e2e-spec.ts) sets FSS_BASE_URL, FSS_API_KEY, FSS_FREE_API_KEY,
-// FSS_SCENARIO, FSS_REPORT and FSS_WORK_DIR (see clients/conformance/scenario.md). Each step runs in the scenario's
+// FSS_SCENARIO, FSS_REPORT, FSS_WORK_DIR and FSS_PAST_LINK_EXPIRY_URL (see clients/conformance/scenario.md). Each step runs in the scenario's
 // order; its outcome goes into the report the harness reads. Exits non-zero when a step failed.
 
 require __DIR__ . '/../autoload.php';
@@ -325,6 +325,14 @@ $steps['resume_download'] = function () use ($client, $params, $apiKey, $baseUrl
     }
     clearstatcache();
     checkSame([$big['size'], $state['big_md5']], [filesize($target), md5_file($target)], 'the resumed download');
+};
+
+$steps['download_past_link_expiry'] = function () use ($apiKey, $workDir, &$state) {
+    $big = $state['big_file'];
+    $target = "$workDir/past-link-expiry.bin";
+    (new Client($apiKey, (string) getenv('FSS_PAST_LINK_EXPIRY_URL')))->files->download($big['id'], $target);
+    clearstatcache();
+    checkSame([$big['size'], $state['big_md5']], [filesize($target), md5_file($target)], 'the continued download');
 };
 
 checkSame(array_keys($scenario), array_keys($steps), "the runner's steps");

@@ -2,7 +2,7 @@
 The conformance scenario of clients/conformance/scenario.json, run with unittest against a live server.
 
 The harness (clients/conformance/conformance.e2e-spec.ts) sets FSS_BASE_URL, FSS_API_KEY, FSS_FREE_API_KEY,
-FSS_SCENARIO, FSS_REPORT and FSS_WORK_DIR; see clients/conformance/scenario.md. Each step is one test, in the
+FSS_SCENARIO, FSS_REPORT, FSS_WORK_DIR and FSS_PAST_LINK_EXPIRY_URL; see clients/conformance/scenario.md. Each step is one test, in the
 scenario's order, and its outcome goes into the report the harness reads.
 """
 
@@ -31,7 +31,9 @@ from file_storage import (
 from .support import TestProxy, WebhookReceiver
 
 ENV = os.environ
-CONFIGURED = all(name in ENV for name in ("FSS_BASE_URL", "FSS_API_KEY", "FSS_FREE_API_KEY", "FSS_SCENARIO", "FSS_REPORT", "FSS_WORK_DIR"))
+CONFIGURED = all(
+    name in ENV for name in ("FSS_BASE_URL", "FSS_API_KEY", "FSS_FREE_API_KEY", "FSS_SCENARIO", "FSS_REPORT", "FSS_WORK_DIR", "FSS_PAST_LINK_EXPIRY_URL")
+)
 RESULTS: list[dict[str, Any]] = []
 
 
@@ -306,6 +308,13 @@ class ConformanceScenario(unittest.TestCase):
             self.assertEqual(len([line for line in proxy.requests if "/download?" in line]), 1)
         finally:
             proxy.close()
+        self.assertEqual((os.path.getsize(target), md5_of_path(target)), (big["size"], self.state["big_md5"]))
+
+    @step("download_past_link_expiry")
+    def test_13_download_past_link_expiry(self) -> None:
+        big = self.state["big_file"]
+        target = os.path.join(self.work_dir, "past-link-expiry.bin")
+        FileStorage(ENV["FSS_API_KEY"], ENV["FSS_PAST_LINK_EXPIRY_URL"]).files.download_to(big["id"], target)
         self.assertEqual((os.path.getsize(target), md5_of_path(target)), (big["size"], self.state["big_md5"]))
 
 

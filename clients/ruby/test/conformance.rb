@@ -2,7 +2,7 @@
 
 # The conformance scenario of clients/conformance/scenario.json, run with this library against a live server.
 # The harness (clients/conformance/conformance.e2e-spec.ts) sets FSS_BASE_URL, FSS_API_KEY, FSS_FREE_API_KEY,
-# FSS_SCENARIO, FSS_REPORT and FSS_WORK_DIR (see clients/conformance/scenario.md). Each step runs in the scenario's
+# FSS_SCENARIO, FSS_REPORT, FSS_WORK_DIR and FSS_PAST_LINK_EXPIRY_URL (see clients/conformance/scenario.md). Each step runs in the scenario's
 # order; its outcome goes into the report the harness reads. Exits non-zero when a step failed.
 require 'digest'
 require 'json'
@@ -297,6 +297,14 @@ steps['resume_download'] = lambda do
     proxy.close
   end
   check_equal([big['size'], state[:big_md5]], [File.size(target), Digest::MD5.file(target).hexdigest], 'the resumed download')
+end
+
+steps['download_past_link_expiry'] = lambda do
+  big = state[:big_file]
+  target = File.join(work_dir, 'past-link-expiry.bin')
+  past_expiry = FileStorage::Client.new(api_key: ENV_.fetch('FSS_API_KEY'), base_url: ENV_.fetch('FSS_PAST_LINK_EXPIRY_URL'))
+  past_expiry.files.download(big['id'], target)
+  check_equal([big['size'], state[:big_md5]], [File.size(target), Digest::MD5.file(target).hexdigest], 'the continued download')
 end
 
 check_equal(scenario.keys, steps.keys, "the runner's steps")

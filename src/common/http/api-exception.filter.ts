@@ -4,7 +4,7 @@ import { ApiError, ErrorCode } from '../errors/api-error.js';
 import { isClientGone } from './client-gone.js';
 import { isDatabaseContention } from '../../infra/database/transactions.js';
 import { redactedUrl } from '../../infra/observability/request-logging.js';
-import { MAX_JSON_BODY_BYTES, MAX_JSON_DEPTH } from './request-body.js';
+import { MAX_JSON_BODY_BYTES, MAX_JSON_DEPTH, NOT_A_JSON_OBJECT } from './request-body.js';
 import { IdempotentReplay } from '../idempotency/idempotency.interceptor.js';
 import { ErrorEnvelope, SuccessEnvelope } from './envelope.js';
 
@@ -118,17 +118,28 @@ function describeHttpException(exception: HttpException, request: Request): stri
   return exception.message;
 }
 
+function isJson(text: unknown): boolean {
+  if (typeof text !== 'string') return false;
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** Errors raised by body-parser (malformed JSON, body too large, bad charset) carry a 4xx `status` and a `type`. */
 function asBodyParserError(exception: unknown): { status: number; message: string; details?: Record<string, unknown> } | null {
   if (typeof exception !== 'object' || exception === null) return null;
-  const e = exception as { status?: unknown; type?: unknown; message?: unknown; errno?: unknown };
+  const e = exception as { status?: unknown; type?: unknown; message?: unknown; errno?: unknown; body?: unknown };
   if (typeof e.status !== 'number' || e.status < 400 || e.status >= 500) return null;
   // A body that does not decompress as its Content-Encoding says: body-parser passes zlib's own error on, untyped.
   if (typeof e.type !== 'string') {
     return typeof e.errno === 'number' ? { status: 400, message: 'The request body could not be decompressed as its Content-Encoding says.' } : null;
   }
   const messages: Record<string, string> = {
-    'entity.parse.failed': 'The request body is not valid JSON.',
+    // The parser takes objects and lists only (strict): `null` or `"x"` is valid JSON, refused for what it is.
+    'entity.parse.failed': isJson(e.body) ? NOT_A_JSON_OBJECT : 'The request body is not valid JSON.',
     'entity.too.large': `The request body is larger than ${MAX_JSON_BODY_BYTES} bytes.`,
     'entity.too.deep': `The request body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels.`,
     // Thrown by jsonBodyParser with the charset in its message.

@@ -48,6 +48,9 @@ export function nestsDeeperThan(text: string, maxDepth: number): boolean {
   return false;
 }
 
+/** Every JSON body of this API is one object: a list, or a single value such as `null` or `"x"`, is refused with this. */
+export const NOT_A_JSON_OBJECT = 'The request body must be a JSON object.';
+
 /** A body-parser error: bytes that are not text in the body's charset, answered 400 rather than stored as U+FFFD. */
 export class JsonNotInCharset extends Error {
   readonly status = 400;

@@ -2,6 +2,7 @@ import { ArgumentMetadata, ValidationError, ValidationPipe } from '@nestjs/commo
 import { DECORATORS } from '@nestjs/swagger';
 import { getMetadataStorage } from 'class-validator';
 import { FieldProblem, InvalidRequest } from '../errors/api-error.js';
+import { NOT_A_JSON_OBJECT } from './request-body.js';
 
 /** Constraints on a value's type, checked in this order: once one fails, the value's other constraints say nothing useful. */
 const TYPE_CONSTRAINTS = ['isArray', 'isObject', 'isString', 'isInt', 'isNumber', 'isBoolean'];
@@ -59,7 +60,7 @@ export class ApiValidationPipe extends ValidationPipe {
     if (reserved.length > 0) throw InvalidRequest.fields(reserved.map((field) => ({ field, message: 'is not allowed' })));
     if (metadata.type === 'body' && metadata.metatype) {
       // Every JSON body of this API is one object; class-transformer would read a list as a list of them.
-      if (Array.isArray(value)) throw new InvalidRequest('The request body must be a JSON object.');
+      if (Array.isArray(value)) throw new InvalidRequest(NOT_A_JSON_OBJECT);
       const nulls = findForbiddenNulls(value, metadata.metatype, '');
       if (nulls.length > 0) throw InvalidRequest.fields(nulls.map((field) => ({ field, message: 'must not be null' })));
     }

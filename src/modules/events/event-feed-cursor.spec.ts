@@ -23,6 +23,7 @@ describe('EventFeedCursor', () => {
     ['garbage', () => ['acc_1', 'not-a-cursor']],
     ['an empty string', () => ['acc_1', '']],
     ['a position beyond 2^53', () => ['acc_1', `${'z'.repeat(12)}.${'A'.repeat(22)}`]],
+    ['its position respelled with a leading zero', (c: string) => ['acc_1', `0${c}`]],
   ])('refuses %s with invalid_request on `after`', (_, make) => {
     const [account, cursor] = make(cursors().encode('acc_1', 42));
     expect(() => cursors().decode(account, cursor)).toThrow(InvalidRequest);

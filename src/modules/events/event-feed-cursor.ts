@@ -23,7 +23,8 @@ export class EventFeedCursor {
   decode(accountId: string, cursor: string): number {
     const match = /^([0-9a-z]{1,12})\.([A-Za-z0-9_-]{22})$/.exec(cursor);
     const position = match ? parseInt(match[1], 36) : NaN;
-    if (!match || !Number.isSafeInteger(position) || !matchesBase64urlMac(match[2], this.mac(accountId, position))) {
+    // Only exactly as issued: `042.<mac>` stands for 42 too, but was never handed out.
+    if (!match || !Number.isSafeInteger(position) || position.toString(36) !== match[1] || !matchesBase64urlMac(match[2], this.mac(accountId, position))) {
       throw InvalidRequest.fields([{ field: 'after', message: 'is not a cursor this service issued to this account' }]);
     }
     return position;

@@ -6,6 +6,7 @@ import { RequireScope } from '../../common/auth/access.decorator.js';
 import { type Actor, CurrentActor } from '../../common/auth/actor.js';
 import type { CursorPage } from '../../common/http/envelope.js';
 import { ApiErrors } from '../../common/http/openapi.js';
+import { AppConfig } from '../../config/app-config.js';
 import { EventResponse } from './dto/event.response.js';
 import { ListEventsRequest } from './dto/list-events.request.js';
 import { ListEventsQuery } from './queries/list-events.query.js';
@@ -14,7 +15,10 @@ import { ListEventsQuery } from './queries/list-events.query.js';
 @Controller('v1/events')
 @RequireScope('read')
 export class EventsController {
-  constructor(private readonly queries: QueryBus) {}
+  constructor(
+    private readonly queries: QueryBus,
+    private readonly config: AppConfig,
+  ) {}
 
   @Get()
   @ApiOperation({
@@ -51,6 +55,20 @@ export class EventsController {
     // no sign: it is destroyed too once a body sent with it has been read.)
     if (response.destroyed) gone.abort();
     else response.once('close', () => gone.abort());
+    this.keepOpenWhileWaiting(response, request.wait);
     return this.queries.execute(new ListEventsQuery(actor, request, gone.signal));
+  }
+
+  /**
+   * A long poll moves no bytes while it waits, by design: the connection's idle limit (HTTP_IDLE_TIMEOUT_SECONDS, which
+   * may be shorter than the 30 s a wait may take) must not cut it off with 408 before its deadline. So its connection
+   * gets the wait on top of the limit, and the usual limit again once the answer is sent.
+   */
+  private keepOpenWhileWaiting(response: Response, waitSeconds: number): void {
+    const socket = response.socket;
+    const idleMs = this.config.httpIdleTimeoutMs;
+    if (!socket || waitSeconds === 0 || response.destroyed) return;
+    socket.setTimeout(waitSeconds * 1000 + idleMs);
+    response.once('finish', () => socket.setTimeout(idleMs));
   }
 }

@@ -235,6 +235,27 @@ describe('event feed: GET /v1/events', () => {
   });
 });
 
+describe('event feed long polls with an HTTP idle limit shorter than the wait', () => {
+  let t: TestApp;
+  let owner: TestAccount;
+  useTestApp((started) => ({ t, owner } = started), { env: { HTTP_IDLE_TIMEOUT_SECONDS: '1' } });
+
+  it('answers a wait longer than HTTP_IDLE_TIMEOUT_SECONDS at its deadline or with the event, never 408 for the connection being idle', async () => {
+    const { nextCursor } = await readFeed(t.baseUrl, owner.auth);
+    const empty = await readFeed(t.baseUrl, owner.auth, { after: nextCursor, wait: 3 });
+    expect(empty.status).toBe(200);
+    expect(empty.events).toEqual([]);
+
+    const waiting = readFeed(t.baseUrl, owner.auth, { after: empty.nextCursor, wait: 10 });
+    // Well past the idle limit before anything happens.
+    await sleep(2_500);
+    const id = await recordEvent(t.app, 'file.uploaded', owner.accountId, uploaded(5));
+    const woken = await waiting;
+    expect(woken.status).toBe(200);
+    expect(woken.events.map((e) => e.id)).toEqual([id]);
+  }, 30_000);
+});
+
 describe('event feed retention', () => {
   let t: TestApp;
   let owner: TestAccount;

@@ -88,6 +88,14 @@ describe('hostile JSON bodies, and repeated DELETEs', () => {
     expect(res.body.error).toEqual({ code: 'invalid_request', message: 'The request body is not valid JSON.' });
   });
 
+  it('names a single JSON value (null, a string, a number, a boolean) where an object goes as such, not as invalid JSON', async () => {
+    for (const body of ['null', '"listed-folder"', '42', 'true', ' null\n']) {
+      const res = await postRaw('/v1/folders', body);
+      expect(res.status, body).toBe(400);
+      expect(res.body.error, body).toEqual({ code: 'invalid_request', message: 'The request body must be a JSON object.' });
+    }
+  });
+
   it('names a JSON list where an object goes as such, and creates nothing', async () => {
     const res = await postRaw('/v1/folders', JSON.stringify([{ name: 'listed-folder' }]));
     expect(res.status).toBe(400);

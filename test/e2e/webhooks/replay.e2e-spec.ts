@@ -106,6 +106,34 @@ describe('webhook replay: POST /v1/webhooks/{id}/replay', () => {
     expect(await deliveries.countBy({ webhookId: webhook.id })).toBe(4);
   });
 
+  it('replays an open window again while its job is pending: the events since that request are queued, once, the rest not again', async () => {
+    const account = await createAccount(t.app);
+    const since = new Date(Date.now() - 60_000);
+    const ids = [];
+    for (let i = 1; i <= 2; i++) ids.push(await recordEvent(t.app, 'file.uploaded', account.accountId, uploaded(i), new Date(since.getTime() + i * 1000)));
+    await relayed(t, account.accountId);
+    const webhook = (await t.http().post('/v1/webhooks').set(account.auth).send({ url: `${receiver.url}/open-again-${account.accountId}`, events: ['file.uploaded'] }).expect(201)).body.data;
+    // The first replay's job stays pending (as behind other replays, or a receiver that is down) while the window is asked again.
+    const replays = t.app.get<Queue>(getQueueToken(QUEUES.webhookReplays));
+    await replays.pause();
+    try {
+      const replay = async () => (await t.http().post(`/v1/webhooks/${webhook.id}/replay`).set(account.auth).send({ since: since.toISOString() }).expect(202)).body.data;
+      expect(await replay()).toEqual({ queued: 2 });
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      // Happened after the first request: its job does not cover it.
+      ids.push(await recordEvent(t.app, 'file.uploaded', account.accountId, uploaded(3), new Date()));
+      expect(await replay()).toEqual({ queued: 1 });
+      // Asked again (a retry): nothing new.
+      expect(await replay()).toEqual({ queued: 0 });
+    } finally {
+      await replays.resume();
+    }
+    const deliveries = t.app.get(DataSource).getRepository(WebhookDeliveryEntity);
+    await eventually(async () => (await deliveries.countBy({ webhookId: webhook.id, origin: 'replay', status: 'succeeded' })) === 3, 30_000, 'three replayed');
+    const replayed = await deliveries.findBy({ webhookId: webhook.id, origin: 'replay' });
+    expect(replayed.map((r) => r.eventId).sort()).toEqual([...ids].sort());
+  });
+
   it('refuses to redeliver a finished replay delivery while a newer replay of its event to the webhook is pending, and redelivers it after', async () => {
     const account = await createAccount(t.app);
     const since = new Date(Date.now() - 60_000);

@@ -12,6 +12,8 @@ interface AnswerRule {
   stall?: boolean;
   /** How many more matching requests the rule applies to; without it, all of them. */
   times?: number;
+  /** Called as an answer is ended, before the client can see it: what happens meanwhile on the server's side. */
+  onCut?: () => void;
 }
 
 /**
@@ -34,9 +36,9 @@ export interface TestProxy {
   /**
    * Ends the answers to matching requests early: after the head and `afterBodyBytes` bytes of the body (without it,
    * before anything), closing the connection as a peer that went away does, or with `stall` keeping it open and silent;
-   * with `times`, only the next so many matching answers.
+   * with `times`, only the next so many matching answers; `onCut` is called as each is ended.
    */
-  cutAnswers(matching: RegExp, options?: { afterBodyBytes?: number; stall?: boolean; times?: number }): void;
+  cutAnswers(matching: RegExp, options?: { afterBodyBytes?: number; stall?: boolean; times?: number; onCut?: () => void }): void;
   /** Forwards matching requests without Range and If-Range, as a proxy or cache that does not pass them on: a whole file, 200. */
   ignoreRange(matching: RegExp): void;
   close(): Promise<void>;
@@ -65,6 +67,7 @@ export async function startTestProxy(options: { upstream?: string; prefix?: stri
     const end = () => {
       ended = true;
       answersCut++;
+      rule?.onCut?.();
       if (!rule?.stall) outgoing.socket?.destroy();
     };
     if (rule && rule.afterBodyBytes === undefined) {
@@ -116,7 +119,7 @@ export async function startTestProxy(options: { upstream?: string; prefix?: stri
       return answersCut;
     },
     answer: (matching, answer) => void rules.push({ matching, answer }),
-    cutAnswers: (matching, { afterBodyBytes, stall, times } = {}) => void rules.push({ matching, afterBodyBytes, stall, times }),
+    cutAnswers: (matching, { afterBodyBytes, stall, times, onCut } = {}) => void rules.push({ matching, afterBodyBytes, stall, times, onCut }),
     ignoreRange: (matching) => void rangeIgnored.push(matching),
     async close() {
       for (const socket of sockets) socket.destroy();

@@ -81,7 +81,9 @@ final class HttpClient
      *
      * Options: query (array), json (mixed), body (RequestBody), headers (array), anonymous (bool), retryable
      * (bool, default true), sink (callable(string): void — a successful answer's body is streamed to it; a retry after
-     * some of it was written resumes with Range and If-Range, or fails, and never writes a byte twice).
+     * some of it was written resumes with Range and If-Range, or fails, and never writes a byte twice), refreshPath
+     * (callable(): string — gives the path again for each later attempt: a signed link's fresh signature, as a long
+     * download outlives the hour of the link it began with).
      *
      * @param array<string, mixed> $options
      */
@@ -106,6 +108,9 @@ final class HttpClient
         $sink = isset($options['sink']) ? new ResumableSink($options['sink'], $headers['Range'] ?? null) : null;
 
         for ($attempt = 0; ; $attempt++) {
+            if ($attempt > 0 && isset($options['refreshPath'])) {
+                $url = $this->url(($options['refreshPath'])(), $options['query'] ?? []);
+            }
             try {
                 // The sink's Range (the rest of the body) replaces the caller's on a retry.
                 $response = $this->perform($method, $url, ($sink?->beginAttempt() ?? []) + $headers, $options, $shown, $sink);

@@ -186,11 +186,21 @@ final class Files
         // signature (the query) goes to the route under this client's base URL, like every request: the link's own
         // address is the server's PUBLIC_BASE_URL, which this client may not reach, and its path repeats the prefix the
         // base URL already has.
-        $link = $this->get($fileId)[$route . '_url'] ?? null;
-        if (!is_string($link)) {
-            throw new NotFoundException('not_found', "File $fileId has no thumbnail (not yet made, or its type gets none)", 404);
-        }
-        $path = Paths::of("/v1/files/{file_id}/$route", ['file_id' => $fileId]) . '?' . (string) parse_url($link, PHP_URL_QUERY);
-        Download::to($destination, fn (callable $sink) => $this->http->send('GET', $path, ['anonymous' => true, 'headers' => ['Accept' => '*/*'] + $range, 'sink' => $sink]));
+        // A continuation after a cut takes a fresh link too: a long download (gigabytes over a slow line) outlives its
+        // link's hour.
+        $signedPath = function () use ($fileId, $route): string {
+            $link = $this->get($fileId)[$route . '_url'] ?? null;
+            if (!is_string($link)) {
+                throw new NotFoundException('not_found', "File $fileId has no thumbnail (not yet made, or its type gets none)", 404);
+            }
+            return Paths::of("/v1/files/{file_id}/$route", ['file_id' => $fileId]) . '?' . (string) parse_url($link, PHP_URL_QUERY);
+        };
+        $path = $signedPath();
+        Download::to($destination, fn (callable $sink) => $this->http->send('GET', $path, [
+            'anonymous' => true,
+            'headers' => ['Accept' => '*/*'] + $range,
+            'sink' => $sink,
+            'refreshPath' => $signedPath,
+        ]));
     }
 }

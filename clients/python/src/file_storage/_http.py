@@ -340,14 +340,21 @@ class HttpClient:
                 continue
             raise error
 
-    def download(self, path: str, *, headers: Mapping[str, str]) -> Response:
+    def download(self, path: str | Callable[[], str], *, headers: Mapping[str, str]) -> Response:
         """
         A download (a signed link's or a share's route, without the key) of the ``Range`` in ``headers`` if any: its
         body gives exactly those bytes, and one cut off part-way is continued from the byte it stopped at, up to
-        ``max_retries`` times (see ``Response.as_download``).
+        ``max_retries`` times (see ``Response.as_download``). ``path`` may be a function giving it, called again for
+        each continuation: a signed link is fresh then, as a long download outlives the hour of the first.
         """
-        response = self.send("GET", path, anonymous=True, headers=headers)
-        reopen: Callable[[Mapping[str, str]], Response] = lambda rest: self.send("GET", path, anonymous=True, headers={**headers, **rest})
+        path_now: Callable[[], str]
+        if isinstance(path, str):
+            fixed_path = path
+            path_now = lambda: fixed_path  # noqa: E731
+        else:
+            path_now = path
+        response = self.send("GET", path_now(), anonymous=True, headers=headers)
+        reopen: Callable[[Mapping[str, str]], Response] = lambda rest: self.send("GET", path_now(), anonymous=True, headers={**headers, **rest})
         return response.as_download(headers.get("Range"), reopen, self.max_retries)
 
     @staticmethod

@@ -266,13 +266,18 @@ class Files:
         # These routes take a signed link, not the key: the file's fresh download_url / thumbnail_url is that link. Its
         # signature goes to the route under this client's base_url, which may differ from the server's public address
         # (and its path prefix from PUBLIC_BASE_URL's).
-        file = self.get(file_id)
-        link = file["download_url"] if route == "download" else file.get("thumbnail_url")
-        if link is None:
-            raise NotFoundError(f"File {file_id} has no thumbnail (not yet made, or its type gets none)", code="not_found", status=404)
-        signature = urlsplit(link).query
-        path = _path("/v1/files/{file_id}/" + route, file_id=file_id)
-        return self._http.download(f"{path}?{signature}" if signature else path, headers={"Accept": "*/*", **range_header})
+        # A continuation after a cut takes a fresh link too: a long download (gigabytes over a slow line) outlives its
+        # link's hour.
+        def signed_path() -> str:
+            file = self.get(file_id)
+            link = file["download_url"] if route == "download" else file.get("thumbnail_url")
+            if link is None:
+                raise NotFoundError(f"File {file_id} has no thumbnail (not yet made, or its type gets none)", code="not_found", status=404)
+            signature = urlsplit(link).query
+            path = _path("/v1/files/{file_id}/" + route, file_id=file_id)
+            return f"{path}?{signature}" if signature else path
+
+        return self._http.download(signed_path, headers={"Accept": "*/*", **range_header})
 
 
 class Uploads:

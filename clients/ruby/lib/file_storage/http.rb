@@ -190,8 +190,11 @@ module FileStorage
     # attempt still running (409 idempotency_key_in_use) waits for it, Retry-After at a time, for up to `timeout`
     # seconds without counting as a retry, and then gets its answer.
     # With a block, a successful answer's body is streamed to it in chunks instead of being read whole; an attempt
-    # cut after some of it was delivered is continued from there, never repeated (BodyStream).
-    def send_request(method, path, query: nil, json: nil, body: nil, headers: {}, anonymous: false, retryable: true, &on_chunk)
+    # cut after some of it was delivered is continued from there, never repeated (BodyStream). `refresh_path`, a Proc,
+    # gives the path again for each later attempt: a signed link's fresh signature, as a long download outlives the
+    # hour of the link it began with.
+    def send_request(method, path, query: nil, json: nil, body: nil, headers: {}, anonymous: false, retryable: true,
+                     refresh_path: nil, &on_chunk)
       headers = { 'Accept' => 'application/json' }.merge(headers)
       headers['Authorization'] = "Bearer #{@api_key}" unless anonymous
       if method == :post && headers.keys.none? { |key| key.casecmp?('idempotency-key') }
@@ -209,6 +212,7 @@ module FileStorage
       attempt = 0
       in_use_until = nil
       loop do
+        uri = url(refresh_path.call, query) if refresh_path && attempt.positive?
         response = begin
           perform(method, uri, stream ? stream.headers(headers) : headers, json, body, stream, shown)
         rescue Net::OpenTimeout, Net::ReadTimeout, Net::WriteTimeout => e

@@ -152,14 +152,20 @@ module FileStorage
       # signature (the query) goes to the route under this client's base URL, like every request: the link's own
       # address is the server's PUBLIC_BASE_URL, which this client may not reach, and its path repeats the prefix the
       # base URL already has.
-      link = get(file_id)["#{route}_url"]
-      unless link
-        raise NotFoundError.new(code: 'not_found', status: 404,
-                                message: "File #{file_id} has no thumbnail (not yet made, or its type gets none)")
+      # A continuation after a cut takes a fresh link too: a long download (gigabytes over a slow line) outlives its
+      # link's hour.
+      signed_path = lambda do
+        link = get(file_id)["#{route}_url"]
+        unless link
+          raise NotFoundError.new(code: 'not_found', status: 404,
+                                  message: "File #{file_id} has no thumbnail (not yet made, or its type gets none)")
+        end
+        "#{Paths.of("/v1/files/%<file_id>s/#{route}", file_id:)}?#{URI(link).query}"
       end
-      path = "#{Paths.of("/v1/files/%<file_id>s/#{route}", file_id:)}?#{URI(link).query}"
+      path = signed_path.call
       FileStorage.stream_to(destination, on_chunk) do |sink|
-        @http.send_request(:get, path, anonymous: true, headers: { 'Accept' => '*/*' }.merge(range_header), &sink)
+        @http.send_request(:get, path, anonymous: true, headers: { 'Accept' => '*/*' }.merge(range_header),
+                                       refresh_path: signed_path, &sink)
       end
     end
   end

@@ -64,17 +64,26 @@ export class ReplayEventsHandler implements ICommandHandler<ReplayEventsCommand>
     const until = open ? now : requestedUntil;
     if (!(since.getTime() < until.getTime())) throw InvalidRequest.fields([{ field: 'since', message: 'must be before until (or before now)' }]);
 
-    // The same window while its job has not finished: that job queues these events; nothing new here.
-    // An open window (no until, or a later one) is keyed as open, not by this request's now, so a retry finds its job.
-    const jobId = `replay-${webhook.id}-${since.getTime()}-${open ? 'open' : until.getTime()}`;
     // The job lives in Redis: while it is away the request is refused at once rather than held until it is back.
     if (!(await this.queuer.redisReady())) throw replayUnavailable();
-    const running = await withTimeout(this.queue.getJob(jobId), REDIS_TIMEOUT_MS, 'looking up the replay job').catch(() => {
-      throw replayUnavailable();
-    });
-    if (running && !(await running.isCompleted()) && !(await running.isFailed())) return { queued: 0 };
+    // The same window while its job has not finished: that job queues these events; nothing new here. An open window (no
+    // until, or a later one) is keyed as open, not by this request's now, so a retry finds its job; that job ends where its
+    // request was made, so this one goes on from there (through the jobs of earlier such requests still pending): the
+    // events that occurred since are queued too, once, by a job keyed as the open window from that point.
+    let from = since;
+    let jobId = replayJobId(webhook.id, from, open ? null : until);
+    for (;;) {
+      const running = await withTimeout(this.queue.getJob(jobId), REDIS_TIMEOUT_MS, 'looking up the replay job').catch(() => {
+        throw replayUnavailable();
+      });
+      if (!running || (await running.isCompleted()) || (await running.isFailed())) break;
+      const coveredUntil = new Date(running.data.until);
+      if (!open || !(coveredUntil.getTime() < until.getTime())) return { queued: 0 };
+      from = coveredUntil;
+      jobId = replayJobId(webhook.id, from, null);
+    }
 
-    const window = replayWindowSql(this.transactions.dialect, webhook, since, until);
+    const window = replayWindowSql(this.transactions.dialect, webhook, from, until);
     const [{ count }]: Array<{ count: string | number }> = await this.transactions.dataSource.query(
       `SELECT COUNT(*) AS count FROM outbox_events WHERE ${window.where}`,
       window.parameters.values,
@@ -85,7 +94,7 @@ export class ReplayEventsHandler implements ICommandHandler<ReplayEventsCommand>
     const requestToken = randomUUID();
     const job = this.queue.add(
       'replay',
-      { webhookId: webhook.id, since: since.toISOString(), until: until.toISOString(), request: requestToken },
+      { webhookId: webhook.id, since: from.toISOString(), until: until.toISOString(), request: requestToken },
       { jobId, removeOnComplete: true, removeOnFail: true, attempts: REPLAY_JOB_ATTEMPTS, backoff: { type: 'exponential', delay: 1_000 } },
     );
     const queuedJob = await withTimeout(
@@ -100,6 +109,11 @@ export class ReplayEventsHandler implements ICommandHandler<ReplayEventsCommand>
     if (queuedJob && queuedJob.data.request !== requestToken) return { queued: 0 };
     return { queued };
   }
+}
+
+/** One job per webhook and window while it runs; `until` null for an open window (no until, or one later than now). */
+function replayJobId(webhookId: string, since: Date, until: Date | null): string {
+  return `replay-${webhookId}-${since.getTime()}-${until === null ? 'open' : until.getTime()}`;
 }
 
 function replayUnavailable(): ServiceUnavailable {
