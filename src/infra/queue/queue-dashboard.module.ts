@@ -70,6 +70,13 @@ export function basicAuth(admin: { username: string; password: string }) {
   const expected = digest(`${admin.username}:${admin.password}`);
   const failedLogins = new FailedLogins();
   return (request: Request, response: Response, next: NextFunction): void => {
+    if (isCrossSiteWrite(request)) {
+      response.status(403).json({
+        success: false,
+        error: { code: 'permission_denied', message: 'The queue dashboard takes changes only from its own pages, not from another site.' },
+      });
+      return;
+    }
     const address = request.ip ?? request.socket.remoteAddress ?? 'unknown';
     const retryAfter = failedLogins.retryAfterSeconds(address, Date.now());
     if (retryAfter > 0) {
@@ -94,6 +101,26 @@ export function basicAuth(admin: { username: string; password: string }) {
       .setHeader('WWW-Authenticate', 'Basic realm="Queue dashboard", charset="UTF-8"')
       .json({ success: false, error: { code: 'authentication_failed', message: 'The queue dashboard needs the admin user name and password (HTTP basic auth).' } });
   };
+}
+
+/**
+ * A browser sends the dashboard's basic-auth credentials with any request to it, a form another site posts included
+ * (cross-site request forgery: "add a job", and any change a future Bull Board makes a POST). Changes are taken only
+ * from the dashboard's own pages: `Sec-Fetch-Site` when the browser sends it (on HTTPS and localhost), else `Origin`,
+ * which every browser sends with a POST, compared with the Host the request was sent to. A request with neither comes
+ * from a script or curl, which no other site can make send the admin's credentials.
+ */
+function isCrossSiteWrite(request: Request): boolean {
+  if (['GET', 'HEAD', 'OPTIONS'].includes(request.method)) return false;
+  const fetchSite = request.headers['sec-fetch-site'];
+  if (fetchSite !== undefined) return fetchSite !== 'same-origin' && fetchSite !== 'none';
+  const origin = request.headers.origin;
+  if (origin === undefined) return false;
+  try {
+    return new URL(origin).host !== request.headers.host;
+  } catch {
+    return true; // "null" (a sandboxed frame, a redirect) or anything else that names no site
+  }
 }
 
 function digest(value: string): Buffer {

@@ -69,6 +69,45 @@ describe('operations: queue dashboard and metrics', () => {
     await t.http().get('/admin/queues/api/queues').set('Authorization', `Basic ${Buffer.from(`${ADMIN.username.toUpperCase()}:${ADMIN.password}`).toString('base64')}`).expect(401);
   });
 
+  it("refuses a change another site's page sends with the admin's credentials, and takes it from the dashboard's own page or a script", async () => {
+    const jobsIn = async (queue: string) => {
+      const answer = await t.http().get('/admin/queues/api/queues').auth(ADMIN.username, ADMIN.password).expect(200);
+      const counts = (answer.body.queues as { name: string; counts: Record<string, number> }[]).find((q) => q.name === queue)!.counts;
+      return Object.values(counts).reduce((sum, n) => sum + n, 0);
+    };
+    const isPaused = async (queue: string) => {
+      const answer = await t.http().get('/admin/queues/api/queues').auth(ADMIN.username, ADMIN.password).expect(200);
+      return (answer.body.queues as { name: string; isPaused: boolean }[]).find((q) => q.name === queue)!.isPaused;
+    };
+    const before = await jobsIn('webhook-replays');
+    // What a browser sends when a page of another site posts a form to the dashboard: the cached basic auth comes along.
+    const forged = await t
+      .http()
+      .post('/admin/queues/api/queues/webhook-replays/add')
+      .auth(ADMIN.username, ADMIN.password)
+      .set({ 'Sec-Fetch-Site': 'cross-site', Origin: 'https://evil.example' })
+      .type('form')
+      .send('name=forged')
+      .expect(403);
+    expect(forged.body).toEqual({ success: false, error: { code: 'permission_denied', message: expect.stringContaining('another site') } });
+    // Over plain HTTP a browser sends no Sec-Fetch-Site; its Origin names the other site, or "null".
+    for (const origin of ['http://evil.example', 'null']) {
+      await t.http().put('/admin/queues/api/queues/webhook-replays/pause').auth(ADMIN.username, ADMIN.password).set('Origin', origin).expect(403);
+    }
+    await t.http().post('/admin/queues/api/queues/webhook-replays/add').auth(ADMIN.username, ADMIN.password).set('Sec-Fetch-Site', 'same-site').send({ name: 'x' }).expect(403);
+    expect(await jobsIn('webhook-replays')).toBe(before);
+    expect(await isPaused('webhook-replays')).toBe(false);
+
+    // The dashboard's own page (same origin, with or without Sec-Fetch-Site), and a script sending neither header.
+    await t.http().put('/admin/queues/api/queues/webhook-replays/pause').auth(ADMIN.username, ADMIN.password).set('Sec-Fetch-Site', 'same-origin').expect(200);
+    expect(await isPaused('webhook-replays')).toBe(true);
+    await t.http().put('/admin/queues/api/queues/webhook-replays/resume').auth(ADMIN.username, ADMIN.password).set('Origin', t.baseUrl).expect(200);
+    expect(await isPaused('webhook-replays')).toBe(false);
+    await t.http().put('/admin/queues/api/queues/webhook-replays/pause').auth(ADMIN.username, ADMIN.password).expect(200);
+    await t.http().put('/admin/queues/api/queues/webhook-replays/resume').auth(ADMIN.username, ADMIN.password).expect(200);
+    expect(await isPaused('webhook-replays')).toBe(false);
+  });
+
   it('exposes Prometheus metrics: request durations, queue depths, deliveries by outcome, outbox backlog', async () => {
     const owner = await createAccount(t.app);
     await t.http().post('/v1/webhooks').set(owner.auth).send({ url: receiver.url, events: ['folder.created'] }).expect(201);
