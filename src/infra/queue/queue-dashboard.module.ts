@@ -20,8 +20,8 @@ export class QueueDashboardModule {
       imports: [
         BullBoardModule.forRoot({
           route: DASHBOARD_ROUTE,
-          adapter: ExpressAdapter,
-          middleware: basicAuth(admin),
+          adapter: DashboardExpressAdapter,
+          middleware: [dashboardHeaders, refuseCrossSiteWrites, basicAuth(admin)],
           boardOptions: { uiConfig: { boardTitle: 'File storage queues' } },
         }),
         ...ALL_QUEUES.map((name) => BullBoardModule.forFeature({ name, adapter: BullMQAdapter })),
@@ -70,13 +70,6 @@ export function basicAuth(admin: { username: string; password: string }) {
   const expected = digest(`${admin.username}:${admin.password}`);
   const failedLogins = new FailedLogins();
   return (request: Request, response: Response, next: NextFunction): void => {
-    if (isCrossSiteWrite(request)) {
-      response.status(403).json({
-        success: false,
-        error: { code: 'permission_denied', message: 'The queue dashboard takes changes only from its own pages, not from another site.' },
-      });
-      return;
-    }
     const address = request.ip ?? request.socket.remoteAddress ?? 'unknown';
     const retryAfter = failedLogins.retryAfterSeconds(address, Date.now());
     if (retryAfter > 0) {
@@ -101,6 +94,37 @@ export function basicAuth(admin: { username: string; password: string }) {
       .setHeader('WWW-Authenticate', 'Basic realm="Queue dashboard", charset="UTF-8"')
       .json({ success: false, error: { code: 'authentication_failed', message: 'The queue dashboard needs the admin user name and password (HTTP basic auth).' } });
   };
+}
+
+/**
+ * Every dashboard answer: never shown in another site's frame, where the admin's browser, holding the credentials,
+ * would show the live dashboard under a page that tricks them into clicking "Clean" or "Retry" (clickjacking); never
+ * kept by a cache, as it shows job data.
+ */
+export function dashboardHeaders(request: Request, response: Response, next: NextFunction): void {
+  response.setHeader('X-Frame-Options', 'DENY');
+  response.setHeader('Content-Security-Policy', "frame-ancestors 'none'");
+  // The page and the API's answers; the scripts and styles (Bull Board's public bundle) keep express.static's caching.
+  if (!STATIC_ASSETS.test(request.originalUrl)) response.setHeader('Cache-Control', 'no-store');
+  next();
+}
+
+const STATIC_ASSETS = new RegExp(`^${DASHBOARD_ROUTE}/static/`, 'i');
+
+/** Bull Board's Express application, without the `X-Powered-By` header the rest of the service does not send either. */
+class DashboardExpressAdapter extends ExpressAdapter {
+  constructor() {
+    super();
+    this.getRouter().disable('x-powered-by');
+  }
+}
+
+export function refuseCrossSiteWrites(request: Request, response: Response, next: NextFunction): void {
+  if (!isCrossSiteWrite(request)) return next();
+  response.status(403).json({
+    success: false,
+    error: { code: 'permission_denied', message: 'The queue dashboard takes changes only from its own pages, not from another site.' },
+  });
 }
 
 /**

@@ -108,6 +108,32 @@ describe('operations: queue dashboard and metrics', () => {
     expect(await isPaused('webhook-replays')).toBe(false);
   });
 
+  it("is not shown inside another site's page, even to a browser holding the credentials, and its answers are not cached", async () => {
+    const context = await browser.newContext({ httpCredentials: ADMIN });
+    try {
+      const page = await context.newPage();
+      // Another site's page framing the dashboard, to lay buttons of its own over "Clean" or "Retry" (clickjacking).
+      await page.setContent(`<iframe src="${t.baseUrl}/admin/queues" width="1200" height="800"></iframe>`, { waitUntil: 'load' });
+      const frame = page.frames().find((f) => f !== page.mainFrame())!;
+      expect(frame.url()).not.toBe(`${t.baseUrl}/admin/queues`);
+      expect(await frame.getByText(ALL_QUEUES[0], { exact: true }).count()).toBe(0);
+    } finally {
+      await context.close();
+    }
+    const html = await t.http().get('/admin/queues').auth(ADMIN.username, ADMIN.password).expect(200);
+    const api = await t.http().get('/admin/queues/api/queues').auth(ADMIN.username, ADMIN.password).expect(200);
+    for (const answer of [html, api]) {
+      expect(answer.headers['x-frame-options']).toBe('DENY');
+      expect(answer.headers['content-security-policy']).toBe("frame-ancestors 'none'");
+      expect(answer.headers['cache-control']).toBe('no-store');
+      expect(answer.headers['x-powered-by']).toBeUndefined();
+    }
+    // Bull Board's public scripts and styles may be cached as express.static has them.
+    const stylesheet = /href="(static\/css\/[^"]+\.css)"/.exec(html.text)![1];
+    const asset = await t.http().get(`/admin/queues/${stylesheet}`).auth(ADMIN.username, ADMIN.password).expect(200);
+    expect(asset.headers['cache-control']).not.toContain('no-store');
+  });
+
   it('exposes Prometheus metrics: request durations, queue depths, deliveries by outcome, outbox backlog', async () => {
     const owner = await createAccount(t.app);
     await t.http().post('/v1/webhooks').set(owner.auth).send({ url: receiver.url, events: ['folder.created'] }).expect(201);
