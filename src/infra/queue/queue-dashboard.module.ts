@@ -4,6 +4,7 @@ import { ExpressAdapter } from '@bull-board/express';
 import { BullBoardModule } from '@bull-board/nestjs';
 import { DynamicModule, Module } from '@nestjs/common';
 import type { NextFunction, Request, Response } from 'express';
+import { clientNetwork } from '../../common/net/ip-address.js';
 import { ALL_QUEUES } from './queue-names.js';
 
 export const DASHBOARD_ROUTE = '/admin/queues';
@@ -70,7 +71,8 @@ export function basicAuth(admin: { username: string; password: string }) {
   const expected = digest(`${admin.username}:${admin.password}`);
   const failedLogins = new FailedLogins();
   return (request: Request, response: Response, next: NextFunction): void => {
-    const address = request.ip ?? request.socket.remoteAddress ?? 'unknown';
+    // By network, as the API's limits count: an IPv6 /64 as one client, who could otherwise change address each guess.
+    const address = clientNetwork(request.ip ?? request.socket.remoteAddress);
     const retryAfter = failedLogins.retryAfterSeconds(address, Date.now());
     if (retryAfter > 0) {
       response

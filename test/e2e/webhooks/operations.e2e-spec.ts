@@ -184,6 +184,27 @@ describe('the queue dashboard against password guessing', () => {
   });
 });
 
+describe('the queue dashboard against password guessing from many IPv6 addresses', () => {
+  let t: TestApp;
+
+  beforeAll(async () => {
+    // Behind a proxy that names the client in X-Forwarded-For, as the addresses below need.
+    t = await startTestApp({ ADMIN_USERNAME: ADMIN.username, ADMIN_PASSWORD: ADMIN.password, TRUST_PROXY: 'true' });
+  });
+  afterAll(() => t.close());
+
+  it('counts the wrong passwords of a whole IPv6 /64 together, as a subscriber holds every address in it', async () => {
+    const from = (n: number) => `2001:db8:7:9::${(n + 1).toString(16)}`;
+    for (let i = 0; i < FAILED_LOGINS_PER_MINUTE; i++) {
+      await t.http().get('/admin/queues/api/queues').set('X-Forwarded-For', from(i)).auth(ADMIN.username, `guess ${i}`).expect(401);
+    }
+    await t.http().get('/admin/queues/api/queues').set('X-Forwarded-For', from(100)).auth(ADMIN.username, 'guess 100').expect(429);
+    await t.http().get('/admin/queues/api/queues').set('X-Forwarded-For', from(101)).auth(ADMIN.username, ADMIN.password).expect(429);
+    // Another network is not held back by it.
+    await t.http().get('/admin/queues/api/queues').set('X-Forwarded-For', '2001:db8:7:a::1').auth(ADMIN.username, ADMIN.password).expect(200);
+  });
+});
+
 describe('operations without an admin configured', () => {
   let t: TestApp;
 
