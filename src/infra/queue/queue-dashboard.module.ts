@@ -143,7 +143,8 @@ function isCrossSiteWrite(request: Request): boolean {
   const origin = request.headers.origin;
   if (origin === undefined) return false;
   try {
-    return new URL(origin).host !== request.headers.host;
+    // request.host: the Host header, or X-Forwarded-Host from a trusted proxy (TRUST_PROXY) that rewrites Host.
+    return new URL(origin).host !== request.host;
   } catch {
     return true; // "null" (a sandboxed frame, a redirect) or anything else that names no site
   }

@@ -203,6 +203,18 @@ describe('the queue dashboard against password guessing from many IPv6 addresses
     // Another network is not held back by it.
     await t.http().get('/admin/queues/api/queues').set('X-Forwarded-For', '2001:db8:7:a::1').auth(ADMIN.username, ADMIN.password).expect(200);
   });
+
+  it("takes a change from the dashboard's own page served through the proxy, which names the public host in X-Forwarded-Host", async () => {
+    const viaProxy = { 'X-Forwarded-For': '192.0.2.10', 'X-Forwarded-Host': 'files.example.com', Origin: 'http://files.example.com' };
+    await t.http().put('/admin/queues/api/queues/webhook-replays/pause').set(viaProxy).auth(ADMIN.username, ADMIN.password).expect(200);
+    await t.http().put('/admin/queues/api/queues/webhook-replays/resume').set(viaProxy).auth(ADMIN.username, ADMIN.password).expect(200);
+    await t
+      .http()
+      .put('/admin/queues/api/queues/webhook-replays/pause')
+      .set({ ...viaProxy, Origin: 'http://evil.example' })
+      .auth(ADMIN.username, ADMIN.password)
+      .expect(403);
+  });
 });
 
 describe('operations without an admin configured', () => {
