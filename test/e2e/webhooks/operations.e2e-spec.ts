@@ -35,6 +35,27 @@ describe('operations: queue dashboard and metrics', () => {
       expect(response?.status()).toBe(200);
       for (const queue of ALL_QUEUES) await page.getByText(queue, { exact: true }).first().waitFor({ timeout: 15_000 });
       expect(await page.title()).toContain('File storage queues');
+      // The dashboard's own page may change the queues: the browser's headers (Sec-Fetch-Site, Origin) say same origin.
+      const statuses = await page.evaluate(async () => {
+        const answered: number[] = [];
+        for (const action of ['pause', 'resume']) answered.push((await fetch(`/admin/queues/api/queues/webhook-replays/${action}`, { method: 'PUT' })).status);
+        return answered;
+      });
+      expect(statuses).toEqual([200, 200]);
+
+      // A page of another site, in the same browser, posting a form to the dashboard: the browser sends the saved credentials.
+      const jobs = async () => {
+        const answer = await t.http().get('/admin/queues/api/queues').auth(ADMIN.username, ADMIN.password).expect(200);
+        const counts = (answer.body.queues as { name: string; counts: Record<string, number> }[]).find((q) => q.name === 'webhook-replays')!.counts;
+        return Object.values(counts).reduce((sum, n) => sum + n, 0);
+      };
+      const before = await jobs();
+      const forged = page.waitForResponse((response) => response.url().endsWith('/add'));
+      await page.goto('about:blank');
+      await page.setContent(`<form method="post" action="${t.baseUrl}/admin/queues/api/queues/webhook-replays/add"><input name="name" value="forged"></form>`);
+      await page.evaluate('document.forms[0].submit()');
+      expect((await forged).status()).toBe(403);
+      expect(await jobs()).toBe(before);
     } finally {
       await context.close();
     }
