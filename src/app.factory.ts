@@ -14,6 +14,7 @@ import { applyMigrations } from './infra/database/apply-migrations.js';
 import { requestIdMiddleware } from './common/http/request-id.js';
 import { httpMetricsMiddleware } from './infra/observability/http-metrics.middleware.js';
 import { Metrics } from './infra/observability/metrics.js';
+import { requestLoggerOptions, requestLogging } from './infra/observability/request-logging.js';
 import { type AppConfig, loadConfig } from './config/app-config.js';
 import { isTusDiscovery, TUS_REQUEST_HEADERS, TUS_RESPONSE_HEADERS } from './modules/uploads/tus-protocol.js';
 
@@ -44,6 +45,9 @@ export async function createApp(config: AppConfig): Promise<NestExpressApplicati
   app.use(httpMetricsMiddleware(app.get(Metrics)));
   // Before the body parser, so a body that cannot be parsed is still answered with its request id.
   app.use(requestIdMiddleware);
+  // The request log line, before anything that may answer: the body parser's refusals and the queue dashboard (mounted
+  // by Bull Board's global module, whose middleware Nest runs before any other module's) are logged like the rest.
+  app.use(requestLogging(requestLoggerOptions(config.logLevel)));
   app.use(jsonBodyParser());
   applyHttpServerLimits(app.getHttpServer(), config);
   // API keys travel in a header, never in cookies, so any origin may call the API from a browser.

@@ -21,7 +21,6 @@ import { HealthController } from './infra/health/health.controller.js';
 import { InstanceHeartbeat } from './infra/instances/instance-heartbeat.js';
 import { QueueModule } from './infra/queue/queue.module.js';
 import { MetricsModule } from './infra/observability/metrics.module.js';
-import { RequestLoggingModule } from './infra/observability/request-logging.module.js';
 import { StorageModule } from './infra/storage/storage.module.js';
 import { ScheduleModule } from '@nestjs/schedule';
 import { AccountsModule } from './modules/accounts/accounts.module.js';
@@ -53,7 +52,6 @@ export class AppModule {
       module: AppModule,
       imports: [
         CoreModule.register(config),
-        RequestLoggingModule,
         StorageModule,
         ScanningModule,
         QueueModule,

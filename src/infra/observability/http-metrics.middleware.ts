@@ -11,7 +11,9 @@ export function httpMetricsMiddleware(metrics: Metrics) {
     const stop = metrics.httpRequestSeconds.startTimer();
     response.once('finish', () => {
       const pattern = (request.route as { path?: string } | undefined)?.path;
-      const route = pattern ? `${request.baseUrl}${pattern}` : request.originalUrl.startsWith('/admin/queues') ? '/admin/queues' : 'unmatched';
+      // baseUrl is the path of a mounted router (the queue dashboard's) as the client spelled it, and routing ignores
+      // case: in lower case, as every mount path is written, so /ADMIN/QUEUES makes no series of its own.
+      const route = pattern ? `${request.baseUrl.toLowerCase()}${pattern}` : request.originalUrl.startsWith('/admin/queues') ? '/admin/queues' : 'unmatched';
       stop({ method: request.method, route, status_code: String(response.statusCode) });
     });
     next();

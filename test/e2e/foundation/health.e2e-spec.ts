@@ -22,13 +22,26 @@ describe('GET /health', () => {
   });
 
   it('lets requests that arrive together share one check, so a flood of them does not query the database each', async () => {
-    const statements = async () => Number(/^db_statements_total (\d+)/m.exec((await t.http().get('/metrics').expect(200)).text)![1]);
-    const before = await statements();
-    const answers = await Promise.all(Array.from({ length: 20 }, () => t.http().get('/health')));
-    expect(answers.map((answer) => answer.status)).toEqual(Array(20).fill(200));
-    // The scrape itself sends 2 statements (the outbox backlog); the 20 checks, a handful at most.
-    expect((await statements()) - before).toBeLessThan(2 + 10);
-    expect(answers[19].body.data.info).toMatchObject({ database: { status: 'up' }, redis: { status: 'up' }, storage: { status: 'up' } });
+    // The database pings of the checks, counted apart from the statements the relay, sweeps and heartbeats send
+    // meanwhile (db_statements_total counts those too, and more of them the longer a loaded machine takes).
+    const { DataSource } = await import('typeorm');
+    const dataSource = t.app.get(DataSource);
+    const query = dataSource.query.bind(dataSource);
+    let pings = 0;
+    dataSource.query = ((sql: string, ...rest: unknown[]) => {
+      if (sql === 'SELECT 1') pings++;
+      return (query as (sql: string, ...rest: unknown[]) => Promise<unknown>)(sql, ...rest);
+    }) as typeof dataSource.query;
+    try {
+      const answers = await Promise.all(Array.from({ length: 20 }, () => t.http().get('/health')));
+      expect(answers.map((answer) => answer.status)).toEqual(Array(20).fill(200));
+      expect(pings).toBeGreaterThan(0);
+      // The 20 checks, a handful of pings at most.
+      expect(pings).toBeLessThan(10);
+      expect(answers[19].body.data.info).toMatchObject({ database: { status: 'up' }, redis: { status: 'up' }, storage: { status: 'up' } });
+    } finally {
+      dataSource.query = query;
+    }
   });
 
   it('answers 503 naming the database when it is gone', async () => {

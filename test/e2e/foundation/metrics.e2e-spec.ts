@@ -63,4 +63,24 @@ describe('GET /metrics: request durations', () => {
       await testApp.close();
     }
   });
+
+  it('keeps one series per queue dashboard route however the path is spelled (routing ignores case)', async () => {
+    const admin = { username: 'ops', password: 'correct horse battery' };
+    const testApp = await startTestApp({ ADMIN_USERNAME: admin.username, ADMIN_PASSWORD: admin.password });
+    try {
+      const spellings = ['/admin/queues', '/ADMIN/QUEUES', '/Admin/Queues', '/aDmIn/qUeUeS'];
+      for (const base of spellings) {
+        await testApp.http().get(`${base}/api/queues`).auth(admin.username, admin.password).expect(200);
+        await testApp.http().get(`${base}/api/queues/webhook-deliveries/job-${Math.random()}`).auth(admin.username, admin.password).expect(404);
+      }
+      const text = (await testApp.http().get('/metrics').expect(200)).text;
+      const series = text.split('\n').filter((line) => line.startsWith('http_request_duration_seconds_count{') && /queues/i.test(line));
+      expect(series.sort()).toEqual([
+        'http_request_duration_seconds_count{method="GET",route="/admin/queues/api/queues",status_code="200"} 4',
+        'http_request_duration_seconds_count{method="GET",route="/admin/queues/api/queues/:queueName/:jobId",status_code="404"} 4',
+      ]);
+    } finally {
+      await testApp.close();
+    }
+  });
 });

@@ -33,7 +33,7 @@ describe.each([
   let owner: TestAccount;
 
   beforeAll(async () => {
-    environment = await createTestEnvironment({ LOG_LEVEL: level });
+    environment = await createTestEnvironment({ LOG_LEVEL: level, ADMIN_USERNAME: 'ops', ADMIN_PASSWORD: 'correct horse battery' });
     // The server migrates the database; the account is made after, as an operator would with the CLI.
     server = await startServerProcess(environment.env);
     context = await startOperatorContext(environment.env);
@@ -99,6 +99,31 @@ describe.each([
     await eventually(async () => paths.every((_, i) => linesAbout(server, `shared-${i}-${level}`).length > 0), 5_000, 'the log lines');
     expect(paths.map((_, i) => linesAbout(server, `shared-${i}-${level}`)[0].req?.url)).toEqual(['/s/[redacted]', '/s/[redacted]/download?x=1', '/S/[redacted]/']);
     expect(server.output()).not.toContain(token);
+  });
+
+  it('sees a body refused before routing, and every queue dashboard request (a wrong password, an action), logged like any other', async () => {
+    const badJson = await fetch(`${server.baseUrl}/v1/folders`, {
+      method: 'POST',
+      headers: { ...owner.auth, 'Content-Type': 'application/json', 'X-Request-Id': `bad-json-${level}` },
+      body: '{"name": ',
+    });
+    expect(badJson.status).toBe(400);
+    const guess = await fetch(`${server.baseUrl}/admin/queues/api/queues`, {
+      headers: { Authorization: `Basic ${Buffer.from('ops:guess').toString('base64')}`, 'X-Request-Id': `guess-${level}` },
+    });
+    expect(guess.status).toBe(401);
+    const admin = `Basic ${Buffer.from('ops:correct horse battery').toString('base64')}`;
+    const action = await fetch(`${server.baseUrl}/admin/queues/api/queues/nope/retry/failed`, { method: 'PUT', headers: { Authorization: admin, 'X-Request-Id': `action-${level}` } });
+    expect(action.status).toBe(404);
+    for (const [id, method, url, statusCode] of [
+      [`bad-json-${level}`, 'POST', '/v1/folders', 400],
+      [`guess-${level}`, 'GET', '/admin/queues/api/queues', 401],
+      [`action-${level}`, 'PUT', '/admin/queues/api/queues/nope/retry/failed', 404],
+    ] as const) {
+      await eventually(async () => linesAbout(server, id).length > 0, 5_000, `the log line of ${id}`);
+      expect(linesAbout(server, id)).toEqual([expect.objectContaining({ level: 40, msg: 'request completed', req: { id, method, url }, res: expect.objectContaining({ statusCode }) })]);
+      expect(JSON.stringify(linesAbout(server, id))).not.toMatch(/b3BzO|correct horse|ops:guess/);
+    }
   });
 
   it(logsSuccess ? 'sees a successful request logged at info' : 'does not see successful requests, and still gets their request id', async () => {
