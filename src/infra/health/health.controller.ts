@@ -21,6 +21,11 @@ class HealthReportResponse {
   @ApiProperty({ type: 'object', additionalProperties: true, description: 'Every indicator.' }) details: Record<string, unknown>;
 }
 
+/** What the liveness route answers: the process runs and its event loop answers. */
+class LivenessResponse {
+  @ApiProperty({ enum: ['ok'] }) status: string;
+}
+
 @ApiTags('Operations')
 @Controller('health')
 @Public({ takesInput: false })
@@ -45,9 +50,10 @@ export class HealthController {
   @ApiEnvelope(HealthReportResponse)
   @ApiOperation({
     operationId: 'checkHealth',
-    summary: 'Liveness and dependencies',
+    summary: 'Readiness: the dependencies answer',
     description:
-      'Checks the database, Redis and the blob storage (`storage`), each within 2 seconds; 503 when one is down or does not answer in time. `media` reports the optional thumbnail tools (ffmpeg, pdftoppm) and the virus ' +
+      'Checks the database, Redis and the blob storage (`storage`), each within 2 seconds; 503 when one is down or does not answer in time: a ' +
+      'readiness probe (take the process out of the load balancer), not a liveness one (restarting it cures no outage; see GET /health/live). `media` reports the optional thumbnail tools (ffmpeg, pdftoppm) and the virus ' +
       'scanner (clamd): always "up", because without them uploads and downloads still work; what is missing is named in its details. ' +
       '`media.virus_scanner.scanning` is "active" while clamd answers and "unavailable" otherwise: then new uploads are not scanned now ' +
       '(with no scanner set or found they are marked `scan_status` "skipped"; with one set, they wait as "pending").',
@@ -57,6 +63,20 @@ export class HealthController {
     // them costs one check at a time, not a database query and a clamd connection each.
     this.running ??= this.runChecks().finally(() => (this.running = null));
     return this.running;
+  }
+
+  @Get('live')
+  @ApiEnvelope(LivenessResponse)
+  @ApiOperation({
+    operationId: 'checkLiveness',
+    summary: 'Liveness: the process answers',
+    description:
+      'Answers 200 while the server process runs and its event loop answers, whatever its dependencies do, and reaches none of them: for a ' +
+      "liveness probe (Kubernetes' livenessProbe restarts a process whose probe fails). A database, Redis or storage outage is not cured by a " +
+      'restart, so a probe of GET /health would restart every process during one.',
+  })
+  live(): LivenessResponse {
+    return { status: 'ok' };
   }
 
   private runChecks() {

@@ -44,7 +44,7 @@ describe('GET /health', () => {
     }
   });
 
-  it('answers 503 naming the database when it is gone', async () => {
+  it('answers 503 naming the database when it is gone, while GET /health/live, the liveness probe, still answers 200', async () => {
     const separate = await startTestApp();
     try {
       const { DataSource } = await import('typeorm');
@@ -54,6 +54,10 @@ describe('GET /health', () => {
       expect(res.body.success).toBe(false);
       expect(res.body.error.code).toBe('service_unavailable');
       expect(res.body.error.details).toMatchObject({ database: { status: 'down' } });
+      // Restarting the process would not bring the database back.
+      const live = await separate.http().get('/health/live');
+      expect(live.status).toBe(200);
+      expect(live.body).toEqual({ success: true, data: { status: 'ok' } });
     } finally {
       await separate.close().catch(() => undefined);
     }

@@ -12,10 +12,30 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Liveness and dependencies
-         * @description Checks the database, Redis and the blob storage (`storage`), each within 2 seconds; 503 when one is down or does not answer in time. `media` reports the optional thumbnail tools (ffmpeg, pdftoppm) and the virus scanner (clamd): always "up", because without them uploads and downloads still work; what is missing is named in its details. `media.virus_scanner.scanning` is "active" while clamd answers and "unavailable" otherwise: then new uploads are not scanned now (with no scanner set or found they are marked `scan_status` "skipped"; with one set, they wait as "pending").
+         * Readiness: the dependencies answer
+         * @description Checks the database, Redis and the blob storage (`storage`), each within 2 seconds; 503 when one is down or does not answer in time: a readiness probe (take the process out of the load balancer), not a liveness one (restarting it cures no outage; see GET /health/live). `media` reports the optional thumbnail tools (ffmpeg, pdftoppm) and the virus scanner (clamd): always "up", because without them uploads and downloads still work; what is missing is named in its details. `media.virus_scanner.scanning` is "active" while clamd answers and "unavailable" otherwise: then new uploads are not scanned now (with no scanner set or found they are marked `scan_status` "skipped"; with one set, they wait as "pending").
          */
         get: operations["checkHealth"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/health/live": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Liveness: the process answers
+         * @description Answers 200 while the server process runs and its event loop answers, whatever its dependencies do, and reaches none of them: for a liveness probe (Kubernetes' livenessProbe restarts a process whose probe fails). A database, Redis or storage outage is not cured by a restart, so a probe of GET /health would restart every process during one.
+         */
+        get: operations["checkLiveness"];
         put?: never;
         post?: never;
         delete?: never;
@@ -671,6 +691,10 @@ export interface components {
             total_items: number;
             /** @example 3 */
             total_pages: number;
+        };
+        LivenessResponse: {
+            /** @enum {string} */
+            status: "ok";
         };
         StorageUsage: {
             /**
@@ -1638,6 +1662,61 @@ export interface operations {
                         /** @enum {boolean} */
                         success: true;
                         data: components["schemas"]["HealthReportResponse"];
+                    };
+                };
+            };
+            /** @description internal_error: an unexpected failure; details.request_id identifies it in the logs. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope500"];
+                };
+            };
+            /** @description service_unavailable: a dependency (database, Redis, the file store) is unavailable for a moment; see Retry-After. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After-When-Busy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope503"];
+                };
+            };
+        };
+    };
+    checkLiveness: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["LivenessResponse"];
                     };
                 };
             };
