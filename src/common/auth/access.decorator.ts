@@ -13,7 +13,7 @@ export type AccessRule = { kind: 'public' } | { kind: 'key'; scope: Scope | null
  */
 export function RequireScope(scope: Scope | null, options: { elevated?: boolean } = {}): MethodDecorator & ClassDecorator {
   const rule: AccessRule = { kind: 'key', scope, elevated: options.elevated ?? false };
-  const needs = [scope ? `scope \`${scope}\`` : null, rule.elevated ? 'an elevated key' : null].filter(Boolean).join(' and ');
+  const refusals = [scope ? `lacks scope \`${scope}\`` : null, rule.elevated ? 'is not elevated' : null].filter(Boolean).join(', or ');
   return applyDecorators(
     SetMetadata(ACCESS_METADATA, rule),
     ApiBearerAuth('api-key'),
@@ -21,7 +21,7 @@ export function RequireScope(scope: Scope | null, options: { elevated?: boolean 
     ApiExtension('x-requires-elevated-key', rule.elevated),
     ApiResponse({ status: 400, description: 'invalid_request: malformed input; `details.fields` lists each problem.', type: ErrorEnvelopeDoc }),
     ApiResponse({ status: 401, description: KEY_FAILURES_401, type: ErrorEnvelopeDoc }),
-    ApiResponse({ status: 403, description: `permission_denied: the key lacks ${needs || 'the needed permission'}.`, type: ErrorEnvelopeDoc }),
+    ApiResponse({ status: 403, description: `permission_denied: the key ${refusals || 'lacks the needed permission'}.`, type: ErrorEnvelopeDoc }),
     ApiResponse({
       status: 429,
       description:

@@ -1915,7 +1915,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope401"];
                 };
             };
-            /** @description permission_denied: the key lacks an elevated key. */
+            /** @description permission_denied: the key is not elevated. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2045,7 +2045,7 @@ export interface operations {
             /**
              * @description permission_denied: a scope the calling key does not hold.
              *
-             *     permission_denied: the key lacks an elevated key.
+             *     permission_denied: the key is not elevated.
              */
             403: {
                 headers: {
@@ -2215,7 +2215,7 @@ export interface operations {
             /**
              * @description permission_denied: the key holds a scope the calling key does not.
              *
-             *     permission_denied: the key lacks an elevated key.
+             *     permission_denied: the key is not elevated.
              */
             403: {
                 headers: {
@@ -4681,7 +4681,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope401"];
                 };
             };
-            /** @description permission_denied: the key lacks scope `delete` and an elevated key. */
+            /** @description permission_denied: the key lacks scope `delete`, or is not elevated. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5927,7 +5927,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope401"];
                 };
             };
-            /** @description permission_denied: the key lacks an elevated key. */
+            /** @description permission_denied: the key is not elevated. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6052,7 +6052,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope401"];
                 };
             };
-            /** @description permission_denied: the key lacks an elevated key. */
+            /** @description permission_denied: the key is not elevated. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6220,7 +6220,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope401"];
                 };
             };
-            /** @description permission_denied: the key lacks an elevated key. */
+            /** @description permission_denied: the key is not elevated. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6345,7 +6345,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope401"];
                 };
             };
-            /** @description permission_denied: the key lacks an elevated key. */
+            /** @description permission_denied: the key is not elevated. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6473,7 +6473,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope401"];
                 };
             };
-            /** @description permission_denied: the key lacks an elevated key. */
+            /** @description permission_denied: the key is not elevated. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6628,7 +6628,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope401"];
                 };
             };
-            /** @description permission_denied: the key lacks an elevated key. */
+            /** @description permission_denied: the key is not elevated. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6795,7 +6795,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope401"];
                 };
             };
-            /** @description permission_denied: the key lacks an elevated key. */
+            /** @description permission_denied: the key is not elevated. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6986,7 +6986,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope401"];
                 };
             };
-            /** @description permission_denied: the key lacks an elevated key. */
+            /** @description permission_denied: the key is not elevated. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -7112,7 +7112,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope401"];
                 };
             };
-            /** @description permission_denied: the key lacks an elevated key. */
+            /** @description permission_denied: the key is not elevated. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -7242,7 +7242,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope401"];
                 };
             };
-            /** @description permission_denied: the key lacks an elevated key. */
+            /** @description permission_denied: the key is not elevated. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -7409,7 +7409,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope401"];
                 };
             };
-            /** @description permission_denied: the key lacks an elevated key. */
+            /** @description permission_denied: the key is not elevated. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
