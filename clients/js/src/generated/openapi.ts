@@ -992,6 +992,7 @@ export interface components {
             parent_id?: string | null;
         };
         UpdateFolderRequest: {
+            /** @description New name, with the rules of a new folder's name */
             name?: string;
             /** @description New parent; null moves it to the root; omitted leaves it */
             parent_id?: string | null;
