@@ -1609,6 +1609,8 @@ export interface components {
         "Last-Modified": string;
         /** @description `attachment` (or `inline` for thumbnails) with the file name, RFC 6266/5987 encoded. */
         "Content-Disposition": string;
+        /** @description `bytes`: a Range request is answered with that range (206). */
+        "Accept-Ranges": string;
         /** @description `bytes start-end/size` for a partial answer, `bytes *\/size` for an unsatisfiable range. */
         "Content-Range": string;
     };
@@ -3333,7 +3335,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The file's bytes. */
+            /** @description The file's bytes, with the file's own Content-Type. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3342,10 +3344,13 @@ export interface operations {
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     ETag: components["headers"]["ETag"];
                     "Last-Modified": components["headers"]["Last-Modified"];
+                    "Accept-Ranges": components["headers"]["Accept-Ranges"];
                     "Content-Disposition": components["headers"]["Content-Disposition"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "*/*": string;
+                };
             };
             /** @description The requested byte range. */
             206: {
@@ -3356,11 +3361,14 @@ export interface operations {
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     ETag: components["headers"]["ETag"];
                     "Last-Modified": components["headers"]["Last-Modified"];
+                    "Accept-Ranges": components["headers"]["Accept-Ranges"];
                     "Content-Disposition": components["headers"]["Content-Disposition"];
                     "Content-Range": components["headers"]["Content-Range"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "*/*": string;
+                };
             };
             /** @description Not modified (If-None-Match matched the ETag, or the file was not modified after If-Modified-Since). */
             304: {
@@ -3371,6 +3379,7 @@ export interface operations {
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     ETag: components["headers"]["ETag"];
                     "Last-Modified": components["headers"]["Last-Modified"];
+                    "Accept-Ranges": components["headers"]["Accept-Ranges"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3422,6 +3431,8 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     ETag: components["headers"]["ETag"];
+                    "Last-Modified": components["headers"]["Last-Modified"];
+                    "Accept-Ranges": components["headers"]["Accept-Ranges"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3436,6 +3447,8 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     ETag: components["headers"]["ETag"];
+                    "Last-Modified": components["headers"]["Last-Modified"];
+                    "Accept-Ranges": components["headers"]["Accept-Ranges"];
                     "Content-Range": components["headers"]["Content-Range"];
                     [name: string]: unknown;
                 };
@@ -3519,7 +3532,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The file's bytes. */
+            /** @description The file's bytes, with the file's own Content-Type. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3528,10 +3541,13 @@ export interface operations {
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     ETag: components["headers"]["ETag"];
                     "Last-Modified": components["headers"]["Last-Modified"];
+                    "Accept-Ranges": components["headers"]["Accept-Ranges"];
                     "Content-Disposition": components["headers"]["Content-Disposition"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "image/webp": string;
+                };
             };
             /** @description The requested byte range. */
             206: {
@@ -3542,11 +3558,14 @@ export interface operations {
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     ETag: components["headers"]["ETag"];
                     "Last-Modified": components["headers"]["Last-Modified"];
+                    "Accept-Ranges": components["headers"]["Accept-Ranges"];
                     "Content-Disposition": components["headers"]["Content-Disposition"];
                     "Content-Range": components["headers"]["Content-Range"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "image/webp": string;
+                };
             };
             /** @description Not modified (If-None-Match matched the ETag, or the file was not modified after If-Modified-Since). */
             304: {
@@ -3557,6 +3576,7 @@ export interface operations {
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     ETag: components["headers"]["ETag"];
                     "Last-Modified": components["headers"]["Last-Modified"];
+                    "Accept-Ranges": components["headers"]["Accept-Ranges"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3608,6 +3628,8 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     ETag: components["headers"]["ETag"];
+                    "Last-Modified": components["headers"]["Last-Modified"];
+                    "Accept-Ranges": components["headers"]["Accept-Ranges"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3622,6 +3644,8 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     ETag: components["headers"]["ETag"];
+                    "Last-Modified": components["headers"]["Last-Modified"];
+                    "Accept-Ranges": components["headers"]["Accept-Ranges"];
                     "Content-Range": components["headers"]["Content-Range"];
                     [name: string]: unknown;
                 };
@@ -5265,6 +5289,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorEnvelope400"];
+                    "text/html": string;
                 };
             };
             /** @description password_required: the link has a password and it is missing or wrong (the same answer for both). */
@@ -5278,6 +5303,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorEnvelope401"];
+                    "text/html": string;
                 };
             };
             /** @description not_found: unknown, revoked or invalidated link (its file went to trash or was deleted). */
@@ -5291,6 +5317,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorEnvelope404"];
+                    "text/html": string;
                 };
             };
             /** @description share_expired: the link is past its expires_at. */
@@ -5304,6 +5331,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorEnvelope410"];
+                    "text/html": string;
                 };
             };
             /** @description rate_limit_exceeded: too many wrong passwords from this client for this link (10 per 15 minutes; an IPv6 client counts by its /64), the link is backing off after 20 wrong passwords from all clients (1 s doubling to 1 h), other passwords for the link were still being checked after 5 s of waiting for them (Retry-After of at most 10 s), or too many requests from this address; see Retry-After. */
@@ -5318,6 +5346,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorEnvelope429"];
+                    "text/html": string;
                 };
             };
             /** @description internal_error: an unexpected failure; details.request_id identifies it in the logs. */
@@ -5331,6 +5360,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorEnvelope500"];
+                    "text/html": string;
                 };
             };
             /** @description service_unavailable: a dependency (database, Redis, the file store) is unavailable for a moment; see Retry-After. */
@@ -5345,6 +5375,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorEnvelope503"];
+                    "text/html": string;
                 };
             };
         };
@@ -5376,7 +5407,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The file's bytes. */
+            /** @description The file's bytes, with the file's own Content-Type. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5385,10 +5416,13 @@ export interface operations {
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     ETag: components["headers"]["ETag"];
                     "Last-Modified": components["headers"]["Last-Modified"];
+                    "Accept-Ranges": components["headers"]["Accept-Ranges"];
                     "Content-Disposition": components["headers"]["Content-Disposition"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "*/*": string;
+                };
             };
             /** @description The requested byte range. */
             206: {
@@ -5399,11 +5433,14 @@ export interface operations {
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     ETag: components["headers"]["ETag"];
                     "Last-Modified": components["headers"]["Last-Modified"];
+                    "Accept-Ranges": components["headers"]["Accept-Ranges"];
                     "Content-Disposition": components["headers"]["Content-Disposition"];
                     "Content-Range": components["headers"]["Content-Range"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "*/*": string;
+                };
             };
             /** @description Not modified (If-None-Match matched the ETag, or the file was not modified after If-Modified-Since). */
             304: {
@@ -5414,6 +5451,7 @@ export interface operations {
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     ETag: components["headers"]["ETag"];
                     "Last-Modified": components["headers"]["Last-Modified"];
+                    "Accept-Ranges": components["headers"]["Accept-Ranges"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5491,6 +5529,8 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     ETag: components["headers"]["ETag"];
+                    "Last-Modified": components["headers"]["Last-Modified"];
+                    "Accept-Ranges": components["headers"]["Accept-Ranges"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5505,6 +5545,8 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     ETag: components["headers"]["ETag"];
+                    "Last-Modified": components["headers"]["Last-Modified"];
+                    "Accept-Ranges": components["headers"]["Accept-Ranges"];
                     "Content-Range": components["headers"]["Content-Range"];
                     [name: string]: unknown;
                 };
@@ -5587,7 +5629,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The file's bytes. */
+            /** @description The file's bytes, with the file's own Content-Type. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5596,10 +5638,13 @@ export interface operations {
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     ETag: components["headers"]["ETag"];
                     "Last-Modified": components["headers"]["Last-Modified"];
+                    "Accept-Ranges": components["headers"]["Accept-Ranges"];
                     "Content-Disposition": components["headers"]["Content-Disposition"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "*/*": string;
+                };
             };
             /** @description The requested byte range. */
             206: {
@@ -5610,11 +5655,14 @@ export interface operations {
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     ETag: components["headers"]["ETag"];
                     "Last-Modified": components["headers"]["Last-Modified"];
+                    "Accept-Ranges": components["headers"]["Accept-Ranges"];
                     "Content-Disposition": components["headers"]["Content-Disposition"];
                     "Content-Range": components["headers"]["Content-Range"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "*/*": string;
+                };
             };
             /** @description Not modified (If-None-Match matched the ETag, or the file was not modified after If-Modified-Since). */
             304: {
@@ -5625,6 +5673,7 @@ export interface operations {
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     ETag: components["headers"]["ETag"];
                     "Last-Modified": components["headers"]["Last-Modified"];
+                    "Accept-Ranges": components["headers"]["Accept-Ranges"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5640,6 +5689,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorEnvelope400"];
+                    "text/html": string;
                 };
             };
             /** @description password_required: the link has a password and it is missing or wrong (the same answer for both). */
@@ -5653,6 +5703,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorEnvelope401"];
+                    "text/html": string;
                 };
             };
             /** @description file_infected: the file is quarantined. */
@@ -5666,6 +5717,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorEnvelope403"];
+                    "text/html": string;
                 };
             };
             /** @description not_found: unknown, revoked or invalidated link (its file went to trash or was deleted). */
@@ -5679,6 +5731,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorEnvelope404"];
+                    "text/html": string;
                 };
             };
             /** @description share_expired: the link is past its expires_at. */
@@ -5692,6 +5745,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorEnvelope410"];
+                    "text/html": string;
                 };
             };
             /** @description conflict: the file is no longer the version If-Match or If-Unmodified-Since names; ETag gives the current one. */
@@ -5702,10 +5756,13 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     ETag: components["headers"]["ETag"];
+                    "Last-Modified": components["headers"]["Last-Modified"];
+                    "Accept-Ranges": components["headers"]["Accept-Ranges"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorEnvelope412"];
+                    "text/html": string;
                 };
             };
             /** @description invalid_request: the request body is too large. */
@@ -5719,6 +5776,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorEnvelope413"];
+                    "text/html": string;
                 };
             };
             /** @description invalid_request: the body is in a charset or content encoding the service cannot read, or not sent as Content-Type: application/x-www-form-urlencoded or application/json (`details.supported`). */
@@ -5742,11 +5800,14 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     ETag: components["headers"]["ETag"];
+                    "Last-Modified": components["headers"]["Last-Modified"];
+                    "Accept-Ranges": components["headers"]["Accept-Ranges"];
                     "Content-Range": components["headers"]["Content-Range"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorEnvelope416"];
+                    "text/html": string;
                 };
             };
             /** @description rate_limit_exceeded: too many wrong passwords from this client for this link (10 per 15 minutes; an IPv6 client counts by its /64), the link is backing off after 20 wrong passwords from all clients (1 s doubling to 1 h), other passwords for the link were still being checked after 5 s of waiting for them (Retry-After of at most 10 s), or too many requests from this address; see Retry-After. */
@@ -5761,6 +5822,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorEnvelope429"];
+                    "text/html": string;
                 };
             };
             /** @description internal_error: an unexpected failure; details.request_id identifies it in the logs. */
@@ -5774,6 +5836,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorEnvelope500"];
+                    "text/html": string;
                 };
             };
             /** @description service_unavailable: the file's new content is still being stored (an upload that another server process took); see Retry-After. */
@@ -5788,6 +5851,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorEnvelope503"];
+                    "text/html": string;
                 };
             };
         };
