@@ -133,7 +133,8 @@ describe('every operation of the OpenAPI document, answered as documented', () =
   });
 
   it('answers a body in a type the route does not read 415, and one over the size limit 413', async () => {
-    const withBody = operations.filter(({ operation }) => operation.requestBody && !operation.requestBody.content['multipart/form-data']);
+    // The bodies a parser reads (JSON, a form); multipart uploads and tus chunks are streamed as sent.
+    const withBody = operations.filter(({ operation }) => ['application/json', 'application/x-www-form-urlencoded'].some((type) => operation.requestBody?.content[type]));
     const headers = (operation: Operation) => (operation.security ? owner.auth : {});
     const failures = [
       ...(await sweep(withBody, ({ method, operation }) => ({ init: { method, headers: { ...headers(operation), 'Content-Type': 'text/csv' }, body: 'name\nx' }, expect: [415] }))),

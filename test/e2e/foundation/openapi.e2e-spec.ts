@@ -149,6 +149,20 @@ describe('OpenAPI document and Swagger UI', () => {
     await create('').expect(400);
   });
 
+  it('documents the body of a tus chunk in the media type the server reads, so a client generated from it can send one', async () => {
+    type WithBody = Operation & { requestBody?: { required?: boolean; content: Record<string, { schema: { type?: string; format?: string } }> } };
+    const patch = doc.paths['/v1/uploads/{id}'].patch as WithBody;
+    const [mediaType] = Object.keys(patch.requestBody?.content ?? {});
+    expect(patch.requestBody?.required).toBe(true);
+    expect(patch.requestBody?.content[mediaType].schema).toEqual({ type: 'string', format: 'binary' });
+    const owner = await createAccount(t.app);
+    const tus = { ...owner.auth, 'Tus-Resumable': '1.0.0' };
+    const created = await t.http().post('/v1/uploads').set({ ...tus, 'Upload-Length': '5', 'Upload-Metadata': `filename ${Buffer.from('chunk.txt').toString('base64')}` }).expect(201);
+    const chunk = await t.http().patch(created.headers.location).set({ ...tus, 'Upload-Offset': '0', 'Content-Type': mediaType }).send(Buffer.from('hello'));
+    expect(chunk.status).toBe(204);
+    expect(chunk.headers['upload-offset']).toBe('5');
+  });
+
   it('serves Swagger UI at /docs', async () => {
     const res = await t.http().get('/docs').redirects(1);
     expect(res.status).toBe(200);

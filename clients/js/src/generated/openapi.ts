@@ -7547,7 +7547,12 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: never;
+        /** @description Optional (tus creation-with-upload): the first bytes of the file. */
+        requestBody?: {
+            content: {
+                "application/offset+octet-stream": string;
+            };
+        };
         responses: {
             /** @description Created; `Location` is the upload URL. */
             201: {
@@ -7757,7 +7762,12 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        /** @description As PATCH: the chunk's raw bytes, when the request stands for a PATCH. */
+        requestBody?: {
+            content: {
+                "application/offset+octet-stream": string;
+            };
+        };
         responses: {
             /** @description As the overridden HEAD. */
             200: {
@@ -8293,8 +8303,6 @@ export interface operations {
                 "Upload-Checksum"?: string;
                 /** @description Declares the size of an upload created with Upload-Defer-Length, once: another size later is 400. The same size again (resending the chunk that declared it) is no change. */
                 "Upload-Length"?: string;
-                /** @description `application/offset+octet-stream`; the body is the raw bytes. */
-                "Content-Type": string;
                 /** @description Where this chunk starts: the offset HEAD answered. */
                 "Upload-Offset": string;
                 /** @description The protocol version: `1.0.0`. */
@@ -8306,7 +8314,12 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        /** @description The chunk's raw bytes, stored from Upload-Offset on (an empty body changes nothing). */
+        requestBody: {
+            content: {
+                "application/offset+octet-stream": string;
+            };
+        };
         responses: {
             /** @description Stored; `Upload-Offset` is the new offset. */
             204: {
