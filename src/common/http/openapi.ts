@@ -128,6 +128,7 @@ const HEADERS: Record<string, HeaderObject> = {
     schema: { type: 'string' },
   },
   'Content-Disposition': { description: '`attachment` (or `inline` for thumbnails) with the file name, RFC 6266/5987 encoded.', required: true, schema: { type: 'string' } },
+  'Accept-Ranges': { description: '`bytes`: a Range request is answered with that range (206).', required: true, schema: { type: 'string' } },
   'Content-Range': { description: '`bytes start-end/size` for a partial answer, `bytes */size` for an unsatisfiable range.', required: true, schema: { type: 'string' } },
 };
 
@@ -145,7 +146,7 @@ const IN_USE = 'idempotency_key_in_use: a request with this Idempotency-Key is s
 
 /** Headers of an answer that streams a file's bytes: `@ApiResponse({ status: 200, headers: blobHeaders(200) })`. */
 export function blobHeaders(status: 200 | 206 | 304): Record<string, Reference> {
-  const names = status === 304 ? ['ETag', 'Last-Modified'] : status === 206 ? ['ETag', 'Last-Modified', 'Content-Disposition', 'Content-Range'] : ['ETag', 'Last-Modified', 'Content-Disposition'];
+  const names = status === 304 ? ['ETag', 'Last-Modified', 'Accept-Ranges'] : status === 206 ? ['ETag', 'Last-Modified', 'Accept-Ranges', 'Content-Disposition', 'Content-Range'] : ['ETag', 'Last-Modified', 'Accept-Ranges', 'Content-Disposition'];
   return Object.fromEntries(names.map((name) => [name, { $ref: `#/components/headers/${name}` }]));
 }
 
@@ -154,7 +155,9 @@ export function blobHeaders(status: 200 | 206 | 304): Record<string, Reference> 
  * If-Match, If-Unmodified-Since, If-None-Match and If-Modified-Since, the whole file (200), a range (206), not modified (304), another
  * version than the one the client pinned (412) and an unsatisfiable range (416).
  */
-export function ApiBlobAnswers() {
+export function ApiBlobAnswers(mediaType = '*/*') {
+  // The bytes themselves, in the file's own type (a thumbnail: WebP), so a generated client reads the body as a file.
+  const content = { [mediaType]: { schema: { type: 'string', format: 'binary' } } };
   return applyDecorators(
     ApiHeader({ name: 'Range', required: false, description: 'One byte range, e.g. bytes=0-1023 (206). Several ranges or another unit get the whole file.' }),
     ApiHeader({ name: 'If-Range', required: false, description: 'Send the range only if the file is still the version the client holds (RFC 9110); otherwise the whole file (200).' }),
@@ -162,14 +165,14 @@ export function ApiBlobAnswers() {
     ApiHeader({ name: 'If-Unmodified-Since', required: false, description: 'An HTTP date: 412 when the file was modified after it (to the second). Ignored with If-Match.' }),
     ApiHeader({ name: 'If-None-Match', required: false, description: 'The ETag the client holds: 304 while the file is unchanged.' }),
     ApiHeader({ name: 'If-Modified-Since', required: false, description: 'An HTTP date (the Last-Modified the client holds): 304 while the file was not modified after it (to the second). Ignored with If-None-Match, and when in the future.' }),
-    ApiResponse({ status: 200, description: 'The file\'s bytes.', headers: blobHeaders(200) }),
-    ApiResponse({ status: 206, description: 'The requested byte range.', headers: blobHeaders(206) }),
+    ApiResponse({ status: 200, description: 'The file\'s bytes, with the file\'s own Content-Type.', headers: blobHeaders(200), content }),
+    ApiResponse({ status: 206, description: 'The requested byte range.', headers: blobHeaders(206), content }),
     ApiResponse({ status: 304, description: 'Not modified (If-None-Match matched the ETag, or the file was not modified after If-Modified-Since).', headers: blobHeaders(304) }),
     ApiResponse({
       status: 412,
       description: 'conflict: the file is no longer the version If-Match or If-Unmodified-Since names; ETag gives the current one.',
       type: ErrorEnvelopeDoc,
-      headers: { ETag: { $ref: '#/components/headers/ETag' } },
+      headers: Object.fromEntries(['ETag', 'Last-Modified', 'Accept-Ranges'].map((name) => [name, { $ref: `#/components/headers/${name}` }])),
     }),
     ApiErrors([416, 'invalid_request: the range is not satisfiable (it starts past the end of the file); Content-Range gives the size.']),
   );
@@ -209,6 +212,9 @@ export function completeOpenApiDocument(document: OpenAPIObject): OpenAPIObject 
       if (operation.security && responses['401'] && !responses['401'].description.startsWith(KEY_FAILURES_401)) {
         responses['401'].description = `${KEY_FAILURES_401}\n\n${responses['401'].description}`;
       }
+      // A route that answers a browser with a page, or that an HTML form posts to, answers its refusals as pages too.
+      const requestTypes = Object.keys((operation.requestBody as { content?: object } | undefined)?.content ?? {});
+      const pagesForBrowsers = Boolean(responses['200']?.content?.['text/html']) || requestTypes.includes('application/x-www-form-urlencoded');
       for (const [status, response] of Object.entries(responses)) {
         const code = Number(status);
         const headers: Record<string, Reference> = { 'X-Request-Id': header('X-Request-Id') };
@@ -219,12 +225,13 @@ export function completeOpenApiDocument(document: OpenAPIObject): OpenAPIObject 
         if (code === 409 && idempotent) headers['Retry-After'] = header('Retry-After-When-In-Use');
         if (idempotent && code < 500) headers['Idempotent-Replayed'] = header('Idempotent-Replayed');
         if (code === 401 && operation.security) headers['WWW-Authenticate'] = header('WWW-Authenticate');
-        if (code === 416) Object.assign(headers, { ETag: header('ETag'), 'Content-Range': header('Content-Range') });
+        if (code === 416) Object.assign(headers, { ETag: header('ETag'), 'Last-Modified': header('Last-Modified'), 'Accept-Ranges': header('Accept-Ranges'), 'Content-Range': header('Content-Range') });
         response.headers = { ...headers, ...response.headers };
         if (code >= 400) {
           const name = `ErrorEnvelope${status}`;
           schemas[name] ??= errorEnvelopeSchema(ERROR_CODES_BY_STATUS[code] ?? ['invalid_request']);
           response.content = { 'application/json': { schema: { $ref: `#/components/schemas/${name}` } } };
+          if (pagesForBrowsers) response.content['text/html'] = { schema: { type: 'string' } };
         }
       }
     }

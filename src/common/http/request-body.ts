@@ -108,7 +108,8 @@ export function documentJsonBodyLimits(document: OpenAPIObject): void {
     for (const operation of Object.values(methods)) {
       const content = (operation as { requestBody?: { content?: Record<string, unknown> } })?.requestBody?.content;
       const responses = (operation as { responses?: Record<string, unknown> })?.responses;
-      if (!content || !responses) continue;
+      // A tus chunk (application/offset+octet-stream) is read as sent, by the protocol, never by a parser: no 413 or 415 here.
+      if (!content || !responses || Object.keys(content).every((type) => type === 'application/offset+octet-stream')) continue;
       const envelope = { 'application/json': { schema: { $ref: '#/components/schemas/ErrorEnvelopeDoc' } } };
       // Answered by the body parser, before authentication and the rate limit: the request id is the only header.
       const headers = { 'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' } };

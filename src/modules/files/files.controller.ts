@@ -1,6 +1,6 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query, Req, Res, UseInterceptors } from '@nestjs/common';
 import { CommandBus, QueryBus } from '@nestjs/cqrs';
-import { ApiBody, ApiConsumes, ApiOperation, ApiParam, ApiProduces, ApiTags } from '@nestjs/swagger';
+import { ApiBody, ApiConsumes, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import { Public, RequireScope } from '../../common/auth/access.decorator.js';
 import { type Actor, CurrentActor } from '../../common/auth/actor.js';
@@ -175,7 +175,6 @@ export class FileDownloadsController {
       'and HEAD, and sends Content-Disposition: attachment with the file name. The link takes expires and signature only, each once: any other query parameter is 400.',
   })
   @ApiParam({ name: 'file_id' })
-  @ApiProduces('application/octet-stream')
   @ApiBlobAnswers()
   @ApiErrors(
     [403, 'permission_denied: the signature is wrong or the link expired; file_infected: the file is quarantined.'],
@@ -195,8 +194,7 @@ export class FileDownloadsController {
     description: 'The `thumbnail_url` of a File object: a WebP image, inline, signed like downloads and answered like them (ETag, Range, HEAD).',
   })
   @ApiParam({ name: 'file_id' })
-  @ApiProduces('image/webp')
-  @ApiBlobAnswers()
+  @ApiBlobAnswers('image/webp')
   @ApiErrors(
     [403, 'permission_denied: the signature is wrong or the link expired; file_infected: the file is quarantined.'],
     [404, 'not_found: no such active file or it has no thumbnail.'],

@@ -1,5 +1,5 @@
 import { applyDecorators, Controller, Delete, Head, NotFoundException, Options, Patch, Post, Req, Res } from '@nestjs/common';
-import { ApiExcludeEndpoint, ApiHeader, ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiExcludeEndpoint, ApiHeader, ApiOperation, type ApiOperationOptions, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { SkipThrottle } from '@nestjs/throttler';
 import type { Request, Response } from 'express';
 import { Public, RequireScope } from '../../common/auth/access.decorator.js';
@@ -21,6 +21,13 @@ const UPLOAD_CHECKSUM = ApiHeader({
 });
 /** What X-HTTP-Method-Override may name: the tus requests a POST can stand for. */
 const OVERRIDABLE_METHODS = new Set(['PATCH', 'DELETE', 'HEAD']);
+/**
+ * The bytes of a chunk, as tus sends them. A header parameter named Content-Type is ignored by OpenAPI, so the body
+ * is stated here: otherwise a client generated from the document has no way to send it.
+ */
+// Not @ApiConsumes: BodyMediaTypeInterceptor would then refuse another Content-Type with 415 before tus answers its own 400.
+const CHUNK_BODY = (required: boolean, description: string) =>
+  ApiOperation({ summary: undefined, requestBody: { required, description, content: { 'application/offset+octet-stream': { schema: { type: 'string', format: 'binary' } } } } } as ApiOperationOptions);
 const UPLOAD_ID = ApiParam({ name: 'id', description: 'The upload id (`upl_...`), the last segment of the creation answer\'s Location. A query string on the URL is ignored.' });
 
 /**
@@ -47,6 +54,7 @@ export class UploadsController {
   @ApiHeader({ name: 'Upload-Length', required: false, description: 'The file size in bytes; or send `Upload-Defer-Length: 1` and declare it on a later PATCH.' })
   @ApiHeader({ name: 'Upload-Defer-Length', required: false, description: '`1` when the size is not known yet.' })
   @UPLOAD_CHECKSUM
+  @CHUNK_BODY(false, 'Optional (tus creation-with-upload): the first bytes of the file.')
   @ApiHeader({
     name: 'Upload-Metadata',
     required: true,
@@ -108,7 +116,7 @@ export class UploadsController {
   @TUS_RESUMABLE
   @UPLOAD_ID
   @ApiHeader({ name: 'Upload-Offset', required: true, description: 'Where this chunk starts: the offset HEAD answered.' })
-  @ApiHeader({ name: 'Content-Type', required: true, description: '`application/offset+octet-stream`; the body is the raw bytes.' })
+  @CHUNK_BODY(true, 'The chunk\'s raw bytes, stored from Upload-Offset on (an empty body changes nothing).')
   @ApiHeader({
     name: 'Upload-Length',
     required: false,
@@ -162,6 +170,7 @@ export class UploadsController {
   @TUS_RESUMABLE
   @UPLOAD_ID
   @MethodOverrideRoute('`PATCH`, `DELETE` or `HEAD`: the request is that one, with its headers and answers.')
+  @CHUNK_BODY(false, 'As PATCH: the chunk\'s raw bytes, when the request stands for a PATCH.')
   @ApiOperation({
     operationId: 'overrideUploadMethod',
     summary: 'PATCH, DELETE or HEAD sent as POST (tus core, X-HTTP-Method-Override)',

@@ -42,6 +42,18 @@ describe('the OpenAPI contract check', () => {
     expect(contractViolations({ ...listing, body: { ...(listing.body as object), pagination: { ...pagination, total_items: 0.5 } } })).toEqual([expect.stringContaining('total_items must be integer')]);
   });
 
+  it('accepts a downloaded file\'s bytes in its own type, and refuses a body of a type its answer does not document', async () => {
+    const file = await seedFile(t.app, owner, { name: 'bytes.txt' });
+    const signed = new URL((await t.http().get(`/v1/files/${file.id}`).set(owner.auth).expect(200)).body.data.download_url);
+    const link = `${t.baseUrl}${signed.pathname}${signed.search}`;
+    const res = await fetch(link);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('accept-ranges')).toBe('bytes');
+    const answer: ReceivedResponse = { method: 'GET', url: link, status: 200, headers: Object.fromEntries(res.headers), contentType: res.headers.get('content-type') ?? '', body: undefined };
+    expect(contractViolations(answer)).toEqual([]);
+    expect(contractViolations({ ...listing, contentType: 'text/html', body: undefined })).toEqual([expect.stringContaining('a text/html body is not documented')]);
+  });
+
   it('checks a HEAD answer against the HEAD operation where the document has one, else against GET', () => {
     const head = { method: 'HEAD', status: 418, headers: {}, contentType: '', body: undefined };
     expect(contractViolations({ ...head, url: '/v1/uploads/upl_x' })).toEqual([expect.stringContaining('HEAD /v1/uploads/upl_x → 418 (')]);

@@ -1,3 +1,5 @@
+import { getMetadataStorage } from 'class-validator';
+import type { ValidationMetadata } from 'class-validator/types/metadata/ValidationMetadata.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccount } from '../../support/accounts.js';
 import { startTestApp, type TestApp } from '../../support/test-app.js';
@@ -95,9 +97,145 @@ describe('OpenAPI document and Swagger UI', () => {
     }
   });
 
+  it('states on every request field and query parameter the bounds its validation enforces (sizes, lengths, enums, required)', () => {
+    const storage = getMetadataStorage();
+    const documented = doc as unknown as { components: { schemas: Record<string, FieldSchema> }; paths: Record<string, Record<string, Operation>> };
+    const problems: string[] = [];
+    const targets = [...(storage as unknown as { validationMetadatas: Map<Function, ValidationMetadata[]> }).validationMetadatas.keys()];
+    let compared = 0;
+    for (const target of targets) {
+      const rules = storage.getTargetValidationMetadatas(target, '', true, false);
+      const properties = [...new Set(rules.map((rule) => rule.propertyName))];
+      const byProperty = (name: string) => rules.filter((rule) => rule.propertyName === name);
+      const schema = documented.components.schemas[target.name];
+      if (schema) {
+        // A request body: its schema carries the class's name.
+        for (const name of properties) {
+          const field = schema.properties?.[name];
+          if (!field) continue;
+          compared++;
+          problems.push(...fieldProblems(`${target.name}.${name}`, byProperty(name), field, schema.required?.includes(name) ?? false));
+        }
+        continue;
+      }
+      // Query parameters: the operations whose query parameters are exactly the class's fields read it.
+      for (const [path, methods] of Object.entries(documented.paths)) {
+        for (const [method, operation] of Object.entries(methods)) {
+          const query = new Map((operation.parameters ?? []).filter((p) => p.in === 'query').map((p) => [p.name, p as QueryParameter & { required?: boolean }]));
+          if (properties.length === 0 || query.size !== properties.length || !properties.every((name) => query.has(name))) continue;
+          for (const name of properties) {
+            compared++;
+            const parameter = query.get(name)!;
+            // A signed link without its expiry or signature is refused 403 like a wrong signature; a client must send both.
+            const required = target.name === 'SignedUrlRequest' ? false : (parameter.required ?? false);
+            problems.push(...fieldProblems(`${method.toUpperCase()} ${path} ?${name}`, byProperty(name), parameter.schema as FieldSchema, required));
+          }
+        }
+      }
+    }
+    expect(compared).toBeGreaterThan(40);
+    expect(problems).toEqual([]);
+  });
+
+  it('documents the 1 to 255 characters of a file or folder name that the server enforces', async () => {
+    const schemas = (doc as unknown as { components: { schemas: Record<string, FieldSchema> } }).components.schemas;
+    for (const model of ['CreateFolderRequest', 'UpdateFolderRequest', 'UpdateFileRequest', 'UploadFileForm']) {
+      expect(schemas[model].properties?.name, model).toMatchObject({ type: 'string', minLength: 1, maxLength: 255 });
+    }
+    const owner = await createAccount(t.app);
+    const create = (name: string) => t.http().post('/v1/folders').set(owner.auth).send({ name });
+    await create('x'.repeat(255)).expect(201);
+    await create('x'.repeat(256)).expect(400);
+    await create('').expect(400);
+  });
+
+  it('documents the body of a tus chunk in the media type the server reads, so a client generated from it can send one', async () => {
+    type WithBody = Operation & { requestBody?: { required?: boolean; content: Record<string, { schema: { type?: string; format?: string } }> } };
+    const patch = doc.paths['/v1/uploads/{id}'].patch as WithBody;
+    const [mediaType] = Object.keys(patch.requestBody?.content ?? {});
+    expect(patch.requestBody?.required).toBe(true);
+    expect(patch.requestBody?.content[mediaType].schema).toEqual({ type: 'string', format: 'binary' });
+    const owner = await createAccount(t.app);
+    const tus = { ...owner.auth, 'Tus-Resumable': '1.0.0' };
+    const created = await t.http().post('/v1/uploads').set({ ...tus, 'Upload-Length': '5', 'Upload-Metadata': `filename ${Buffer.from('chunk.txt').toString('base64')}` }).expect(201);
+    const chunk = await t.http().patch(created.headers.location).set({ ...tus, 'Upload-Offset': '0', 'Content-Type': mediaType }).send(Buffer.from('hello'));
+    expect(chunk.status).toBe(204);
+    expect(chunk.headers['upload-offset']).toBe('5');
+  });
+
   it('serves Swagger UI at /docs', async () => {
     const res = await t.http().get('/docs').redirects(1);
     expect(res.status).toBe(200);
     expect(res.text).toContain('swagger-ui');
   });
 });
+
+interface FieldSchema {
+  type?: string;
+  enum?: unknown[];
+  items?: FieldSchema;
+  minimum?: number;
+  maximum?: number;
+  minLength?: number;
+  maxLength?: number;
+  minItems?: number;
+  maxItems?: number;
+  uniqueItems?: boolean;
+  properties?: Record<string, FieldSchema>;
+  required?: string[];
+}
+
+/** Where a field's class-validator rules and its documented schema disagree. */
+function fieldProblems(where: string, rules: ValidationMetadata[], schema: FieldSchema, required: boolean): string[] {
+  const problems: string[] = [];
+  const expectEqual = (what: string, documented: unknown, enforced: unknown) => {
+    if (JSON.stringify(documented) !== JSON.stringify(enforced)) problems.push(`${where}: ${what} is documented as ${JSON.stringify(documented)}, enforced as ${JSON.stringify(enforced)}`);
+  };
+  // IsOptional and ValidateIf (a nullable field) are both conditional validation.
+  const optional = rules.some((rule) => rule.type === 'conditionalValidation');
+  expectEqual('required', required, !optional);
+  for (const rule of rules) {
+    const [first, second] = (rule.constraints ?? []) as unknown[];
+    const on = rule.each ? (schema.items ?? {}) : schema;
+    switch (rule.name) {
+      case 'arrayMinSize':
+        expectEqual('minItems', schema.minItems, first);
+        break;
+      case 'arrayMaxSize':
+        expectEqual('maxItems', schema.maxItems, first);
+        break;
+      case 'arrayUnique':
+        expectEqual('uniqueItems', schema.uniqueItems, true);
+        break;
+      case 'min':
+        expectEqual('minimum', on.minimum, first);
+        break;
+      case 'max':
+        expectEqual('maximum', on.maximum, first);
+        break;
+      case 'minLength':
+        expectEqual('minLength', on.minLength, first);
+        break;
+      case 'maxLength':
+        expectEqual('maxLength', on.maxLength, first);
+        break;
+      case 'isLength':
+        expectEqual('minLength', on.minLength, first);
+        expectEqual('maxLength', on.maxLength, second);
+        break;
+      case 'isIn':
+        expectEqual('enum', [...(on.enum ?? [])].filter((v) => v !== null).sort(), [...(first as unknown[])].sort());
+        break;
+      case 'isInt':
+        expectEqual('type', on.type, 'integer');
+        break;
+      case 'isBoolean':
+        expectEqual('type', on.type, 'boolean');
+        break;
+      case 'isArray':
+        expectEqual('type', schema.type, 'array');
+        break;
+    }
+  }
+  return problems;
+}

@@ -1016,6 +1016,7 @@ export interface components {
             parent_id?: string | null;
         };
         UpdateFolderRequest: {
+            /** @description New name, with the rules of a new folder's name */
             name?: string;
             /** @description New parent; null moves it to the root; omitted leaves it */
             parent_id?: string | null;
@@ -1632,6 +1633,8 @@ export interface components {
         "Last-Modified": string;
         /** @description `attachment` (or `inline` for thumbnails) with the file name, RFC 6266/5987 encoded. */
         "Content-Disposition": string;
+        /** @description `bytes`: a Range request is answered with that range (206). */
+        "Accept-Ranges": string;
         /** @description `bytes start-end/size` for a partial answer, `bytes *\/size` for an unsatisfiable range. */
         "Content-Range": string;
     };
@@ -3411,7 +3414,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The file's bytes. */
+            /** @description The file's bytes, with the file's own Content-Type. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3420,10 +3423,13 @@ export interface operations {
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     ETag: components["headers"]["ETag"];
                     "Last-Modified": components["headers"]["Last-Modified"];
+                    "Accept-Ranges": components["headers"]["Accept-Ranges"];
                     "Content-Disposition": components["headers"]["Content-Disposition"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "*/*": string;
+                };
             };
             /** @description The requested byte range. */
             206: {
@@ -3434,11 +3440,14 @@ export interface operations {
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     ETag: components["headers"]["ETag"];
                     "Last-Modified": components["headers"]["Last-Modified"];
+                    "Accept-Ranges": components["headers"]["Accept-Ranges"];
                     "Content-Disposition": components["headers"]["Content-Disposition"];
                     "Content-Range": components["headers"]["Content-Range"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "*/*": string;
+                };
             };
             /** @description Not modified (If-None-Match matched the ETag, or the file was not modified after If-Modified-Since). */
             304: {
@@ -3449,6 +3458,7 @@ export interface operations {
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     ETag: components["headers"]["ETag"];
                     "Last-Modified": components["headers"]["Last-Modified"];
+                    "Accept-Ranges": components["headers"]["Accept-Ranges"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3500,6 +3510,8 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     ETag: components["headers"]["ETag"];
+                    "Last-Modified": components["headers"]["Last-Modified"];
+                    "Accept-Ranges": components["headers"]["Accept-Ranges"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3514,6 +3526,8 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     ETag: components["headers"]["ETag"];
+                    "Last-Modified": components["headers"]["Last-Modified"];
+                    "Accept-Ranges": components["headers"]["Accept-Ranges"];
                     "Content-Range": components["headers"]["Content-Range"];
                     [name: string]: unknown;
                 };
@@ -3597,7 +3611,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The file's bytes. */
+            /** @description The file's bytes, with the file's own Content-Type. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3606,10 +3620,13 @@ export interface operations {
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     ETag: components["headers"]["ETag"];
                     "Last-Modified": components["headers"]["Last-Modified"];
+                    "Accept-Ranges": components["headers"]["Accept-Ranges"];
                     "Content-Disposition": components["headers"]["Content-Disposition"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "image/webp": string;
+                };
             };
             /** @description The requested byte range. */
             206: {
@@ -3620,11 +3637,14 @@ export interface operations {
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     ETag: components["headers"]["ETag"];
                     "Last-Modified": components["headers"]["Last-Modified"];
+                    "Accept-Ranges": components["headers"]["Accept-Ranges"];
                     "Content-Disposition": components["headers"]["Content-Disposition"];
                     "Content-Range": components["headers"]["Content-Range"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "image/webp": string;
+                };
             };
             /** @description Not modified (If-None-Match matched the ETag, or the file was not modified after If-Modified-Since). */
             304: {
@@ -3635,6 +3655,7 @@ export interface operations {
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     ETag: components["headers"]["ETag"];
                     "Last-Modified": components["headers"]["Last-Modified"];
+                    "Accept-Ranges": components["headers"]["Accept-Ranges"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3686,6 +3707,8 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     ETag: components["headers"]["ETag"];
+                    "Last-Modified": components["headers"]["Last-Modified"];
+                    "Accept-Ranges": components["headers"]["Accept-Ranges"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3700,6 +3723,8 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     ETag: components["headers"]["ETag"];
+                    "Last-Modified": components["headers"]["Last-Modified"];
+                    "Accept-Ranges": components["headers"]["Accept-Ranges"];
                     "Content-Range": components["headers"]["Content-Range"];
                     [name: string]: unknown;
                 };
@@ -5343,6 +5368,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorEnvelope400"];
+                    "text/html": string;
                 };
             };
             /** @description password_required: the link has a password and it is missing or wrong (the same answer for both). */
@@ -5356,6 +5382,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorEnvelope401"];
+                    "text/html": string;
                 };
             };
             /** @description not_found: unknown, revoked or invalidated link (its file went to trash or was deleted). */
@@ -5369,6 +5396,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorEnvelope404"];
+                    "text/html": string;
                 };
             };
             /** @description share_expired: the link is past its expires_at. */
@@ -5382,6 +5410,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorEnvelope410"];
+                    "text/html": string;
                 };
             };
             /** @description rate_limit_exceeded: too many wrong passwords from this client for this link (10 per 15 minutes; an IPv6 client counts by its /64), the link is backing off after 20 wrong passwords from all clients (1 s doubling to 1 h; not for a client that gave the right password in the last 30 days), other passwords for the link were still being checked after 5 s of waiting for them (Retry-After of at most 10 s), or too many requests from this address; see Retry-After. */
@@ -5396,6 +5425,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorEnvelope429"];
+                    "text/html": string;
                 };
             };
             /** @description internal_error: an unexpected failure; details.request_id identifies it in the logs. */
@@ -5409,6 +5439,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorEnvelope500"];
+                    "text/html": string;
                 };
             };
             /** @description service_unavailable: a dependency (database, Redis, the file store) is unavailable for a moment; see Retry-After. */
@@ -5423,6 +5454,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorEnvelope503"];
+                    "text/html": string;
                 };
             };
         };
@@ -5454,7 +5486,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The file's bytes. */
+            /** @description The file's bytes, with the file's own Content-Type. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5463,10 +5495,13 @@ export interface operations {
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     ETag: components["headers"]["ETag"];
                     "Last-Modified": components["headers"]["Last-Modified"];
+                    "Accept-Ranges": components["headers"]["Accept-Ranges"];
                     "Content-Disposition": components["headers"]["Content-Disposition"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "*/*": string;
+                };
             };
             /** @description The requested byte range. */
             206: {
@@ -5477,11 +5512,14 @@ export interface operations {
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     ETag: components["headers"]["ETag"];
                     "Last-Modified": components["headers"]["Last-Modified"];
+                    "Accept-Ranges": components["headers"]["Accept-Ranges"];
                     "Content-Disposition": components["headers"]["Content-Disposition"];
                     "Content-Range": components["headers"]["Content-Range"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "*/*": string;
+                };
             };
             /** @description Not modified (If-None-Match matched the ETag, or the file was not modified after If-Modified-Since). */
             304: {
@@ -5492,6 +5530,7 @@ export interface operations {
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     ETag: components["headers"]["ETag"];
                     "Last-Modified": components["headers"]["Last-Modified"];
+                    "Accept-Ranges": components["headers"]["Accept-Ranges"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5569,6 +5608,8 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     ETag: components["headers"]["ETag"];
+                    "Last-Modified": components["headers"]["Last-Modified"];
+                    "Accept-Ranges": components["headers"]["Accept-Ranges"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5583,6 +5624,8 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     ETag: components["headers"]["ETag"];
+                    "Last-Modified": components["headers"]["Last-Modified"];
+                    "Accept-Ranges": components["headers"]["Accept-Ranges"];
                     "Content-Range": components["headers"]["Content-Range"];
                     [name: string]: unknown;
                 };
@@ -5665,7 +5708,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The file's bytes. */
+            /** @description The file's bytes, with the file's own Content-Type. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5674,10 +5717,13 @@ export interface operations {
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     ETag: components["headers"]["ETag"];
                     "Last-Modified": components["headers"]["Last-Modified"];
+                    "Accept-Ranges": components["headers"]["Accept-Ranges"];
                     "Content-Disposition": components["headers"]["Content-Disposition"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "*/*": string;
+                };
             };
             /** @description The requested byte range. */
             206: {
@@ -5688,11 +5734,14 @@ export interface operations {
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     ETag: components["headers"]["ETag"];
                     "Last-Modified": components["headers"]["Last-Modified"];
+                    "Accept-Ranges": components["headers"]["Accept-Ranges"];
                     "Content-Disposition": components["headers"]["Content-Disposition"];
                     "Content-Range": components["headers"]["Content-Range"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "*/*": string;
+                };
             };
             /** @description Not modified (If-None-Match matched the ETag, or the file was not modified after If-Modified-Since). */
             304: {
@@ -5703,6 +5752,7 @@ export interface operations {
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     ETag: components["headers"]["ETag"];
                     "Last-Modified": components["headers"]["Last-Modified"];
+                    "Accept-Ranges": components["headers"]["Accept-Ranges"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5718,6 +5768,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorEnvelope400"];
+                    "text/html": string;
                 };
             };
             /** @description password_required: the link has a password and it is missing or wrong (the same answer for both). */
@@ -5731,6 +5782,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorEnvelope401"];
+                    "text/html": string;
                 };
             };
             /** @description file_infected: the file is quarantined. */
@@ -5744,6 +5796,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorEnvelope403"];
+                    "text/html": string;
                 };
             };
             /** @description not_found: unknown, revoked or invalidated link (its file went to trash or was deleted). */
@@ -5757,6 +5810,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorEnvelope404"];
+                    "text/html": string;
                 };
             };
             /** @description share_expired: the link is past its expires_at. */
@@ -5770,6 +5824,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorEnvelope410"];
+                    "text/html": string;
                 };
             };
             /** @description conflict: the file is no longer the version If-Match or If-Unmodified-Since names; ETag gives the current one. */
@@ -5780,10 +5835,13 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     ETag: components["headers"]["ETag"];
+                    "Last-Modified": components["headers"]["Last-Modified"];
+                    "Accept-Ranges": components["headers"]["Accept-Ranges"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorEnvelope412"];
+                    "text/html": string;
                 };
             };
             /** @description invalid_request: the request body is too large. */
@@ -5797,6 +5855,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorEnvelope413"];
+                    "text/html": string;
                 };
             };
             /** @description invalid_request: the body is in a charset or content encoding the service cannot read, or not sent as Content-Type: application/x-www-form-urlencoded or application/json (`details.supported`). */
@@ -5820,11 +5879,14 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     ETag: components["headers"]["ETag"];
+                    "Last-Modified": components["headers"]["Last-Modified"];
+                    "Accept-Ranges": components["headers"]["Accept-Ranges"];
                     "Content-Range": components["headers"]["Content-Range"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorEnvelope416"];
+                    "text/html": string;
                 };
             };
             /** @description rate_limit_exceeded: too many wrong passwords from this client for this link (10 per 15 minutes; an IPv6 client counts by its /64), the link is backing off after 20 wrong passwords from all clients (1 s doubling to 1 h; not for a client that gave the right password in the last 30 days), other passwords for the link were still being checked after 5 s of waiting for them (Retry-After of at most 10 s), or too many requests from this address; see Retry-After. */
@@ -5839,6 +5901,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorEnvelope429"];
+                    "text/html": string;
                 };
             };
             /** @description internal_error: an unexpected failure; details.request_id identifies it in the logs. */
@@ -5852,6 +5915,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorEnvelope500"];
+                    "text/html": string;
                 };
             };
             /** @description service_unavailable: the file's new content is still being stored (an upload that another server process took); see Retry-After. */
@@ -5866,6 +5930,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorEnvelope503"];
+                    "text/html": string;
                 };
             };
         };
@@ -7561,7 +7626,12 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: never;
+        /** @description Optional (tus creation-with-upload): the first bytes of the file. */
+        requestBody?: {
+            content: {
+                "application/offset+octet-stream": string;
+            };
+        };
         responses: {
             /** @description Created; `Location` is the upload URL. */
             201: {
@@ -7771,7 +7841,12 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        /** @description As PATCH: the chunk's raw bytes, when the request stands for a PATCH. */
+        requestBody?: {
+            content: {
+                "application/offset+octet-stream": string;
+            };
+        };
         responses: {
             /** @description As the overridden HEAD. */
             200: {
@@ -8307,8 +8382,6 @@ export interface operations {
                 "Upload-Checksum"?: string;
                 /** @description Declares the size of an upload created with Upload-Defer-Length, once: another size later is 400. The same size again (resending the chunk that declared it) is no change. */
                 "Upload-Length"?: string;
-                /** @description `application/offset+octet-stream`; the body is the raw bytes. */
-                "Content-Type": string;
                 /** @description Where this chunk starts: the offset HEAD answered. */
                 "Upload-Offset": string;
                 /** @description The protocol version: `1.0.0`. */
@@ -8320,7 +8393,12 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        /** @description The chunk's raw bytes, stored from Upload-Offset on (an empty body changes nothing). */
+        requestBody: {
+            content: {
+                "application/offset+octet-stream": string;
+            };
+        };
         responses: {
             /** @description Stored; `Upload-Offset` is the new offset. */
             204: {

@@ -61,7 +61,8 @@ export async function startTestProxy(options: { upstream?: string; prefix?: stri
     if (rule?.answer) {
       const body = rule.answer.body ?? '';
       incoming.resume();
-      return void outgoing.writeHead(rule.answer.status, { ...rule.answer.headers, 'Content-Length': String(Buffer.byteLength(body)) }).end(body);
+      // Via says the proxy made this answer itself (RFC 9110 7.6.3): the suite's contract check leaves it alone.
+      return void outgoing.writeHead(rule.answer.status, { Via: '1.1 test-proxy', ...rule.answer.headers, 'Content-Length': String(Buffer.byteLength(body)) }).end(body);
     }
     let ended = false;
     const end = () => {

@@ -17,7 +17,7 @@ export class CreateApiKeyRequest {
   @IsString() @IsApiKeyName()
   name: string;
 
-  @ApiProperty({ enum: SCOPES, isArray: true, example: ['read', 'write'], description: 'One or more of read, write, delete, share.' })
+  @ApiProperty({ enum: SCOPES, isArray: true, minItems: 1, maxItems: SCOPES.length, uniqueItems: true, example: ['read', 'write'], description: 'One or more of read, write, delete, share.' })
   @IsArray() @ArrayMinSize(1) @ArrayMaxSize(SCOPES.length) @ArrayUnique() @IsIn(SCOPES, { each: true })
   scopes: Scope[];
 

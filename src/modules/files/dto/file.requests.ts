@@ -39,12 +39,12 @@ export class ListFilesRequest extends CursorPageRequest {
 const EmptyFieldAsAbsent = () => Transform(({ value }: { value: unknown }) => (value === '' ? undefined : value));
 
 export class UploadFileRequest {
-  @ApiPropertyOptional({ description: 'Name to store the file under; default the original file name. Well-formed Unicode (no unpaired surrogate), stored in NFC; 1 to 255 characters after that' })
+  @ApiPropertyOptional({ minLength: 1, maxLength: 255, description: 'Name to store the file under; default the original file name. Well-formed Unicode (no unpaired surrogate), stored in NFC; 1 to 255 characters after that' })
   @IsOptional() @IsString()
   name?: string;
 
   // The empty example leaves Swagger UI's field blank; without it the form sends folder_id "string", a folder that does not exist.
-  @ApiPropertyOptional({ example: '', description: 'Target folder; default (or empty) the root' })
+  @ApiPropertyOptional({ example: '', maxLength: 40, description: 'Target folder; default (or empty) the root' })
   @EmptyFieldAsAbsent() @IsOptional() @IsString() @Matches(ID_SHAPE, { message: 'must be a folder id' })
   folder_id?: string;
 
@@ -60,11 +60,11 @@ export class UploadFileForm extends UploadFileRequest {
 }
 
 export class UpdateFileRequest {
-  @ApiPropertyOptional({ description: 'New name (well-formed Unicode, no unpaired surrogate; stored in NFC; then 1 to 255 characters, no / \\ or NUL, not . or ..)' })
+  @ApiPropertyOptional({ minLength: 1, maxLength: 255, description: 'New name (well-formed Unicode, no unpaired surrogate; stored in NFC; then 1 to 255 characters, no / \\ or NUL, not . or ..)' })
   @IsOptional() @IsString()
   name?: string;
 
-  @ApiPropertyOptional({ type: String, nullable: true, description: 'Folder to move to; null moves to the root; omitted leaves it' })
+  @ApiPropertyOptional({ type: String, nullable: true, minLength: 1, maxLength: 40, description: 'Folder to move to; null moves to the root; omitted leaves it' })
   @ValidateIf((_, value) => value !== null) @IsOptional() @IsString() @Matches(ID_SHAPE, { message: 'must be a folder id' })
   folder_id?: string | null;
 }

@@ -28,20 +28,20 @@ export class FolderResponse {
 // The examples make the request body Swagger UI's "Try it out" proposes one that works: without them it sends
 // parent_id "string", a folder that does not exist.
 export class CreateFolderRequest {
-  @ApiProperty({ example: 'Photos', description: 'Well-formed Unicode (no unpaired surrogate), stored in NFC; then 1 to 255 characters, no / \\ or NUL, not . or ..; a taken name gets a numbered suffix' })
+  @ApiProperty({ example: 'Photos', minLength: 1, maxLength: 255, description: 'Well-formed Unicode (no unpaired surrogate), stored in NFC; then 1 to 255 characters, no / \\ or NUL, not . or ..; a taken name gets a numbered suffix' })
   @IsString()
   name: string;
 
-  @ApiPropertyOptional({ type: String, nullable: true, example: null, description: 'Parent folder; omitted or null for the root' })
+  @ApiPropertyOptional({ type: String, nullable: true, minLength: 1, maxLength: 40, example: null, description: 'Parent folder; omitted or null for the root' })
   @ValidateIf((_, value) => value !== null) @IsOptional() @IsString() @Matches(ID_SHAPE, { message: 'must be a folder id' })
   parent_id?: string | null;
 }
 
 export class UpdateFolderRequest {
-  @ApiPropertyOptional() @IsOptional() @IsString()
+  @ApiPropertyOptional({ minLength: 1, maxLength: 255, description: 'New name, with the rules of a new folder\'s name' }) @IsOptional() @IsString()
   name?: string;
 
-  @ApiPropertyOptional({ type: String, nullable: true, description: 'New parent; null moves it to the root; omitted leaves it' })
+  @ApiPropertyOptional({ type: String, nullable: true, minLength: 1, maxLength: 40, description: 'New parent; null moves it to the root; omitted leaves it' })
   @ValidateIf((_, value) => value !== null) @IsOptional() @IsString() @Matches(ID_SHAPE, { message: 'must be a folder id' })
   parent_id?: string | null;
 }

@@ -7,7 +7,7 @@ export const MIN_EXPIRES_IN = 60;
 export const MAX_EXPIRES_IN = 31_536_000;
 
 export class CreateShareRequest {
-  @ApiProperty({ example: 'file_0193a5b2c4d67e8f9a0b1c2d3e4f5a6b', description: 'An active file of the account.' })
+  @ApiProperty({ example: 'file_0193a5b2c4d67e8f9a0b1c2d3e4f5a6b', minLength: 1, maxLength: 40, description: 'An active file of the account.' })
   @IsString() @Length(1, 40) @Matches(ID_SHAPE, { message: 'must be a file id' })
   file_id: string;
 

@@ -7,7 +7,7 @@ export class CreateWebhookRequest {
   @IsString() @MaxLength(2048)
   url: string;
 
-  @ApiProperty({ enum: EVENT_NAMES, isArray: true, example: ['file.uploaded', 'file.deleted'], description: 'One or more of the event names.' })
+  @ApiProperty({ enum: EVENT_NAMES, isArray: true, minItems: 1, maxItems: EVENT_NAMES.length, uniqueItems: true, example: ['file.uploaded', 'file.deleted'], description: 'One or more of the event names.' })
   @IsArray() @ArrayMinSize(1) @ArrayMaxSize(EVENT_NAMES.length) @ArrayUnique() @IsIn(EVENT_NAMES, { each: true })
   events: EventName[];
 

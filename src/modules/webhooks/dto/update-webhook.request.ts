@@ -3,7 +3,7 @@ import { ArrayMaxSize, ArrayMinSize, ArrayUnique, IsArray, IsBoolean, IsIn, IsOp
 import { EVENT_NAMES, type EventName } from '../../../infra/outbox/domain-event.js';
 
 export class UpdateWebhookRequest {
-  @ApiPropertyOptional({ enum: EVENT_NAMES, isArray: true, description: 'Replaces the subscribed events.' })
+  @ApiPropertyOptional({ enum: EVENT_NAMES, isArray: true, minItems: 1, maxItems: EVENT_NAMES.length, uniqueItems: true, description: 'Replaces the subscribed events.' })
   @IsOptional() @IsArray() @ArrayMinSize(1) @ArrayMaxSize(EVENT_NAMES.length) @ArrayUnique() @IsIn(EVENT_NAMES, { each: true })
   events?: EventName[];
 
