@@ -1,6 +1,6 @@
 import { applyDecorators, SetMetadata } from '@nestjs/common';
 import { ApiBearerAuth, ApiExtension, ApiResponse } from '@nestjs/swagger';
-import { ErrorEnvelopeDoc, KEY_FAILURES_401 } from '../http/openapi.js';
+import { ErrorEnvelopeDoc, KEY_FAILURES_401, KEY_ROUTE_429 } from '../http/openapi.js';
 import type { Scope } from './scopes.js';
 
 export const ACCESS_METADATA = 'fss:access';
@@ -24,8 +24,7 @@ export function RequireScope(scope: Scope | null, options: { elevated?: boolean 
     ApiResponse({ status: 403, description: `permission_denied: the key ${refusals || 'lacks the needed permission'}.`, type: ErrorEnvelopeDoc }),
     ApiResponse({
       status: 429,
-      description:
-        'rate_limit_exceeded: the plan\'s requests per minute are used up, or this client address presented 30 invalid API keys this minute; see Retry-After.',
+      description: KEY_ROUTE_429,
       type: ErrorEnvelopeDoc,
     }),
   );

@@ -178,6 +178,11 @@ export function ApiBlobAnswers(mediaType = '*/*') {
   );
 }
 
+/** Why a key route answers 429; on one not counted against the plan's minute (NotRateLimited), only the second reason. */
+export const KEY_ROUTE_429 = "rate_limit_exceeded: the plan's requests per minute are used up, or this client address presented 30 invalid API keys this minute; see Retry-After.";
+export const UNCOUNTED_KEY_ROUTE_429 =
+  "rate_limit_exceeded: this client address presented 30 invalid API keys this minute (this route is not counted against the plan's requests per minute); see Retry-After.";
+
 const RATE_LIMIT_HEADERS = ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset'];
 
 /**
@@ -215,11 +220,14 @@ export function completeOpenApiDocument(document: OpenAPIObject): OpenAPIObject 
       // A route that answers a browser with a page, or that an HTML form posts to, answers its refusals as pages too.
       const requestTypes = Object.keys((operation.requestBody as { content?: object } | undefined)?.content ?? {});
       const pagesForBrowsers = Boolean(responses['200']?.content?.['text/html']) || requestTypes.includes('application/x-www-form-urlencoded');
+      // Not counted against the plan's minute (NotRateLimited): no X-RateLimit headers, and a 429 only for invalid keys.
+      const rateLimited = (operation as { 'x-rate-limited'?: boolean })['x-rate-limited'] !== false;
+      if (!rateLimited && responses['429']) responses['429'].description = UNCOUNTED_KEY_ROUTE_429;
       for (const [status, response] of Object.entries(responses)) {
         const code = Number(status);
         const headers: Record<string, Reference> = { 'X-Request-Id': header('X-Request-Id') };
         // Authentication runs before the rate limit, so a 401 of a key route has not been counted.
-        if (code !== 401 || !operation.security) for (const name of RATE_LIMIT_HEADERS) headers[name] = header(name);
+        if (rateLimited && (code !== 401 || !operation.security)) for (const name of RATE_LIMIT_HEADERS) headers[name] = header(name);
         if (code === 429) headers['Retry-After'] = header('Retry-After');
         if (code === 503) headers['Retry-After'] = header('Retry-After-When-Busy');
         if (code === 409 && idempotent) headers['Retry-After'] = header('Retry-After-When-In-Use');

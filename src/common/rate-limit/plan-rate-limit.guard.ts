@@ -1,5 +1,6 @@
-import { ExecutionContext, Injectable } from '@nestjs/common';
-import { ThrottlerGuard, ThrottlerRequest } from '@nestjs/throttler';
+import { applyDecorators, ExecutionContext, Injectable } from '@nestjs/common';
+import { ApiExtension } from '@nestjs/swagger';
+import { SkipThrottle, ThrottlerGuard, ThrottlerRequest } from '@nestjs/throttler';
 import type { Request, Response } from 'express';
 import { RateLimitExceeded } from '../errors/api-error.js';
 import { clientNetwork } from '../net/ip-address.js';
@@ -33,4 +34,12 @@ export class PlanRateLimitGuard extends ThrottlerGuard {
     if (record.isBlocked) throw new RateLimitExceeded(record.timeToBlockExpire, limit);
     return true;
   }
+}
+
+/**
+ * A route not counted against the plan's requests per minute, its OpenAPI operation marked `x-rate-limited: false`: the
+ * document then gives its answers no X-RateLimit headers, which it does not send.
+ */
+export function NotRateLimited(): MethodDecorator & ClassDecorator {
+  return applyDecorators(SkipThrottle(), ApiExtension('x-rate-limited', false));
 }

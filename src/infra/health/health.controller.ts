@@ -1,7 +1,7 @@
 import { Controller, Get, Inject } from '@nestjs/common';
 import { ApiOperation, ApiProperty, ApiTags } from '@nestjs/swagger';
 import { HealthCheck, HealthCheckService, HealthIndicatorService, TypeOrmHealthIndicator } from '@nestjs/terminus';
-import { SkipThrottle } from '@nestjs/throttler';
+import { NotRateLimited } from '../../common/rate-limit/plan-rate-limit.guard.js';
 import { Redis } from 'ioredis';
 import { Public } from '../../common/auth/access.decorator.js';
 import { ApiEnvelope } from '../../common/http/openapi.js';
@@ -29,7 +29,7 @@ class LivenessResponse {
 @ApiTags('Operations')
 @Controller('health')
 @Public({ takesInput: false })
-@SkipThrottle()
+@NotRateLimited()
 export class HealthController {
   /** The check under way, which requests arriving meanwhile share. */
   private running: ReturnType<HealthController['runChecks']> | null = null;

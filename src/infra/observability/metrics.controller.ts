@@ -1,6 +1,6 @@
 import { Controller, Get, Res } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
-import { SkipThrottle } from '@nestjs/throttler';
+import { NotRateLimited } from '../../common/rate-limit/plan-rate-limit.guard.js';
 import type { Response } from 'express';
 import { Public } from '../../common/auth/access.decorator.js';
 import { MetricsCollector } from './metrics-collector.js';
@@ -10,7 +10,7 @@ import { Metrics } from './metrics.js';
 @ApiExcludeController()
 @Controller('metrics')
 @Public()
-@SkipThrottle()
+@NotRateLimited()
 export class MetricsController {
   constructor(
     private readonly metrics: Metrics,

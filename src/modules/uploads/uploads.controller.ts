@@ -1,6 +1,6 @@
 import { applyDecorators, Controller, Delete, Head, NotFoundException, Options, Patch, Post, Req, Res } from '@nestjs/common';
 import { ApiExcludeEndpoint, ApiHeader, ApiOperation, type ApiOperationOptions, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
-import { SkipThrottle } from '@nestjs/throttler';
+import { NotRateLimited } from '../../common/rate-limit/plan-rate-limit.guard.js';
 import type { Request, Response } from 'express';
 import { Public, RequireScope } from '../../common/auth/access.decorator.js';
 import { type Actor, CurrentActor } from '../../common/auth/actor.js';
@@ -112,7 +112,7 @@ export class UploadsController {
   @Patch(':id')
   @RequireScope('write')
   // The upload's creation counted; its chunks do not, so the plan's largest file completes in 8 MiB chunks on every plan.
-  @SkipThrottle()
+  @NotRateLimited()
   @TUS_RESUMABLE
   @UPLOAD_ID
   @ApiHeader({ name: 'Upload-Offset', required: true, description: 'Where this chunk starts: the offset HEAD answered.' })
@@ -166,7 +166,7 @@ export class UploadsController {
   @RequireScope('write')
   // Not counted: these are mostly chunks, which are not (see append); the HEAD and DELETE a client sends this way cost
   // no more than a chunk refused for its offset.
-  @SkipThrottle()
+  @NotRateLimited()
   @TUS_RESUMABLE
   @UPLOAD_ID
   @MethodOverrideRoute('`PATCH`, `DELETE` or `HEAD`: the request is that one, with its headers and answers.')
@@ -199,7 +199,7 @@ export class UploadsController {
   /** Protocol discovery (Tus-Version, Tus-Extension); CORS preflights are answered before routing. */
   @Options()
   @Public({ takesInput: false })
-  @SkipThrottle()
+  @NotRateLimited()
   @ApiExcludeEndpoint()
   discover(@Req() request: Request, @Res() response: Response): Promise<void> {
     return this.tus.handle(null, request, response);

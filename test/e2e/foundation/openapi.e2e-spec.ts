@@ -163,6 +163,26 @@ describe('OpenAPI document and Swagger UI', () => {
     expect(chunk.headers['upload-offset']).toBe('5');
   });
 
+  it('documents X-RateLimit headers only where they are sent: a tus chunk and the health check are not counted, and say so', async () => {
+    type WithHeaders = Operation & { responses: Record<string, { description: string; headers?: Record<string, unknown> }> };
+    const rateLimitHeaders = (op: WithHeaders) => Object.values(op.responses).flatMap((answer) => Object.keys(answer.headers ?? {})).filter((name) => name.startsWith('X-RateLimit'));
+    const patch = doc.paths['/v1/uploads/{id}'].patch as WithHeaders;
+    expect(rateLimitHeaders(patch)).toEqual([]);
+    expect(patch.responses['429'].description).not.toContain("the plan's requests per minute are used up");
+    expect(rateLimitHeaders(doc.paths['/health'].get as WithHeaders)).toEqual([]);
+    // A counted route still documents them.
+    expect(rateLimitHeaders(doc.paths['/v1/uploads'].post as WithHeaders)).toContain('X-RateLimit-Remaining');
+
+    const owner = await createAccount(t.app);
+    const tus = { ...owner.auth, 'Tus-Resumable': '1.0.0' };
+    const created = await t.http().post('/v1/uploads').set({ ...tus, 'Upload-Length': '5', 'Upload-Metadata': `filename ${Buffer.from('uncounted.txt').toString('base64')}` }).expect(201);
+    expect(created.headers['x-ratelimit-remaining']).toBeDefined();
+    const chunk = await t.http().patch(created.headers.location).set({ ...tus, 'Upload-Offset': '0', 'Content-Type': 'application/offset+octet-stream' }).send(Buffer.from('hello'));
+    expect(chunk.status).toBe(204);
+    expect(chunk.headers['x-ratelimit-remaining']).toBeUndefined();
+    expect((await t.http().get('/health')).headers['x-ratelimit-remaining']).toBeUndefined();
+  });
+
   it('serves Swagger UI at /docs', async () => {
     const res = await t.http().get('/docs').redirects(1);
     expect(res.status).toBe(200);
