@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { freePort } from './processes.js';
-import { startTestApp, type TestApp } from './test-app.js';
+import { startTestAppHolding, type TestApp } from './test-app.js';
 
 /**
  * A Redis of the test's own on a free port, for tests that stop and restart Redis: the shared
@@ -70,21 +70,5 @@ export interface TestAppWithOwnRedis extends TestApp {
 /** The test application on a Redis of its own, which the test may stop and restart; close() disposes both. */
 export async function startTestAppWithOwnRedis(overrides: Record<string, string> = {}): Promise<TestAppWithOwnRedis> {
   const redis = await OwnRedis.start();
-  try {
-    const t = await startTestApp({ REDIS_URL: redis.url, ...overrides });
-    return {
-      ...t,
-      redis,
-      async close() {
-        try {
-          await t.close();
-        } finally {
-          await redis.dispose();
-        }
-      },
-    };
-  } catch (error) {
-    await redis.dispose();
-    throw error;
-  }
+  return { ...(await startTestAppHolding({ REDIS_URL: redis.url, ...overrides }, () => redis.dispose())), redis };
 }

@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import S3rver from 's3rver';
-import { startTestApp, type TestApp } from './test-app.js';
+import { startTestAppHolding, type TestApp } from './test-app.js';
 
 const BUCKET = 'fss-test';
 
@@ -85,20 +85,5 @@ function escapeXml(text: string): string {
 /** A test application storing in a bucket of its own (startS3), closed with it: `useTestApp(assign, { start: startTestAppOnS3 })`. */
 export async function startTestAppOnS3(overrides: Record<string, string> = {}): Promise<TestApp> {
   const s3 = await startS3();
-  try {
-    const t = await startTestApp({ ...s3.env(), ...overrides });
-    return {
-      ...t,
-      async close() {
-        try {
-          await t.close();
-        } finally {
-          await s3.close();
-        }
-      },
-    };
-  } catch (error) {
-    await s3.close();
-    throw error;
-  }
+  return startTestAppHolding({ ...s3.env(), ...overrides }, () => s3.close());
 }

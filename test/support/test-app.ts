@@ -106,3 +106,26 @@ export async function startTestApp(overrides: Record<string, string> = {}, adjus
     },
   };
 }
+
+/**
+ * A test application on a resource of its own (a bucket, a Redis) that `env` points it at: closing the application
+ * releases the resource too, and a start that fails releases it at once.
+ */
+export async function startTestAppHolding(env: Record<string, string>, release: () => Promise<void>): Promise<TestApp> {
+  try {
+    const t = await startTestApp(env);
+    return {
+      ...t,
+      async close() {
+        try {
+          await t.close();
+        } finally {
+          await release();
+        }
+      },
+    };
+  } catch (error) {
+    await release();
+    throw error;
+  }
+}

@@ -97,13 +97,7 @@ class Response:
         # The last ``last`` bytes: where they start needs the file's length.
         if self._expected is None:
             self.close()
-            raise InvalidResponseError(
-                f"{self._request}: asked for the last {last} bytes, the server sent the whole file without its length (a proxy that ignores Range?)",
-                code="invalid_response",
-                status=self.status,
-                request_id=self.headers.get("x-request-id"),
-                headers=self.headers,
-            )
+            raise self._invalid_response(f"asked for the last {last} bytes, the server sent the whole file without its length (a proxy that ignores Range?)")
         return max(0, self._expected - int(last)), self._expected - 1
 
     def read(self, size: int = -1) -> bytes:
@@ -202,8 +196,14 @@ class Response:
         if len(excerpt) > BODY_EXCERPT_CHARS:
             excerpt = excerpt[:BODY_EXCERPT_CHARS] + "…"
         content_type = self.headers.get("content-type", "no content type")
+        return self._invalid_response(
+            f"the server answered {self.status} with a body that is not the JSON expected ({content_type}): {jsonlib.dumps(excerpt, ensure_ascii=False)}"
+        )
+
+    def _invalid_response(self, problem: str) -> InvalidResponseError:
+        """An InvalidResponseError about this answer: its request, status, request id and headers, and the problem."""
         return InvalidResponseError(
-            f"{self._request}: the server answered {self.status} with a body that is not the JSON expected ({content_type}): {jsonlib.dumps(excerpt, ensure_ascii=False)}",
+            f"{self._request}: {problem}",
             code="invalid_response",
             status=self.status,
             request_id=self.headers.get("x-request-id"),
